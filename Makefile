@@ -1,0 +1,99 @@
+# pg_tracer — top-level Makefile.
+#
+# Builds three things:
+#   * the PostgreSQL extension (PGXS: src/*.c + common/*.c -> pg_tracer.so)
+#   * the BPF objects and their skeletons (bpf/*.bpf.c -> build/*.skel.h),
+#     compiled with clang -target bpf against a vmlinux.h generated from the
+#     running kernel's BTF.  They are not in OBJS, so PGXS never tries to
+#     make LLVM bitcode of them.
+#   * the helper binary helper/pg-tracer (libbpf + libelf), with plain $(CC):
+#     it is not a PGXS PROGRAM because it must not link against libpq/pgport.
+#
+# Targets beyond PGXS's own: helper, unit (C unit tests), install-helper.
+
+EXTENSION   = pg_tracer
+MODULE_big  = pg_tracer
+EXT_VERSION = 0.1.0
+
+EXT_SRCS    = $(wildcard src/*.c)
+COMMON_SRCS = common/pgt_segment.c common/pgt_protocol.c
+OBJS        = $(EXT_SRCS:.c=.o) $(COMMON_SRCS:.c=.o)
+
+DATA        = sql/pg_tracer--$(EXT_VERSION).sql
+
+REGRESS      = pg_tracer_api
+REGRESS_OPTS = --temp-config=$(CURDIR)/test/regress.conf --temp-instance=$(CURDIR)/tmp_check_regress
+TAP_TESTS    = 1
+
+PG_CPPFLAGS = -I$(CURDIR)/common
+PG_CONFIG  ?= pg_config
+PGXS       := $(shell $(PG_CONFIG) --pgxs)
+include $(PGXS)
+
+# ---------------------------------------------------------------- BPF + helper
+BUILD       = build
+BPFTOOL    ?= bpftool
+BPF_CLANG  ?= clang
+ARCH       := $(shell uname -m | sed 's/x86_64/x86/; s/aarch64/arm64/')
+BPF_CFLAGS  = -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall \
+              -I$(BUILD) -Ibpf -I/usr/include/$(shell uname -m)-linux-gnu
+BPF_SRCS    = $(wildcard bpf/*.bpf.c)
+BPF_OBJS    = $(patsubst bpf/%.bpf.c,$(BUILD)/%.bpf.o,$(BPF_SRCS))
+BPF_SKELS   = $(patsubst bpf/%.bpf.c,$(BUILD)/%.skel.h,$(BPF_SRCS))
+
+HELPER      = helper/pg-tracer
+HELPER_SRCS = $(filter-out helper/main.c,$(wildcard helper/*.c))
+HELPER_CFLAGS = -O2 -g -Wall -Wextra -Wno-unused-parameter -std=gnu11 \
+              -D_GNU_SOURCE -DPGT_VERSION='"$(EXT_VERSION)"' \
+              -I$(BUILD) -Ibpf -Icommon -Ihelper
+HELPER_LIBS = -lbpf -lelf -lz
+
+ifndef NO_HELPER
+all: $(HELPER)
+endif
+
+$(BUILD)/vmlinux.h:
+	@mkdir -p $(BUILD)
+	$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@.tmp && mv $@.tmp $@
+
+$(BUILD)/%.bpf.o: bpf/%.bpf.c $(BUILD)/vmlinux.h $(wildcard bpf/*.h)
+	$(BPF_CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(BUILD)/%.skel.h: $(BUILD)/%.bpf.o
+	$(BPFTOOL) gen skeleton $< > $@.tmp && mv $@.tmp $@
+
+$(HELPER): helper/main.c $(HELPER_SRCS) $(COMMON_SRCS) $(BPF_SKELS) \
+           $(wildcard helper/*.h) $(wildcard common/*.h) $(wildcard bpf/*.h)
+	$(CC) $(HELPER_CFLAGS) -o $@ helper/main.c $(HELPER_SRCS) $(COMMON_SRCS) $(HELPER_LIBS)
+
+helper: $(HELPER)
+
+# ---------------------------------------------------------------- unit tests
+UNIT_TESTS = $(patsubst test/unit/%.c,$(BUILD)/%,$(wildcard test/unit/test_*.c))
+
+$(BUILD)/test_%: test/unit/test_%.c test/unit/unit.h $(HELPER_SRCS) $(COMMON_SRCS) $(BPF_SKELS)
+	@mkdir -p $(BUILD)
+	$(CC) $(HELPER_CFLAGS) -Itest/unit -o $@ $< $(HELPER_SRCS) $(COMMON_SRCS) $(HELPER_LIBS)
+
+unit: $(UNIT_TESTS)
+	@ok=0; bad=0; for t in $(UNIT_TESTS); do \
+	  if $$t; then ok=$$((ok+1)); else bad=$$((bad+1)); fi; done; \
+	  echo "unit programs: $$ok passed, $$bad failed"; test $$bad -eq 0
+
+# ---------------------------------------------------------------- install
+prefix_helper ?= /usr/local
+SYSTEMD_DIR   ?= /etc/systemd/system
+
+ifndef NO_HELPER
+install: install-helper
+endif
+
+install-helper: $(HELPER)
+	install -D -m 0755 $(HELPER) $(DESTDIR)$(prefix_helper)/sbin/pg-tracer
+	install -D -m 0644 helper/pg-tracer.service $(DESTDIR)$(SYSTEMD_DIR)/pg-tracer.service
+
+clean: clean-helper
+clean-helper:
+	rm -rf $(BUILD) $(HELPER) tmp_check_regress
+
+.PHONY: helper unit install-helper clean-helper

@@ -1,0 +1,443 @@
+/*-------------------------------------------------------------------------
+ *
+ * pgt_segment.c
+ *	  Reader side of the helper's shared-memory segment: copy it
+ *	  consistently and validate every field before anyone looks at a table.
+ *
+ * Shared by the extension (backends and the background worker), the
+ * helper's `status` command and the unit tests, so it is plain C with no
+ * PostgreSQL or libbpf dependency and allocates only through the caller's
+ * allocator.
+ *
+ * Why copy with pread() instead of mapping the file: a mapping of a file
+ * that someone truncates raises SIGBUS on access, which in a backend would
+ * take the postmaster into crash recovery.  pread() of a shortened file only
+ * returns fewer bytes.  The segment is small (well under a megabyte by
+ * default), so the copy costs little.
+ *
+ * Locking: none.  Consistency comes from the writer's seqlock (see
+ * pgt_segment.h); a copy is accepted only when `seq` was even and the same
+ * before and after.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "pgt_segment.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define SNAPSHOT_RETRIES	50
+
+/*
+ * pgt_seg_result_name
+ *		Short stable name of a reader result, for SQL columns and logs.
+ */
+const char *
+pgt_seg_result_name(pgt_seg_result r)
+{
+	switch (r)
+	{
+		case PGT_SEG_OK:
+			return "ok";
+		case PGT_SEG_MISSING:
+			return "missing";
+		case PGT_SEG_IO_ERROR:
+			return "io error";
+		case PGT_SEG_TRUNCATED:
+			return "truncated";
+		case PGT_SEG_BAD_MAGIC:
+			return "bad magic";
+		case PGT_SEG_BAD_VERSION:
+			return "other layout version";
+		case PGT_SEG_CORRUPT:
+			return "corrupt";
+		case PGT_SEG_BUSY:
+			return "busy";
+		case PGT_SEG_NO_MEMORY:
+			return "out of memory";
+	}
+	return "unknown";
+}
+
+/*
+ * check_section
+ *		Validate one section descriptor against the copied length and the
+ *		minimum entry size the reader needs.  Returns 0 or -1 with err set.
+ */
+static int
+check_section(const struct pgt_section *s, size_t len, size_t min_entry,
+			  char *err, size_t errlen)
+{
+	uint64_t	bytes;
+
+	if (s->entry_size < min_entry || s->entry_size > 65536)
+	{
+		snprintf(err, errlen, "section kind %u: entry size %u, need %zu..65536",
+				 s->kind, s->entry_size, min_entry);
+		return -1;
+	}
+	if (s->count > s->capacity)
+	{
+		snprintf(err, errlen, "section kind %u: count %u exceeds capacity %u",
+				 s->kind, s->count, s->capacity);
+		return -1;
+	}
+	/* capacity < 2^32 and entry_size <= 2^16: the product cannot overflow */
+	bytes = (uint64_t) s->capacity * s->entry_size;
+	if (s->offset < sizeof(struct pgt_seg_header) || s->offset > len ||
+		bytes > len - s->offset)
+	{
+		snprintf(err, errlen,
+				 "section kind %u: offset %" PRIu64 " + %" PRIu64
+				 " bytes outside the %zu-byte segment",
+				 s->kind, s->offset, bytes, len);
+		return -1;
+	}
+	if (s->offset % 8 != 0)
+	{
+		snprintf(err, errlen, "section kind %u: misaligned offset %" PRIu64,
+				 s->kind, s->offset);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * check_header
+ *		Validate the fixed header of a copied segment.
+ */
+static pgt_seg_result
+check_header(const struct pgt_seg_header *h, size_t len, char *err, size_t errlen)
+{
+	if (h->magic != PGT_SEG_MAGIC)
+	{
+		snprintf(err, errlen, "not a pg_tracer segment (magic 0x%016" PRIx64 ")",
+				 h->magic);
+		return PGT_SEG_BAD_MAGIC;
+	}
+	if (h->layout_version != PGT_SEG_LAYOUT_VERSION)
+	{
+		snprintf(err, errlen, "segment layout version %u, this reader knows %u",
+				 h->layout_version, PGT_SEG_LAYOUT_VERSION);
+		return PGT_SEG_BAD_VERSION;
+	}
+	if (h->header_size != sizeof(struct pgt_seg_header))
+	{
+		snprintf(err, errlen, "header size %u, expected %zu",
+				 h->header_size, sizeof(struct pgt_seg_header));
+		return PGT_SEG_CORRUPT;
+	}
+	if (h->segment_size > PGT_SEG_MAX_SIZE ||
+		h->segment_size < sizeof(struct pgt_seg_header))
+	{
+		snprintf(err, errlen, "impossible segment size %" PRIu64, h->segment_size);
+		return PGT_SEG_CORRUPT;
+	}
+	if (h->segment_size > len)
+	{
+		snprintf(err, errlen, "segment is %zu bytes, header says %" PRIu64,
+				 len, h->segment_size);
+		return PGT_SEG_TRUNCATED;
+	}
+	if (h->nsections > PGT_MAX_SECTIONS)
+	{
+		snprintf(err, errlen, "%u sections, at most %d", h->nsections,
+				 PGT_MAX_SECTIONS);
+		return PGT_SEG_CORRUPT;
+	}
+	if (h->state != PGT_WRITER_RUNNING && h->state != PGT_WRITER_STOPPED &&
+		h->state != PGT_WRITER_WAITING)
+	{
+		snprintf(err, errlen, "unknown writer state %u", h->state);
+		return PGT_SEG_CORRUPT;
+	}
+	if (h->seq & 1)
+	{
+		snprintf(err, errlen, "writer is in the middle of an update");
+		return PGT_SEG_BUSY;
+	}
+	return PGT_SEG_OK;
+}
+
+/*
+ * pgt_segment_validate
+ *		Check a copied segment completely; fill `view` on success.
+ *
+ * Unknown section kinds are skipped (a newer helper may add tables); a
+ * known kind appearing twice is corrupt.
+ */
+pgt_seg_result
+pgt_segment_validate(const void *buf, size_t len, pgt_seg_view *view,
+					 char *err, size_t errlen)
+{
+	const struct pgt_seg_header *h = buf;
+	pgt_seg_result r;
+	uint32_t	i;
+
+	memset(view, 0, sizeof(*view));
+	if (buf == NULL || len < sizeof(struct pgt_seg_header))
+	{
+		snprintf(err, errlen, "segment is %zu bytes, shorter than its %zu-byte header",
+				 len, sizeof(struct pgt_seg_header));
+		/* a short file that does not even start with the magic is foreign */
+		if (buf != NULL && len >= sizeof(uint64_t) &&
+			memcmp(buf, &(uint64_t) {PGT_SEG_MAGIC}, sizeof(uint64_t)) != 0)
+			return PGT_SEG_BAD_MAGIC;
+		return PGT_SEG_TRUNCATED;
+	}
+	r = check_header(h, len, err, errlen);
+	if (r != PGT_SEG_OK)
+		return r;
+
+	for (i = 0; i < h->nsections; i++)
+	{
+		const struct pgt_section *s = &h->sections[i];
+
+		switch (s->kind)
+		{
+			case PGT_SEC_PROBESETS:
+				if (view->probesets != NULL)
+					goto duplicate;
+				if (check_section(s, h->segment_size,
+								  sizeof(struct pgt_probeset_entry), err, errlen) < 0)
+					return PGT_SEG_CORRUPT;
+				view->probesets = (const unsigned char *) buf + s->offset;
+				view->probesets_count = s->count;
+				view->probesets_stride = s->entry_size;
+				break;
+			case PGT_SEC_BACKENDS:
+				if (view->backends != NULL)
+					goto duplicate;
+				if (check_section(s, h->segment_size,
+								  sizeof(struct pgt_backend_entry), err, errlen) < 0)
+					return PGT_SEG_CORRUPT;
+				view->backends = (const unsigned char *) buf + s->offset;
+				view->backends_count = s->count;
+				view->backends_stride = s->entry_size;
+				break;
+			default:
+				break;			/* a table from a newer helper */
+		}
+	}
+	view->hdr = h;
+	return PGT_SEG_OK;
+
+duplicate:
+	snprintf(err, errlen, "section kind %u appears twice", h->sections[i].kind);
+	memset(view, 0, sizeof(*view));
+	return PGT_SEG_CORRUPT;
+}
+
+/*
+ * read_full
+ *		pread() until len bytes or EOF.  Returns bytes read or -1.
+ */
+static ssize_t
+read_full(int fd, void *buf, size_t len, off_t off)
+{
+	size_t		done = 0;
+
+	while (done < len)
+	{
+		ssize_t		n = pread(fd, (char *) buf + done, len - done, off + done);
+
+		if (n < 0)
+		{
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		if (n == 0)
+			break;
+		done += n;
+	}
+	return done;
+}
+
+/*
+ * read_seq
+ *		Read the header's seq field as it is in the file now.
+ */
+static int
+read_seq(int fd, uint64_t *seq)
+{
+	return read_full(fd, seq, sizeof(*seq), offsetof(struct pgt_seg_header, seq))
+		== (ssize_t) sizeof(*seq) ? 0 : -1;
+}
+
+/*
+ * pgt_segment_snapshot
+ *		Copy the segment at path consistently and validate it.
+ *
+ * The size to copy comes from the file (fstat), capped at PGT_SEG_MAX_SIZE,
+ * never from the header, so a lying header cannot make us allocate or read
+ * more than is there.
+ */
+pgt_seg_result
+pgt_segment_snapshot(const char *path, pgt_alloc_fn alloc_fn, void *alloc_arg,
+					 void **bufp, size_t *lenp, pgt_seg_view *view,
+					 char *err, size_t errlen)
+{
+	pgt_seg_result r = PGT_SEG_BUSY;
+	struct stat st;
+	void	   *buf = NULL;
+	size_t		cap;
+	int			fd;
+	int			attempt;
+
+	*bufp = NULL;
+	*lenp = 0;
+	memset(view, 0, sizeof(*view));
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	if (fd < 0)
+	{
+		snprintf(err, errlen, "cannot open \"%s\": %s", path, strerror(errno));
+		return errno == ENOENT ? PGT_SEG_MISSING : PGT_SEG_IO_ERROR;
+	}
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+	{
+		snprintf(err, errlen, "\"%s\" is not a regular file", path);
+		r = PGT_SEG_IO_ERROR;
+		goto cleanup;
+	}
+	cap = (uint64_t) st.st_size > PGT_SEG_MAX_SIZE ? PGT_SEG_MAX_SIZE : (size_t) st.st_size;
+	buf = alloc_fn(cap > 0 ? cap : 1, alloc_arg);
+	if (buf == NULL)
+	{
+		snprintf(err, errlen, "cannot allocate %zu bytes for the segment copy", cap);
+		r = PGT_SEG_NO_MEMORY;
+		goto cleanup;
+	}
+
+	for (attempt = 0; attempt < SNAPSHOT_RETRIES; attempt++)
+	{
+		uint64_t	seq_after;
+		ssize_t		n;
+
+		n = read_full(fd, buf, cap, 0);
+		if (n < 0)
+		{
+			snprintf(err, errlen, "cannot read \"%s\": %s", path, strerror(errno));
+			r = PGT_SEG_IO_ERROR;
+			goto cleanup;
+		}
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		r = pgt_segment_validate(buf, n, view, err, errlen);
+		if (r == PGT_SEG_BUSY)
+			goto retry;
+		if (r != PGT_SEG_OK)
+			goto cleanup;		/* damaged, not merely mid-write */
+		if (read_seq(fd, &seq_after) < 0)
+		{
+			snprintf(err, errlen, "segment shrank while it was read");
+			r = PGT_SEG_TRUNCATED;
+			goto cleanup;
+		}
+		if (seq_after == view->hdr->seq)
+		{
+			*bufp = buf;
+			*lenp = n;
+			close(fd);
+			return PGT_SEG_OK;
+		}
+retry:
+		memset(view, 0, sizeof(*view));
+		usleep(attempt < 10 ? 100 : 1000);
+	}
+	snprintf(err, errlen, "writer kept updating the segment during %d attempts",
+			 SNAPSHOT_RETRIES);
+	r = PGT_SEG_BUSY;
+
+cleanup:
+	memset(view, 0, sizeof(*view));
+	close(fd);
+	/* buf belongs to the caller's allocator; it frees it with its context */
+	return r;
+}
+
+/*
+ * pgt_copy_string
+ *		Bounded, sanitized copy of a fixed-size string field.
+ */
+void
+pgt_copy_string(char *dst, size_t dstlen, const char *field, size_t fieldlen)
+{
+	size_t		i;
+
+	if (dstlen == 0)
+		return;
+	for (i = 0; i < fieldlen && i + 1 < dstlen && field[i] != '\0'; i++)
+	{
+		unsigned char c = (unsigned char) field[i];
+
+		dst[i] = (c >= 0x20 && c < 0x7f) ? (char) c : '?';
+	}
+	dst[i] = '\0';
+}
+
+const char *
+pgt_probe_state_name(uint32_t state)
+{
+	switch (state)
+	{
+		case PGT_PROBE_AVAILABLE:
+			return "available";
+		case PGT_PROBE_UNAVAILABLE:
+			return "unavailable";
+		case PGT_PROBE_DEGRADED:
+			return "degraded";
+	}
+	return "unknown";
+}
+
+/*
+ * pgt_role_name
+ *		PostgreSQL's own name for a backend role (pg_stat_activity.backend_type).
+ */
+const char *
+pgt_role_name(uint32_t role)
+{
+	static const char *const names[] = {
+		[PGT_ROLE_UNKNOWN] = "unknown",
+		[PGT_ROLE_POSTMASTER] = "postmaster",
+		[PGT_ROLE_CLIENT_BACKEND] = "client backend",
+		[PGT_ROLE_CHECKPOINTER] = "checkpointer",
+		[PGT_ROLE_BGWRITER] = "background writer",
+		[PGT_ROLE_WALWRITER] = "walwriter",
+		[PGT_ROLE_AUTOVAC_LAUNCHER] = "autovacuum launcher",
+		[PGT_ROLE_AUTOVAC_WORKER] = "autovacuum worker",
+		[PGT_ROLE_LOGREP_LAUNCHER] = "logical replication launcher",
+		[PGT_ROLE_LOGREP_WORKER] = "logical replication worker",
+		[PGT_ROLE_WALSENDER] = "walsender",
+		[PGT_ROLE_WALRECEIVER] = "walreceiver",
+		[PGT_ROLE_PARALLEL_WORKER] = "parallel worker",
+		[PGT_ROLE_ARCHIVER] = "archiver",
+		[PGT_ROLE_STARTUP] = "startup",
+		[PGT_ROLE_BGWORKER] = "background worker",
+		[PGT_ROLE_OTHER] = "other",
+	};
+
+	if (role < sizeof(names) / sizeof(names[0]) && names[role] != NULL)
+		return names[role];
+	return "unknown";
+}
+
+/*
+ * pgt_cluster_path
+ *		"<dir>/pgt-<dev>-<ino><suffix>": the per-cluster file names.
+ */
+int
+pgt_cluster_path(char *out, size_t outlen, const char *runtime_dir,
+				 uint64_t dev, uint64_t ino, const char *suffix)
+{
+	int			n;
+
+	n = snprintf(out, outlen, "%s/pgt-%" PRIx64 "-%" PRIx64 "%s",
+				 runtime_dir, dev, ino, suffix);
+	return (n < 0 || (size_t) n >= outlen) ? -1 : 0;
+}

@@ -1,0 +1,252 @@
+/*-------------------------------------------------------------------------
+ *
+ * pgt_segment.h
+ *	  The shared-memory segment contract between the pg-tracer helper
+ *	  (writer, root) and the pg_tracer extension (reader, cluster owner).
+ *
+ * One segment exists per PostgreSQL cluster, as a regular file
+ *	  <runtime_dir>/pgt-<dev>-<ino>.seg
+ * where <dev> and <ino> are the st_dev and st_ino of the cluster's data
+ * directory in lower-case hex without leading zeros (see pgt_cluster_key()).
+ * The control socket of the same cluster is the same name with ".sock", and
+ * the helper's per-cluster lock file the same name with ".lock".
+ *
+ * Layout: a fixed header, then up to PGT_MAX_SECTIONS tables.  Each table is
+ * described by a section descriptor (kind, entry size, offset, capacity,
+ * count).  A reader ignores section kinds it does not know, and accepts
+ * entries larger than the struct it knows (it reads the known prefix), so
+ * later features add sections or grow entries without a new layout
+ * version.  PGT_SEG_LAYOUT_VERSION changes only when a field below moves.
+ *
+ * Concurrency: the writer (single thread) updates the segment in place
+ * under a seqlock: it increments `seq` to an odd value, issues a write
+ * barrier, rewrites the tables and the header fields, issues a write barrier
+ * and increments `seq` to the next even value.  A reader copies the whole
+ * segment and accepts the copy only when `seq` was even and unchanged before
+ * and after the copy.  The writer never shrinks a segment file: when it needs
+ * a different size it builds a new file and rename()s it over the old name,
+ * so a reader that has the old file open or mapped never faults.
+ *
+ * Trust: the reader trusts nothing.  pgt_segment_validate() checks every
+ * size, offset, count and capacity before any table is touched, and strings
+ * are copied with pgt_copy_string(), which bounds and sanitizes them.
+ *
+ * All integers are host-endian (writer and reader run on the same host).
+ * Every struct has a _Static_assert on its size: change one and you change
+ * the contract.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PGT_SEGMENT_H
+#define PGT_SEGMENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* "PGTRCSEG" read as a little-endian u64 */
+#define PGT_SEG_MAGIC			UINT64_C(0x4745534352544750)
+#define PGT_SEG_LAYOUT_VERSION	1
+
+#define PGT_MAX_SECTIONS		16
+#define PGT_VERSION_LEN			32
+#define PGT_DATADIR_LEN			256
+
+/* Largest segment a reader will accept (defends against a hostile size). */
+#define PGT_SEG_MAX_SIZE		(UINT64_C(256) * 1024 * 1024)
+
+/* Header `state` values. */
+#define PGT_WRITER_RUNNING		1	/* helper alive and publishing */
+#define PGT_WRITER_STOPPED		2	/* helper exited cleanly */
+#define PGT_WRITER_WAITING		3	/* helper alive, postmaster not running */
+
+/* Section kinds.  Numbers are never reused. */
+#define PGT_SEC_PROBESETS		1	/* struct pgt_probeset_entry */
+#define PGT_SEC_BACKENDS		2	/* struct pgt_backend_entry */
+
+struct pgt_section
+{
+	uint32_t	kind;			/* PGT_SEC_*, 0 = unused slot */
+	uint32_t	entry_size;		/* bytes per entry, >= known struct size */
+	uint64_t	offset;			/* from the start of the segment */
+	uint32_t	capacity;		/* entries allocated */
+	uint32_t	count;			/* entries in use, <= capacity */
+	uint64_t	reserved;
+};
+_Static_assert(sizeof(struct pgt_section) == 32, "pgt_section size");
+
+struct pgt_seg_header
+{
+	uint64_t	magic;			/* PGT_SEG_MAGIC */
+	uint32_t	layout_version; /* PGT_SEG_LAYOUT_VERSION */
+	uint32_t	header_size;	/* sizeof(struct pgt_seg_header) */
+	uint64_t	segment_size;	/* file size the writer created */
+	uint64_t	generation;		/* +1 each time a helper (re)attaches */
+	volatile uint64_t seq;		/* seqlock, odd while the writer writes */
+	int64_t		last_update_us; /* CLOCK_REALTIME, microseconds */
+	int64_t		attached_us;	/* when this generation attached */
+	uint32_t	writer_pid;		/* helper pid, in the helper's namespace */
+	uint32_t	state;			/* PGT_WRITER_* */
+	uint32_t	postmaster_pid; /* postmaster served, 0 when none */
+	uint32_t	nsections;		/* section slots used, <= PGT_MAX_SECTIONS */
+	uint64_t	cluster_dev;	/* st_dev of the data directory */
+	uint64_t	cluster_ino;	/* st_ino of the data directory */
+	int64_t		postmaster_start_us;	/* from postmaster.pid */
+	uint64_t	reserved[16];
+	char		helper_version[PGT_VERSION_LEN];	/* NUL-terminated */
+	char		data_dir[PGT_DATADIR_LEN];	/* as the helper saw it */
+	struct pgt_section sections[PGT_MAX_SECTIONS];
+};
+_Static_assert(sizeof(struct pgt_seg_header) == 1024, "pgt_seg_header size");
+
+/* Probe-set states. */
+#define PGT_PROBE_AVAILABLE		1
+#define PGT_PROBE_UNAVAILABLE	2
+#define PGT_PROBE_DEGRADED		3
+
+/*
+ * One row per probe set (and per capability the helper checked), so that an
+ * empty view is never ambiguous: every set says whether it runs and why not.
+ */
+struct pgt_probeset_entry
+{
+	char		name[32];		/* e.g. "process", "syscall-count" */
+	uint32_t	state;			/* PGT_PROBE_* */
+	uint32_t	flags;			/* reserved, 0 */
+	uint64_t	events;			/* events seen since attach, if counted */
+	char		mechanism[32];	/* e.g. "tp_btf/sys_enter", "none" */
+	char		reason[176];	/* why unavailable/degraded, or detail */
+};
+_Static_assert(sizeof(struct pgt_probeset_entry) == 256, "probeset size");
+
+/* Backend roles, classified by the helper from the process title. */
+#define PGT_ROLE_UNKNOWN			0
+#define PGT_ROLE_POSTMASTER			1
+#define PGT_ROLE_CLIENT_BACKEND		2
+#define PGT_ROLE_CHECKPOINTER		3
+#define PGT_ROLE_BGWRITER			4
+#define PGT_ROLE_WALWRITER			5
+#define PGT_ROLE_AUTOVAC_LAUNCHER	6
+#define PGT_ROLE_AUTOVAC_WORKER		7
+#define PGT_ROLE_LOGREP_LAUNCHER	8
+#define PGT_ROLE_LOGREP_WORKER		9
+#define PGT_ROLE_WALSENDER			10
+#define PGT_ROLE_WALRECEIVER		11
+#define PGT_ROLE_PARALLEL_WORKER	12
+#define PGT_ROLE_ARCHIVER			13
+#define PGT_ROLE_STARTUP			14
+#define PGT_ROLE_BGWORKER			15	/* other background worker */
+#define PGT_ROLE_OTHER				16	/* child we cannot classify */
+
+/*
+ * One row per process of the cluster the helper tracks (the postmaster and
+ * its direct children).  Rows appear at fork (the BPF pid filter) and go at
+ * exit.
+ */
+struct pgt_backend_entry
+{
+	uint32_t	pid;
+	uint32_t	role;			/* PGT_ROLE_* */
+	int64_t		attached_us;	/* CLOCK_REALTIME when tracking began */
+	int64_t		started_us;		/* process start time, CLOCK_REALTIME */
+	uint64_t	syscalls;		/* system calls entered since attached */
+	char		backend_type[32];	/* PostgreSQL's name for the role */
+	uint64_t	reserved[4];
+};
+_Static_assert(sizeof(struct pgt_backend_entry) == 96, "backend entry size");
+
+/* Default capacities the helper allocates (readers take them from the header). */
+#define PGT_DEFAULT_PROBESETS_CAP	32
+#define PGT_DEFAULT_BACKENDS_CAP	2048
+
+/*
+ * Reader side: everything below is plain C, shared by the extension, the
+ * helper's `status` command and the unit tests.
+ */
+
+/* Result codes of the reader. */
+typedef enum pgt_seg_result
+{
+	PGT_SEG_OK = 0,
+	PGT_SEG_MISSING,			/* no file: helper never ran for the cluster */
+	PGT_SEG_IO_ERROR,			/* open/read failed (errno in message) */
+	PGT_SEG_TRUNCATED,			/* shorter than its header or segment_size */
+	PGT_SEG_BAD_MAGIC,			/* not a pg_tracer segment */
+	PGT_SEG_BAD_VERSION,		/* another layout version */
+	PGT_SEG_CORRUPT,			/* a size, offset or count is impossible */
+	PGT_SEG_BUSY,				/* writer kept changing it while we copied */
+	PGT_SEG_NO_MEMORY
+} pgt_seg_result;
+
+/* A validated view into a copied segment. */
+typedef struct pgt_seg_view
+{
+	const struct pgt_seg_header *hdr;
+	const unsigned char *probesets; /* NULL when absent */
+	uint32_t	probesets_count;
+	uint32_t	probesets_stride;
+	const unsigned char *backends;	/* NULL when absent */
+	uint32_t	backends_count;
+	uint32_t	backends_stride;
+} pgt_seg_view;
+
+/* Allocator supplied by the caller (palloc in the extension, malloc elsewhere). */
+typedef void *(*pgt_alloc_fn) (size_t size, void *arg);
+
+extern const char *pgt_seg_result_name(pgt_seg_result r);
+
+/*
+ * Validate a copied segment of `len` bytes.  On success fill `view`.  On
+ * failure write a one-line human explanation into err.
+ */
+extern pgt_seg_result pgt_segment_validate(const void *buf, size_t len,
+										   pgt_seg_view *view,
+										   char *err, size_t errlen);
+
+/*
+ * Copy the segment at `path` consistently (seqlock retries) into memory
+ * from alloc_fn, then validate it.  The buffer is the caller's to free.
+ * Never maps the file, so a truncated or replaced file cannot fault.
+ */
+extern pgt_seg_result pgt_segment_snapshot(const char *path,
+										   pgt_alloc_fn alloc_fn, void *alloc_arg,
+										   void **buf, size_t *len,
+										   pgt_seg_view *view,
+										   char *err, size_t errlen);
+
+/* Row i of a validated section, as the known struct (prefix of the entry). */
+static inline const struct pgt_probeset_entry *
+pgt_view_probeset(const pgt_seg_view *v, uint32_t i)
+{
+	return (const struct pgt_probeset_entry *)
+		(v->probesets + (size_t) i * v->probesets_stride);
+}
+
+static inline const struct pgt_backend_entry *
+pgt_view_backend(const pgt_seg_view *v, uint32_t i)
+{
+	return (const struct pgt_backend_entry *)
+		(v->backends + (size_t) i * v->backends_stride);
+}
+
+/*
+ * Copy a fixed-size string field into dst (size dstlen), stopping at the
+ * first NUL or at the field's end, replacing bytes outside printable ASCII
+ * with '?'.  dst is always NUL-terminated.
+ */
+extern void pgt_copy_string(char *dst, size_t dstlen,
+							const char *field, size_t fieldlen);
+
+/* Human names for PGT_PROBE_* and PGT_ROLE_* values ("unknown" otherwise). */
+extern const char *pgt_probe_state_name(uint32_t state);
+extern const char *pgt_role_name(uint32_t role);
+
+/*
+ * Build "<dir>/pgt-<dev>-<ino><suffix>" into out.  Returns 0, or -1 when it
+ * does not fit.  suffix is ".seg", ".sock" or ".lock".
+ */
+extern int	pgt_cluster_path(char *out, size_t outlen, const char *runtime_dir,
+							 uint64_t dev, uint64_t ino, const char *suffix);
+
+#define PGT_DEFAULT_RUNTIME_DIR	"/run/pg_tracer"
+
+#endif							/* PGT_SEGMENT_H */

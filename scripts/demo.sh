@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# demo.sh — set everything up and show pg_tracer working, end to end.
+#
+# As root on Debian 12: installs the packages, builds and installs the
+# extension and the helper, creates a throwaway cluster (as postgres) with
+# pg_tracer preloaded, starts the helper (as root), runs pgbench against the
+# cluster and shows, from psql, what the helper sees per backend, joined
+# with pg_stat_activity.  Everything it started is stopped and removed at
+# the end; pass --keep to leave the cluster and helper running.
+set -euo pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top"
+[ "$(id -u)" -eq 0 ] || { echo "demo.sh: run as root" >&2; exit 1; }
+keep=0
+[ "${1:-}" = "--keep" ] && keep=1
+
+bash scripts/install-deps.sh
+export PATH=/usr/lib/postgresql/15/bin:$PATH
+make -j2
+make install
+
+demo=/tmp/pg_tracer_demo
+port=54329
+rt=/run/pg_tracer
+as_pg() { runuser -u postgres -- "$@"; }
+psql_demo() { as_pg psql -X -h /tmp -p "$port" -d postgres "$@"; }
+
+helper_pid=
+cleanup() {
+	[ "$keep" -eq 1 ] && { echo "left running: cluster $demo/data (port $port), helper pid $helper_pid"; return; }
+	[ -n "$helper_pid" ] && kill "$helper_pid" 2>/dev/null && wait "$helper_pid" 2>/dev/null || true
+	as_pg pg_ctl -D "$demo/data" -m fast stop >/dev/null 2>&1 || true
+	rm -rf "$demo"
+}
+trap cleanup EXIT
+
+echo "=== throwaway cluster in $demo (port $port)"
+as_pg pg_ctl -D "$demo/data" -m immediate stop >/dev/null 2>&1 || true
+rm -rf "$demo"
+install -d -o postgres -g postgres "$demo"
+as_pg initdb -D "$demo/data" -A trust >/dev/null
+cat >> "$demo/data/postgresql.conf" <<CONF
+port = $port
+unix_socket_directories = '/tmp'
+listen_addresses = ''
+shared_preload_libraries = 'pg_tracer'
+pg_tracer.runtime_dir = '$rt'
+CONF
+as_pg pg_ctl -D "$demo/data" -l "$demo/server.log" -w start >/dev/null
+psql_demo -q -c 'CREATE EXTENSION pg_tracer'
+
+echo "=== helper: pg-tracer daemon --pgdata $demo/data"
+/usr/local/sbin/pg-tracer daemon --pgdata "$demo/data" --runtime-dir "$rt" >"$demo/helper.log" 2>&1 &
+helper_pid=$!
+for _ in $(seq 50); do
+	[ "$(psql_demo -Atc 'SELECT helper_connected FROM pg_tracer_status()')" = t ] && break
+	sleep 0.2
+done
+
+echo "=== pgbench (4 clients, 10 s) while we look"
+as_pg pgbench -h /tmp -p "$port" -i -s 5 -q postgres >/dev/null 2>&1
+as_pg pgbench -h /tmp -p "$port" -c 4 -T 10 postgres >"$demo/pgbench.log" 2>&1 &
+bench=$!
+sleep 5
+
+psql_demo -c 'SELECT helper_connected, helper_pid, helper_version, segment_generation,
+                     last_update, postmaster_pid FROM pg_tracer_status()'
+psql_demo -c 'SELECT probe_set, state, mechanism, events, reason FROM pg_tracer_probes'
+psql_demo -c "SELECT b.pid, b.backend_type, a.state, b.syscalls, b.attached_at
+                FROM pg_tracer_backends b LEFT JOIN pg_stat_activity a USING (pid)
+               ORDER BY b.syscalls DESC LIMIT 12"
+psql_demo -c 'SELECT pg_tracer_ping()'
+wait "$bench"
+grep -E '^(tps|number of transactions actually processed)' "$demo/pgbench.log" || true
+
+echo "=== pg-tracer status"
+/usr/local/sbin/pg-tracer status --runtime-dir "$rt"
+echo "=== demo finished"

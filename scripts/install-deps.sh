@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# install-deps.sh — install every Debian package that building, the demo and
+# the test suites need.  Idempotent; run as root on Debian 12.
+set -euo pipefail
+
+if [ "$(id -u)" -ne 0 ]; then
+	echo "install-deps.sh: must run as root (it calls apt-get)" >&2
+	exit 1
+fi
+
+PACKAGES=(
+	# toolchain and BPF
+	make gcc clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev pkg-config
+	# PostgreSQL 15 server, headers (PGXS), client, TAP test modules
+	postgresql-15 postgresql-server-dev-15 postgresql-client-15 postgresql-contrib
+	libipc-run-perl perl
+	# test harness: run root-only steps from TAP tests, drop caches, etc.
+	sudo procps util-linux python3 rsync
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+
+if [ "${#missing[@]}" -eq 0 ]; then
+	echo "install-deps.sh: all packages present"
+	exit 0
+fi
+
+echo "install-deps.sh: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -q
+apt-get install -y -q --no-install-recommends "${missing[@]}"
+
+# Debian's postgresql-common creates and starts a "main" cluster on install;
+# pg_tracer never uses it and its port would collide with nothing we run, but
+# leave it alone: it is the administrator's.

@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# test.sh — build everything and run every test suite: C unit tests,
+# pg_regress (SQL API) and TAP (real clusters, the real helper, real BPF).
+#
+# Run as root on Debian 12: it installs the packages it needs, builds and
+# installs the extension and the helper, then runs the PostgreSQL suites as
+# the postgres user (PostgreSQL refuses root) in a copy of the tree that
+# user owns.  Root-only steps inside TAP tests go through test/helper-ctl,
+# which a sudoers rule allows for the duration of the run only.
+#
+# The last line is "summary: N passed, N failed" (counted in test cases).
+set -uo pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top"
+[ "$(id -u)" -eq 0 ] || { echo "test.sh: run as root" >&2; exit 1; }
+
+bash scripts/install-deps.sh || exit 1
+export PATH=/usr/lib/postgresql/15/bin:$PATH
+
+passed=0 failed=0
+add() { passed=$((passed + $1)); failed=$((failed + $2)); }
+
+echo "=== build and install"
+make -s clean >/dev/null 2>&1 || true
+if ! make -j2 || ! make install; then
+	echo "build failed"
+	echo "summary: 0 passed, 1 failed"
+	exit 1
+fi
+
+echo "=== C unit tests"
+unit_log=$(mktemp)
+make -s unit 2>&1 | tee "$unit_log"
+unit_counts=$(grep -E '^([A-Za-z_]+: )?[0-9]+ passed, [0-9]+ failed$' "$unit_log" |
+	sed -E 's/^([A-Za-z_]+: )?([0-9]+) passed, ([0-9]+) failed$/\2 \3/')
+u_pass=$(echo "$unit_counts" | awk '{s+=$1} END {print s+0}')
+u_fail=$(echo "$unit_counts" | awk '{s+=$2} END {print s+0}')
+grep -q '^unit programs: [0-9]* passed, 0 failed$' "$unit_log" || u_fail=$((u_fail + 1))
+add "$u_pass" "$u_fail"
+
+echo "=== PostgreSQL suites (pg_regress + TAP) as postgres"
+work=$(mktemp -d /tmp/pg_tracer_test.XXXXXX)
+rsync -a --exclude .git --exclude build --exclude 'tmp_check*' ./ "$work/"
+chown -R postgres:postgres "$work"
+chmod 755 "$work"
+
+install -d -m 0755 /usr/local/lib/pg_tracer
+install -m 0755 -o root -g root test/helper-ctl /usr/local/lib/pg_tracer/test-helper-ctl
+sudoers=/etc/sudoers.d/pg_tracer_tests
+echo "postgres ALL=(root) NOPASSWD: /usr/local/lib/pg_tracer/test-helper-ctl" > "$sudoers"
+chmod 0440 "$sudoers"
+cleanup() {
+	rm -f "$sudoers"
+	pkill -f '^/usr/local/sbin/pg-tracer daemon --runtime-dir /tmp/' 2>/dev/null || true
+}
+trap cleanup EXIT
+
+pg_log=$(mktemp)
+chmod 644 "$pg_log"
+runuser -u postgres -- env PATH="$PATH" PG_TRACER_CTL="sudo -n /usr/local/lib/pg_tracer/test-helper-ctl" \
+	make -C "$work" NO_HELPER=1 installcheck PROVE_FLAGS='--timer' 2>&1 | tee "$pg_log"
+pg_rc=${PIPESTATUS[0]}
+
+# pg_regress: "All N tests passed." or "M of N tests failed."
+if r=$(grep -Eo 'All [0-9]+ tests passed' "$pg_log"); then
+	add "$(echo "$r" | awk '{print $2}')" 0
+elif r=$(grep -Eo '[0-9]+ of [0-9]+ tests failed' "$pg_log"); then
+	f=$(echo "$r" | awk '{print $1}'); n=$(echo "$r" | awk '{print $3}')
+	add $((n - f)) "$f"
+	echo "--- regression.diffs"; cat "$work/regression.diffs" 2>/dev/null
+else
+	add 0 1
+fi
+# prove: "Tests=N" and, on failure, "Failed X/Y subtests" per file
+if t=$(grep -Eo 'Tests=[0-9]+' "$pg_log" | tail -1); then
+	n=${t#Tests=}
+	f=$(grep -Eo 'Failed [0-9]+/[0-9]+ subtests' "$pg_log" | awk -F'[ /]' '{s+=$2} END {print s+0}')
+	grep -q '^Result: PASS' "$pg_log" || [ "$f" -gt 0 ] || f=1
+	add $((n - f)) "$f"
+else
+	add 0 1
+fi
+[ "$pg_rc" -eq 0 ] || { [ "$failed" -gt 0 ] || failed=1; }
+if [ "$failed" -gt 0 ]; then
+	for l in "$work"/tmp_check/log/*; do
+		[ -f "$l" ] && { echo "--- $l (tail)"; tail -n 40 "$l"; }
+	done
+else
+	rm -rf "$work"
+fi
+
+echo "summary: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,61 @@
+# 001_without_helper.pl — the extension on its own.
+#
+# With no helper running every view must answer (empty, or one row saying
+# why), status must say "not connected" with a reason, and ping must fail
+# with a clear error.  Without shared_preload_libraries, every function must
+# refuse with a hint saying how to preload.
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use PgTracerTest;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my ($node, $rt) = tracer_node('no_helper');
+$node->safe_psql('postgres', 'CREATE EXTENSION pg_tracer');
+
+is($node->safe_psql('postgres',
+		'SELECT helper_connected, segment_state FROM pg_tracer_status()'),
+	'f|missing', 'status: helper not connected, no segment');
+like($node->safe_psql('postgres', 'SELECT reason FROM pg_tracer_status()'),
+	qr/\S/, 'status gives a reason');
+
+is($node->safe_psql('postgres', 'SELECT count(*) FROM pg_tracer_backends'),
+	'0', 'backends view answers, empty');
+is($node->safe_psql('postgres',
+		"SELECT probe_set, state FROM pg_tracer_probes"),
+	'helper|unavailable', 'probes view says the helper is unavailable');
+
+my ($rc, $out, $err) = $node->psql('postgres', 'SELECT pg_tracer_ping()');
+isnt($rc, 0, 'ping fails without a helper');
+like($err, qr/helper/i, 'ping error names the helper');
+like($err, qr/HINT:.*pg-tracer daemon/, 'ping error hints how to start it');
+
+# The layout file the helper will need is written by the background worker.
+my $layout = $node->data_dir . '/pg_tracer.layout';
+ok(defined wait_until(sub { -s $layout }, 10), 'layout file written');
+my $text = slurp_file($layout);
+like($text, qr/^pg_tracer_layout 1$/m, 'layout: header');
+like($text, qr/^pg_version_num 150\d\d\d$/m, 'layout: PG_VERSION_NUM');
+like($text, qr/^wait_event 0x0a[0-9a-f]{6} IO DataFileRead$/mi, 'layout: IO event from the server');
+like($text, qr/^wait_event 0x09[0-9a-f]{6} Timeout PgSleep$/mi, 'layout: Timeout event');
+like($text, qr/^wait_event 0x03[0-9a-f]{6} Lock relation$/mi, 'layout: Lock event');
+like($text, qr/^end$/m, 'layout: complete');
+my $mode = (stat($layout))[2] & 07777;
+is(sprintf('%o', $mode), '600', 'layout file is private to the cluster owner');
+
+# Not preloaded: every function refuses with a hint.
+my ($plain) = tracer_node('not_preloaded', preload => 0);
+$plain->safe_psql('postgres', 'CREATE EXTENSION pg_tracer');
+for my $q ('SELECT * FROM pg_tracer_status()', 'SELECT * FROM pg_tracer_backends',
+	'SELECT pg_tracer_ping()', 'SELECT * FROM pg_tracer_probes')
+{
+	($rc, $out, $err) = $plain->psql('postgres', $q);
+	isnt($rc, 0, "not preloaded: '$q' fails");
+	like($err, qr/HINT:.*shared_preload_libraries/, "not preloaded: '$q' hints at preloading");
+}
+
+$plain->stop;
+$node->stop;
+done_testing();

@@ -1,0 +1,129 @@
+# 002_helper_attach.pl — the real helper, real BPF, one real path end to end.
+#
+# The helper attaches to this test's cluster; status turns connected, the
+# pid filter lists the postmaster's children, a new connection appears in
+# pg_tracer_backends within 2 seconds with a syscall count that grows, ping
+# round-trips through the control socket, and bad input to the helper is
+# refused with a clear message and a non-zero exit.
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use PgTracerTest;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(time);
+
+plan skip_all => 'root helper not reachable (run through scripts/test.sh)'
+  unless helper_available();
+
+my ($node, $rt) = tracer_node('attach');
+$node->safe_psql('postgres', 'CREATE EXTENSION pg_tracer');
+
+my $helper = start_helper($node, $rt);
+ok(defined wait_until(sub {
+	$node->safe_psql('postgres', 'SELECT helper_connected FROM pg_tracer_status()') eq 't'
+}, 15), 'status turns connected');
+
+my $st = $node->safe_psql('postgres',
+	"SELECT helper_pid, segment_generation >= 1, last_update > now() - interval '5 s',
+	        postmaster_pid = $node->{_pid}, segment_state
+	   FROM pg_tracer_status()");
+is($st, "$helper|t|t|t|ok", 'status: helper pid, generation, fresh update, postmaster, ok');
+like($node->safe_psql('postgres', 'SELECT helper_version FROM pg_tracer_status()'),
+	qr/^\d+\.\d+/, 'status: helper version');
+
+# Probe sets report their state; the core ones run here.
+my %probes = map { split /\|/, $_, 2 } split /\n/, $node->safe_psql('postgres',
+	'SELECT probe_set, state FROM pg_tracer_probes');
+is($probes{'process'}, 'available', 'probe set process available');
+is($probes{'syscall-count'}, 'available', 'probe set syscall-count available');
+ok(exists $probes{'kprobes'}, 'kprobes capability reported');
+like($node->safe_psql('postgres',
+		"SELECT state || ': ' || reason FROM pg_tracer_probes WHERE probe_set = 'kprobes'"),
+	qr/^(available|unavailable: \S.*)$/, 'kprobes: available, or unavailable with a reason');
+
+# The postmaster's children that exist already were found by scanning /proc.
+ok(defined wait_until(sub {
+	$node->safe_psql('postgres',
+		"SELECT count(*) FROM pg_tracer_backends b JOIN pg_stat_activity a USING (pid)
+		  WHERE a.backend_type IN ('checkpointer', 'background writer', 'walwriter')") eq '3'
+}, 5), 'aux processes listed, joinable with pg_stat_activity');
+is($node->safe_psql('postgres',
+		"SELECT backend_type FROM pg_tracer_backends WHERE pid = $node->{_pid}"),
+	'postmaster', 'postmaster listed');
+
+# A new connection enters the pid filter at fork and shows within 2 s.
+my $bg = $node->background_psql('postgres');
+my $t0 = time();
+my $bg_pid = $bg->query_safe('SELECT pg_backend_pid()');
+my $seen = wait_until(sub {
+	$node->safe_psql('postgres',
+		"SELECT count(*) FROM pg_tracer_backends WHERE pid = $bg_pid") eq '1'
+}, 5);
+ok(defined $seen && time() - $t0 <= 2.0, sprintf('new connection visible within 2 s (%.2f s)', time() - $t0));
+is($node->safe_psql('postgres',
+		"SELECT b.backend_type = a.backend_type, b.attached_at <= now(), b.syscalls > 0
+		   FROM pg_tracer_backends b JOIN pg_stat_activity a USING (pid) WHERE pid = $bg_pid"),
+	't|t|t', 'client backend: type matches pg_stat_activity, attached, syscalls counted');
+
+# Syscall counts are real: work in that backend raises its count.
+my $before = $node->safe_psql('postgres', "SELECT syscalls FROM pg_tracer_backends WHERE pid = $bg_pid");
+$bg->query_safe('SELECT count(*) FROM generate_series(1, 1000) g, pg_sleep(0.0001)');
+ok(defined wait_until(sub {
+	$node->safe_psql('postgres', "SELECT syscalls FROM pg_tracer_backends WHERE pid = $bg_pid") > $before + 500
+}, 5), 'syscall count grows with the backend\'s work (1000 sleeps)');
+$bg->quit;
+ok(defined wait_until(sub {
+	$node->safe_psql('postgres', "SELECT count(*) FROM pg_tracer_backends WHERE pid = $bg_pid") eq '0'
+}, 5), 'an exited backend leaves the view');
+
+# Control socket round trip from SQL.
+like($node->safe_psql('postgres', 'SELECT pg_tracer_ping()'),
+	qr/^pong version=\S+ generation=\d+ pid=$helper$/, 'ping round-trips through the socket');
+my $sock = segment_path($node, $rt, '.sock');
+my $mode = (stat($sock))[2] & 07777;
+ok(($mode & 0007) == 0, sprintf('socket not world-accessible (%o)', $mode));
+my $seg = segment_path($node, $rt, '.seg');
+$mode = (stat($seg))[2] & 07777;
+ok(($mode & 0007) == 0, sprintf('segment not world-readable (%o)', $mode));
+
+# The CLI status command sees the same cluster.
+my ($rc, $out, $err) = run_helper('status', '--runtime-dir', $rt);
+is($rc, 0, 'pg-tracer status exits 0');
+like($out, qr/\Q@{[$node->data_dir]}\E/, 'status names the data directory');
+like($out, qr/syscall-count.*available/, 'status lists probe sets');
+
+# Bad input: clear message, non-zero exit, the running helper untouched.
+($rc, $out, $err) = run_helper('daemon', '--pgdata', $node->data_dir, '--runtime-dir', $rt);
+is($rc, 1, 'second helper for the same cluster exits 1');
+like($err, qr/already/, 'second helper says another one serves the cluster');
+($rc, $out, $err) = run_helper('daemon', '--no-such-flag');
+is($rc, 2, 'unknown flag exits 2');
+like($err, qr/no-such-flag|unrecognized|unknown/i, 'unknown flag named');
+($rc, $out, $err) = run_helper('daemon', '--pgdata', $node->basedir, '--runtime-dir', $rt);
+isnt($rc, 0, 'a PGDATA that is not a cluster is refused');
+like($err, qr/not a PostgreSQL data directory|PG_VERSION/i, 'and says why');
+($rc, $out, $err) = run_helper('daemon', '--pid', $$, '--runtime-dir', $rt);
+isnt($rc, 0, 'a pid that is not a postmaster is refused');
+like($err, qr/postmaster/i, 'and says why');
+($rc, $out, $err) = run_helper('--help');
+is($rc, 0, '--help exits 0');
+like($out, qr/daemon/, '--help lists commands');
+for my $cmd ('daemon', 'status')
+{
+	($rc, $out, $err) = run_helper($cmd, '--help');
+	is($rc, 0, "$cmd --help exits 0");
+	like($out, qr/Usage|usage/, "$cmd --help prints usage");
+}
+is($node->safe_psql('postgres', 'SELECT helper_connected, helper_pid FROM pg_tracer_status()'),
+	"t|$helper", 'the first helper still serves the cluster');
+
+signal_helper($helper, 'TERM');
+ok(defined wait_until(sub {
+	$node->safe_psql('postgres', 'SELECT helper_connected FROM pg_tracer_status()') eq 'f'
+}, 10), 'after SIGTERM status says not connected');
+like($node->safe_psql('postgres', 'SELECT segment_state || reason FROM pg_tracer_status()'),
+	qr/stop/i, 'and that the helper stopped');
+$node->stop;
+done_testing();

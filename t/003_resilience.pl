@@ -1,0 +1,132 @@
+# 003_resilience.pl — nothing the helper does or fails to do may hurt
+# PostgreSQL.
+#
+# SIGKILL the helper while pgbench runs: no client error, no crash recovery
+# (postmaster start time unchanged), status says disconnected.  Restart it:
+# it reconnects with a new generation.  Restart PostgreSQL: the helper
+# re-attaches to the new postmaster.  Replace the segment with a truncated,
+# zeroed, random or other-version file: status reports it, no backend dies.
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use PgTracerTest;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use IPC::Run;
+
+plan skip_all => 'root helper not reachable (run through scripts/test.sh)'
+  unless helper_available();
+
+my ($node, $rt) = tracer_node('resilience');
+$node->safe_psql('postgres', 'CREATE EXTENSION pg_tracer');
+my $start_time = $node->safe_psql('postgres', 'SELECT pg_postmaster_start_time()');
+
+sub connected
+{
+	return $node->safe_psql('postgres', 'SELECT helper_connected FROM pg_tracer_status()') eq 't';
+}
+
+sub generation
+{
+	return $node->safe_psql('postgres', 'SELECT segment_generation FROM pg_tracer_status()');
+}
+
+my $helper = start_helper($node, $rt);
+ok(defined wait_until(\&connected, 15), 'helper connected');
+my $gen1 = generation();
+
+# --- SIGKILL while pgbench runs
+$node->command_ok([ 'pgbench', '-i', '-s', '2', '-q', '-p', $node->port, '-h', $node->host, 'postgres' ],
+	'pgbench init');
+my ($bout, $berr) = ('', '');
+my $bench = IPC::Run::start(
+	[ 'pgbench', '-c', '4', '-T', '8', '-p', $node->port, '-h', $node->host, 'postgres' ],
+	'>', \$bout, '2>', \$berr);
+sleep 2;
+signal_helper($helper, 'KILL');
+$bench->finish;
+is($? >> 8, 0, 'pgbench survives the helper being killed');
+unlike($berr, qr/error|abort/i, 'pgbench reports no client error');
+like($bout, qr/number of failed transactions: 0|processed: \d+/, 'pgbench completed transactions');
+is($node->safe_psql('postgres', 'SELECT pg_postmaster_start_time()'), $start_time,
+	'postmaster start time unchanged: no crash recovery');
+ok(defined wait_until(sub { !connected() }, 10), 'status says disconnected after SIGKILL');
+like($node->safe_psql('postgres', 'SELECT segment_state || \': \' || reason FROM pg_tracer_status()'),
+	qr/stale|gone|not running|exited/i, 'and why');
+
+# --- restart the helper: it reconnects with a new generation
+$helper = start_helper($node, $rt);
+ok(defined wait_until(\&connected, 15), 'restarted helper reconnects');
+cmp_ok(generation(), '>', $gen1, 'generation increased');
+is($node->safe_psql('postgres', 'SELECT helper_pid FROM pg_tracer_status()'), $helper,
+	'status shows the new helper pid');
+
+# --- restart PostgreSQL: the helper re-attaches to the new postmaster
+my $gen2 = generation();
+$node->restart;
+ok(defined wait_until(sub {
+	connected() && $node->safe_psql('postgres', 'SELECT postmaster_pid FROM pg_tracer_status()') eq $node->{_pid}
+}, 20), 'helper re-attaches after a PostgreSQL restart');
+cmp_ok(generation(), '>', $gen2, 'new generation after the restart');
+my $bg = $node->background_psql('postgres');
+my $pid = $bg->query_safe('SELECT pg_backend_pid()');
+ok(defined wait_until(sub {
+	$node->safe_psql('postgres', "SELECT count(*) FROM pg_tracer_backends WHERE pid = $pid") eq '1'
+}, 5), 'backends of the new postmaster are tracked');
+$bg->quit;
+$start_time = $node->safe_psql('postgres', 'SELECT pg_postmaster_start_time()');
+
+# --- foreign segments: stop the helper, then plant damaged files
+signal_helper($helper, 'TERM');
+ok(defined wait_until(sub { !connected() }, 10), 'helper stopped');
+my $seg = segment_path($node, $rt, '.seg');
+my $good = slurp_file($seg);
+my $log_offset = -s $node->logfile;
+
+sub plant
+{
+	my ($bytes) = @_;
+	my $tmp = "$seg.test";
+	open my $fh, '>:raw', $tmp or die "$tmp: $!";
+	print $fh $bytes;
+	close $fh;
+	rename $tmp, $seg or die "rename: $!";
+}
+
+my $ver2 = $good;
+substr($ver2, 8, 4) = pack('V', 2);    # layout_version
+my $big_count = $good;
+# first section descriptor: header offset 224+32+256 = 512; count at +20
+substr($big_count, 512 + 20, 4) = pack('V', 0xffffffff);
+srand(42);
+my %cases = (
+	'truncated' => [ substr($good, 0, 700), qr/truncated/ ],
+	'zeroed' => [ "\0" x length($good), qr/bad magic/ ],
+	'random bytes' => [ join('', map { chr(int(rand(256))) } 1 .. length($good)), qr/bad magic/ ],
+	'other layout version' => [ $ver2, qr/other layout version/ ],
+	'impossible count' => [ $big_count, qr/corrupt/ ],
+	'empty' => [ '', qr/truncated/ ],);
+for my $case (sort keys %cases)
+{
+	my ($bytes, $expect) = @{ $cases{$case} };
+	plant($bytes);
+	my $row = $node->safe_psql('postgres',
+		'SELECT helper_connected, segment_state FROM pg_tracer_status()');
+	like($row, qr/^f\|/, "$case segment: not connected");
+	like($row, $expect, "$case segment: reported as such");
+	is($node->safe_psql('postgres', 'SELECT count(*) FROM pg_tracer_backends'), '0',
+		"$case segment: backends view answers, empty");
+	$node->psql('postgres', 'SELECT * FROM pg_tracer_probes');
+}
+sleep 1;    # let the background worker import the last one too
+is($node->safe_psql('postgres', 'SELECT pg_postmaster_start_time()'), $start_time,
+	'no backend crashed on any damaged segment');
+ok(!$node->log_contains('terminated by signal', $log_offset), 'server log shows no crashed process');
+
+# A helper started over the damaged file replaces it cleanly.
+$helper = start_helper($node, $rt);
+ok(defined wait_until(\&connected, 15), 'a new helper recovers from a damaged segment');
+signal_helper($helper, 'TERM');
+$node->stop;
+done_testing();

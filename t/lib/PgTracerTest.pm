@@ -1,0 +1,105 @@
+# PgTracerTest.pm — shared pieces of pg_tracer's TAP tests.
+#
+# Clusters run as the postgres user (PostgreSQL::Test::Cluster); the helper
+# must run as root, so every helper action goes through the command in
+# $PG_TRACER_CTL (scripts/test.sh sets it to a sudo-wrapped
+# test/helper-ctl).  Each cluster gets its own short runtime directory, so
+# tests never meet a host-wide helper or each other's segments.
+package PgTracerTest;
+
+use strict;
+use warnings;
+use Exporter 'import';
+use IPC::Run ();
+use Time::HiRes qw(usleep time);
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+our @EXPORT = qw(tracer_node start_helper signal_helper run_helper
+  wait_until helper_available segment_path);
+
+my @CTL = split ' ', ($ENV{PG_TRACER_CTL} // 'sudo -n /usr/local/lib/pg_tracer/test-helper-ctl');
+
+# Is the root helper reachable from this test at all?
+sub helper_available
+{
+	my ($rc) = run_helper('--version');
+	return $rc == 0;
+}
+
+# A started cluster with pg_tracer preloaded and its own runtime dir.
+# Returns ($node, $runtime_dir).
+sub tracer_node
+{
+	my ($name, %opts) = @_;
+	my $rt = PostgreSQL::Test::Utils::tempdir_short();
+	my $node = PostgreSQL::Test::Cluster->new($name);
+	$node->init;
+	my $preload = $opts{preload} // 1;
+	$node->append_conf('postgresql.conf',
+		($preload ? "shared_preload_libraries = 'pg_tracer'\n" : '')
+		  . "pg_tracer.runtime_dir = '$rt'\n"
+		  . ($opts{conf} // ''));
+	$node->start unless $opts{no_start};
+	return ($node, $rt);
+}
+
+# Start `pg-tracer daemon --pgdata DATA --runtime-dir RT` as root; returns its pid.
+sub start_helper
+{
+	my ($node, $rt, @extra) = @_;
+	my $log = $node->basedir . '/helper.log';
+	my ($out, $err) = ('', '');
+	IPC::Run::run([ @CTL, 'start', $rt, $log, '--pgdata', $node->data_dir,
+			'--log-level', 'debug', @extra ], '>', \$out, '2>', \$err)
+	  or die "cannot start helper: $err";
+	chomp $out;
+	die "helper-ctl start printed no pid: $out $err" unless $out =~ /^\d+$/;
+	note "helper started, pid $out, log $log";
+	return $out;
+}
+
+sub signal_helper
+{
+	my ($pid, $sig) = @_;
+	my ($out, $err) = ('', '');
+	IPC::Run::run([ @CTL, 'signal', $pid, $sig ], '>', \$out, '2>', \$err)
+	  or die "cannot signal helper $pid: $err";
+	return 1;
+}
+
+# Run the helper in the foreground as root; returns (exit code, stdout, stderr).
+sub run_helper
+{
+	my @args = @_;
+	my ($out, $err) = ('', '');
+	my $timer = IPC::Run::timeout(60);
+	IPC::Run::run([ @CTL, 'run', @args ], '<', \undef, '>', \$out, '2>', \$err, $timer);
+	return ($? >> 8, $out, $err);
+}
+
+# Poll $code every 100 ms until it returns true or $timeout seconds pass.
+# Returns the elapsed seconds on success, undef on timeout.
+sub wait_until
+{
+	my ($code, $timeout) = @_;
+	my $start = time();
+	while (time() - $start < $timeout)
+	{
+		return time() - $start if $code->();
+		usleep(100_000);
+	}
+	return undef;
+}
+
+# Where the helper writes this cluster's segment (the same name the
+# extension computes: data directory st_dev/st_ino in hex).
+sub segment_path
+{
+	my ($node, $rt, $suffix) = @_;
+	my @st = stat($node->data_dir) or die "stat: $!";
+	return sprintf('%s/pgt-%x-%x%s', $rt, $st[0], $st[1], $suffix // '.seg');
+}
+
+1;

@@ -1,0 +1,217 @@
+/*
+ * test_segment_reader.c — the reader's validation of helper segments, the
+ * code every backend runs before it trusts a byte (common/pgt_segment.c).
+ *
+ * Segments are built by hand here, independently of the helper's writer, so
+ * a bug shared by writer and reader cannot hide.  Each damaged form must be
+ * classified, and none may make the reader touch memory outside the copy
+ * (run under valgrind to see that too).
+ */
+#include "unit.h"
+#include "pgt_segment.h"
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define NPROBES	2
+#define NBACK	3
+
+static size_t
+build(unsigned char **out)
+{
+	size_t		off_p = sizeof(struct pgt_seg_header);
+	size_t		off_b = off_p + 4 * sizeof(struct pgt_probeset_entry);
+	size_t		len = off_b + 8 * sizeof(struct pgt_backend_entry);
+	unsigned char *buf = calloc(1, len);
+	struct pgt_seg_header *h = (struct pgt_seg_header *) buf;
+	struct pgt_probeset_entry *p = (struct pgt_probeset_entry *) (buf + off_p);
+	struct pgt_backend_entry *b = (struct pgt_backend_entry *) (buf + off_b);
+
+	h->magic = PGT_SEG_MAGIC;
+	h->layout_version = PGT_SEG_LAYOUT_VERSION;
+	h->header_size = sizeof(*h);
+	h->segment_size = len;
+	h->generation = 7;
+	h->seq = 42;
+	h->state = PGT_WRITER_RUNNING;
+	h->writer_pid = 1234;
+	h->nsections = 2;
+	strcpy(h->helper_version, "0.1.0");
+	h->sections[0] = (struct pgt_section) {PGT_SEC_PROBESETS, sizeof(*p), off_p, 4, NPROBES, 0};
+	h->sections[1] = (struct pgt_section) {PGT_SEC_BACKENDS, sizeof(*b), off_b, 8, NBACK, 0};
+	strcpy(p[0].name, "process");
+	p[0].state = PGT_PROBE_AVAILABLE;
+	strcpy(p[1].name, "kprobes");
+	p[1].state = PGT_PROBE_UNAVAILABLE;
+	for (int i = 0; i < NBACK; i++)
+	{
+		b[i].pid = 100 + i;
+		b[i].role = PGT_ROLE_CLIENT_BACKEND;
+		b[i].syscalls = 1000 * i;
+	}
+	*out = buf;
+	return len;
+}
+
+static pgt_seg_result
+check(const unsigned char *buf, size_t len, pgt_seg_view *v)
+{
+	char		err[256];
+
+	return pgt_segment_validate(buf, len, v, err, sizeof(err));
+}
+
+static void
+test_valid(void)
+{
+	unsigned char *buf;
+	size_t		len = build(&buf);
+	pgt_seg_view v;
+
+	CHECK(check(buf, len, &v) == PGT_SEG_OK, "valid segment accepted");
+	CHECK(v.hdr != NULL && v.hdr->generation == 7, "header visible");
+	CHECK(v.probesets_count == NPROBES && v.backends_count == NBACK, "counts");
+	CHECK(strcmp(pgt_view_probeset(&v, 1)->name, "kprobes") == 0, "probe row 1");
+	CHECK(pgt_view_backend(&v, 2)->pid == 102 && pgt_view_backend(&v, 2)->syscalls == 2000,
+		  "backend row 2");
+	free(buf);
+}
+
+static void
+test_damaged(void)
+{
+	unsigned char *buf;
+	size_t		len = build(&buf);
+	struct pgt_seg_header *h = (struct pgt_seg_header *) buf;
+	pgt_seg_view v;
+	unsigned char *zero = calloc(1, len);
+
+	CHECK(check(buf, 0, &v) == PGT_SEG_TRUNCATED, "empty");
+	CHECK(check(buf, 700, &v) == PGT_SEG_TRUNCATED, "shorter than the header");
+	CHECK(check(buf, len - 1, &v) == PGT_SEG_TRUNCATED, "shorter than segment_size");
+	CHECK(check(zero, len, &v) == PGT_SEG_BAD_MAGIC, "zeroed");
+	CHECK(v.hdr == NULL && v.backends == NULL, "no view on failure");
+	free(zero);
+
+#define MUTATE(field, value, expect, what) \
+	do { \
+		__typeof__(field) saved = (field); \
+		(field) = (value); \
+		CHECK(check(buf, len, &v) == (expect), what); \
+		(field) = saved; \
+	} while (0)
+
+	MUTATE(h->magic, 0x1234, PGT_SEG_BAD_MAGIC, "foreign magic");
+	MUTATE(h->layout_version, 2, PGT_SEG_BAD_VERSION, "other layout version");
+	MUTATE(h->header_size, 512, PGT_SEG_CORRUPT, "header size");
+	MUTATE(h->segment_size, (uint64_t) 1 << 40, PGT_SEG_CORRUPT, "absurd size");
+	MUTATE(h->segment_size, 10, PGT_SEG_CORRUPT, "size below header");
+	MUTATE(h->nsections, 17, PGT_SEG_CORRUPT, "too many sections");
+	MUTATE(h->state, 9, PGT_SEG_CORRUPT, "unknown state");
+	MUTATE(h->seq, 43, PGT_SEG_BUSY, "odd seq = mid-write");
+	MUTATE(h->sections[1].count, 9, PGT_SEG_CORRUPT, "count above capacity");
+	MUTATE(h->sections[1].capacity, 0xffffffffu, PGT_SEG_CORRUPT, "capacity beyond the file");
+	MUTATE(h->sections[1].offset, len - 8, PGT_SEG_CORRUPT, "table past the end");
+	MUTATE(h->sections[1].offset, UINT64_MAX - 16, PGT_SEG_CORRUPT, "offset overflow");
+	MUTATE(h->sections[1].offset, 8, PGT_SEG_CORRUPT, "table inside the header");
+	MUTATE(h->sections[1].offset, h->sections[1].offset + 4, PGT_SEG_CORRUPT, "misaligned");
+	MUTATE(h->sections[1].entry_size, 8, PGT_SEG_CORRUPT, "entry smaller than known struct");
+	MUTATE(h->sections[1].kind, PGT_SEC_PROBESETS, PGT_SEG_CORRUPT, "known kind twice");
+	/* an unknown kind is a newer helper's table: skipped, not an error */
+	MUTATE(h->sections[1].kind, 999, PGT_SEG_OK, "unknown kind skipped");
+	free(buf);
+}
+
+static void
+test_random(void)
+{
+	unsigned char *buf;
+	size_t		len = build(&buf);
+	unsigned char *noise = malloc(len);
+	pgt_seg_view v;
+	int			rejected = 0;
+
+	srand(7);
+	for (int round = 0; round < 2000; round++)
+	{
+		for (size_t i = 0; i < len; i++)
+			noise[i] = rand() & 0xff;
+		if (round % 2)
+			memcpy(noise, buf, 16);	/* valid magic and version: deeper paths */
+		if (check(noise, len, &v) != PGT_SEG_OK)
+			rejected++;
+	}
+	CHECK(rejected == 2000, "random bytes never validate (%d/2000 rejected)", rejected);
+	free(noise);
+	free(buf);
+}
+
+static void *
+alloc_malloc(size_t n, void *arg)
+{
+	(void) arg;
+	return malloc(n);
+}
+
+static void
+test_snapshot_file(void)
+{
+	unsigned char *buf;
+	size_t		len = build(&buf);
+	char		path[] = "/tmp/pgt_unit_segXXXXXX";
+	int			fd = mkstemp(path);
+	void	   *copy;
+	size_t		clen;
+	pgt_seg_view v;
+	char		err[256];
+
+	CHECK(fd >= 0 && write(fd, buf, len) == (ssize_t) len, "temp file written");
+	CHECK(pgt_segment_snapshot(path, alloc_malloc, NULL, &copy, &clen, &v, err, sizeof(err))
+		  == PGT_SEG_OK && clen == len, "snapshot of a good file: %s", err);
+	CHECK(v.backends_count == NBACK, "snapshot view");
+	free(copy);
+
+	CHECK(ftruncate(fd, 900) == 0, "truncate");
+	CHECK(pgt_segment_snapshot(path, alloc_malloc, NULL, &copy, &clen, &v, err, sizeof(err))
+		  == PGT_SEG_TRUNCATED, "truncated file reported: %s", err);
+	free(copy);
+	close(fd);
+	unlink(path);
+	CHECK(pgt_segment_snapshot(path, alloc_malloc, NULL, &copy, &clen, &v, err, sizeof(err))
+		  == PGT_SEG_MISSING, "missing file reported");
+	CHECK(pgt_segment_snapshot("/tmp", alloc_malloc, NULL, &copy, &clen, &v, err, sizeof(err))
+		  == PGT_SEG_IO_ERROR, "a directory is not a segment");
+	free(buf);
+}
+
+static void
+test_strings_and_names(void)
+{
+	char		field[8] = {'a', 'b', '\x01', 'c', 'd', 'e', 'f', 'g'};	/* no NUL */
+	char		dst[32];
+	char		path[64];
+
+	pgt_copy_string(dst, sizeof(dst), field, sizeof(field));
+	CHECK(strcmp(dst, "ab?cdefg") == 0, "unterminated field bounded, control byte replaced: %s", dst);
+	pgt_copy_string(dst, 4, field, sizeof(field));
+	CHECK(strcmp(dst, "ab?") == 0, "destination bound respected");
+	CHECK(strcmp(pgt_role_name(PGT_ROLE_CHECKPOINTER), "checkpointer") == 0, "role name");
+	CHECK(strcmp(pgt_role_name(12345), "unknown") == 0, "unknown role");
+	CHECK(strcmp(pgt_probe_state_name(PGT_PROBE_DEGRADED), "degraded") == 0, "state name");
+	CHECK(pgt_cluster_path(path, sizeof(path), "/run/pg_tracer", 0x803, 0x1a2b, ".seg") == 0 &&
+		  strcmp(path, "/run/pg_tracer/pgt-803-1a2b.seg") == 0, "cluster path: %s", path);
+	CHECK(pgt_cluster_path(path, 16, "/run/pg_tracer", 1, 2, ".sock") == -1, "path overflow refused");
+}
+
+int
+main(void)
+{
+	test_valid();
+	test_damaged();
+	test_random();
+	test_snapshot_file();
+	test_strings_and_names();
+	UNIT_MAIN_END("test_segment_reader");
+}
