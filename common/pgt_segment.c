@@ -28,6 +28,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -62,6 +63,17 @@ pgt_seg_result_name(pgt_seg_result r)
 			return "out of memory";
 	}
 	return "unknown";
+}
+
+/*
+ * pgt_alloc_malloc
+ *		The allocator the helper and the unit tests give the reader.
+ */
+void *
+pgt_alloc_malloc(size_t size, void *arg)
+{
+	(void) arg;
+	return malloc(size);
 }
 
 /*
@@ -356,7 +368,7 @@ retry:
 cleanup:
 	memset(view, 0, sizeof(*view));
 	close(fd);
-	/* buf belongs to the caller's allocator; it frees it with its context */
+	*bufp = buf;				/* the caller frees it, success or not */
 	return r;
 }
 

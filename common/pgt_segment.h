@@ -194,6 +194,9 @@ typedef void *(*pgt_alloc_fn) (size_t size, void *arg);
 
 extern const char *pgt_seg_result_name(pgt_seg_result r);
 
+/* pgt_alloc_fn over malloc(), for programs outside PostgreSQL. */
+extern void *pgt_alloc_malloc(size_t size, void *arg);
+
 /*
  * Validate a copied segment of `len` bytes.  On success fill `view`.  On
  * failure write a one-line human explanation into err.
@@ -204,7 +207,8 @@ extern pgt_seg_result pgt_segment_validate(const void *buf, size_t len,
 
 /*
  * Copy the segment at `path` consistently (seqlock retries) into memory
- * from alloc_fn, then validate it.  The buffer is the caller's to free.
+ * from alloc_fn, then validate it.  Whatever was allocated is returned in
+ * *buf, on failure too (NULL when nothing was), and is the caller's to free.
  * Never maps the file, so a truncated or replaced file cannot fault.
  */
 extern pgt_seg_result pgt_segment_snapshot(const char *path,

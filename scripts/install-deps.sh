@@ -15,7 +15,7 @@ PACKAGES=(
 	postgresql-15 postgresql-server-dev-15 postgresql-client-15 postgresql-contrib
 	libipc-run-perl perl
 	# test harness: run root-only steps from TAP tests, drop caches, etc.
-	sudo procps util-linux python3 rsync
+	sudo procps util-linux python3 rsync bc
 )
 
 missing=()

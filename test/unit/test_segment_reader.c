@@ -148,13 +148,6 @@ test_random(void)
 	free(buf);
 }
 
-static void *
-alloc_malloc(size_t n, void *arg)
-{
-	(void) arg;
-	return malloc(n);
-}
-
 static void
 test_snapshot_file(void)
 {
@@ -168,21 +161,23 @@ test_snapshot_file(void)
 	char		err[256];
 
 	CHECK(fd >= 0 && write(fd, buf, len) == (ssize_t) len, "temp file written");
-	CHECK(pgt_segment_snapshot(path, alloc_malloc, NULL, &copy, &clen, &v, err, sizeof(err))
+	CHECK(pgt_segment_snapshot(path, pgt_alloc_malloc, NULL, &copy, &clen, &v, err, sizeof(err))
 		  == PGT_SEG_OK && clen == len, "snapshot of a good file: %s", err);
 	CHECK(v.backends_count == NBACK, "snapshot view");
 	free(copy);
 
 	CHECK(ftruncate(fd, 900) == 0, "truncate");
-	CHECK(pgt_segment_snapshot(path, alloc_malloc, NULL, &copy, &clen, &v, err, sizeof(err))
+	CHECK(pgt_segment_snapshot(path, pgt_alloc_malloc, NULL, &copy, &clen, &v, err, sizeof(err))
 		  == PGT_SEG_TRUNCATED, "truncated file reported: %s", err);
 	free(copy);
 	close(fd);
 	unlink(path);
-	CHECK(pgt_segment_snapshot(path, alloc_malloc, NULL, &copy, &clen, &v, err, sizeof(err))
+	CHECK(pgt_segment_snapshot(path, pgt_alloc_malloc, NULL, &copy, &clen, &v, err, sizeof(err))
 		  == PGT_SEG_MISSING, "missing file reported");
-	CHECK(pgt_segment_snapshot("/tmp", alloc_malloc, NULL, &copy, &clen, &v, err, sizeof(err))
+	free(copy);
+	CHECK(pgt_segment_snapshot("/tmp", pgt_alloc_malloc, NULL, &copy, &clen, &v, err, sizeof(err))
 		  == PGT_SEG_IO_ERROR, "a directory is not a segment");
+	free(copy);
 	free(buf);
 }
 

@@ -1,0 +1,105 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * bpf/pg_tracer.bpf.c
+ *	  The process-tracking core of pg-tracer: which processes belong to a
+ *	  served PostgreSQL cluster, and how many system calls each one makes.
+ *
+ * - `postmasters` (tgid -> 1) is filled by the helper with every postmaster
+ *   it serves.
+ * - `tracked` (tgid -> struct pgt_tracked) holds the postmasters and their
+ *   children.  A child enters at fork (sched_process_fork with a postmaster
+ *   as parent), so nothing it does after fork is missed; the helper adds the
+ *   processes that existed before it attached from a /proc scan.
+ * - A process whose last thread exits leaves both maps.
+ * - sys_enter does one hash lookup of the current tgid and, on a hit, one
+ *   atomic add.  Nothing else runs on that path.
+ *
+ * CO-RE: field accesses on task_struct go through vmlinux.h's
+ * preserve_access_index, so the object runs on any kernel with BTF.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+
+#include "pg_tracer.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+struct
+{
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, PGT_BPF_MAX_POSTMASTERS);
+	__type(key, __u32);
+	__type(value, __u32);
+} postmasters SEC(".maps");
+
+struct
+{
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, PGT_BPF_MAX_TRACKED);
+	__type(key, __u32);
+	__type(value, struct pgt_tracked);
+} tracked SEC(".maps");
+
+/*
+ * A new process whose parent is a served postmaster enters `tracked`.
+ * Threads (child->pid != child->tgid) are not processes of their own.
+ */
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(pgt_process_fork, struct task_struct *parent,
+			 struct task_struct *child)
+{
+	struct pgt_tracked t = {};
+	__u32		ptgid = BPF_CORE_READ(parent, tgid);
+	__u32		cpid = BPF_CORE_READ(child, pid);
+	__u32		ctgid = BPF_CORE_READ(child, tgid);
+
+	if (cpid != ctgid)
+		return 0;
+	if (!bpf_map_lookup_elem(&postmasters, &ptgid))
+		return 0;
+	t.postmaster = ptgid;
+	t.flags = PGT_TRACKED_FORKED;
+	t.attached_ns = bpf_ktime_get_boot_ns();
+	t.syscalls = 0;
+	bpf_map_update_elem(&tracked, &ctgid, &t, BPF_ANY);
+	return 0;
+}
+
+/*
+ * A process whose thread group is dead (its last thread exits: usually the
+ * leader, the only thread of a PostgreSQL process) leaves `tracked` (and
+ * `postmasters` when it was a postmaster).  signal->live reaches 0 in
+ * do_exit() before this tracepoint on every kernel, with or without the
+ * group_dead argument newer kernels pass, so a leader that exits before
+ * its other threads does not drop the process early.
+ */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(pgt_process_exit, struct task_struct *p)
+{
+	__u32		tgid = BPF_CORE_READ(p, tgid);
+	int			live = BPF_CORE_READ(p, signal, live.counter);
+
+	if (live != 0)
+		return 0;
+	bpf_map_delete_elem(&tracked, &tgid);
+	bpf_map_delete_elem(&postmasters, &tgid);
+	return 0;
+}
+
+/*
+ * Hot path: every system call of every task on the host comes through
+ * here, so it is one lookup and, for tracked processes, one atomic add.
+ */
+SEC("tp_btf/sys_enter")
+int BPF_PROG(pgt_sys_enter, struct pt_regs *regs, long id)
+{
+	__u32		tgid = bpf_get_current_pid_tgid() >> 32;
+	struct pgt_tracked *t;
+
+	t = bpf_map_lookup_elem(&tracked, &tgid);
+	if (t)
+		__sync_fetch_and_add(&t->syscalls, 1);
+	return 0;
+}

@@ -1,0 +1,42 @@
+/*
+ * bpf/pg_tracer.h
+ *	  Types shared by the BPF programs (bpf/pg_tracer.bpf.c) and the helper
+ *	  (helper/bpf_probes.c): map keys, map values, flags, capacities.
+ *
+ * Both sides compile this file: the BPF side after vmlinux.h (which defines
+ * __VMLINUX_H__ and the __u32/__u64 types), user space with
+ * <linux/types.h>.  Every struct is fixed-width and size-guarded: a change
+ * here changes the kernel/user ABI of the maps.
+ */
+#ifndef PGT_BPF_PG_TRACER_H
+#define PGT_BPF_PG_TRACER_H
+
+#ifndef __VMLINUX_H__
+#include <linux/types.h>
+#endif
+
+/* Capacity of the `postmasters` map (postmasters served by one daemon). */
+#define PGT_BPF_MAX_POSTMASTERS	256
+
+/* Capacity of the `tracked` map (processes of all served clusters). */
+#define PGT_BPF_MAX_TRACKED		16384
+
+/* struct pgt_tracked.flags */
+#define PGT_TRACKED_FORKED		0x1	/* entered at fork by the BPF program */
+#define PGT_TRACKED_SCANNED		0x2	/* inserted by the helper's /proc scan */
+#define PGT_TRACKED_POSTMASTER	0x4	/* the postmaster itself */
+
+/*
+ * Value of the `tracked` map, keyed by tgid (__u32).  `syscalls` is only
+ * ever changed with an atomic add by the BPF side; user space reads it.
+ */
+struct pgt_tracked
+{
+	__u32		postmaster;		/* tgid of the postmaster it belongs to */
+	__u32		flags;			/* PGT_TRACKED_* */
+	__u64		attached_ns;	/* bpf_ktime_get_boot_ns() when tracking began */
+	__u64		syscalls;		/* system calls entered since attached_ns */
+};
+_Static_assert(sizeof(struct pgt_tracked) == 24, "struct pgt_tracked size");
+
+#endif							/* PGT_BPF_PG_TRACER_H */

@@ -1,0 +1,375 @@
+/*
+ * helper/bpf_probes.c
+ *	  Lifecycle of the daemon's BPF skeleton (open -> load -> attach, one
+ *	  instance for all clusters), the maps API the rest of the helper uses,
+ *	  and the available/unavailable state of each probe set with the real
+ *	  reason from libbpf.
+ *
+ * Failure is never fatal: when the object does not load or a program does
+ * not attach, the probe set says so (with libbpf's error string) and the
+ * daemon keeps publishing segments without it.  The environment variable
+ * PGT_HELPER_DISABLE_BPF forces that path (for tests).
+ */
+#include "bpf_probes.h"
+
+#include "log.h"
+#include "pg_tracer.skel.h"
+#include "pgt_segment.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/*
+ * libbpf_print
+ *		Route libbpf's messages into our log (its debug chatter only at
+ *		--log-level debug).
+ */
+static int
+libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	char		buf[1024];
+	enum log_level ours;
+	int			n;
+
+	ours = level == LIBBPF_WARN ? LOG_LEVEL_WARN : LOG_LEVEL_DEBUG;
+	if (ours > log_get_level())
+		return 0;
+	n = vsnprintf(buf, sizeof(buf), fmt, ap);
+	if (n < 0)
+		return 0;
+	log_msg(ours, "%s", buf);
+	return n;
+}
+
+/*
+ * set_status
+ *		Fill a probe_status.
+ */
+static void
+set_status(probe_status *s, uint32_t state, const char *mechanism,
+		   const char *fmt, ...)
+{
+	va_list		ap;
+
+	s->state = state;
+	snprintf(s->mechanism, sizeof(s->mechanism), "%s", mechanism);
+	va_start(ap, fmt);
+	vsnprintf(s->reason, sizeof(s->reason), fmt, ap);
+	va_end(ap);
+}
+
+/*
+ * errstr
+ *		libbpf's string for a negative error code.
+ */
+static const char *
+errstr(int err, char *buf, size_t buflen)
+{
+	if (libbpf_strerror(err, buf, buflen) != 0)
+		snprintf(buf, buflen, "%s", strerror(-err));
+	return buf;
+}
+
+/*
+ * attach_one
+ *		Attach one program; returns 0 or a negative error code.
+ */
+static int
+attach_one(struct bpf_program *prog, struct bpf_link **link)
+{
+	struct bpf_link *l = bpf_program__attach(prog);
+
+	if (l == NULL)
+		return errno ? -errno : -EINVAL;
+	*link = l;
+	return 0;
+}
+
+/*
+ * bpf_probes_start
+ *		Open, load and attach the skeleton.  Always fills the probe set
+ *		states; returns 0 when the maps are usable, -1 otherwise.
+ */
+int
+bpf_probes_start(bpf_probes *p)
+{
+	char		ebuf[128];
+	int			err;
+
+	memset(p, 0, sizeof(*p));
+	p->postmasters_fd = -1;
+	p->tracked_fd = -1;
+	libbpf_set_print(libbpf_print);
+
+	/* for tests of the degraded path: behave as if BPF were missing */
+	if (getenv("PGT_HELPER_DISABLE_BPF") != NULL)
+	{
+		set_status(&p->process, PGT_PROBE_UNAVAILABLE, "tp_btf/sched_process_fork+exit",
+				   "BPF disabled by PGT_HELPER_DISABLE_BPF (backends found by /proc scan)");
+		set_status(&p->syscall_count, PGT_PROBE_UNAVAILABLE, "tp_btf/sys_enter",
+				   "BPF disabled by PGT_HELPER_DISABLE_BPF");
+		log_warn("BPF disabled by PGT_HELPER_DISABLE_BPF");
+		return -1;
+	}
+
+	p->skel = pg_tracer_bpf__open();
+	if (p->skel == NULL)
+	{
+		err = errno ? -errno : -EINVAL;
+		set_status(&p->process, PGT_PROBE_UNAVAILABLE, "tp_btf/sched_process_fork",
+				   "BPF open failed: %s", errstr(err, ebuf, sizeof(ebuf)));
+		set_status(&p->syscall_count, PGT_PROBE_UNAVAILABLE, "tp_btf/sys_enter",
+				   "BPF open failed: %s", errstr(err, ebuf, sizeof(ebuf)));
+		log_error("BPF: open of the skeleton failed: %s", ebuf);
+		return -1;
+	}
+	err = pg_tracer_bpf__load(p->skel);
+	if (err != 0)
+	{
+		set_status(&p->process, PGT_PROBE_UNAVAILABLE, "tp_btf/sched_process_fork",
+				   "BPF load failed: %s", errstr(err, ebuf, sizeof(ebuf)));
+		set_status(&p->syscall_count, PGT_PROBE_UNAVAILABLE, "tp_btf/sys_enter",
+				   "BPF load failed: %s", errstr(err, ebuf, sizeof(ebuf)));
+		log_error("BPF: load failed: %s (probe sets unavailable)", ebuf);
+		pg_tracer_bpf__destroy(p->skel);
+		p->skel = NULL;
+		return -1;
+	}
+	p->postmasters_fd = bpf_map__fd(p->skel->maps.postmasters);
+	p->tracked_fd = bpf_map__fd(p->skel->maps.tracked);
+	p->keys = calloc(PGT_BPF_MAX_TRACKED, sizeof(*p->keys));
+	p->values = calloc(PGT_BPF_MAX_TRACKED, sizeof(*p->values));
+	p->rows = calloc(PGT_BPF_MAX_TRACKED, sizeof(*p->rows));
+	if (p->keys == NULL || p->values == NULL || p->rows == NULL)
+	{
+		log_error("BPF: out of memory for map buffers");
+		set_status(&p->process, PGT_PROBE_UNAVAILABLE, "tp_btf/sched_process_fork",
+				   "out of memory");
+		set_status(&p->syscall_count, PGT_PROBE_UNAVAILABLE, "tp_btf/sys_enter",
+				   "out of memory");
+		bpf_probes_stop(p);
+		return -1;
+	}
+	p->maps_ok = 1;
+
+	/* "process": both fork and exit must attach */
+	err = attach_one(p->skel->progs.pgt_process_fork, &p->skel->links.pgt_process_fork);
+	if (err == 0)
+		err = attach_one(p->skel->progs.pgt_process_exit, &p->skel->links.pgt_process_exit);
+	if (err == 0)
+		set_status(&p->process, PGT_PROBE_AVAILABLE, "tp_btf/sched_process_fork+exit",
+				   "processes enter at fork");
+	else
+	{
+		set_status(&p->process, PGT_PROBE_UNAVAILABLE, "tp_btf/sched_process_fork+exit",
+				   "attach failed: %s (backends found by /proc scan only)",
+				   errstr(err, ebuf, sizeof(ebuf)));
+		log_warn("BPF: process probes did not attach: %s", ebuf);
+	}
+
+	err = attach_one(p->skel->progs.pgt_sys_enter, &p->skel->links.pgt_sys_enter);
+	if (err == 0)
+		set_status(&p->syscall_count, PGT_PROBE_AVAILABLE, "tp_btf/sys_enter",
+				   "system calls counted per process");
+	else
+	{
+		set_status(&p->syscall_count, PGT_PROBE_UNAVAILABLE, "tp_btf/sys_enter",
+				   "attach failed: %s", errstr(err, ebuf, sizeof(ebuf)));
+		log_warn("BPF: sys_enter did not attach: %s", ebuf);
+	}
+	log_info("BPF: loaded; process %s, syscall-count %s",
+			 pgt_probe_state_name(p->process.state),
+			 pgt_probe_state_name(p->syscall_count.state));
+	return 0;
+}
+
+/*
+ * bpf_probes_stop
+ *		Detach and unload everything (links go with the skeleton).
+ */
+void
+bpf_probes_stop(bpf_probes *p)
+{
+	if (p->skel != NULL)
+		pg_tracer_bpf__destroy(p->skel);
+	p->skel = NULL;
+	p->maps_ok = 0;
+	p->postmasters_fd = -1;
+	p->tracked_fd = -1;
+	free(p->keys);
+	free(p->values);
+	free(p->rows);
+	p->keys = NULL;
+	p->values = NULL;
+	p->rows = NULL;
+}
+
+/*
+ * bpf_probes_add_postmaster
+ *		Serve forks of `pm` from now on.  Returns 0 or -1 (errno set).
+ */
+int
+bpf_probes_add_postmaster(bpf_probes *p, uint32_t pm)
+{
+	uint32_t	one = 1;
+
+	if (!p->maps_ok)
+		return 0;
+	return bpf_map_update_elem(p->postmasters_fd, &pm, &one, BPF_ANY) == 0 ? 0 : -1;
+}
+
+/*
+ * bpf_probes_remove_postmaster
+ *		Stop serving forks of `pm` (absent is fine).
+ */
+int
+bpf_probes_remove_postmaster(bpf_probes *p, uint32_t pm)
+{
+	if (!p->maps_ok)
+		return 0;
+	if (bpf_map_delete_elem(p->postmasters_fd, &pm) != 0 && errno != ENOENT)
+		return -1;
+	return 0;
+}
+
+/*
+ * bpf_probes_track
+ *		Insert `pid` into `tracked` unless it is there already (an entry the
+ *		fork program made is older and keeps its counters).  Returns 1 when
+ *		inserted, 0 when it was there, -1 on error.
+ */
+int
+bpf_probes_track(bpf_probes *p, uint32_t pid, uint32_t pm, uint32_t flags,
+				 uint64_t attached_ns)
+{
+	struct pgt_tracked v;
+
+	if (!p->maps_ok)
+		return 0;
+	memset(&v, 0, sizeof(v));
+	v.postmaster = pm;
+	v.flags = flags;
+	v.attached_ns = attached_ns;
+	if (bpf_map_update_elem(p->tracked_fd, &pid, &v, BPF_NOEXIST) == 0)
+		return 1;
+	return errno == EEXIST ? 0 : -1;
+}
+
+/*
+ * bpf_probes_untrack
+ *		Remove `pid` from `tracked` (absent is fine).
+ */
+int
+bpf_probes_untrack(bpf_probes *p, uint32_t pid)
+{
+	if (!p->maps_ok)
+		return 0;
+	if (bpf_map_delete_elem(p->tracked_fd, &pid) != 0 && errno != ENOENT)
+		return -1;
+	return 0;
+}
+
+/*
+ * snapshot_iterate
+ *		Fallback copy of `tracked` with get_next_key (kernels without batch
+ *		ops).  Bounded: a concurrently changing map cannot loop forever.
+ */
+static size_t
+snapshot_iterate(bpf_probes *p)
+{
+	uint32_t	key;
+	uint32_t	next;
+	size_t		n = 0;
+	int			have = 0;
+	int			guard = 2 * PGT_BPF_MAX_TRACKED;
+
+	while (n < PGT_BPF_MAX_TRACKED && guard-- > 0 &&
+		   bpf_map_get_next_key(p->tracked_fd, have ? &key : NULL, &next) == 0)
+	{
+		if (bpf_map_lookup_elem(p->tracked_fd, &next, &p->values[n]) == 0)
+			p->keys[n++] = next;
+		key = next;
+		have = 1;
+	}
+	return n;
+}
+
+/*
+ * bpf_probes_snapshot
+ *		Copy the whole `tracked` map.  *rows points into a buffer owned by
+ *		p, valid until the next call.  Returns 0 or -1.
+ */
+int
+bpf_probes_snapshot(bpf_probes *p, const tracked_row **rows, size_t *nrows)
+{
+	tracked_row *out = p->rows;
+	size_t		n = 0;
+	size_t		i;
+
+	*rows = NULL;
+	*nrows = 0;
+	if (!p->maps_ok)
+		return 0;
+	if (!p->batch_unsupported)
+	{
+		DECLARE_LIBBPF_OPTS(bpf_map_batch_opts, opts);
+		uint32_t	in_batch = 0;
+		uint32_t	out_batch = 0;
+		int			first = 1;
+
+		for (;;)
+		{
+			uint32_t	count = (uint32_t) (PGT_BPF_MAX_TRACKED - n);
+			int			err;
+
+			if (count == 0)
+				break;
+			err = bpf_map_lookup_batch(p->tracked_fd, first ? NULL : &in_batch,
+									   &out_batch, p->keys + n, p->values + n,
+									   &count, &opts);
+			if (err != 0 && errno != ENOENT)
+			{
+				log_debug("BPF: batch lookup failed (%s), iterating instead",
+						  strerror(errno));
+				p->batch_unsupported = 1;
+				n = 0;
+				break;
+			}
+			n += count;
+			if (err != 0)
+				break;			/* ENOENT: that was the last batch */
+			in_batch = out_batch;
+			first = 0;
+		}
+	}
+	if (p->batch_unsupported)
+		n = snapshot_iterate(p);
+	for (i = 0; i < n; i++)
+	{
+		out[i].pid = p->keys[i];
+		out[i].v = p->values[i];
+	}
+	*rows = out;
+	*nrows = n;
+	return 0;
+}
+
+/*
+ * bpf_probes_boot_ns
+ *		CLOCK_BOOTTIME in ns: the clock of bpf_ktime_get_boot_ns().
+ */
+uint64_t
+bpf_probes_boot_ns(void)
+{
+	struct timespec ts;
+
+	if (clock_gettime(CLOCK_BOOTTIME, &ts) != 0)
+		return 0;
+	return (uint64_t) ts.tv_sec * 1000000000ULL + (uint64_t) ts.tv_nsec;
+}

@@ -1,0 +1,870 @@
+/*
+ * helper/cluster.c
+ *	  One served cluster from lock to close: its per-cluster lock, segment
+ *	  and control socket, attaching to and detaching from its postmaster,
+ *	  the table of its processes (from the BPF `tracked` map, or from /proc
+ *	  when BPF is unavailable), its layout file, and each publication.
+ *
+ * Attach order matters: the postmaster enters `postmasters` (so its forks
+ * are caught in the kernel from now on) and `tracked` first, then /proc is
+ * scanned for the children it already has.  A child forked in between is
+ * found by both, and the kernel's (older) entry wins (BPF_NOEXIST).
+ *
+ * Pids published in the segment are the ones the cluster sees (the
+ * innermost pid namespace), so they join pg_stat_activity.pid even when the
+ * server runs in a container; the map keys stay host pids.
+ */
+#include "cluster.h"
+
+#include "layout_file.h"
+#include "log.h"
+#include "procfs.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#ifndef PGT_VERSION
+#define PGT_VERSION "unknown"
+#endif
+
+/* Unknown-role processes are re-read every tick for this long after start. */
+#define CLASSIFY_GRACE_US	(5 * 1000000LL)
+#define RECLASSIFY_MS		10000
+
+/*
+ * copy_trunc
+ *		Copy src into dst (dstlen bytes), truncating, always terminated,
+ *		the rest of dst zeroed (segment fields carry no stale bytes).
+ */
+static void
+copy_trunc(char *dst, size_t dstlen, const char *src)
+{
+	size_t		l = strlen(src);
+
+	if (l >= dstlen)
+		l = dstlen - 1;
+	memcpy(dst, src, l);
+	memset(dst + l, 0, dstlen - l);
+}
+
+/*
+ * set_probe
+ *		Fill a probe_status.
+ */
+static void
+set_probe(probe_status *s, uint32_t state, const char *mechanism, const char *reason)
+{
+	s->state = state;
+	copy_trunc(s->mechanism, sizeof(s->mechanism), mechanism);
+	copy_trunc(s->reason, sizeof(s->reason), reason);
+}
+
+/*
+ * cluster_lock
+ *		Take the per-cluster lock (flock on <runtime>/pgt-<dev>-<ino>.lock,
+ *		LOCK_EX|LOCK_NB) and write our pid into it.  Returns 0 with *lock_fd
+ *		set, 1 when another process holds it (*holder = its pid, 0 when
+ *		unknown), -1 on error.
+ */
+int
+cluster_lock(const char *runtime_dir, uint64_t dev, uint64_t ino,
+			 int *lock_fd, pid_t *holder, char *err, size_t errlen)
+{
+	char		path[PATH_MAX];
+	char		buf[32];
+	struct stat st;
+	ssize_t		n;
+	int			fd;
+
+	*lock_fd = -1;
+	*holder = 0;
+	if (pgt_cluster_path(path, sizeof(path), runtime_dir, dev, ino, ".lock") < 0)
+	{
+		snprintf(err, errlen, "runtime directory path too long");
+		return -1;
+	}
+	fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
+	if (fd < 0)
+	{
+		snprintf(err, errlen, "cannot open lock file %s: %s", path, strerror(errno));
+		return -1;
+	}
+	/* never write through a file someone else planted (hard link, FIFO) */
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1 ||
+		st.st_uid != geteuid())
+	{
+		snprintf(err, errlen, "lock file %s is not a plain file of ours: refusing to use it",
+				 path);
+		close(fd);
+		return -1;
+	}
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0)
+	{
+		if (errno == EWOULDBLOCK)
+		{
+			n = pread(fd, buf, sizeof(buf) - 1, 0);
+			if (n > 0)
+			{
+				buf[n] = '\0';
+				*holder = (pid_t) strtol(buf, NULL, 10);
+			}
+			close(fd);
+			return 1;
+		}
+		snprintf(err, errlen, "cannot lock %s: %s", path, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	n = snprintf(buf, sizeof(buf), "%d\n", (int) getpid());
+	if (ftruncate(fd, 0) < 0 || pwrite(fd, buf, (size_t) n, 0) != n)
+		log_warn("cannot record our pid in %s: %s", path, strerror(errno));
+	*lock_fd = fd;
+	return 0;
+}
+
+/*
+ * info_cb
+ *		control_server callback: the state PING/STATUS report.
+ */
+static void
+info_cb(void *arg, control_info *info)
+{
+	cluster    *c = arg;
+
+	info->version = PGT_VERSION;
+	info->generation = seg_writer_generation(&c->seg);
+	info->writer_pid = (uint32_t) getpid();
+	info->attached = c->attached;
+	info->postmaster_pid = c->attached ? (uint32_t) c->pm.nspid : 0;
+	info->backends = (uint32_t) c->nprocs;
+}
+
+/*
+ * cluster_open
+ *		Create the segment and the control socket of a cluster whose lock
+ *		we hold (lock_fd becomes the cluster's).  The cluster starts
+ *		detached (WAITING).  Returns NULL with err set on failure (the lock
+ *		is released then).
+ */
+cluster *
+cluster_open(cluster_env *env, uint64_t dev, uint64_t ino, uid_t uid, gid_t gid,
+			 const char *data_dir, int lock_fd, char *err, size_t errlen)
+{
+	seg_writer_opts opts;
+	cluster    *c;
+	char		sock[PATH_MAX];
+
+	c = calloc(1, sizeof(*c));
+	if (c == NULL)
+	{
+		snprintf(err, errlen, "out of memory");
+		close(lock_fd);
+		return NULL;
+	}
+	c->env = env;
+	c->dev = dev;
+	c->ino = ino;
+	c->uid = uid;
+	c->gid = gid;
+	c->lock_fd = lock_fd;
+	c->seg.fd = -1;
+	c->ctl.listen_fd = -1;
+	c->waiting_since_ms = control_now_ms();
+	snprintf(c->data_dir, sizeof(c->data_dir), "%s", data_dir);
+	set_probe(&c->layout_status, PGT_PROBE_UNAVAILABLE, "layout file",
+			  "postmaster not running");
+	if (pgt_cluster_path(c->seg_path, sizeof(c->seg_path), env->runtime_dir,
+						 dev, ino, ".seg") < 0 ||
+		pgt_cluster_path(sock, sizeof(sock), env->runtime_dir, dev, ino, ".sock") < 0)
+	{
+		snprintf(err, errlen, "runtime directory path too long");
+		goto fail;
+	}
+	snprintf(c->sock_path, sizeof(c->sock_path), "%s", sock);
+
+	memset(&opts, 0, sizeof(opts));
+	opts.uid = uid;
+	opts.gid = gid;
+	opts.cluster_dev = dev;
+	opts.cluster_ino = ino;
+	opts.data_dir = data_dir;
+	opts.helper_version = PGT_VERSION;
+	opts.writer_pid = (uint32_t) getpid();
+	if (seg_writer_create(&c->seg, c->seg_path, &opts, err, errlen) < 0)
+		goto fail;
+	if (control_server_open(&c->ctl, c->sock_path, uid, gid, env->epfd, info_cb, c,
+							err, errlen) < 0)
+		goto fail;
+	c->ctl_ok = 1;
+	log_info("serving %s: segment %s (generation %llu), socket %s",
+			 data_dir, c->seg_path,
+			 (unsigned long long) seg_writer_generation(&c->seg), c->sock_path);
+	cluster_publish(c, NULL, 0);
+	return c;
+
+fail:
+	if (c->seg.hdr != NULL)
+		seg_writer_close(&c->seg, PGT_WRITER_STOPPED);
+	close(c->lock_fd);
+	free(c);
+	return NULL;
+}
+
+/*
+ * find_proc
+ *		Index of pid in the sorted procs array, or -1.
+ */
+static ssize_t
+find_proc(const cluster *c, uint32_t pid)
+{
+	size_t		lo = 0;
+	size_t		hi = c->nprocs;
+
+	while (lo < hi)
+	{
+		size_t		mid = (lo + hi) / 2;
+
+		if (c->procs[mid].pid == pid)
+			return (ssize_t) mid;
+		if (c->procs[mid].pid < pid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return -1;
+}
+
+/*
+ * cmp_proc
+ *		qsort comparator of procs by pid.
+ */
+static int
+cmp_proc(const void *a, const void *b)
+{
+	uint32_t	x = ((const cluster_proc *) a)->pid;
+	uint32_t	y = ((const cluster_proc *) b)->pid;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * classify
+ *		(Re)read a process's title and set its role.
+ */
+static void
+classify(cluster *c, cluster_proc *p, int64_t now_ms, int64_t now_us)
+{
+	char		buf[PROCFS_CMDLINE_MAX];
+	size_t		len = 0;
+	uint32_t	role;
+
+	if (p->pid == (uint32_t) c->pm.pid)
+	{
+		p->role = PGT_ROLE_POSTMASTER;
+		p->next_classify_ms = INT64_MAX;
+		return;
+	}
+	if (procfs_read_cmdline((pid_t) p->pid, buf, sizeof(buf), &len) < 0)
+	{
+		p->next_classify_ms = now_ms + 1000;
+		return;
+	}
+	role = procfs_classify_title(buf, len);
+	if (role == PGT_ROLE_UNKNOWN)
+	{
+		/* no title yet: keep looking, and call it "other" after a while */
+		if (now_us - p->started_us > CLASSIFY_GRACE_US)
+		{
+			p->role = PGT_ROLE_OTHER;
+			p->next_classify_ms = now_ms + 1000;
+		}
+		else
+			p->next_classify_ms = now_ms;	/* next tick */
+		return;
+	}
+	if (role != p->role && p->role != PGT_ROLE_UNKNOWN)
+		log_debug("%s: pid %u is now %s (was %s)", c->data_dir, p->nspid,
+				  pgt_role_name(role), pgt_role_name(p->role));
+	p->role = role;
+	p->next_classify_ms = now_ms + RECLASSIFY_MS;
+}
+
+/*
+ * new_proc
+ *		Start tracking a process seen for the first time.  Returns 0, or -1
+ *		when it is already gone.
+ */
+static int
+new_proc(cluster *c, cluster_proc *out, const tracked_row *r, int64_t now_ms, int64_t now_us)
+{
+	cluster_proc p;
+	proc_stat	ps;
+	int32_t		nspid;
+
+	if (procfs_read_stat((pid_t) r->pid, &ps) < 0)
+		return -1;
+	memset(&p, 0, sizeof(p));
+	p.pid = r->pid;
+	p.attached_ns = r->v.attached_ns;
+	p.starttime = ps.starttime;
+	p.started_us = procfs_start_us(&ps);
+	p.syscalls = r->v.syscalls;
+	p.role = PGT_ROLE_UNKNOWN;
+	if (procfs_read_nspid((pid_t) r->pid, &nspid) < 0)
+		nspid = (int32_t) r->pid;
+	p.nspid = (uint32_t) nspid;
+	classify(c, &p, now_ms, now_us);
+	*out = p;
+	c->processes_seen++;
+	return 0;
+}
+
+/*
+ * sync_procs
+ *		Bring the procs table in line with the rows of our postmaster in
+ *		`rows` (a map snapshot or the /proc fallback): new pids start,
+ *		known ones get their counters, missing ones retire (their syscalls
+ *		stay in the cumulative total).
+ */
+static void
+sync_procs(cluster *c, const tracked_row *rows, size_t n)
+{
+	int64_t		now_ms = control_now_ms();
+	int64_t		now_us = procfs_realtime_us();
+	size_t		added = 0;
+	size_t		i;
+	size_t		j;
+
+	for (i = 0; i < c->nprocs; i++)
+		c->procs[i].seen = 0;
+	for (i = 0; i < n; i++)
+	{
+		const tracked_row *r = &rows[i];
+		ssize_t		k;
+
+		if (r->v.postmaster != (uint32_t) c->pm.pid)
+			continue;
+		k = find_proc(c, r->pid);
+		if (k >= 0 && c->procs[k].attached_ns != r->v.attached_ns)
+		{
+			/* the pid was reused: retire the old process, start anew */
+			c->retired_syscalls += c->procs[k].syscalls;
+			c->procs[k].syscalls = 0;
+			if (new_proc(c, &c->procs[k], r, now_ms, now_us) < 0)
+				continue;		/* gone again: the stale entry is dropped below */
+			c->procs[k].seen = 1;
+			continue;
+		}
+		if (k >= 0)
+		{
+			cluster_proc *p = &c->procs[k];
+
+			if (r->v.syscalls >= p->syscalls)
+				p->syscalls = r->v.syscalls;
+			p->seen = 1;
+			if (now_ms >= p->next_classify_ms)
+				classify(c, p, now_ms, now_us);
+			continue;
+		}
+		if (c->nprocs + added == c->capprocs)
+		{
+			size_t		ncap = c->capprocs ? c->capprocs * 2 : 64;
+			cluster_proc *np = realloc(c->procs, ncap * sizeof(*np));
+
+			if (np == NULL)
+			{
+				log_error("out of memory tracking processes of %s", c->data_dir);
+				break;
+			}
+			c->procs = np;
+			c->capprocs = ncap;
+		}
+		/* appended past nprocs: invisible to find_proc until sorted in */
+		if (new_proc(c, &c->procs[c->nprocs + added], r, now_ms, now_us) == 0)
+		{
+			c->procs[c->nprocs + added].seen = 1;
+			log_debug("%s: tracking pid %u (%s)", c->data_dir,
+					  c->procs[c->nprocs + added].nspid,
+					  pgt_role_name(c->procs[c->nprocs + added].role));
+			added++;
+		}
+	}
+	/* drop the unseen (exited) ones, keep the new ones, re-sort */
+	for (i = 0, j = 0; i < c->nprocs + added; i++)
+	{
+		if (!c->procs[i].seen)
+		{
+			c->retired_syscalls += c->procs[i].syscalls;
+			log_debug("%s: pid %u (%s) left", c->data_dir, c->procs[i].nspid,
+					  pgt_role_name(c->procs[i].role));
+			continue;
+		}
+		if (i != j)
+			c->procs[j] = c->procs[i];
+		j++;
+	}
+	c->nprocs = j;
+	if (added > 0)
+	{
+		qsort(c->procs, c->nprocs, sizeof(*c->procs), cmp_proc);
+		/* a map read racing with updates may list a key twice */
+		for (i = 1, j = 1; i < c->nprocs; i++)
+			if (c->procs[i].pid != c->procs[j - 1].pid)
+				c->procs[j++] = c->procs[i];
+		if (c->nprocs > 0)
+			c->nprocs = j;
+	}
+}
+
+/*
+ * scan_children
+ *		Fallback process table without BPF: the postmaster and its
+ *		children from /proc, as pseudo map rows.
+ */
+static void
+scan_children(cluster *c)
+{
+	pid_t	   *pids = NULL;
+	size_t		n = 0;
+	size_t		i;
+	tracked_row *rows;
+
+	if (discovery_children(c->pm.pid, &pids, &n) < 0)
+		return;
+	rows = calloc(n + 1, sizeof(*rows));
+	if (rows == NULL)
+	{
+		free(pids);
+		return;
+	}
+	rows[0].pid = (uint32_t) c->pm.pid;
+	rows[0].v.postmaster = (uint32_t) c->pm.pid;
+	for (i = 0; i < n; i++)
+	{
+		ssize_t		k = find_proc(c, (uint32_t) pids[i]);
+
+		rows[i + 1].pid = (uint32_t) pids[i];
+		rows[i + 1].v.postmaster = (uint32_t) c->pm.pid;
+		rows[i + 1].v.flags = PGT_TRACKED_SCANNED;
+		/* keep the identity of a known process */
+		rows[i + 1].v.attached_ns = k >= 0 ? c->procs[k].attached_ns : bpf_probes_boot_ns();
+	}
+	if (c->nprocs > 0 && c->procs[0].pid == (uint32_t) c->pm.pid)
+		rows[0].v.attached_ns = c->procs[0].attached_ns;
+	else
+	{
+		ssize_t		k = find_proc(c, (uint32_t) c->pm.pid);
+
+		rows[0].v.attached_ns = k >= 0 ? c->procs[k].attached_ns : bpf_probes_boot_ns();
+	}
+	free(c->fallback_rows);
+	c->fallback_rows = rows;
+	c->nfallback = n + 1;
+	free(pids);
+}
+
+/*
+ * check_layout
+ *		(Re)load the layout file when the postmaster or the file changed;
+ *		keep layout_status saying why it is not usable otherwise.
+ */
+static void
+check_layout(cluster *c)
+{
+	char		path[PATH_MAX];
+	char		err[512];
+	char		reason[PATH_MAX + 1024];
+	struct stat st;
+	pgt_layout	l;
+
+	if (!c->attached)
+	{
+		if (c->layout_loaded)
+			layout_free(&c->layout);
+		c->layout_loaded = 0;
+		c->layout_checked = 0;
+		set_probe(&c->layout_status, PGT_PROBE_UNAVAILABLE, "layout file",
+				  "postmaster not running");
+		return;
+	}
+	snprintf(path, sizeof(path), "/proc/%d/cwd/%s", (int) c->pm.pid, PGT_LAYOUT_FILENAME);
+	if (lstat(path, &st) < 0)
+	{
+		if (c->layout_loaded)
+		{
+			layout_free(&c->layout);
+			c->layout_loaded = 0;
+		}
+		c->layout_checked = 0;
+		if (errno == ENOENT)
+			snprintf(reason, sizeof(reason),
+					 "no %s/%s: extension not preloaded", c->data_dir,
+					 PGT_LAYOUT_FILENAME);
+		else
+			snprintf(reason, sizeof(reason), "cannot stat %s/%s: %s", c->data_dir,
+					 PGT_LAYOUT_FILENAME, strerror(errno));
+		set_probe(&c->layout_status, PGT_PROBE_UNAVAILABLE, "layout file", reason);
+		return;
+	}
+	if (c->layout_checked && c->layout_pm == c->pm.pid &&
+		st.st_ino == c->layout_st.st_ino && st.st_dev == c->layout_st.st_dev &&
+		st.st_size == c->layout_st.st_size &&
+		st.st_mtim.tv_sec == c->layout_st.st_mtim.tv_sec &&
+		st.st_mtim.tv_nsec == c->layout_st.st_mtim.tv_nsec)
+		return;					/* unchanged since the last look */
+
+	if (c->layout_loaded)
+	{
+		layout_free(&c->layout);
+		c->layout_loaded = 0;
+	}
+	c->layout_checked = 1;
+	c->layout_pm = c->pm.pid;
+	c->layout_st = st;
+	if (layout_load(path, c->uid, &l, &st, err, sizeof(err)) < 0)
+	{
+		/* err names the /proc path; say the data directory instead */
+		const char *tail = strstr(err, PGT_LAYOUT_FILENAME);
+
+		if (tail != NULL)
+			snprintf(reason, sizeof(reason), "%s/%s", c->data_dir, tail);
+		else
+			snprintf(reason, sizeof(reason), "%s/%s: %s", c->data_dir,
+					 PGT_LAYOUT_FILENAME, err);
+		set_probe(&c->layout_status, PGT_PROBE_DEGRADED, "layout file", reason);
+		log_warn("%s: layout file rejected: %s", c->data_dir, reason);
+		return;
+	}
+	if (l.postmaster_pid != (uint32_t) c->pm.nspid)
+	{
+		snprintf(reason, sizeof(reason),
+				 "stale %s (postmaster_pid %u, running %d): extension not preloaded "
+				 "or not started yet", PGT_LAYOUT_FILENAME, l.postmaster_pid,
+				 (int) c->pm.nspid);
+		set_probe(&c->layout_status, PGT_PROBE_DEGRADED, "layout file", reason);
+		log_info("%s: %s", c->data_dir, reason);
+		layout_free(&l);
+		return;
+	}
+	c->layout = l;
+	c->layout_loaded = 1;
+	snprintf(reason, sizeof(reason), "pg %u, %u wait events",
+			 l.pg_version_num, l.nevents);
+	set_probe(&c->layout_status, PGT_PROBE_AVAILABLE, "layout file", reason);
+	log_info("%s: layout loaded: %s", c->data_dir, reason);
+}
+
+/*
+ * cluster_force_layout_reload
+ *		Re-read the layout file at the next tick even if it looks unchanged.
+ */
+void
+cluster_force_layout_reload(cluster *c)
+{
+	c->layout_checked = 0;
+}
+
+/*
+ * cluster_attach
+ *		Start serving postmaster pm: kernel filter first, then the children
+ *		it already has; bump the generation for every attach after the
+ *		first of this segment.
+ */
+void
+cluster_attach(cluster *c, const pm_info *pm)
+{
+	bpf_probes *bpf = c->env->bpf;
+	pid_t	   *pids = NULL;
+	size_t		n = 0;
+	size_t		i;
+	uint64_t	now_ns;
+	uint64_t	gen = 0;
+	size_t		inserted = 0;
+
+	c->pm = *pm;
+	c->attached = 1;
+	c->attach_count++;
+	c->attached_us = procfs_realtime_us();
+	c->retired_syscalls = 0;
+	c->processes_seen = 0;
+	c->overflow = 0;
+	c->overflow_logged = 0;
+	c->nprocs = 0;
+	if (pm->uid != c->uid || pm->gid != c->gid)
+	{
+		c->uid = pm->uid;
+		c->gid = pm->gid;
+	}
+
+	now_ns = bpf_probes_boot_ns();
+	if (bpf_probes_add_postmaster(bpf, (uint32_t) pm->pid) < 0)
+		log_error("%s: cannot add postmaster %d to the BPF filter: %s",
+				  c->data_dir, (int) pm->pid, strerror(errno));
+	if (bpf_probes_track(bpf, (uint32_t) pm->pid, (uint32_t) pm->pid,
+						 PGT_TRACKED_POSTMASTER | PGT_TRACKED_SCANNED, now_ns) < 0)
+		log_error("%s: cannot track postmaster %d: %s", c->data_dir,
+				  (int) pm->pid, strerror(errno));
+	if (discovery_children(pm->pid, &pids, &n) == 0)
+	{
+		for (i = 0; i < n; i++)
+		{
+			int			r = bpf_probes_track(bpf, (uint32_t) pids[i], (uint32_t) pm->pid,
+											 PGT_TRACKED_SCANNED, now_ns);
+
+			if (r < 0)
+				log_warn("%s: cannot track pid %d: %s", c->data_dir, (int) pids[i],
+						 strerror(errno));
+			else if (r == 1)
+			{
+				inserted++;
+				/* it may have exited (and missed the exit hook) meanwhile */
+				if (!procfs_alive(pids[i], 0))
+					(void) bpf_probes_untrack(bpf, (uint32_t) pids[i]);
+			}
+		}
+	}
+	free(pids);
+	if (!bpf->maps_ok)
+		scan_children(c);
+
+	if (c->attach_count > 1)
+		gen = seg_writer_generation(&c->seg) + 1;
+	c->pending_generation = gen;
+	c->layout_checked = 0;
+	check_layout(c);
+	log_info("%s: attached to postmaster %d (pid %d in its namespace), "
+			 "generation %llu, %zu existing children",
+			 c->data_dir, (int) pm->pid, (int) pm->nspid,
+			 (unsigned long long) (gen ? gen : seg_writer_generation(&c->seg)), n);
+	log_debug("%s: %zu children inserted by the scan", c->data_dir, inserted);
+}
+
+/*
+ * cluster_detach
+ *		Stop serving the current postmaster: out of the BPF filter, all its
+ *		processes out of `tracked`, the table emptied; state WAITING.
+ */
+void
+cluster_detach(cluster *c, const char *why)
+{
+	bpf_probes *bpf = c->env->bpf;
+	const tracked_row *rows;
+	size_t		n = 0;
+	size_t		i;
+
+	if (!c->attached)
+		return;
+	if (bpf_probes_remove_postmaster(bpf, (uint32_t) c->pm.pid) < 0)
+		log_warn("%s: cannot remove postmaster %d from the BPF filter: %s",
+				 c->data_dir, (int) c->pm.pid, strerror(errno));
+	if (bpf_probes_snapshot(bpf, &rows, &n) == 0)
+	{
+		for (i = 0; i < n; i++)
+			if (rows[i].v.postmaster == (uint32_t) c->pm.pid &&
+				bpf_probes_untrack(bpf, rows[i].pid) < 0)
+				log_warn("%s: cannot untrack pid %u: %s", c->data_dir,
+						 rows[i].pid, strerror(errno));
+	}
+	log_info("%s: detached from postmaster %d (%s)", c->data_dir, (int) c->pm.pid, why);
+	c->attached = 0;
+	c->nprocs = 0;
+	c->nfallback = 0;
+	c->waiting_since_ms = control_now_ms();
+	check_layout(c);
+	cluster_publish(c, NULL, 0);
+}
+
+/*
+ * cluster_tick
+ *		Once a second: drop dead processes the kernel did not report (they
+ *		died between our scan and our insert), refresh the /proc fallback,
+ *		look at the layout file.
+ */
+void
+cluster_tick(cluster *c)
+{
+	size_t		i;
+
+	if (!c->attached)
+		return;
+	if (c->env->bpf->maps_ok && c->env->bpf->process.state != PGT_PROBE_AVAILABLE)
+	{
+		/* no fork hook: new children enter the map from /proc instead */
+		pid_t	   *pids = NULL;
+		size_t		n = 0;
+
+		if (discovery_children(c->pm.pid, &pids, &n) == 0)
+			for (i = 0; i < n; i++)
+				(void) bpf_probes_track(c->env->bpf, (uint32_t) pids[i],
+										(uint32_t) c->pm.pid, PGT_TRACKED_SCANNED,
+										bpf_probes_boot_ns());
+		free(pids);
+	}
+	if (c->env->bpf->maps_ok)
+	{
+		for (i = 0; i < c->nprocs; i++)
+			if (!procfs_alive((pid_t) c->procs[i].pid, c->procs[i].starttime) &&
+				bpf_probes_untrack(c->env->bpf, c->procs[i].pid) < 0)
+				log_warn("%s: cannot untrack pid %u: %s", c->data_dir,
+						 c->procs[i].pid, strerror(errno));
+	}
+	else
+		scan_children(c);
+	check_layout(c);
+}
+
+/*
+ * fill_probe
+ *		One probe-set row.
+ */
+static void
+fill_probe(struct pgt_probeset_entry *e, const char *name, const probe_status *s,
+		   uint64_t events, const char *reason_override)
+{
+	memset(e, 0, sizeof(*e));
+	copy_trunc(e->name, sizeof(e->name), name);
+	e->state = s->state;
+	e->events = events;
+	copy_trunc(e->mechanism, sizeof(e->mechanism), s->mechanism[0] ? s->mechanism : "none");
+	copy_trunc(e->reason, sizeof(e->reason), reason_override ? reason_override : s->reason);
+}
+
+/*
+ * cluster_publish
+ *		Update the process table from a map snapshot (rows, n; ignored when
+ *		BPF is unavailable) and write everything into the segment.
+ */
+void
+cluster_publish(cluster *c, const tracked_row *rows, size_t n)
+{
+	struct pgt_probeset_entry ps[8];
+	seg_publish p;
+	bpf_probes *bpf = c->env->bpf;
+	char		reason[PATH_MAX + 256];
+	uint64_t	syscalls = 0;
+	int64_t		boot_to_real = procfs_boot_to_real_us();
+	size_t		nrows = 0;
+	size_t		i;
+	uint64_t	dropped;
+	int			nps = 0;
+
+	if (c->attached)
+	{
+		if (bpf->maps_ok)
+			sync_procs(c, rows, n);
+		else
+			sync_procs(c, c->fallback_rows, c->nfallback);
+	}
+	if (c->caprows < c->nprocs)
+	{
+		size_t		ncap = c->nprocs + 64;
+		struct pgt_backend_entry *nr = realloc(c->rows, ncap * sizeof(*nr));
+
+		if (nr != NULL)
+		{
+			c->rows = nr;
+			c->caprows = ncap;
+		}
+	}
+	/* postmaster first, then by pid */
+	for (i = 0; c->attached && i < c->nprocs && nrows < c->caprows; i++)
+	{
+		cluster_proc *pr = &c->procs[i];
+		struct pgt_backend_entry *e;
+		size_t		slot;
+
+		syscalls += pr->syscalls;
+		if (pr->role == PGT_ROLE_POSTMASTER && nrows > 0)
+		{
+			memmove(&c->rows[1], &c->rows[0], nrows * sizeof(*c->rows));
+			slot = 0;
+		}
+		else
+			slot = nrows;
+		e = &c->rows[slot];
+		nrows++;
+		memset(e, 0, sizeof(*e));
+		e->pid = pr->nspid;
+		e->role = pr->role;
+		e->attached_us = pr->attached_ns ? boot_to_real + (int64_t) (pr->attached_ns / 1000)
+			: c->attached_us;
+		e->started_us = pr->started_us;
+		e->syscalls = pr->syscalls;
+		snprintf(e->backend_type, sizeof(e->backend_type), "%s", pgt_role_name(pr->role));
+	}
+	syscalls += c->retired_syscalls;
+
+	if (c->attached)
+	{
+		snprintf(reason, sizeof(reason), "%s; tracking %zu processes%s",
+				 bpf->process.reason, c->nprocs,
+				 c->overflow ? ", some not published (segment full)" : "");
+		fill_probe(&ps[nps++], "process", &bpf->process, c->processes_seen,
+				   bpf->process.state == PGT_PROBE_AVAILABLE ? reason : NULL);
+	}
+	else
+		fill_probe(&ps[nps++], "process", &bpf->process, c->processes_seen,
+				   bpf->process.state == PGT_PROBE_AVAILABLE ?
+				   "waiting for the postmaster" : NULL);
+	fill_probe(&ps[nps++], "syscall-count", &bpf->syscall_count,
+			   bpf->syscall_count.state == PGT_PROBE_AVAILABLE ? syscalls : 0, NULL);
+	fill_probe(&ps[nps++], "kprobes", &c->env->kprobes, 0, NULL);
+	fill_probe(&ps[nps++], "tracefs", &c->env->tracefs, 0, NULL);
+	fill_probe(&ps[nps++], "layout", &c->layout_status,
+			   c->layout_loaded ? c->layout.nevents : 0, NULL);
+
+	memset(&p, 0, sizeof(p));
+	p.state = c->attached ? PGT_WRITER_RUNNING : PGT_WRITER_WAITING;
+	p.postmaster_pid = c->attached ? (uint32_t) c->pm.nspid : 0;
+	p.postmaster_start_us = c->attached ? c->pm.start_us : 0;
+	p.attached_us = c->attached ? c->attached_us : 0;
+	p.generation = c->pending_generation;
+	c->pending_generation = 0;
+	p.probesets = ps;
+	p.nprobesets = (uint32_t) nps;
+	p.backends = c->rows;
+	p.nbackends = (uint32_t) nrows;
+	dropped = seg_writer_publish(&c->seg, &p);
+	dropped += c->nprocs - nrows;
+	if (dropped > c->overflow)
+	{
+		c->overflow = dropped;
+		if (!c->overflow_logged || dropped >= 2 * (uint64_t) c->overflow_logged)
+		{
+			log_warn("%s: %llu processes do not fit in the segment's backends table "
+					 "(capacity %u)", c->data_dir, (unsigned long long) dropped,
+					 c->seg.backends_cap);
+			c->overflow_logged = (int) dropped;
+		}
+	}
+}
+
+/*
+ * cluster_close
+ *		Detach, mark the segment final_state, remove the socket, release the
+ *		lock, free.
+ */
+void
+cluster_close(cluster *c, uint32_t final_state)
+{
+	if (c == NULL)
+		return;
+	cluster_detach(c, "helper stopping");
+	if (c->ctl_ok)
+		control_server_close(&c->ctl);
+	seg_writer_close(&c->seg, final_state);
+	if (c->layout_loaded)
+		layout_free(&c->layout);
+	if (c->lock_fd >= 0)
+		close(c->lock_fd);
+	log_info("%s: no longer served", c->data_dir);
+	free(c->procs);
+	free(c->fallback_rows);
+	free(c->rows);
+	free(c);
+}

@@ -1,0 +1,453 @@
+/*
+ * helper/control_server.c
+ *	  A cluster's control socket: a SOCK_STREAM unix socket served from
+ *	  the daemon's epoll loop, one request line and one response line per
+ *	  connection (grammar and verbs in common/pgt_protocol.h).
+ *
+ * Defences, because any local process may try to connect:
+ *	  - the socket file is owned by the cluster owner with mode 0600, and
+ *		SO_PEERCRED is checked on every connection (uid 0 or the owner):
+ *		anyone else gets "ERR denied" to their request line, whatever it is;
+ *	  - every socket is non-blocking; a request is read into a fixed
+ *		PGT_PROTO_MAX_REQUEST buffer; a client that does not complete its
+ *		line within PGT_PROTO_TIMEOUT_MS is answered and dropped;
+ *	  - at most CTL_MAX_CONNS connections are open per cluster, extra ones
+ *		are answered "unavailable" and closed at once;
+ *	  - the response is written once, without waiting: a client that does
+ *		not read it loses it, the loop never blocks.
+ */
+#include "control_server.h"
+
+#include "log.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#define ACCEPTS_PER_WAKEUP	32
+
+/*
+ * control_now_ms
+ *		CLOCK_MONOTONIC in milliseconds.
+ */
+int64_t
+control_now_ms(void)
+{
+	struct timespec ts;
+
+	if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0)
+		return 0;
+	return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/*
+ * respond
+ *		snprintf a response line "PGT/1 <fmt>\n" into out; returns its
+ *		length (truncated responses still end in LF).
+ */
+static int
+respond(char *out, size_t outlen, const char *fmt, ...)
+{
+	va_list		ap;
+	int			n;
+	int			m;
+
+	n = snprintf(out, outlen, "%s ", PGT_PROTO_TAG);
+	va_start(ap, fmt);
+	m = vsnprintf(out + n, outlen - (size_t) n - 1, fmt, ap);
+	va_end(ap);
+	if (m < 0)
+		m = 0;
+	n += m;
+	if ((size_t) n > outlen - 2)
+		n = (int) outlen - 2;
+	out[n++] = '\n';
+	out[n] = '\0';
+	return n;
+}
+
+/*
+ * control_respond
+ *		The response to one request line (req, len bytes including its LF)
+ *		from an authorized peer.  Pure: the caller supplies the state.
+ *		Returns the response length written into out (<= outlen - 1).
+ */
+int
+control_respond(const char *req, size_t len, const control_info *info,
+				char *out, size_t outlen)
+{
+	pgt_request r;
+	char		err[128];
+
+	if (outlen > PGT_PROTO_MAX_RESPONSE + 1)
+		outlen = PGT_PROTO_MAX_RESPONSE + 1;
+	if (pgt_parse_request(req, len, &r, err, sizeof(err)) < 0)
+		return respond(out, outlen, "ERR bad-request %s", err);
+	if (strcmp(r.verb, "PING") == 0)
+	{
+		if (r.nargs != 0)
+			return respond(out, outlen, "ERR bad-argument PING takes no arguments");
+		return respond(out, outlen, "OK pong version=%s generation=%llu pid=%u",
+					   info->version, (unsigned long long) info->generation,
+					   info->writer_pid);
+	}
+	if (strcmp(r.verb, "STATUS") == 0)
+	{
+		if (r.nargs != 0)
+			return respond(out, outlen, "ERR bad-argument STATUS takes no arguments");
+		return respond(out, outlen, "OK attached=%d postmaster=%u backends=%u generation=%llu",
+					   info->attached ? 1 : 0, info->postmaster_pid, info->backends,
+					   (unsigned long long) info->generation);
+	}
+	return respond(out, outlen, "ERR unknown-verb %s", r.verb);
+}
+
+/*
+ * send_and_close
+ *		Write msg once without blocking, then close fd.
+ */
+static void
+send_and_close(int fd, const char *msg, size_t len)
+{
+	ssize_t		w = send(fd, msg, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+
+	if (w < 0 || (size_t) w < len)
+		log_debug("control: response not fully written (%s)",
+				  w < 0 ? strerror(errno) : "short write");
+	if (close(fd) < 0)
+		log_debug("control: close failed: %s", strerror(errno));
+}
+
+/*
+ * finish_conn
+ *		Send the response of slot c (if any) and free the slot.
+ */
+static void
+finish_conn(control_server *s, ctl_conn *c, const char *msg, size_t len)
+{
+	if (epoll_ctl(s->epfd, EPOLL_CTL_DEL, c->fd, NULL) < 0)
+		log_debug("control: epoll del failed: %s", strerror(errno));
+	if (msg != NULL)
+		send_and_close(c->fd, msg, len);
+	else if (close(c->fd) < 0)
+		log_debug("control: close failed: %s", strerror(errno));
+	c->fd = -1;
+	c->len = 0;
+}
+
+/*
+ * control_server_open
+ *		Bind the socket at path (replacing a stale socket, never another
+ *		kind of file), give it to uid:gid with mode 0600, listen, and add it
+ *		to epfd.  The mode comes from the umask in force at bind(), not from
+ *		a chmod by path afterwards.  Returns 0 or -1 with err set.
+ */
+int
+control_server_open(control_server *s, const char *path, uid_t uid, gid_t gid,
+					int epfd, control_info_fn fn, void *arg,
+					char *err, size_t errlen)
+{
+	struct sockaddr_un addr;
+	struct epoll_event ev;
+	struct stat st;
+	mode_t		old_umask;
+	int			i;
+	int			rc;
+
+	memset(s, 0, sizeof(*s));
+	s->listen_fd = -1;
+	s->epfd = epfd;
+	s->owner_uid = uid;
+	s->info_fn = fn;
+	s->info_arg = arg;
+	for (i = 0; i < CTL_MAX_CONNS; i++)
+		s->conns[i].fd = -1;
+	if (strlen(path) >= sizeof(addr.sun_path) || strlen(path) >= sizeof(s->path))
+	{
+		snprintf(err, errlen, "socket path %s is too long for a unix socket", path);
+		return -1;
+	}
+	if (lstat(path, &st) == 0)
+	{
+		if (!S_ISSOCK(st.st_mode))
+		{
+			snprintf(err, errlen, "%s exists and is not a socket: not replacing it", path);
+			return -1;
+		}
+		if (unlink(path) < 0)
+		{
+			snprintf(err, errlen, "cannot remove stale socket %s: %s", path, strerror(errno));
+			return -1;
+		}
+	}
+	else if (errno != ENOENT)
+	{
+		snprintf(err, errlen, "cannot stat %s: %s", path, strerror(errno));
+		return -1;
+	}
+
+	s->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (s->listen_fd < 0)
+	{
+		snprintf(err, errlen, "socket: %s", strerror(errno));
+		return -1;
+	}
+	memset(&addr, 0, sizeof(addr));
+	addr.sun_family = AF_UNIX;
+	memcpy(addr.sun_path, path, strlen(path) + 1);
+	old_umask = umask(0177);
+	rc = bind(s->listen_fd, (struct sockaddr *) &addr, sizeof(addr));
+	umask(old_umask);
+	if (rc < 0)
+	{
+		snprintf(err, errlen, "cannot bind %s: %s", path, strerror(errno));
+		goto fail;
+	}
+	snprintf(s->path, sizeof(s->path), "%s", path);
+	/* bind made it 0600 (umask); lchown never follows a swapped-in symlink */
+	if (lchown(path, uid, gid) < 0)
+	{
+		snprintf(err, errlen, "cannot give %s to %d:%d: %s", path,
+				 (int) uid, (int) gid, strerror(errno));
+		goto fail;
+	}
+	if (listen(s->listen_fd, 64) < 0)
+	{
+		snprintf(err, errlen, "listen on %s: %s", path, strerror(errno));
+		goto fail;
+	}
+	s->listen_ev.kind = EV_CTL_LISTEN;
+	s->listen_ev.owner = s;
+	s->listen_ev.index = -1;
+	memset(&ev, 0, sizeof(ev));
+	ev.events = EPOLLIN;
+	ev.data.ptr = &s->listen_ev;
+	if (epoll_ctl(epfd, EPOLL_CTL_ADD, s->listen_fd, &ev) < 0)
+	{
+		snprintf(err, errlen, "epoll add of %s: %s", path, strerror(errno));
+		goto fail;
+	}
+	return 0;
+
+fail:
+	close(s->listen_fd);
+	s->listen_fd = -1;
+	if (s->path[0] != '\0' && unlink(s->path) < 0)
+		log_warn("cannot remove %s: %s", s->path, strerror(errno));
+	s->path[0] = '\0';
+	return -1;
+}
+
+/*
+ * accept_one
+ *		Take one pending connection: check the peer, give it a slot.
+ *		Returns 0 when one was taken, -1 when none was pending.
+ */
+static int
+accept_one(control_server *s)
+{
+	struct epoll_event ev;
+	struct ucred cred;
+	socklen_t	clen = sizeof(cred);
+	char		msg[PGT_PROTO_MAX_RESPONSE + 1];
+	int			fd;
+	int			i;
+	int			n;
+
+	fd = accept4(s->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	if (fd < 0)
+	{
+		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+			log_warn("control: accept on %s: %s", s->path, strerror(errno));
+		return -1;
+	}
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) < 0)
+	{
+		log_warn("control: SO_PEERCRED: %s", strerror(errno));
+		close(fd);
+		return 0;
+	}
+	for (i = 0; i < CTL_MAX_CONNS; i++)
+		if (s->conns[i].fd < 0)
+			break;
+	if (i == CTL_MAX_CONNS)
+	{
+		s->refused++;
+		n = respond(msg, sizeof(msg), "ERR unavailable too many connections");
+		send_and_close(fd, msg, (size_t) n);
+		return 0;
+	}
+	s->conns[i].fd = fd;
+	s->conns[i].len = 0;
+	s->conns[i].peer_uid = cred.uid;
+	s->conns[i].denied = cred.uid != 0 && cred.uid != s->owner_uid;
+	if (s->conns[i].denied)
+	{
+		s->refused++;
+		log_info("control: denied pid %d uid %d on %s", (int) cred.pid,
+				 (int) cred.uid, s->path);
+	}
+	s->conns[i].deadline_ms = control_now_ms() + PGT_PROTO_TIMEOUT_MS;
+	s->conns[i].ev.kind = EV_CTL_CONN;
+	s->conns[i].ev.owner = s;
+	s->conns[i].ev.index = i;
+	memset(&ev, 0, sizeof(ev));
+	ev.events = EPOLLIN | EPOLLRDHUP;
+	ev.data.ptr = &s->conns[i].ev;
+	if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &ev) < 0)
+	{
+		log_warn("control: epoll add: %s", strerror(errno));
+		close(fd);
+		s->conns[i].fd = -1;
+	}
+	return 0;
+}
+
+/*
+ * control_server_on_listen
+ *		The listening socket is readable: accept a bounded number of
+ *		connections (the rest wait for the next wakeup).
+ */
+void
+control_server_on_listen(control_server *s)
+{
+	int			i;
+
+	for (i = 0; i < ACCEPTS_PER_WAKEUP; i++)
+		if (accept_one(s) < 0)
+			break;
+}
+
+/*
+ * control_server_on_conn
+ *		A client socket is readable (or hung up): read what is there; once
+ *		the line is complete, answer and close.
+ */
+void
+control_server_on_conn(control_server *s, int index, uint32_t events)
+{
+	ctl_conn   *c;
+	char		out[PGT_PROTO_MAX_RESPONSE + 1];
+	control_info info;
+	char	   *nl;
+	ssize_t		r;
+	int			n;
+
+	if (index < 0 || index >= CTL_MAX_CONNS)
+		return;
+	c = &s->conns[index];
+	if (c->fd < 0)
+		return;					/* closed earlier in this batch */
+	for (;;)
+	{
+		if (c->len == sizeof(c->buf))
+		{
+			n = respond(out, sizeof(out), "ERR bad-request request longer than %d bytes",
+						PGT_PROTO_MAX_REQUEST);
+			finish_conn(s, c, out, (size_t) n);
+			return;
+		}
+		r = read(c->fd, c->buf + c->len, sizeof(c->buf) - c->len);
+		if (r < 0)
+		{
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				return;			/* wait for more */
+			finish_conn(s, c, NULL, 0);
+			return;
+		}
+		if (r == 0)
+		{
+			/* EOF before a complete line */
+			n = respond(out, sizeof(out), "ERR bad-request connection closed before LF");
+			finish_conn(s, c, out, (size_t) n);
+			return;
+		}
+		c->len += (size_t) r;
+		nl = memchr(c->buf, '\n', c->len);
+		if (nl != NULL)
+			break;
+	}
+	if ((size_t) (nl - c->buf) + 1 != c->len)
+	{
+		n = respond(out, sizeof(out), "ERR bad-request data after the request line");
+		finish_conn(s, c, out, (size_t) n);
+		return;
+	}
+	if (c->denied)
+	{
+		/* answered only now, so that the client reads the answer */
+		n = respond(out, sizeof(out), "ERR denied uid %d is neither root nor the cluster owner",
+					(int) c->peer_uid);
+		finish_conn(s, c, out, (size_t) n);
+		return;
+	}
+	memset(&info, 0, sizeof(info));
+	info.version = "?";
+	if (s->info_fn != NULL)
+		s->info_fn(s->info_arg, &info);
+	n = control_respond(c->buf, c->len, &info, out, sizeof(out));
+	s->served++;
+	log_debug("control: %.*s -> %.*s", (int) (c->len - 1), c->buf, n - 1, out);
+	finish_conn(s, c, out, (size_t) n);
+}
+
+/*
+ * control_server_sweep
+ *		Answer and drop every client past its deadline.
+ */
+void
+control_server_sweep(control_server *s, int64_t now_ms)
+{
+	char		out[PGT_PROTO_MAX_RESPONSE + 1];
+	int			i;
+	int			n;
+
+	for (i = 0; i < CTL_MAX_CONNS; i++)
+	{
+		ctl_conn   *c = &s->conns[i];
+
+		if (c->fd < 0 || now_ms < c->deadline_ms)
+			continue;
+		if (c->denied)
+			n = respond(out, sizeof(out), "ERR denied uid %d is neither root nor the cluster owner",
+						(int) c->peer_uid);
+		else
+			n = respond(out, sizeof(out), "ERR bad-request no request line within %d ms",
+						PGT_PROTO_TIMEOUT_MS);
+		finish_conn(s, c, out, (size_t) n);
+	}
+}
+
+/*
+ * control_server_close
+ *		Close every connection and the listening socket; remove the socket
+ *		file.
+ */
+void
+control_server_close(control_server *s)
+{
+	int			i;
+
+	for (i = 0; i < CTL_MAX_CONNS; i++)
+		if (s->conns[i].fd >= 0)
+			finish_conn(s, &s->conns[i], NULL, 0);
+	if (s->listen_fd >= 0)
+	{
+		if (epoll_ctl(s->epfd, EPOLL_CTL_DEL, s->listen_fd, NULL) < 0)
+			log_debug("control: epoll del failed: %s", strerror(errno));
+		close(s->listen_fd);
+		s->listen_fd = -1;
+	}
+	if (s->path[0] != '\0' && unlink(s->path) < 0 && errno != ENOENT)
+		log_warn("cannot remove %s: %s", s->path, strerror(errno));
+	s->path[0] = '\0';
+}

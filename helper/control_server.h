@@ -1,0 +1,66 @@
+/*
+ * helper/control_server.h
+ *	  One cluster's control socket (protocol in common/pgt_protocol.h).
+ */
+#ifndef PGT_HELPER_CONTROL_SERVER_H
+#define PGT_HELPER_CONTROL_SERVER_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "evhandle.h"
+#include "pgt_protocol.h"
+
+#define CTL_MAX_CONNS	16
+
+/* What PING and STATUS report; filled by the cluster on demand. */
+typedef struct control_info
+{
+	const char *version;
+	uint64_t	generation;
+	uint32_t	writer_pid;
+	int			attached;
+	uint32_t	postmaster_pid;
+	uint32_t	backends;
+} control_info;
+
+typedef void (*control_info_fn) (void *arg, control_info *info);
+
+typedef struct ctl_conn
+{
+	int			fd;				/* -1 when the slot is free */
+	size_t		len;
+	int64_t		deadline_ms;	/* CLOCK_MONOTONIC */
+	int			denied;			/* peer is neither root nor the owner */
+	uid_t		peer_uid;
+	ev_handle	ev;
+	char		buf[PGT_PROTO_MAX_REQUEST];
+} ctl_conn;
+
+typedef struct control_server
+{
+	int			listen_fd;
+	int			epfd;
+	char		path[108];
+	uid_t		owner_uid;
+	ev_handle	listen_ev;
+	ctl_conn	conns[CTL_MAX_CONNS];
+	control_info_fn info_fn;
+	void	   *info_arg;
+	uint64_t	served;
+	uint64_t	refused;
+} control_server;
+
+extern int	control_respond(const char *req, size_t len, const control_info *info,
+							char *out, size_t outlen);
+extern int	control_server_open(control_server *s, const char *path, uid_t uid,
+								gid_t gid, int epfd, control_info_fn fn, void *arg,
+								char *err, size_t errlen);
+extern void control_server_on_listen(control_server *s);
+extern void control_server_on_conn(control_server *s, int index, uint32_t events);
+extern void control_server_sweep(control_server *s, int64_t now_ms);
+extern void control_server_close(control_server *s);
+extern int64_t control_now_ms(void);
+
+#endif							/* PGT_HELPER_CONTROL_SERVER_H */

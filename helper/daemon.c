@@ -1,0 +1,737 @@
+/*
+ * helper/daemon.c
+ *	  The daemon's main loop: validate the target, take the locks, load
+ *	  BPF, then serve clusters from one epoll loop until SIGTERM/SIGINT.
+ *
+ * One thread, one epoll set:
+ *	  - a signalfd (SIGTERM/SIGINT: clean exit; SIGHUP: rescan now and
+ *		re-read layout files),
+ *	  - a 250 ms timerfd: snapshot the BPF map, publish every segment,
+ *		expire slow control clients,
+ *	  - a 1 s timerfd: discovery (postmasters appearing, exiting,
+ *		restarting), per-cluster upkeep, and in host-wide mode opening and
+ *		closing clusters,
+ *	  - each cluster's listening socket and control connections.
+ * Modes: host-wide (no target: every cluster found, a cluster another
+ * helper holds is skipped with a warning), --pgdata DIR and --pid PID (one
+ * cluster; its lock is taken before anything else, a second helper exits 1).
+ */
+#include "daemon.h"
+
+#include "bpf_probes.h"
+#include "cluster.h"
+#include "control_server.h"
+#include "discovery.h"
+#include "evhandle.h"
+#include "privileges.h"
+#include "procfs.h"
+#include "tracefs.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#define PUBLISH_INTERVAL_MS		250
+#define DISCOVERY_INTERVAL_MS	1000
+/* host-wide mode forgets a cluster whose postmaster is gone this long */
+#define HOST_FORGET_MS			(60 * 1000)
+#define MAX_EVENTS				64
+
+/* A cluster another helper holds (host-wide mode): warned about once. */
+typedef struct skipped
+{
+	uint64_t	dev;
+	uint64_t	ino;
+	int			seen;
+} skipped;
+
+typedef struct daemon_state
+{
+	const daemon_opts *opts;
+	int			target_mode;	/* --pgdata or --pid */
+	uint64_t	target_dev;
+	uint64_t	target_ino;
+	cluster_env env;
+	bpf_probes	bpf;
+	int			epfd;
+	int			sigfd;
+	int			pubfd;
+	int			discfd;
+	ev_handle	sig_ev;
+	ev_handle	pub_ev;
+	ev_handle	disc_ev;
+	cluster   **clusters;
+	size_t		nclusters;
+	size_t		capclusters;
+	skipped    *skips;
+	size_t		nskips;
+	int			stop;
+} daemon_state;
+
+/*
+ * runtime_dir_check
+ *		The runtime directory must be a real directory (no symlink), not
+ *		world-writable.  Another owner than root is allowed (test suites
+ *		give each cluster its own directory) with a warning: the files in
+ *		it are opened defensively (O_NOFOLLOW, O_EXCL, checks on the lock
+ *		file) so its owner cannot turn the helper against other files.
+ *		With create, a missing one is made 0755 (parents too).  Returns 0
+ *		or -1 with err.
+ */
+int
+runtime_dir_check(const char *dir, int create, char *err, size_t errlen)
+{
+	struct stat st;
+
+	if (dir[0] != '/')
+	{
+		snprintf(err, errlen, "runtime directory %s must be an absolute path", dir);
+		return -1;
+	}
+	if (lstat(dir, &st) < 0)
+	{
+		char		tmp[PATH_MAX];
+		char	   *p;
+
+		if (errno != ENOENT || !create)
+		{
+			snprintf(err, errlen, "runtime directory %s: %s", dir, strerror(errno));
+			return -1;
+		}
+		if (snprintf(tmp, sizeof(tmp), "%s", dir) >= (int) sizeof(tmp))
+		{
+			snprintf(err, errlen, "runtime directory path too long");
+			return -1;
+		}
+		for (p = tmp + 1;; p++)
+		{
+			if (*p == '/' || *p == '\0')
+			{
+				char		saved = *p;
+
+				*p = '\0';
+				if (mkdir(tmp, 0755) < 0 && errno != EEXIST)
+				{
+					snprintf(err, errlen, "cannot create %s: %s", tmp, strerror(errno));
+					return -1;
+				}
+				*p = saved;
+				if (saved == '\0')
+					break;
+			}
+		}
+		if (chmod(dir, 0755) < 0)
+		{
+			snprintf(err, errlen, "cannot chmod %s: %s", dir, strerror(errno));
+			return -1;
+		}
+		log_info("created runtime directory %s (0755)", dir);
+		if (lstat(dir, &st) < 0)
+		{
+			snprintf(err, errlen, "runtime directory %s: %s", dir, strerror(errno));
+			return -1;
+		}
+	}
+	if (!S_ISDIR(st.st_mode))
+	{
+		snprintf(err, errlen, "runtime directory %s is not a directory (or is a symlink)", dir);
+		return -1;
+	}
+	if (st.st_mode & S_IWOTH)
+	{
+		snprintf(err, errlen, "runtime directory %s is world-writable (mode %04o): refusing",
+				 dir, (unsigned) (st.st_mode & 07777));
+		return -1;
+	}
+	if (st.st_uid != 0 && st.st_uid != geteuid())
+		log_warn("runtime directory %s belongs to uid %d: that user can replace "
+				 "pg-tracer's segments and sockets", dir, (int) st.st_uid);
+	return 0;
+}
+
+/*
+ * add_fd
+ *		Register fd in the epoll set with tag h.
+ */
+static int
+add_fd(daemon_state *d, int fd, ev_handle *h, ev_kind kind)
+{
+	struct epoll_event ev;
+
+	h->kind = kind;
+	h->owner = d;
+	h->index = -1;
+	memset(&ev, 0, sizeof(ev));
+	ev.events = EPOLLIN;
+	ev.data.ptr = h;
+	return epoll_ctl(d->epfd, EPOLL_CTL_ADD, fd, &ev);
+}
+
+/*
+ * make_timer
+ *		A periodic CLOCK_MONOTONIC timerfd; the first expiry comes soon.
+ */
+static int
+make_timer(int interval_ms)
+{
+	struct itimerspec its;
+	int			fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+
+	if (fd < 0)
+		return -1;
+	memset(&its, 0, sizeof(its));
+	its.it_interval.tv_sec = interval_ms / 1000;
+	its.it_interval.tv_nsec = (long) (interval_ms % 1000) * 1000000L;
+	its.it_value = its.it_interval;
+	if (timerfd_settime(fd, 0, &its, NULL) < 0)
+	{
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/*
+ * detect_kprobes
+ *		Capability row "kprobes": is there a kprobe PMU?
+ */
+static void
+detect_kprobes(probe_status *s)
+{
+	struct stat st;
+
+	snprintf(s->mechanism, sizeof(s->mechanism), "perf_event kprobe");
+	if (stat("/sys/bus/event_source/devices/kprobe", &st) == 0)
+	{
+		s->state = PGT_PROBE_AVAILABLE;
+		snprintf(s->reason, sizeof(s->reason), "kprobe PMU present");
+	}
+	else
+	{
+		s->state = PGT_PROBE_UNAVAILABLE;
+		snprintf(s->reason, sizeof(s->reason), "kernel built without CONFIG_KPROBES");
+	}
+}
+
+/*
+ * detect_tracefs
+ *		Capability row "tracefs": mount it when missing, say what happened.
+ */
+static void
+detect_tracefs(probe_status *s)
+{
+	tracefs_result r = tracefs_ensure(s->reason, sizeof(s->reason));
+
+	snprintf(s->mechanism, sizeof(s->mechanism), "tracefs");
+	s->state = r == TRACEFS_FAILED ? PGT_PROBE_UNAVAILABLE : PGT_PROBE_AVAILABLE;
+	if (r == TRACEFS_FAILED)
+		log_warn("tracefs: %s", s->reason);
+	else
+		log_info("tracefs: %s", s->reason);
+}
+
+/*
+ * add_cluster
+ *		Remember an open cluster.
+ */
+static int
+add_cluster(daemon_state *d, cluster *c)
+{
+	if (d->nclusters == d->capclusters)
+	{
+		size_t		ncap = d->capclusters ? d->capclusters * 2 : 4;
+		cluster   **n = realloc(d->clusters, ncap * sizeof(*n));
+
+		if (n == NULL)
+			return -1;
+		d->clusters = n;
+		d->capclusters = ncap;
+	}
+	d->clusters[d->nclusters++] = c;
+	return 0;
+}
+
+/*
+ * find_cluster
+ *		The open cluster of data directory dev/ino, or NULL.
+ */
+static cluster *
+find_cluster(daemon_state *d, uint64_t dev, uint64_t ino)
+{
+	size_t		i;
+
+	for (i = 0; i < d->nclusters; i++)
+		if (d->clusters[i]->dev == dev && d->clusters[i]->ino == ino)
+			return d->clusters[i];
+	return NULL;
+}
+
+/*
+ * find_skip
+ *		The skipped-cluster record of dev/ino, or NULL.
+ */
+static skipped *
+find_skip(daemon_state *d, uint64_t dev, uint64_t ino)
+{
+	size_t		i;
+
+	for (i = 0; i < d->nskips; i++)
+		if (d->skips[i].dev == dev && d->skips[i].ino == ino)
+			return &d->skips[i];
+	return NULL;
+}
+
+/*
+ * open_found_cluster
+ *		Host-wide mode: a postmaster of a cluster we do not serve yet.
+ *		Take its lock (skip it, warning once, when another helper has it)
+ *		and open it.
+ */
+static cluster *
+open_found_cluster(daemon_state *d, const pm_info *pm)
+{
+	char		err[512];
+	skipped    *sk = find_skip(d, pm->dev, pm->ino);
+	cluster    *c;
+	pid_t		holder;
+	int			lock_fd;
+	int			r;
+
+	r = cluster_lock(d->opts->runtime_dir, pm->dev, pm->ino, &lock_fd, &holder,
+					 err, sizeof(err));
+	if (r != 0)
+	{
+		if (sk == NULL)
+		{
+			skipped    *n = realloc(d->skips, (d->nskips + 1) * sizeof(*n));
+
+			if (n != NULL)
+			{
+				d->skips = n;
+				sk = &d->skips[d->nskips++];
+				sk->dev = pm->dev;
+				sk->ino = pm->ino;
+				sk->seen = 0;
+			}
+		}
+		if (sk != NULL && !sk->seen)
+		{
+			if (r == 1)
+				log_warn("another pg-tracer (pid %d) already serves %s: skipping it",
+						 (int) holder, pm->data_dir);
+			else
+				log_warn("cannot serve %s: %s", pm->data_dir, err);
+			sk->seen = 1;
+		}
+		return NULL;
+	}
+	if (sk != NULL)
+	{
+		log_info("%s: the other helper is gone, serving it now", pm->data_dir);
+		*sk = d->skips[--d->nskips];
+	}
+	c = cluster_open(&d->env, pm->dev, pm->ino, pm->uid, pm->gid, pm->data_dir,
+					 lock_fd, err, sizeof(err));
+	if (c == NULL)
+	{
+		log_error("cannot serve %s: %s", pm->data_dir, err);
+		return NULL;
+	}
+	if (add_cluster(d, c) < 0)
+	{
+		log_error("out of memory");
+		cluster_close(c, PGT_WRITER_STOPPED);
+		return NULL;
+	}
+	return c;
+}
+
+/*
+ * publish_all
+ *		One snapshot of the map, one publication per cluster, and expiry of
+ *		slow control clients.
+ */
+static void
+publish_all(daemon_state *d)
+{
+	const tracked_row *rows = NULL;
+	size_t		n = 0;
+	int64_t		now = control_now_ms();
+	size_t		i;
+
+	if (bpf_probes_snapshot(&d->bpf, &rows, &n) < 0)
+		log_warn("BPF: cannot read the tracked map");
+	for (i = 0; i < d->nclusters; i++)
+	{
+		cluster_publish(d->clusters[i], rows, n);
+		control_server_sweep(&d->clusters[i]->ctl, now);
+	}
+}
+
+/*
+ * discover
+ *		Match running postmasters with clusters: detach from exited ones,
+ *		attach to new or restarted ones, open/forget clusters in host-wide
+ *		mode.
+ */
+static void
+discover(daemon_state *d)
+{
+	pm_info    *pms = NULL;
+	size_t		npms = 0;
+	size_t		i;
+	size_t		j;
+	int64_t		now = control_now_ms();
+
+	if (discovery_scan(&pms, &npms, d->target_mode, d->target_dev, d->target_ino) < 0)
+		return;
+
+	for (i = 0; i < d->nclusters; i++)
+	{
+		cluster    *c = d->clusters[i];
+		const pm_info *found = NULL;
+
+		for (j = 0; j < npms; j++)
+			if (pms[j].dev == c->dev && pms[j].ino == c->ino)
+				found = &pms[j];
+		if (c->attached && !procfs_alive(c->pm.pid, c->pm.starttime))
+			cluster_detach(c, "postmaster exited");
+		else if (c->attached && found != NULL &&
+				 (found->pid != c->pm.pid || found->starttime != c->pm.starttime))
+			cluster_detach(c, "another postmaster owns the data directory");
+		if (!c->attached && found != NULL)
+			cluster_attach(c, found);
+		cluster_tick(c);
+	}
+
+	if (!d->target_mode)
+	{
+		for (j = 0; j < npms; j++)
+		{
+			cluster    *c;
+
+			if (find_cluster(d, pms[j].dev, pms[j].ino) != NULL)
+				continue;
+			c = open_found_cluster(d, &pms[j]);
+			if (c != NULL)
+			{
+				cluster_attach(c, &pms[j]);
+				cluster_tick(c);
+			}
+		}
+		/* forget clusters whose postmaster has been gone for a while */
+		for (i = 0; i < d->nclusters;)
+		{
+			cluster    *c = d->clusters[i];
+
+			if (!c->attached && now - c->waiting_since_ms > HOST_FORGET_MS)
+			{
+				log_info("%s: postmaster gone for %d s, closing", c->data_dir,
+						 HOST_FORGET_MS / 1000);
+				d->clusters[i] = d->clusters[--d->nclusters];
+				cluster_close(c, PGT_WRITER_STOPPED);
+				continue;
+			}
+			i++;
+		}
+	}
+	free(pms);
+}
+
+/*
+ * drain_fd
+ *		Read a timerfd's expiration count (ignored).
+ */
+static void
+drain_fd(int fd)
+{
+	uint64_t	v;
+	ssize_t		r = read(fd, &v, sizeof(v));
+
+	(void) r;
+}
+
+/*
+ * on_signal
+ *		Handle what the signalfd delivered.
+ */
+static void
+on_signal(daemon_state *d)
+{
+	struct signalfd_siginfo si;
+	size_t		i;
+
+	while (read(d->sigfd, &si, sizeof(si)) == (ssize_t) sizeof(si))
+	{
+		if (si.ssi_signo == SIGHUP)
+		{
+			log_info("SIGHUP: rescanning and re-reading layout files");
+			for (i = 0; i < d->nclusters; i++)
+				cluster_force_layout_reload(d->clusters[i]);
+			discover(d);
+			publish_all(d);
+		}
+		else
+		{
+			log_info("%s from pid %d: stopping", strsignal((int) si.ssi_signo),
+					 (int) si.ssi_pid);
+			d->stop = 1;
+		}
+	}
+}
+
+/*
+ * resolve_target
+ *		--pgdata / --pid: check the target and find its data directory
+ *		identity.  Returns 0 or -1 with err set.
+ */
+static int
+resolve_target(daemon_state *d, char *data_dir, size_t dlen, uid_t *uid, gid_t *gid,
+			   char *err, size_t errlen)
+{
+	const daemon_opts *o = d->opts;
+	struct stat st;
+
+	if (o->pgdata != NULL)
+	{
+		char		real[PATH_MAX];
+		char		ver[PATH_MAX + 16];
+
+		if (realpath(o->pgdata, real) == NULL)
+		{
+			snprintf(err, errlen, "--pgdata %s: %s", o->pgdata, strerror(errno));
+			return -1;
+		}
+		if (stat(real, &st) < 0 || !S_ISDIR(st.st_mode))
+		{
+			snprintf(err, errlen, "--pgdata %s is not a directory", o->pgdata);
+			return -1;
+		}
+		snprintf(ver, sizeof(ver), "%s/PG_VERSION", real);
+		{
+			struct stat vst;
+
+			if (stat(ver, &vst) < 0 || !S_ISREG(vst.st_mode))
+			{
+				snprintf(err, errlen, "--pgdata %s is not a PostgreSQL data directory "
+						 "(no PG_VERSION file)", o->pgdata);
+				return -1;
+			}
+		}
+		snprintf(data_dir, dlen, "%s", real);
+		d->target_dev = (uint64_t) st.st_dev;
+		d->target_ino = (uint64_t) st.st_ino;
+		*uid = st.st_uid;
+		*gid = st.st_gid;
+		return 0;
+	}
+	else
+	{
+		pm_info		pm;
+		char		why[512];
+
+		if (discovery_check_postmaster(o->pid, &pm, why, sizeof(why)) < 0)
+		{
+			snprintf(err, errlen, "--pid %d is not a PostgreSQL postmaster: %s",
+					 (int) o->pid, why);
+			return -1;
+		}
+		snprintf(data_dir, dlen, "%s", pm.data_dir);
+		d->target_dev = pm.dev;
+		d->target_ino = pm.ino;
+		*uid = pm.uid;
+		*gid = pm.gid;
+		return 0;
+	}
+}
+
+/*
+ * daemon_run
+ *		`pg-tracer daemon`.  Returns the process exit status: 0 after a
+ *		clean stop, 1 when it could not start.
+ */
+int
+daemon_run(const daemon_opts *opts)
+{
+	daemon_state d;
+	struct epoll_event events[MAX_EVENTS];
+	char		err[1024];
+	char		data_dir[PATH_MAX];
+	sigset_t	mask;
+	uid_t		uid = 0;
+	gid_t		gid = 0;
+	int			lock_fd = -1;
+	int			ret = 1;
+	size_t		i;
+
+	memset(&d, 0, sizeof(d));
+	d.opts = opts;
+	d.epfd = d.sigfd = d.pubfd = d.discfd = -1;
+	d.bpf.postmasters_fd = d.bpf.tracked_fd = -1;
+	d.target_mode = opts->pgdata != NULL || opts->pid != 0;
+	log_set_level(opts->log_level);
+	umask(077);
+
+	if (privileges_check(err, sizeof(err)) < 0)
+	{
+		log_error("%s", err);
+		return 1;
+	}
+	if (d.target_mode &&
+		resolve_target(&d, data_dir, sizeof(data_dir), &uid, &gid, err, sizeof(err)) < 0)
+	{
+		log_error("%s", err);
+		return 1;
+	}
+	if (runtime_dir_check(opts->runtime_dir, 1, err, sizeof(err)) < 0)
+	{
+		log_error("%s", err);
+		return 1;
+	}
+	if (d.target_mode)
+	{
+		pid_t		holder;
+		int			r = cluster_lock(opts->runtime_dir, d.target_dev, d.target_ino,
+									 &lock_fd, &holder, err, sizeof(err));
+
+		if (r == 1)
+		{
+			log_error("another pg-tracer (pid %d) already serves %s", (int) holder, data_dir);
+			return 1;
+		}
+		if (r < 0)
+		{
+			log_error("%s", err);
+			return 1;
+		}
+	}
+
+	/* signals before anything that must be undone */
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGHUP);
+	if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0 ||
+		(d.sigfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC)) < 0)
+	{
+		log_error("signalfd: %s", strerror(errno));
+		goto cleanup;
+	}
+	if (signal(SIGPIPE, SIG_IGN) == SIG_ERR)
+		log_warn("cannot ignore SIGPIPE");
+	d.epfd = epoll_create1(EPOLL_CLOEXEC);
+	d.pubfd = make_timer(PUBLISH_INTERVAL_MS);
+	d.discfd = make_timer(DISCOVERY_INTERVAL_MS);
+	if (d.epfd < 0 || d.pubfd < 0 || d.discfd < 0 ||
+		add_fd(&d, d.sigfd, &d.sig_ev, EV_SIGNAL) < 0 ||
+		add_fd(&d, d.pubfd, &d.pub_ev, EV_PUBLISH_TIMER) < 0 ||
+		add_fd(&d, d.discfd, &d.disc_ev, EV_DISCOVERY_TIMER) < 0)
+	{
+		log_error("cannot set up the event loop: %s", strerror(errno));
+		goto cleanup;
+	}
+
+	log_info("pg-tracer %s starting (%s, runtime directory %s)", PGT_VERSION,
+			 opts->pgdata ? "--pgdata" : opts->pid ? "--pid" : "host-wide",
+			 opts->runtime_dir);
+	detect_tracefs(&d.env.tracefs);
+	detect_kprobes(&d.env.kprobes);
+	(void) bpf_probes_start(&d.bpf);
+	d.env.runtime_dir = opts->runtime_dir;
+	d.env.epfd = d.epfd;
+	d.env.bpf = &d.bpf;
+
+	if (d.target_mode)
+	{
+		cluster    *c = cluster_open(&d.env, d.target_dev, d.target_ino, uid, gid,
+									 data_dir, lock_fd, err, sizeof(err));
+
+		lock_fd = -1;			/* the cluster owns (or released) it now */
+		if (c == NULL)
+		{
+			log_error("cannot serve %s: %s", data_dir, err);
+			goto cleanup;
+		}
+		if (add_cluster(&d, c) < 0)
+		{
+			log_error("out of memory");
+			cluster_close(c, PGT_WRITER_STOPPED);
+			goto cleanup;
+		}
+	}
+	discover(&d);
+	publish_all(&d);
+	if (d.target_mode && !d.clusters[0]->attached)
+		log_info("%s: postmaster not running, waiting for it", data_dir);
+
+	while (!d.stop)
+	{
+		int			n = epoll_wait(d.epfd, events, MAX_EVENTS, -1);
+		int			k;
+
+		if (n < 0)
+		{
+			if (errno == EINTR)
+				continue;
+			log_error("epoll_wait: %s", strerror(errno));
+			goto cleanup;
+		}
+		for (k = 0; k < n && !d.stop; k++)
+		{
+			ev_handle  *h = events[k].data.ptr;
+
+			switch (h->kind)
+			{
+				case EV_SIGNAL:
+					on_signal(&d);
+					break;
+				case EV_PUBLISH_TIMER:
+					drain_fd(d.pubfd);
+					publish_all(&d);
+					break;
+				case EV_DISCOVERY_TIMER:
+					drain_fd(d.discfd);
+					discover(&d);
+					publish_all(&d);
+					/* clusters may have been closed: stale events follow */
+					k = n;
+					break;
+				case EV_CTL_LISTEN:
+					control_server_on_listen(h->owner);
+					break;
+				case EV_CTL_CONN:
+					control_server_on_conn(h->owner, h->index, events[k].events);
+					break;
+			}
+		}
+	}
+	ret = 0;
+
+cleanup:
+	for (i = 0; i < d.nclusters; i++)
+		cluster_close(d.clusters[i], PGT_WRITER_STOPPED);
+	free(d.clusters);
+	free(d.skips);
+	bpf_probes_stop(&d.bpf);
+	if (lock_fd >= 0)
+		close(lock_fd);
+	if (d.pubfd >= 0)
+		close(d.pubfd);
+	if (d.discfd >= 0)
+		close(d.discfd);
+	if (d.sigfd >= 0)
+		close(d.sigfd);
+	if (d.epfd >= 0)
+		close(d.epfd);
+	log_info("pg-tracer stopped%s", ret == 0 ? "" : " after an error");
+	return ret;
+}

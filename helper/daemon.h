@@ -1,0 +1,23 @@
+/*
+ * helper/daemon.h
+ *	  `pg-tracer daemon`: the long-running helper.
+ */
+#ifndef PGT_HELPER_DAEMON_H
+#define PGT_HELPER_DAEMON_H
+
+#include <sys/types.h>
+
+#include "log.h"
+
+typedef struct daemon_opts
+{
+	const char *pgdata;			/* --pgdata, or NULL */
+	pid_t		pid;			/* --pid, or 0 */
+	const char *runtime_dir;
+	enum log_level log_level;
+} daemon_opts;
+
+extern int	daemon_run(const daemon_opts *opts);
+extern int	runtime_dir_check(const char *dir, int create, char *err, size_t errlen);
+
+#endif							/* PGT_HELPER_DAEMON_H */

@@ -1,0 +1,287 @@
+/*
+ * helper/discovery.c
+ *	  Find postmasters by scanning /proc, and the children of one.
+ *
+ * A postmaster is a process running the postgres binary (comm or exe)
+ * whose working directory (the data directory: the postmaster chdir()s
+ * there) holds a postmaster.pid whose first line is that process's pid as
+ * its own pid namespace sees it.  Files are reached through the
+ * /proc/<pid>/cwd magic link, which lands in the process's mount namespace
+ * without resolving any path (the same directory as /proc/<pid>/root +
+ * the data directory path, minus the risk of following a symlink in a
+ * container's tree with the helper's root), so containerized servers work.
+ *
+ * Children of a postgres process are skipped before any file is read, so a
+ * scan costs one read of /proc/<pid>/stat per process plus one
+ * postmaster.pid read per postmaster.
+ */
+#include "discovery.h"
+
+#include "log.h"
+#include "pidfile.h"
+#include "procfs.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* A postgres process seen during a scan. */
+typedef struct candidate
+{
+	pid_t		pid;
+	pid_t		ppid;
+} candidate;
+
+/*
+ * parse_pid_name
+ *		A /proc entry name as a pid, or 0 when it is not one.
+ */
+static pid_t
+parse_pid_name(const char *name)
+{
+	long		v = 0;
+	const char *p;
+
+	for (p = name; *p; p++)
+	{
+		if (!isdigit((unsigned char) *p) || v > 100000000)
+			return 0;
+		v = v * 10 + (*p - '0');
+	}
+	return p == name ? 0 : (pid_t) v;
+}
+
+/*
+ * discovery_check_postmaster
+ *		Is `pid` a postmaster?  When it is, fill out and return 0; else -1
+ *		with the reason in err.
+ */
+int
+discovery_check_postmaster(pid_t pid, pm_info *out, char *err, size_t errlen)
+{
+	char		path[PATH_MAX];
+	char		perr[256];
+	proc_stat	ps;
+	pg_pidfile	pf;
+	struct stat st;
+	ssize_t		n;
+
+	memset(out, 0, sizeof(*out));
+	if (procfs_read_stat(pid, &ps) < 0)
+	{
+		snprintf(err, errlen, "no process %d", (int) pid);
+		return -1;
+	}
+	if (!procfs_is_postgres(pid, &ps))
+	{
+		snprintf(err, errlen, "process %d (%s) is not a postgres process",
+				 (int) pid, ps.comm);
+		return -1;
+	}
+	snprintf(path, sizeof(path), "/proc/%d/cwd", (int) pid);
+	if (stat(path, &st) < 0 || !S_ISDIR(st.st_mode))
+	{
+		snprintf(err, errlen, "cannot stat the working directory of %d: %s",
+				 (int) pid, strerror(errno));
+		return -1;
+	}
+	n = readlink(path, out->data_dir, sizeof(out->data_dir) - 1);
+	if (n <= 0)
+	{
+		snprintf(err, errlen, "cannot read the working directory of %d: %s",
+				 (int) pid, strerror(errno));
+		return -1;
+	}
+	out->data_dir[n] = '\0';
+	if (procfs_read_nspid(pid, &out->nspid) < 0)
+		out->nspid = (int32_t) pid;
+
+	snprintf(path, sizeof(path), "/proc/%d/cwd/postmaster.pid", (int) pid);
+	if (pidfile_read(path, &pf, perr, sizeof(perr)) < 0)
+	{
+		snprintf(err, errlen, "process %d: %s", (int) pid, perr);
+		return -1;
+	}
+	if (pf.pid != out->nspid)
+	{
+		snprintf(err, errlen, "process %d is not the postmaster of %s (postmaster.pid says %d)",
+				 (int) pid, out->data_dir, (int) pf.pid);
+		return -1;
+	}
+	out->pid = pid;
+	out->starttime = ps.starttime;
+	out->dev = (uint64_t) st.st_dev;
+	out->ino = (uint64_t) st.st_ino;
+	out->uid = st.st_uid;
+	out->gid = st.st_gid;
+	out->start_us = pf.start_time * 1000000;
+	return 0;
+}
+
+/*
+ * cmp_candidate
+ *		bsearch/qsort comparator by pid.
+ */
+static int
+cmp_candidate(const void *a, const void *b)
+{
+	pid_t		x = ((const candidate *) a)->pid;
+	pid_t		y = ((const candidate *) b)->pid;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * discovery_scan
+ *		Every postmaster on the host (when filter, only the one serving the
+ *		data directory dev/ino).  *out is malloc'd (caller frees).  Returns
+ *		0, or -1 when /proc cannot be read.
+ */
+int
+discovery_scan(pm_info **out, size_t *nout, int filter, uint64_t dev, uint64_t ino)
+{
+	candidate  *cands = NULL;
+	size_t		ncands = 0;
+	size_t		capcands = 0;
+	pm_info    *pms = NULL;
+	size_t		npms = 0;
+	size_t		cappms = 0;
+	struct dirent *de;
+	DIR		   *dir;
+	size_t		i;
+	int			ret = -1;
+
+	*out = NULL;
+	*nout = 0;
+	dir = opendir("/proc");
+	if (dir == NULL)
+	{
+		log_error("cannot open /proc: %s", strerror(errno));
+		return -1;
+	}
+	while ((de = readdir(dir)) != NULL)
+	{
+		pid_t		pid = parse_pid_name(de->d_name);
+		proc_stat	ps;
+
+		if (pid <= 0 || procfs_read_stat(pid, &ps) < 0 || !procfs_is_postgres(pid, &ps))
+			continue;
+		if (ncands == capcands)
+		{
+			size_t		ncap = capcands ? capcands * 2 : 64;
+			candidate  *n = realloc(cands, ncap * sizeof(*n));
+
+			if (n == NULL)
+			{
+				log_error("out of memory while scanning /proc");
+				goto cleanup;
+			}
+			cands = n;
+			capcands = ncap;
+		}
+		cands[ncands].pid = pid;
+		cands[ncands].ppid = ps.ppid;
+		ncands++;
+	}
+	if (ncands > 1)
+		qsort(cands, ncands, sizeof(*cands), cmp_candidate);
+
+	for (i = 0; i < ncands; i++)
+	{
+		candidate	key = {.pid = cands[i].ppid};
+		char		err[512];
+		pm_info		pm;
+
+		/* a child of a postgres process is a backend, not a postmaster */
+		if (bsearch(&key, cands, ncands, sizeof(*cands), cmp_candidate) != NULL)
+			continue;
+		if (discovery_check_postmaster(cands[i].pid, &pm, err, sizeof(err)) < 0)
+		{
+			log_debug("discovery: %s", err);
+			continue;
+		}
+		if (filter && (pm.dev != dev || pm.ino != ino))
+			continue;
+		if (npms == cappms)
+		{
+			size_t		ncap = cappms ? cappms * 2 : 4;
+			pm_info    *n = realloc(pms, ncap * sizeof(*n));
+
+			if (n == NULL)
+			{
+				log_error("out of memory while scanning /proc");
+				goto cleanup;
+			}
+			pms = n;
+			cappms = ncap;
+		}
+		pms[npms++] = pm;
+	}
+	*out = pms;
+	*nout = npms;
+	pms = NULL;
+	ret = 0;
+
+cleanup:
+	closedir(dir);
+	free(cands);
+	free(pms);
+	return ret;
+}
+
+/*
+ * discovery_children
+ *		Pids of the processes whose parent is `pm`.  *out is malloc'd
+ *		(caller frees).  Returns 0 or -1.
+ */
+int
+discovery_children(pid_t pm, pid_t **out, size_t *nout)
+{
+	pid_t	   *pids = NULL;
+	size_t		n = 0;
+	size_t		cap = 0;
+	struct dirent *de;
+	DIR		   *dir;
+
+	*out = NULL;
+	*nout = 0;
+	dir = opendir("/proc");
+	if (dir == NULL)
+	{
+		log_error("cannot open /proc: %s", strerror(errno));
+		return -1;
+	}
+	while ((de = readdir(dir)) != NULL)
+	{
+		pid_t		pid = parse_pid_name(de->d_name);
+		proc_stat	ps;
+
+		if (pid <= 0 || procfs_read_stat(pid, &ps) < 0 || ps.ppid != pm)
+			continue;
+		if (n == cap)
+		{
+			size_t		ncap = cap ? cap * 2 : 64;
+			pid_t	   *np = realloc(pids, ncap * sizeof(*np));
+
+			if (np == NULL)
+			{
+				log_error("out of memory while scanning /proc");
+				free(pids);
+				closedir(dir);
+				return -1;
+			}
+			pids = np;
+			cap = ncap;
+		}
+		pids[n++] = pid;
+	}
+	closedir(dir);
+	*out = pids;
+	*nout = n;
+	return 0;
+}

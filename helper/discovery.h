@@ -1,0 +1,32 @@
+/*
+ * helper/discovery.h
+ *	  Find PostgreSQL postmasters (and their children) in /proc.
+ */
+#ifndef PGT_HELPER_DISCOVERY_H
+#define PGT_HELPER_DISCOVERY_H
+
+#include <limits.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* A running postmaster and the cluster it serves. */
+typedef struct pm_info
+{
+	pid_t		pid;			/* host (helper namespace) pid */
+	uint64_t	starttime;		/* /proc stat ticks: identity against reuse */
+	int32_t		nspid;			/* pid in its own namespace (postmaster.pid) */
+	uint64_t	dev;			/* data directory st_dev / st_ino */
+	uint64_t	ino;
+	uid_t		uid;			/* data directory owner */
+	gid_t		gid;
+	int64_t		start_us;		/* postmaster.pid line 3, microseconds */
+	char		data_dir[PATH_MAX];	/* as the postmaster sees it */
+} pm_info;
+
+extern int	discovery_check_postmaster(pid_t pid, pm_info *out, char *err, size_t errlen);
+extern int	discovery_scan(pm_info **out, size_t *n, int filter,
+						   uint64_t dev, uint64_t ino);
+extern int	discovery_children(pid_t pm, pid_t **out, size_t *n);
+
+#endif							/* PGT_HELPER_DISCOVERY_H */

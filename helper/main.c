@@ -1,0 +1,258 @@
+/*
+ * helper/main.c
+ *	  Entry point of pg-tracer: command dispatch, option parsing, --help of
+ *	  every command, --version.  Commands live in their own files
+ *	  (daemon.c, status_cmd.c); this file only turns argv into their
+ *	  options.  Usage errors exit 2 with the usage on stderr.
+ */
+#include "daemon.h"
+#include "log.h"
+#include "pgt_segment.h"
+#include "status_cmd.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef PGT_VERSION
+#define PGT_VERSION "unknown"
+#endif
+
+#define EXIT_USAGE 2
+
+static const char main_usage[] =
+"Usage: pg-tracer COMMAND [OPTIONS]\n"
+"\n"
+"Shows why PostgreSQL backends are slow, from the kernel and the engine.\n"
+"\n"
+"Commands:\n"
+"  daemon    run the privileged helper in the foreground (root)\n"
+"  status    show the clusters the helper serves and its probe sets\n"
+"\n"
+"Options:\n"
+"  -h, --help       show this help (COMMAND --help: help of a command)\n"
+"  -V, --version    show the version\n";
+
+static const char daemon_usage[] =
+"Usage: pg-tracer daemon [--pgdata DIR | --pid PID] [--runtime-dir DIR]\n"
+"                        [--log-level error|warn|info|debug]\n"
+"\n"
+"Run the helper in the foreground until SIGTERM or SIGINT.  Without a\n"
+"target it serves every PostgreSQL cluster on the host as it appears;\n"
+"it loads the BPF probes, and writes one segment and one control socket\n"
+"per cluster into the runtime directory.\n"
+"\n"
+"Options:\n"
+"  --pgdata DIR       serve only the cluster in DIR (waits for it to start)\n"
+"  --pid PID          serve only the cluster of postmaster PID\n"
+"  --runtime-dir DIR  segments, sockets and locks (default " PGT_DEFAULT_RUNTIME_DIR ")\n"
+"  --log-level LEVEL  error, warn, info (default) or debug; logs go to stderr\n"
+"  -h, --help         show this help\n"
+"\n"
+"Needs root, or CAP_BPF + CAP_PERFMON + CAP_SYS_PTRACE.  Never install it setuid.\n"
+"SIGHUP rescans for clusters and re-reads layout files.\n";
+
+static const char status_usage[] =
+"Usage: pg-tracer status [--runtime-dir DIR] [--format text|json]\n"
+"\n"
+"Read every segment in the runtime directory and show, per cluster, the\n"
+"helper (pid, alive, state, generation, last update), the postmaster, its\n"
+"processes, each probe set with its state and reason, and the round trip\n"
+"of a PING on the control socket.\n"
+"\n"
+"Options:\n"
+"  --runtime-dir DIR  where the daemon writes (default " PGT_DEFAULT_RUNTIME_DIR ")\n"
+"  --format FORMAT    text (default) or json\n"
+"  -h, --help         show this help\n"
+"\n"
+"Exit status: 0 when at least one live helper was found, 3 when none.\n";
+
+/*
+ * usage_error
+ *		Print a message and a command's usage on stderr; return exit 2.
+ */
+static int
+usage_error(const char *usage, const char *fmt, const char *arg)
+{
+	fprintf(stderr, "pg-tracer: ");
+	fprintf(stderr, fmt, arg);
+	fprintf(stderr, "\n\n%s", usage);
+	return EXIT_USAGE;
+}
+
+/*
+ * parse_pid
+ *		Strict positive decimal pid.  Returns 0 or -1.
+ */
+static int
+parse_pid(const char *s, pid_t *out)
+{
+	char	   *end;
+	long		v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno != 0 || end == s || *end != '\0' || v <= 0 || v > INT_MAX || s[0] == '+')
+		return -1;
+	*out = (pid_t) v;
+	return 0;
+}
+
+/*
+ * bad_option
+ *		Describe the option getopt_long rejected: c is ':' for a missing
+ *		value, '?' for an unknown option.
+ */
+static int
+bad_option(const char *usage, char **argv, int c)
+{
+	const char *bad = optind > 0 ? argv[optind - 1] : NULL;
+	char		shortopt[3] = {'-', (char) optopt, '\0'};
+
+	if (bad == NULL || (optopt != 0 && strncmp(bad, "--", 2) != 0))
+		bad = shortopt;
+	if (c == ':')
+		return usage_error(usage, "option %s needs a value", bad);
+	return usage_error(usage, "unknown option %s", bad);
+}
+
+/*
+ * cmd_daemon
+ *		Parse `daemon` options and run it.
+ */
+static int
+cmd_daemon(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"pgdata", required_argument, NULL, 'D'},
+		{"pid", required_argument, NULL, 'p'},
+		{"runtime-dir", required_argument, NULL, 'r'},
+		{"log-level", required_argument, NULL, 'l'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0}
+	};
+	daemon_opts o;
+	int			c;
+
+	memset(&o, 0, sizeof(o));
+	o.runtime_dir = PGT_DEFAULT_RUNTIME_DIR;
+	o.log_level = LOG_LEVEL_INFO;
+	opterr = 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "+:h", longopts, NULL)) != -1)
+	{
+		switch (c)
+		{
+			case 'D':
+				if (optarg[0] == '\0')
+					return usage_error(daemon_usage, "--pgdata needs a directory%s", "");
+				o.pgdata = optarg;
+				break;
+			case 'p':
+				if (parse_pid(optarg, &o.pid) < 0)
+					return usage_error(daemon_usage, "--pid %s is not a pid", optarg);
+				break;
+			case 'r':
+				if (optarg[0] != '/')
+					return usage_error(daemon_usage,
+									   "--runtime-dir %s must be an absolute path", optarg);
+				o.runtime_dir = optarg;
+				break;
+			case 'l':
+				if (log_parse_level(optarg, &o.log_level) < 0)
+					return usage_error(daemon_usage,
+									   "--log-level %s: use error, warn, info or debug",
+									   optarg);
+				break;
+			case 'h':
+				fputs(daemon_usage, stdout);
+				return 0;
+			default:
+				return bad_option(daemon_usage, argv, c);
+		}
+	}
+	if (optind < argc)
+		return usage_error(daemon_usage, "unexpected argument %s", argv[optind]);
+	if (o.pgdata != NULL && o.pid != 0)
+		return usage_error(daemon_usage, "--pgdata and --pid are exclusive%s", "");
+	return daemon_run(&o);
+}
+
+/*
+ * cmd_status
+ *		Parse `status` options and run it.
+ */
+static int
+cmd_status(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"runtime-dir", required_argument, NULL, 'r'},
+		{"format", required_argument, NULL, 'f'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0}
+	};
+	status_opts o;
+	int			c;
+
+	memset(&o, 0, sizeof(o));
+	o.runtime_dir = PGT_DEFAULT_RUNTIME_DIR;
+	opterr = 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "+:h", longopts, NULL)) != -1)
+	{
+		switch (c)
+		{
+			case 'r':
+				o.runtime_dir = optarg;
+				break;
+			case 'f':
+				if (strcmp(optarg, "json") == 0)
+					o.json = 1;
+				else if (strcmp(optarg, "text") == 0)
+					o.json = 0;
+				else
+					return usage_error(status_usage, "--format %s: use text or json", optarg);
+				break;
+			case 'h':
+				fputs(status_usage, stdout);
+				return 0;
+			default:
+				return bad_option(status_usage, argv, c);
+		}
+	}
+	if (optind < argc)
+		return usage_error(status_usage, "unexpected argument %s", argv[optind]);
+	return status_run(&o);
+}
+
+/*
+ * main
+ *		pg-tracer COMMAND ...
+ */
+int
+main(int argc, char **argv)
+{
+	const char *cmd;
+
+	if (argc < 2)
+		return usage_error(main_usage, "missing command%s", "");
+	cmd = argv[1];
+	if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "help") == 0)
+	{
+		fputs(main_usage, stdout);
+		return 0;
+	}
+	if (strcmp(cmd, "-V") == 0 || strcmp(cmd, "--version") == 0)
+	{
+		printf("pg-tracer %s\n", PGT_VERSION);
+		return 0;
+	}
+	if (strcmp(cmd, "daemon") == 0)
+		return cmd_daemon(argc - 1, argv + 1);
+	if (strcmp(cmd, "status") == 0)
+		return cmd_status(argc - 1, argv + 1);
+	return usage_error(main_usage, "unknown command %s", cmd);
+}

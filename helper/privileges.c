@@ -1,0 +1,98 @@
+/*
+ * helper/privileges.c
+ *	  Privilege checks of the daemon: refuse to run setuid/setgid, and
+ *	  require root or CAP_BPF + CAP_PERFMON + CAP_SYS_PTRACE.
+ *
+ * pg-tracer is never installed setuid: a setuid helper would let any local
+ * user load BPF programs through it.  When real and effective ids differ we
+ * stop before doing anything.  Capabilities are read with the raw capget
+ * syscall (no libcap dependency).
+ */
+#include "privileges.h"
+
+#include <linux/capability.h>
+#include <stdio.h>
+#include <string.h>
+#include <errno.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#ifndef CAP_PERFMON
+#define CAP_PERFMON		38
+#endif
+#ifndef CAP_BPF
+#define CAP_BPF			39
+#endif
+
+/*
+ * privileges_not_setuid
+ *		0 when real and effective uid/gid agree, else -1 with err set.
+ */
+int
+privileges_not_setuid(char *err, size_t errlen)
+{
+	if (getuid() != geteuid() || getgid() != getegid())
+	{
+		snprintf(err, errlen,
+				 "refusing to run setuid/setgid (uid %d euid %d gid %d egid %d): "
+				 "run pg-tracer as root or with capabilities instead",
+				 (int) getuid(), (int) geteuid(), (int) getgid(), (int) getegid());
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * has_cap
+ *		True when capability `cap` is in the effective set `eff` (two
+ *		32-bit words, capability version 3).
+ */
+static int
+has_cap(const struct __user_cap_data_struct *data, int cap)
+{
+	return (data[cap / 32].effective >> (cap % 32)) & 1;
+}
+
+/*
+ * privileges_check
+ *		0 when the daemon may run: not setuid, and root or holding CAP_BPF,
+ *		CAP_PERFMON and CAP_SYS_PTRACE (CAP_SYS_ADMIN standing in for the
+ *		first two on kernels older than 5.8).  Else -1 with err set.
+ */
+int
+privileges_check(char *err, size_t errlen)
+{
+	struct __user_cap_header_struct hdr;
+	struct __user_cap_data_struct data[2];
+	int			bpf;
+	int			perfmon;
+	int			ptrace;
+
+	if (privileges_not_setuid(err, errlen) < 0)
+		return -1;
+	if (geteuid() == 0)
+		return 0;
+
+	memset(&hdr, 0, sizeof(hdr));
+	memset(data, 0, sizeof(data));
+	hdr.version = _LINUX_CAPABILITY_VERSION_3;
+	hdr.pid = 0;
+	if (syscall(SYS_capget, &hdr, data) < 0)
+	{
+		snprintf(err, errlen, "capget failed: %s", strerror(errno));
+		return -1;
+	}
+	bpf = has_cap(data, CAP_BPF) || has_cap(data, CAP_SYS_ADMIN);
+	perfmon = has_cap(data, CAP_PERFMON) || has_cap(data, CAP_SYS_ADMIN);
+	ptrace = has_cap(data, CAP_SYS_PTRACE);
+	if (!bpf || !perfmon || !ptrace)
+	{
+		snprintf(err, errlen,
+				 "pg-tracer daemon needs root or CAP_BPF, CAP_PERFMON and "
+				 "CAP_SYS_PTRACE (missing:%s%s%s)",
+				 bpf ? "" : " CAP_BPF", perfmon ? "" : " CAP_PERFMON",
+				 ptrace ? "" : " CAP_SYS_PTRACE");
+		return -1;
+	}
+	return 0;
+}

@@ -1,0 +1,536 @@
+/*
+ * helper/procfs.c
+ *	  Read and parse /proc/<pid>/{stat,cmdline,status,exe}: the process
+ *	  facts the helper needs (parent, start time, PostgreSQL role).
+ *
+ * Parsers are pure functions over a buffer so they can be unit-tested with
+ * hostile input; the readers around them do bounded reads.  Everything in
+ * /proc/<pid> of a PostgreSQL process is controlled by that process (its
+ * title, its comm), so nothing read here is trusted beyond its syntax.
+ */
+#include "procfs.h"
+
+#include "pgt_segment.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/*
+ * read_small
+ *		Read up to buflen bytes of a /proc file.  Returns bytes read or -1.
+ */
+static ssize_t
+read_small(const char *path, char *buf, size_t buflen)
+{
+	size_t		len = 0;
+	int			fd;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	while (len < buflen)
+	{
+		ssize_t		r = read(fd, buf + len, buflen - len);
+
+		if (r < 0)
+		{
+			if (errno == EINTR)
+				continue;
+			close(fd);
+			return -1;
+		}
+		if (r == 0)
+			break;
+		len += (size_t) r;
+	}
+	close(fd);
+	return (ssize_t) len;
+}
+
+/*
+ * parse_u64
+ *		Decimal digits only, no overflow.  Returns 0 or -1.
+ */
+static int
+parse_u64(const char *s, size_t len, uint64_t *out)
+{
+	uint64_t	v = 0;
+	size_t		i;
+
+	if (len == 0 || len > 20)
+		return -1;
+	for (i = 0; i < len; i++)
+	{
+		if (s[i] < '0' || s[i] > '9')
+			return -1;
+		if (v > (UINT64_MAX - (uint64_t) (s[i] - '0')) / 10)
+			return -1;
+		v = v * 10 + (uint64_t) (s[i] - '0');
+	}
+	*out = v;
+	return 0;
+}
+
+/*
+ * procfs_parse_stat
+ *		Parse the text of /proc/<pid>/stat: "pid (comm) S ppid ... starttime
+ *		...".  comm may hold spaces and ')' so it runs from the first '(' to
+ *		the LAST ')'.  Returns 0 or -1 when malformed.
+ */
+int
+procfs_parse_stat(const char *buf, size_t len, proc_stat *out)
+{
+	const char *open_paren;
+	const char *close_paren = NULL;
+	const char *p;
+	const char *end = buf + len;
+	uint64_t	v;
+	size_t		clen;
+	int			field;
+
+	memset(out, 0, sizeof(*out));
+	open_paren = memchr(buf, '(', len);
+	if (open_paren == NULL)
+		return -1;
+	for (p = end; p > open_paren; p--)
+	{
+		if (p[-1] == ')')
+		{
+			close_paren = p - 1;
+			break;
+		}
+	}
+	if (close_paren == NULL || open_paren == buf || open_paren[-1] != ' ')
+		return -1;
+	if (parse_u64(buf, (size_t) (open_paren - 1 - buf), &v) < 0 || v == 0 || v > INT32_MAX)
+		return -1;
+	out->pid = (int32_t) v;
+	clen = (size_t) (close_paren - open_paren - 1);
+	if (clen >= sizeof(out->comm))
+		clen = sizeof(out->comm) - 1;
+	memcpy(out->comm, open_paren + 1, clen);
+	out->comm[clen] = '\0';
+
+	/* fields after comm: 3 = state, 4 = ppid, ... 22 = starttime */
+	p = close_paren + 1;
+	for (field = 3; field <= 22; field++)
+	{
+		const char *tok;
+		size_t		tlen;
+
+		if (p >= end || *p != ' ')
+			return -1;
+		p++;
+		tok = p;
+		while (p < end && *p != ' ' && *p != '\n')
+			p++;
+		tlen = (size_t) (p - tok);
+		if (tlen == 0)
+			return -1;
+		if (field == 3)
+		{
+			if (tlen != 1)
+				return -1;
+			out->state = tok[0];
+		}
+		else if (field == 4)
+		{
+			if (parse_u64(tok, tlen, &v) < 0 || v > INT32_MAX)
+				return -1;
+			out->ppid = (int32_t) v;
+		}
+		else if (field == 22)
+		{
+			if (parse_u64(tok, tlen, &v) < 0)
+				return -1;
+			out->starttime = v;
+		}
+	}
+	return 0;
+}
+
+/*
+ * word_prefix
+ *		True when s (len) starts with word followed by a space or the end.
+ */
+static int
+word_prefix(const char *s, size_t len, const char *word)
+{
+	size_t		wl = strlen(word);
+
+	return len >= wl && memcmp(s, word, wl) == 0 && (len == wl || s[wl] == ' ');
+}
+
+/*
+ * is_host_word
+ *		True for the client-address word of a backend title: "[local]" or
+ *		"<host>(<port>)".
+ */
+static int
+is_host_word(const char *w, size_t len)
+{
+	size_t		i;
+
+	if (len == 7 && memcmp(w, "[local]", 7) == 0)
+		return 1;
+	if (len < 4 || w[len - 1] != ')')
+		return 0;
+	for (i = len - 2; i > 0 && w[i] >= '0' && w[i] <= '9'; i--)
+		;
+	return w[i] == '(' && i > 0 && i < len - 2;
+}
+
+/*
+ * has_host_word_after
+ *		True when a word at index >= min_index of s is a client address.
+ */
+static int
+has_host_word_after(const char *s, size_t len, int min_index)
+{
+	size_t		pos = 0;
+	int			index = 0;
+
+	while (pos < len)
+	{
+		size_t		start = pos;
+
+		while (pos < len && s[pos] != ' ')
+			pos++;
+		if (pos > start)
+		{
+			if (index >= min_index && is_host_word(s + start, pos - start))
+				return 1;
+			index++;
+		}
+		while (pos < len && s[pos] == ' ')
+			pos++;
+	}
+	return 0;
+}
+
+/*
+ * classify_aux
+ *		Role of a title that starts with an auxiliary process's or a
+ *		built-in background worker's name, else PGT_ROLE_UNKNOWN.
+ */
+static uint32_t
+classify_aux(const char *t, size_t len)
+{
+	static const struct
+	{
+		const char *prefix;
+		uint32_t	role;
+	}			names[] = {
+		{"checkpointer", PGT_ROLE_CHECKPOINTER},
+		{"background writer", PGT_ROLE_BGWRITER},
+		{"walwriter", PGT_ROLE_WALWRITER},
+		{"autovacuum launcher", PGT_ROLE_AUTOVAC_LAUNCHER},
+		{"autovacuum worker", PGT_ROLE_AUTOVAC_WORKER},
+		{"logical replication launcher", PGT_ROLE_LOGREP_LAUNCHER},
+		{"logical replication worker", PGT_ROLE_LOGREP_WORKER},
+		{"logical replication apply worker", PGT_ROLE_LOGREP_WORKER},
+		{"logical replication tablesync worker", PGT_ROLE_LOGREP_WORKER},
+		{"logical replication parallel apply worker", PGT_ROLE_LOGREP_WORKER},
+		{"walsender", PGT_ROLE_WALSENDER},
+		{"walreceiver", PGT_ROLE_WALRECEIVER},
+		{"parallel worker", PGT_ROLE_PARALLEL_WORKER},
+		{"archiver", PGT_ROLE_ARCHIVER},
+		{"startup", PGT_ROLE_STARTUP},
+		/* processes PostgreSQL names but pg_tracer has no role for */
+		{"logger", PGT_ROLE_OTHER},
+		{"stats collector", PGT_ROLE_OTHER},
+		{"walsummarizer", PGT_ROLE_OTHER},
+		{"io worker", PGT_ROLE_OTHER},
+		{"slotsync worker", PGT_ROLE_OTHER},
+	};
+	size_t		i;
+
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (word_prefix(t, len, names[i].prefix))
+			return names[i].role;
+	return PGT_ROLE_UNKNOWN;
+}
+
+/*
+ * procfs_classify_title
+ *		Role of a PostgreSQL child from its /proc/<pid>/cmdline (buf, len).
+ *
+ * Titles are "postgres: [<cluster_name>: ]<what>" where <what> is an
+ * auxiliary process name ("checkpointer", "walreceiver streaming 0/3..."),
+ * a background worker's bgw_name ("parallel worker for PID 123",
+ * "logical replication launcher", "pg_tracer sampler"), or for a client
+ * connection "<user> <db> <host> <activity>" with <host> "[local]" or
+ * "addr(port)" ("walsender <user> <host> ..." for replication).
+ * Returns PGT_ROLE_UNKNOWN when there is no title yet (a child between fork
+ * and its first set_ps_display still shows the postmaster's command line).
+ */
+uint32_t
+procfs_classify_title(const char *buf, size_t len)
+{
+	static const char tag[] = "postgres: ";
+	const char *nul = memchr(buf, '\0', len);
+	const char *t;
+	const char *colon;
+	size_t		tlen;
+	uint32_t	role;
+
+	if (nul != NULL)
+		len = (size_t) (nul - buf);
+	while (len > 0 && (buf[len - 1] == ' ' || buf[len - 1] == '\n'))
+		len--;
+	if (len < sizeof(tag) - 1 || memcmp(buf, tag, sizeof(tag) - 1) != 0)
+		return PGT_ROLE_UNKNOWN;
+	t = buf + sizeof(tag) - 1;
+	tlen = len - (sizeof(tag) - 1);
+	if (tlen == 0)
+		return PGT_ROLE_UNKNOWN;
+
+	/* walsenders carry a client address too: their prefix decides first */
+	if (word_prefix(t, tlen, "walsender"))
+		return PGT_ROLE_WALSENDER;
+
+	/* a connection: a client address word after "<user> <db>" */
+	if (has_host_word_after(t, tlen, 2))
+	{
+		/* "<cluster_name>: walsender ..." */
+		colon = memmem(t, tlen, ": ", 2);
+		if (colon != NULL &&
+			word_prefix(colon + 2, tlen - (size_t) (colon + 2 - t), "walsender"))
+			return PGT_ROLE_WALSENDER;
+		return PGT_ROLE_CLIENT_BACKEND;
+	}
+
+	role = classify_aux(t, tlen);
+	if (role != PGT_ROLE_UNKNOWN)
+		return role;
+
+	/* "<cluster_name>: <what>" */
+	colon = memmem(t, tlen, ": ", 2);
+	if (colon != NULL)
+	{
+		role = classify_aux(colon + 2, tlen - (size_t) (colon + 2 - t));
+		if (role != PGT_ROLE_UNKNOWN)
+			return role;
+	}
+	/* any other titled child is a background worker (bgw_name) */
+	return PGT_ROLE_BGWORKER;
+}
+
+/*
+ * procfs_parse_nspid
+ *		From the text of /proc/<pid>/status, the pid in the innermost pid
+ *		namespace (last number of the "NSpid:" line).  Returns 0 or -1.
+ */
+int
+procfs_parse_nspid(const char *buf, size_t len, int32_t *inner)
+{
+	const char *p = buf;
+	const char *end = buf + len;
+
+	while (p < end)
+	{
+		const char *nl = memchr(p, '\n', (size_t) (end - p));
+		const char *le = nl ? nl : end;
+
+		if ((size_t) (le - p) > 6 && memcmp(p, "NSpid:", 6) == 0)
+		{
+			const char *q = p + 6;
+			uint64_t	v = 0;
+			int			found = 0;
+
+			while (q < le)
+			{
+				const char *tok;
+
+				while (q < le && (*q == ' ' || *q == '\t'))
+					q++;
+				tok = q;
+				while (q < le && *q != ' ' && *q != '\t')
+					q++;
+				if (q > tok)
+				{
+					if (parse_u64(tok, (size_t) (q - tok), &v) < 0 || v == 0 ||
+						v > INT32_MAX)
+						return -1;
+					found = 1;
+				}
+			}
+			if (!found)
+				return -1;
+			*inner = (int32_t) v;
+			return 0;
+		}
+		p = le + 1;
+	}
+	return -1;
+}
+
+/*
+ * procfs_ticks_to_realtime_us
+ *		A /proc start time (clock ticks after boot) as CLOCK_REALTIME
+ *		microseconds, given the current realtime-minus-boottime offset.
+ */
+int64_t
+procfs_ticks_to_realtime_us(uint64_t ticks, long hz, int64_t boot_to_real_us)
+{
+	if (hz <= 0)
+		hz = 100;
+	return boot_to_real_us + (int64_t) (ticks / (uint64_t) hz) * 1000000 +
+		(int64_t) ((ticks % (uint64_t) hz) * 1000000 / (uint64_t) hz);
+}
+
+/*
+ * procfs_read_stat
+ *		Read and parse /proc/<pid>/stat.  Returns 0, or -1 (gone, malformed).
+ */
+int
+procfs_read_stat(pid_t pid, proc_stat *out)
+{
+	char		path[64];
+	char		buf[1024];
+	ssize_t		n;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int) pid);
+	n = read_small(path, buf, sizeof(buf));
+	if (n <= 0)
+		return -1;
+	return procfs_parse_stat(buf, (size_t) n, out);
+}
+
+/*
+ * procfs_read_cmdline
+ *		Read up to buflen bytes of /proc/<pid>/cmdline.  Returns 0 or -1.
+ */
+int
+procfs_read_cmdline(pid_t pid, char *buf, size_t buflen, size_t *len)
+{
+	char		path[64];
+	ssize_t		n;
+
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int) pid);
+	n = read_small(path, buf, buflen);
+	if (n < 0)
+		return -1;
+	*len = (size_t) n;
+	return 0;
+}
+
+/*
+ * procfs_read_nspid
+ *		The pid of `pid` as its own (innermost) pid namespace sees it, which
+ *		is what a containerized postmaster writes into postmaster.pid.
+ */
+int
+procfs_read_nspid(pid_t pid, int32_t *inner)
+{
+	char		path[64];
+	char		buf[4096];
+	ssize_t		n;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int) pid);
+	n = read_small(path, buf, sizeof(buf));
+	if (n <= 0)
+		return -1;
+	return procfs_parse_nspid(buf, (size_t) n, inner);
+}
+
+/*
+ * procfs_is_postgres
+ *		True when the process runs a PostgreSQL server binary: its comm is
+ *		"postgres"/"postmaster", or its executable is named "postgres".
+ */
+int
+procfs_is_postgres(pid_t pid, const proc_stat *st)
+{
+	char		path[64];
+	char		exe[PATH_MAX];
+	const char *base;
+	ssize_t		n;
+
+	if (strcmp(st->comm, "postgres") == 0 || strcmp(st->comm, "postmaster") == 0)
+		return 1;
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int) pid);
+	n = readlink(path, exe, sizeof(exe) - 1);
+	if (n <= 0)
+		return 0;
+	exe[n] = '\0';
+	base = strrchr(exe, '/');
+	base = base ? base + 1 : exe;
+	return strcmp(base, "postgres") == 0 || strcmp(base, "postgres (deleted)") == 0;
+}
+
+/*
+ * procfs_alive
+ *		True when `pid` exists and, if starttime is non-zero, is still the
+ *		same process (not a reused pid).
+ */
+int
+procfs_alive(pid_t pid, uint64_t starttime)
+{
+	proc_stat	st;
+
+	if (pid <= 0)
+		return 0;
+	if (starttime == 0)
+		return kill(pid, 0) == 0 || errno == EPERM;
+	if (procfs_read_stat(pid, &st) < 0)
+		return 0;
+	return st.starttime == starttime && st.state != 'Z' && st.state != 'X';
+}
+
+/*
+ * procfs_realtime_us
+ *		CLOCK_REALTIME in microseconds.
+ */
+int64_t
+procfs_realtime_us(void)
+{
+	struct timespec ts;
+
+	if (clock_gettime(CLOCK_REALTIME, &ts) != 0)
+		return 0;
+	return (int64_t) ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/*
+ * procfs_boot_to_real_us
+ *		CLOCK_REALTIME minus CLOCK_BOOTTIME now, in microseconds: add it to
+ *		a boot-time stamp (BPF's bpf_ktime_get_boot_ns, /proc start times)
+ *		to get wall-clock time.
+ */
+int64_t
+procfs_boot_to_real_us(void)
+{
+	struct timespec rt;
+	struct timespec bt;
+
+	if (clock_gettime(CLOCK_REALTIME, &rt) != 0 ||
+		clock_gettime(CLOCK_BOOTTIME, &bt) != 0)
+		return 0;
+	return ((int64_t) rt.tv_sec - bt.tv_sec) * 1000000 +
+		(rt.tv_nsec - bt.tv_nsec) / 1000;
+}
+
+/*
+ * procfs_start_us
+ *		Start time of a process as CLOCK_REALTIME microseconds.
+ */
+int64_t
+procfs_start_us(const proc_stat *st)
+{
+	static long hz = 0;
+
+	if (hz == 0)
+	{
+		hz = sysconf(_SC_CLK_TCK);
+		if (hz <= 0)
+			hz = 100;
+	}
+	return procfs_ticks_to_realtime_us(st->starttime, hz, procfs_boot_to_real_us());
+}

@@ -1,0 +1,42 @@
+/*
+ * helper/procfs.h
+ *	  What the helper reads from /proc about one process: stat fields,
+ *	  process title (role classification), namespace pid, start time.
+ */
+#ifndef PGT_HELPER_PROCFS_H
+#define PGT_HELPER_PROCFS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define PROCFS_COMM_LEN		64
+#define PROCFS_CMDLINE_MAX	4096
+
+typedef struct proc_stat
+{
+	int32_t		pid;
+	char		comm[PROCFS_COMM_LEN];
+	char		state;
+	int32_t		ppid;
+	uint64_t	starttime;		/* clock ticks after boot (field 22) */
+} proc_stat;
+
+/* Pure parsers (unit-tested). */
+extern int	procfs_parse_stat(const char *buf, size_t len, proc_stat *out);
+extern uint32_t procfs_classify_title(const char *buf, size_t len);
+extern int	procfs_parse_nspid(const char *buf, size_t len, int32_t *inner);
+extern int64_t procfs_ticks_to_realtime_us(uint64_t ticks, long hz,
+										   int64_t boot_to_real_us);
+
+/* Readers of /proc/<pid>/... */
+extern int	procfs_read_stat(pid_t pid, proc_stat *out);
+extern int	procfs_read_cmdline(pid_t pid, char *buf, size_t buflen, size_t *len);
+extern int	procfs_read_nspid(pid_t pid, int32_t *inner);
+extern int	procfs_is_postgres(pid_t pid, const proc_stat *st);
+extern int	procfs_alive(pid_t pid, uint64_t starttime);
+extern int64_t procfs_boot_to_real_us(void);
+extern int64_t procfs_start_us(const proc_stat *st);
+extern int64_t procfs_realtime_us(void);
+
+#endif							/* PGT_HELPER_PROCFS_H */

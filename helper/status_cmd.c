@@ -1,0 +1,441 @@
+/*
+ * helper/status_cmd.c
+ *	  `pg-tracer status [--runtime-dir DIR] [--format text|json]`: read
+ *	  every segment in the runtime directory with the same reader the
+ *	  extension uses, show each cluster's helper, postmaster, processes and
+ *	  probe sets, and ping its control socket.
+ *
+ * Exit status: 0 when at least one segment belongs to a live helper
+ * (RUNNING/WAITING, writer alive, updated within STALE_US), 3 otherwise.
+ */
+#include "status_cmd.h"
+
+#include "pgt_protocol.h"
+#include "pgt_segment.h"
+#include "procfs.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#define STALE_US	(5 * 1000000LL)
+
+/* Result of pinging a control socket. */
+typedef struct ping_result
+{
+	int			ok;				/* 1 OK, 0 ERR, -1 failed */
+	double		rtt_ms;
+	char		text[PGT_PROTO_MAX_RESPONSE + 1];
+} ping_result;
+
+/*
+ * mono_ms
+ *		CLOCK_MONOTONIC in (fractional) milliseconds.
+ */
+static double
+mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double) ts.tv_sec * 1000.0 + (double) ts.tv_nsec / 1e6;
+}
+
+/*
+ * ping
+ *		Send "PGT/1 PING" to the socket at path and wait up to the protocol
+ *		timeout for the answer.
+ */
+static void
+ping(const char *path, ping_result *res)
+{
+	static const char req[] = PGT_PROTO_TAG " PING\n";
+	struct sockaddr_un addr;
+	char		buf[PGT_PROTO_MAX_RESPONSE + 1];
+	const char *text;
+	size_t		tlen;
+	size_t		len = 0;
+	double		t0 = mono_ms();
+	double		deadline = t0 + PGT_PROTO_TIMEOUT_MS;
+	int			fd;
+	int			r;
+
+	memset(res, 0, sizeof(*res));
+	res->ok = -1;
+	if (strlen(path) >= sizeof(addr.sun_path))
+	{
+		snprintf(res->text, sizeof(res->text), "socket path too long");
+		return;
+	}
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+	{
+		snprintf(res->text, sizeof(res->text), "socket: %s", strerror(errno));
+		return;
+	}
+	memset(&addr, 0, sizeof(addr));
+	addr.sun_family = AF_UNIX;
+	memcpy(addr.sun_path, path, strlen(path) + 1);
+	if (connect(fd, (struct sockaddr *) &addr, sizeof(addr)) < 0)
+	{
+		snprintf(res->text, sizeof(res->text), "cannot connect: %s", strerror(errno));
+		goto cleanup;
+	}
+	if (send(fd, req, sizeof(req) - 1, MSG_NOSIGNAL) != (ssize_t) (sizeof(req) - 1))
+	{
+		snprintf(res->text, sizeof(res->text), "cannot send: %s", strerror(errno));
+		goto cleanup;
+	}
+	while (len < sizeof(buf) - 1 && memchr(buf, '\n', len) == NULL)
+	{
+		struct pollfd pfd = {.fd = fd,.events = POLLIN};
+		double		left = deadline - mono_ms();
+		ssize_t		n;
+
+		if (left <= 0 || (r = poll(&pfd, 1, (int) left + 1)) == 0)
+		{
+			snprintf(res->text, sizeof(res->text), "no answer within %d ms",
+					 PGT_PROTO_TIMEOUT_MS);
+			goto cleanup;
+		}
+		if (r < 0)
+		{
+			if (errno == EINTR)
+				continue;
+			snprintf(res->text, sizeof(res->text), "poll: %s", strerror(errno));
+			goto cleanup;
+		}
+		n = read(fd, buf + len, sizeof(buf) - 1 - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		len += (size_t) n;
+	}
+	res->rtt_ms = mono_ms() - t0;
+	r = pgt_parse_response(buf, len, &text, &tlen);
+	if (r < 0)
+	{
+		snprintf(res->text, sizeof(res->text), "malformed answer (%zu bytes)", len);
+		goto cleanup;
+	}
+	res->ok = r;
+	snprintf(res->text, sizeof(res->text), "%.*s", (int) tlen, text);
+
+cleanup:
+	close(fd);
+}
+
+/*
+ * json_str
+ *		Print s as a JSON string literal.
+ */
+static void
+json_str(const char *s)
+{
+	putchar('"');
+	for (; *s; s++)
+	{
+		unsigned char c = (unsigned char) *s;
+
+		if (c == '"' || c == '\\')
+			printf("\\%c", c);
+		else if (c < 0x20 || c >= 0x7f)
+			printf("\\u%04x", c);
+		else
+			putchar(c);
+	}
+	putchar('"');
+}
+
+/*
+ * writer_alive
+ *		Does the writer pid exist (in our pid namespace) and is it not a
+ *		zombie?
+ */
+static int
+writer_alive(uint32_t pid)
+{
+	proc_stat	ps;
+
+	if (pid == 0 || pid > INT32_MAX)
+		return 0;
+	if (kill((pid_t) pid, 0) < 0 && errno != EPERM)
+		return 0;
+	if (procfs_read_stat((pid_t) pid, &ps) == 0 && (ps.state == 'Z' || ps.state == 'X'))
+		return 0;
+	return 1;
+}
+
+/*
+ * state_name
+ *		Header state as a word.
+ */
+static const char *
+state_name(uint32_t s)
+{
+	switch (s)
+	{
+		case PGT_WRITER_RUNNING:
+			return "running";
+		case PGT_WRITER_STOPPED:
+			return "stopped";
+		case PGT_WRITER_WAITING:
+			return "waiting";
+	}
+	return "unknown";
+}
+
+/*
+ * cmp_str
+ *		qsort comparator of C strings.
+ */
+static int
+cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *) a, *(char *const *) b);
+}
+
+/*
+ * show_one
+ *		Read and print one segment.  Returns 1 when it belongs to a live
+ *		helper, else 0.
+ */
+static int
+show_one(const status_opts *o, const char *path, int first)
+{
+	const struct pgt_seg_header *h;
+	pgt_seg_view v;
+	pgt_seg_result r;
+	ping_result pr;
+	char		err[512];
+	char		sock[PATH_MAX];
+	char		data_dir[PGT_DATADIR_LEN];
+	char		version[PGT_VERSION_LEN];
+	void	   *buf = NULL;
+	size_t		len = 0;
+	double		age;
+	int			alive;
+	int			live;
+	uint32_t	i;
+
+	r = pgt_segment_snapshot(path, pgt_alloc_malloc, NULL, &buf, &len, &v, err, sizeof(err));
+	if (r != PGT_SEG_OK)
+	{
+		if (o->json)
+		{
+			printf("%s\n    {\"segment\": ", first ? "" : ",");
+			json_str(path);
+			printf(", \"error\": ");
+			json_str(pgt_seg_result_name(r));
+			printf(", \"detail\": ");
+			json_str(err);
+			printf("}");
+		}
+		else
+			printf("segment %s: %s: %s\n\n", path, pgt_seg_result_name(r), err);
+		free(buf);
+		return 0;
+	}
+	h = v.hdr;
+	pgt_copy_string(data_dir, sizeof(data_dir), h->data_dir, sizeof(h->data_dir));
+	pgt_copy_string(version, sizeof(version), h->helper_version, sizeof(h->helper_version));
+	alive = writer_alive(h->writer_pid);
+	age = (double) (procfs_realtime_us() - h->last_update_us) / 1e6;
+	live = alive && h->state != PGT_WRITER_STOPPED && age * 1e6 < STALE_US;
+	memset(&pr, 0, sizeof(pr));
+	pr.ok = -1;
+	snprintf(sock, sizeof(sock), "%.*s.sock", (int) (strlen(path) - 4), path);
+	if (alive && h->state != PGT_WRITER_STOPPED)
+		ping(sock, &pr);
+	else
+		snprintf(pr.text, sizeof(pr.text), "helper not running");
+
+	if (o->json)
+	{
+		printf("%s\n    {\"segment\": ", first ? "" : ",");
+		json_str(path);
+		printf(", \"data_dir\": ");
+		json_str(data_dir);
+		printf(", \"helper_version\": ");
+		json_str(version);
+		printf(", \"writer_pid\": %u, \"writer_alive\": %s, \"live\": %s, \"state\": \"%s\"",
+			   h->writer_pid, alive ? "true" : "false", live ? "true" : "false",
+			   state_name(h->state));
+		printf(", \"generation\": %" PRIu64 ", \"last_update_age_s\": %.3f"
+			   ", \"attached_us\": %" PRId64 ", \"postmaster_pid\": %u"
+			   ", \"postmaster_start_us\": %" PRId64,
+			   h->generation, age, h->attached_us, h->postmaster_pid,
+			   h->postmaster_start_us);
+		printf(", \"ping\": {\"ok\": %s, \"rtt_ms\": %.3f, \"text\": ",
+			   pr.ok == 1 ? "true" : "false", pr.rtt_ms);
+		json_str(pr.text);
+		printf("}, \"probe_sets\": [");
+		for (i = 0; i < v.probesets_count; i++)
+		{
+			const struct pgt_probeset_entry *e = pgt_view_probeset(&v, i);
+			char		name[sizeof(e->name) + 1];
+			char		mech[sizeof(e->mechanism) + 1];
+			char		reason[sizeof(e->reason) + 1];
+
+			pgt_copy_string(name, sizeof(name), e->name, sizeof(e->name));
+			pgt_copy_string(mech, sizeof(mech), e->mechanism, sizeof(e->mechanism));
+			pgt_copy_string(reason, sizeof(reason), e->reason, sizeof(e->reason));
+			printf("%s{\"name\": ", i ? ", " : "");
+			json_str(name);
+			printf(", \"state\": \"%s\", \"events\": %" PRIu64 ", \"mechanism\": ",
+				   pgt_probe_state_name(e->state), e->events);
+			json_str(mech);
+			printf(", \"reason\": ");
+			json_str(reason);
+			printf("}");
+		}
+		printf("], \"backends\": [");
+		for (i = 0; i < v.backends_count; i++)
+		{
+			const struct pgt_backend_entry *b = pgt_view_backend(&v, i);
+			char		type[sizeof(b->backend_type) + 1];
+
+			pgt_copy_string(type, sizeof(type), b->backend_type, sizeof(b->backend_type));
+			printf("%s{\"pid\": %u, \"role\": %u, \"backend_type\": ", i ? ", " : "",
+				   b->pid, b->role);
+			json_str(type);
+			printf(", \"started_us\": %" PRId64 ", \"attached_us\": %" PRId64
+				   ", \"syscalls\": %" PRIu64 "}",
+				   b->started_us, b->attached_us, b->syscalls);
+		}
+		printf("]}");
+	}
+	else
+	{
+		printf("cluster %s\n", data_dir);
+		printf("  segment      %s\n", path);
+		printf("  helper       pid %u (%s), version %s, state %s, generation %" PRIu64 "\n",
+			   h->writer_pid, alive ? "alive" : "not running", version,
+			   state_name(h->state), h->generation);
+		printf("  last update  %.1f s ago%s\n", age, live ? "" : " (not live)");
+		if (h->postmaster_pid != 0)
+			printf("  postmaster   pid %u\n", h->postmaster_pid);
+		else
+			printf("  postmaster   none\n");
+		if (pr.ok == 1)
+			printf("  socket       %s: OK %s (%.2f ms)\n", sock, pr.text, pr.rtt_ms);
+		else
+			printf("  socket       %s: %s%s\n", sock, pr.ok == 0 ? "ERR " : "", pr.text);
+		printf("  probe sets\n");
+		for (i = 0; i < v.probesets_count; i++)
+		{
+			const struct pgt_probeset_entry *e = pgt_view_probeset(&v, i);
+			char		name[sizeof(e->name) + 1];
+			char		reason[sizeof(e->reason) + 1];
+
+			pgt_copy_string(name, sizeof(name), e->name, sizeof(e->name));
+			pgt_copy_string(reason, sizeof(reason), e->reason, sizeof(e->reason));
+			printf("    %-14s %-11s events %-10" PRIu64 " %s\n", name,
+				   pgt_probe_state_name(e->state), e->events, reason);
+		}
+		printf("  backends     %u\n", v.backends_count);
+		for (i = 0; i < v.backends_count; i++)
+		{
+			const struct pgt_backend_entry *b = pgt_view_backend(&v, i);
+			char		type[sizeof(b->backend_type) + 1];
+
+			pgt_copy_string(type, sizeof(type), b->backend_type, sizeof(b->backend_type));
+			printf("    %8u  %-28s syscalls %" PRIu64 "\n", b->pid, type, b->syscalls);
+		}
+		printf("\n");
+	}
+	free(buf);
+	return live;
+}
+
+/*
+ * status_run
+ *		`pg-tracer status`.  Returns the exit status (0 live helper, 3 none,
+ *		1 when the runtime directory cannot be read).
+ */
+int
+status_run(const status_opts *o)
+{
+	char	  **names = NULL;
+	size_t		n = 0;
+	size_t		cap = 0;
+	struct dirent *de;
+	DIR		   *dir;
+	int			live = 0;
+	size_t		i;
+
+	dir = opendir(o->runtime_dir);
+	if (dir == NULL)
+	{
+		if (o->json)
+		{
+			const char *e = strerror(errno);
+
+			printf("{\"runtime_dir\": ");
+			json_str(o->runtime_dir);
+			printf(", \"clusters\": [], \"live_helpers\": 0, \"error\": ");
+			json_str(e);
+			printf("}\n");
+		}
+		else
+			printf("no pg-tracer runtime directory %s: %s\n", o->runtime_dir,
+				   strerror(errno));
+		return 3;
+	}
+	while ((de = readdir(dir)) != NULL)
+	{
+		size_t		l = strlen(de->d_name);
+		char		path[PATH_MAX];
+
+		if (l < 5 || strcmp(de->d_name + l - 4, ".seg") != 0 ||
+			strncmp(de->d_name, "pgt-", 4) != 0)
+			continue;
+		if (snprintf(path, sizeof(path), "%s/%s", o->runtime_dir, de->d_name) >= (int) sizeof(path))
+			continue;
+		if (n == cap)
+		{
+			size_t		ncap = cap ? cap * 2 : 8;
+			char	  **nn = realloc(names, ncap * sizeof(*nn));
+
+			if (nn == NULL)
+				break;
+			names = nn;
+			cap = ncap;
+		}
+		names[n] = strdup(path);
+		if (names[n] != NULL)
+			n++;
+	}
+	closedir(dir);
+	if (n > 1)
+		qsort(names, n, sizeof(*names), cmp_str);
+
+	if (o->json)
+	{
+		printf("{\"runtime_dir\": ");
+		json_str(o->runtime_dir);
+		printf(", \"clusters\": [");
+	}
+	else if (n == 0)
+		printf("no segments in %s: no pg-tracer daemon has run here\n", o->runtime_dir);
+	for (i = 0; i < n; i++)
+	{
+		live += show_one(o, names[i], i == 0);
+		free(names[i]);
+	}
+	free(names);
+	if (o->json)
+		printf("%s], \"live_helpers\": %d}\n", n ? "\n  " : "", live);
+	return live > 0 ? 0 : 3;
+}

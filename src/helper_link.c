@@ -1,0 +1,330 @@
+/*-------------------------------------------------------------------------
+ *
+ * helper_link.c
+ *	  Import and judge the pg-tracer helper's segment for this cluster, and
+ *	  keep the background worker's view of it in shared memory.
+ *
+ * The segment is <pg_tracer.runtime_dir>/pgt-<dev>-<ino>.seg, named after
+ * the st_dev/st_ino of the data directory.  pgt_link_read() copies and
+ * validates it (common/pgt_segment.c: the copy is never mapped, every size
+ * and offset is checked) and then decides whether the helper is connected:
+ * the segment must describe this data directory, its writer must be
+ * RUNNING, its last update must be within pg_tracer.helper_stale_ms, and
+ * it must describe this start of the postmaster.  Anything else reads as
+ * "not connected" with a state name and a reason, never as an error.
+ *
+ * Both the background worker (every 250 ms, pgt_link_import) and the SQL
+ * functions (on every call, so they are always fresh) use pgt_link_read.
+ *
+ * Locking: PgtSharedState->mutex (a spinlock) protects the shared area.
+ * Only the worker writes it (pgt_link_import, pgt_link_set_layout); readers
+ * copy it out with pgt_shared_copy.  The spinlock is held only for the
+ * copies.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <sys/stat.h>
+
+#include "miscadmin.h"
+#include "utils/timestamp.h"
+
+#include "pg_tracer.h"
+
+/* Difference between the unix epoch and PostgreSQL's, in microseconds. */
+#define PGT_EPOCH_DIFF_US \
+	((int64) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * USECS_PER_DAY)
+
+/*
+ * How far the segment's postmaster start time may be from ours: the helper
+ * reads it from postmaster.pid, which has one-second resolution and is
+ * written a moment after PgStartTime is taken.
+ */
+#define PGT_START_SLACK_US		(INT64CONST(5) * USECS_PER_SEC)
+
+/* This process's cache of the data directory's identity. */
+static bool cluster_id_known = false;
+static uint64 cluster_dev;
+static uint64 cluster_ino;
+
+static bool cluster_identity(char *err, size_t errlen);
+static void *link_alloc(size_t size, void *arg);
+static void link_judge(PgtLink *link);
+static void link_publish(const PgtLink *link);
+static void link_log_transition(const PgtLink *link, bool prev_connected,
+								uint64 prev_generation);
+
+/*
+ * pgt_unix_us_to_timestamptz
+ *		Convert unix microseconds to TimestampTz; *valid is false for 0
+ *		(the segment's "unknown") and for values outside timestamptz's
+ *		range.
+ */
+TimestampTz
+pgt_unix_us_to_timestamptz(int64 us, bool *valid)
+{
+	TimestampTz ts;
+
+	*valid = false;
+	if (us <= 0 || us > PG_INT64_MAX / 2)
+		return 0;
+	ts = (TimestampTz) (us - PGT_EPOCH_DIFF_US);
+	*valid = IS_VALID_TIMESTAMP(ts);
+	return ts;
+}
+
+/*
+ * cluster_identity
+ *		st_dev and st_ino of the data directory (cached per process).
+ */
+static bool
+cluster_identity(char *err, size_t errlen)
+{
+	struct stat st;
+
+	if (cluster_id_known)
+		return true;
+	if (stat(DataDir, &st) != 0)
+	{
+		snprintf(err, errlen, "could not stat the data directory: %m");
+		return false;
+	}
+	cluster_dev = (uint64) st.st_dev;
+	cluster_ino = (uint64) st.st_ino;
+	cluster_id_known = true;
+	return true;
+}
+
+/*
+ * pgt_cluster_file
+ *		Path of this cluster's helper file with the given suffix (".seg",
+ *		".sock").  Returns false with a reason in err.
+ */
+bool
+pgt_cluster_file(const char *suffix, char *out, size_t outlen,
+				 char *err, size_t errlen)
+{
+	if (!cluster_identity(err, errlen))
+		return false;
+	if (pgt_cluster_path(out, outlen, pgt_runtime_dir, cluster_dev,
+						 cluster_ino, suffix) != 0)
+	{
+		snprintf(err, errlen, "the path of the helper's \"%s\" file is too long",
+				 suffix);
+		return false;
+	}
+	return true;
+}
+
+/*
+ * link_alloc
+ *		Allocator for pgt_segment_snapshot: palloc in the current context,
+ *		NULL instead of an error when memory is short.
+ */
+static void *
+link_alloc(size_t size, void *arg)
+{
+	return palloc_extended(size, MCXT_ALLOC_NO_OOM);
+}
+
+/*
+ * pgt_link_read
+ *		Copy, validate and judge the segment.  Allocates in the current
+ *		memory context; never raises an error about the segment's content.
+ */
+void
+pgt_link_read(PgtLink *link)
+{
+	char		err[PGT_REASON_LEN];
+	size_t		len;
+	pgt_seg_result r;
+
+	memset(link, 0, sizeof(*link));
+	link->state = "io error";
+	if (!pgt_cluster_file(".seg", link->path, sizeof(link->path),
+						  link->reason, sizeof(link->reason)))
+		return;
+
+	err[0] = '\0';
+	r = pgt_segment_snapshot(link->path, link_alloc, NULL, &link->buf, &len,
+							 &link->view, err, sizeof(err));
+	if (r != PGT_SEG_OK)
+	{
+		link->buf = NULL;
+		link->state = pgt_seg_result_name(r);
+		if (r == PGT_SEG_MISSING)
+			strlcpy(link->reason, "the helper has not published a segment for this cluster",
+					sizeof(link->reason));
+		else
+			strlcpy(link->reason, err, sizeof(link->reason));
+		return;
+	}
+	link_judge(link);
+}
+
+/*
+ * link_judge
+ *		Decide whether a valid segment means "connected".
+ */
+static void
+link_judge(PgtLink *link)
+{
+	const struct pgt_seg_header *h = link->view.hdr;
+	int64		now_us = (int64) GetCurrentTimestamp() + PGT_EPOCH_DIFF_US;
+	int64		our_start_us = (int64) PgStartTime + PGT_EPOCH_DIFF_US;
+	int64		age_ms = 0;
+
+	/* a positive last_update cannot overflow the subtraction */
+	if (h->last_update_us > 0)
+		age_ms = (now_us - h->last_update_us) / 1000;
+
+	if (h->cluster_dev != cluster_dev || h->cluster_ino != cluster_ino)
+	{
+		link->state = "foreign cluster";
+		snprintf(link->reason, sizeof(link->reason),
+				 "the segment describes data directory dev %llx ino %llx, this server's is dev %llx ino %llx",
+				 (unsigned long long) h->cluster_dev,
+				 (unsigned long long) h->cluster_ino,
+				 (unsigned long long) cluster_dev,
+				 (unsigned long long) cluster_ino);
+	}
+	else if (h->state == PGT_WRITER_STOPPED)
+	{
+		link->state = "stopped";
+		strlcpy(link->reason, "the helper stopped", sizeof(link->reason));
+	}
+	else if (h->state == PGT_WRITER_WAITING)
+	{
+		link->state = "waiting";
+		strlcpy(link->reason, "the helper runs but is not attached to this server's postmaster",
+				sizeof(link->reason));
+	}
+	else if (h->last_update_us <= 0)
+	{
+		link->state = "stale";
+		strlcpy(link->reason, "the helper has not updated the segment yet",
+				sizeof(link->reason));
+	}
+	else if (age_ms > pgt_helper_stale_ms || age_ms < -pgt_helper_stale_ms)
+	{
+		link->state = "stale";
+		snprintf(link->reason, sizeof(link->reason),
+				 "last update " INT64_FORMAT " ms ago, pg_tracer.helper_stale_ms is %d",
+				 age_ms, pgt_helper_stale_ms);
+	}
+	else if (h->postmaster_start_us != 0 &&
+			 (h->postmaster_start_us > our_start_us + PGT_START_SLACK_US ||
+			  h->postmaster_start_us < our_start_us - PGT_START_SLACK_US))
+	{
+		link->state = "stale";
+		strlcpy(link->reason, "the segment describes another start of the postmaster",
+				sizeof(link->reason));
+	}
+	else
+	{
+		link->state = "ok";
+		link->reason[0] = '\0';
+		link->connected = true;
+	}
+}
+
+/*
+ * pgt_link_import
+ *		One iteration of the worker: read the segment, publish the outcome,
+ *		log a transition.  Allocates in the current (per-iteration) context.
+ */
+void
+pgt_link_import(void)
+{
+	PgtLink		link;
+	bool		prev_connected;
+	uint64		prev_generation;
+
+	/*
+	 * The previous state lives in shared memory, so that a restarted worker
+	 * does not announce again a connection that was already announced.
+	 */
+	SpinLockAcquire(&pgt_shared->mutex);
+	prev_connected = pgt_shared->helper_connected;
+	prev_generation = pgt_shared->generation;
+	SpinLockRelease(&pgt_shared->mutex);
+
+	pgt_link_read(&link);
+	link_publish(&link);
+	link_log_transition(&link, prev_connected, prev_generation);
+}
+
+/*
+ * link_publish
+ *		Store the outcome of an import in shared memory.
+ */
+static void
+link_publish(const PgtLink *link)
+{
+	const struct pgt_seg_header *h = link->view.hdr;
+	TimestampTz now = GetCurrentTimestamp();
+	TimestampTz last_update = 0;
+	bool		valid = false;
+
+	if (h != NULL)
+		last_update = pgt_unix_us_to_timestamptz(h->last_update_us, &valid);
+
+	SpinLockAcquire(&pgt_shared->mutex);
+	pgt_shared->helper_connected = link->connected;
+	pgt_shared->helper_pid = h != NULL ? (int32) h->writer_pid : 0;
+	pgt_shared->generation = h != NULL ? h->generation : 0;
+	pgt_shared->last_update = valid ? last_update : 0;
+	pgt_shared->checked_at = now;
+	strlcpy(pgt_shared->seg_state, link->state, PGT_STATE_LEN);
+	strlcpy(pgt_shared->reason, link->reason, PGT_REASON_LEN);
+	SpinLockRelease(&pgt_shared->mutex);
+}
+
+/*
+ * link_log_transition
+ *		LOG when the helper connects (or reconnects with a new generation)
+ *		and when it goes away; stay quiet otherwise.
+ */
+static void
+link_log_transition(const PgtLink *link, bool prev_connected,
+					uint64 prev_generation)
+{
+	const struct pgt_seg_header *h = link->view.hdr;
+
+	if (link->connected &&
+		(!prev_connected || h->generation != prev_generation))
+		ereport(LOG,
+				(errmsg("pg_tracer: helper connected (pid %u, generation %llu)",
+						h->writer_pid, (unsigned long long) h->generation)));
+	else if (!link->connected && prev_connected)
+		ereport(LOG,
+				(errmsg("pg_tracer: helper disconnected: %s: %s",
+						link->state, link->reason)));
+}
+
+/*
+ * pgt_link_set_layout
+ *		Record whether the layout file was written (worker only).
+ */
+void
+pgt_link_set_layout(bool written, const char *error)
+{
+	SpinLockAcquire(&pgt_shared->mutex);
+	pgt_shared->layout_written = written;
+	strlcpy(pgt_shared->layout_error, error != NULL ? error : "",
+			PGT_REASON_LEN);
+	SpinLockRelease(&pgt_shared->mutex);
+}
+
+/*
+ * pgt_shared_copy
+ *		Copy the shared area out under its spinlock.
+ */
+void
+pgt_shared_copy(PgtSharedState *dst)
+{
+	SpinLockAcquire(&pgt_shared->mutex);
+	memcpy(dst, pgt_shared, sizeof(PgtSharedState));
+	SpinLockRelease(&pgt_shared->mutex);
+}

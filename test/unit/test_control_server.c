@@ -1,0 +1,235 @@
+/*
+ * test/unit/test_control_server.c
+ *	  The control socket (helper/control_server.c): responses to valid and
+ *	  invalid requests (pure control_respond), then a real socket driven
+ *	  through epoll: a PING round trip, an overlong request, a client that
+ *	  never finishes its line (deadline), the connection limit, and the
+ *	  socket file's mode.  Also the tracefs mount-table check.
+ */
+#include "control_server.h"
+#include "pgt_protocol.h"
+#include "tracefs.h"
+#include "unit.h"
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+static control_info test_info = {
+	.version = "1.2.3",.generation = 5,.writer_pid = 77,.attached = 1,
+	.postmaster_pid = 4242,.backends = 9
+};
+
+/* control_respond on a C string. */
+static const char *
+answer(const char *req)
+{
+	static char out[PGT_PROTO_MAX_RESPONSE + 1];
+
+	control_respond(req, strlen(req), &test_info, out, sizeof(out));
+	return out;
+}
+
+static void
+test_respond(void)
+{
+	CHECK_STR(answer("PGT/1 PING\n"), "PGT/1 OK pong version=1.2.3 generation=5 pid=77\n");
+	CHECK_STR(answer("PGT/1 STATUS\n"),
+			  "PGT/1 OK attached=1 postmaster=4242 backends=9 generation=5\n");
+	CHECK_STR(answer("PGT/1 PING extra\n"), "PGT/1 ERR bad-argument PING takes no arguments\n");
+	CHECK_STR(answer("PGT/1 ESCALATE 10\n"), "PGT/1 ERR unknown-verb ESCALATE\n");
+	CHECK_CONTAINS(answer("PGT/2 PING\n"), "PGT/1 ERR bad-request ");
+	CHECK_CONTAINS(answer("PGT/1 PING"), "PGT/1 ERR bad-request ");
+	CHECK_CONTAINS(answer("PGT/1  PING\n"), "PGT/1 ERR bad-request ");
+	CHECK_CONTAINS(answer("PGT/1 PI\x01NG\n"), "PGT/1 ERR bad-request ");
+	/* every response is one line, parseable by the client side */
+	{
+		const char *r = answer("PGT/1 STATUS\n");
+		const char *text;
+		size_t		tlen;
+
+		CHECK_INT(pgt_parse_response(r, strlen(r), &text, &tlen), 1);
+		r = answer("garbage\n");
+		CHECK_INT(pgt_parse_response(r, strlen(r), &text, &tlen), 0);
+	}
+}
+
+static void
+info_fn(void *arg, control_info *info)
+{
+	*info = test_info;
+}
+
+/* Connect a client to path. */
+static int
+client(const char *path)
+{
+	struct sockaddr_un a;
+	int			fd = socket(AF_UNIX, SOCK_STREAM, 0);
+
+	memset(&a, 0, sizeof(a));
+	a.sun_family = AF_UNIX;
+	snprintf(a.sun_path, sizeof(a.sun_path), "%s", path);
+	if (fd >= 0 && connect(fd, (struct sockaddr *) &a, sizeof(a)) < 0)
+	{
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* Run the server's side of the epoll loop for a while. */
+static void
+pump(control_server *s, int epfd, int rounds)
+{
+	struct epoll_event ev[16];
+	int			i;
+	int			n;
+
+	while (rounds-- > 0)
+	{
+		n = epoll_wait(epfd, ev, 16, 20);
+		for (i = 0; i < n; i++)
+		{
+			ev_handle  *h = ev[i].data.ptr;
+
+			if (h->kind == EV_CTL_LISTEN)
+				control_server_on_listen(h->owner);
+			else if (h->kind == EV_CTL_CONN)
+				control_server_on_conn(h->owner, h->index, ev[i].events);
+		}
+	}
+}
+
+/* Read what the server answered on fd (non-blocking: whatever is there). */
+static const char *
+read_answer(int fd)
+{
+	static char buf[PGT_PROTO_MAX_RESPONSE + 1];
+	ssize_t		n = recv(fd, buf, sizeof(buf) - 1, MSG_DONTWAIT);
+
+	buf[n > 0 ? n : 0] = '\0';
+	return buf;
+}
+
+static void
+test_socket(void)
+{
+	char		dir[] = "/tmp/pgt_unit_ctl.XXXXXX";
+	char		path[128];
+	char		err[256];
+	control_server s;
+	struct stat st;
+	int			epfd = epoll_create1(0);
+	int			fds[CTL_MAX_CONNS + 2];
+	int			fd;
+	int			i;
+	int			open_slots;
+
+	CHECK(mkdtemp(dir) != NULL);
+	snprintf(path, sizeof(path), "%s/pgt-1-2.sock", dir);
+	CHECK_INT(control_server_open(&s, path, getuid(), getgid(), epfd, info_fn, NULL,
+								  err, sizeof(err)), 0);
+	CHECK_INT(stat(path, &st), 0);
+	CHECK(S_ISSOCK(st.st_mode));
+	CHECK_INT(st.st_mode & 0777, 0600);
+
+	/* a round trip */
+	fd = client(path);
+	CHECK(fd >= 0);
+	CHECK_INT(write(fd, "PGT/1 PING\n", 11), 11);
+	pump(&s, epfd, 3);
+	CHECK_STR(read_answer(fd), "PGT/1 OK pong version=1.2.3 generation=5 pid=77\n");
+	close(fd);
+
+	/* a request in two pieces */
+	fd = client(path);
+	CHECK_INT(write(fd, "PGT/1 STA", 9), 9);
+	pump(&s, epfd, 2);
+	CHECK_STR(read_answer(fd), "");
+	CHECK_INT(write(fd, "TUS\n", 4), 4);
+	pump(&s, epfd, 2);
+	CHECK_STR(read_answer(fd), "PGT/1 OK attached=1 postmaster=4242 backends=9 generation=5\n");
+	close(fd);
+
+	/* overlong: answered as soon as the buffer is full */
+	fd = client(path);
+	{
+		char		big[600];
+
+		memset(big, 'A', sizeof(big));
+		CHECK_INT(write(fd, big, sizeof(big)), sizeof(big));
+	}
+	pump(&s, epfd, 3);
+	CHECK_STR(read_answer(fd), "PGT/1 ERR bad-request request longer than 256 bytes\n");
+	close(fd);
+
+	/* a slow client is dropped at its deadline, others still served */
+	fd = client(path);
+	CHECK_INT(write(fd, "PGT/1 PI", 8), 8);
+	pump(&s, epfd, 2);
+	control_server_sweep(&s, control_now_ms() + PGT_PROTO_TIMEOUT_MS + 1);
+	CHECK_CONTAINS(read_answer(fd), "ERR bad-request no request line within");
+	close(fd);
+
+	/* the connection limit */
+	for (i = 0; i < CTL_MAX_CONNS + 2; i++)
+		fds[i] = client(path);
+	pump(&s, epfd, 3);
+	open_slots = 0;
+	for (i = 0; i < CTL_MAX_CONNS; i++)
+		open_slots += s.conns[i].fd >= 0;
+	CHECK_INT(open_slots, CTL_MAX_CONNS);
+	CHECK_STR(read_answer(fds[CTL_MAX_CONNS + 1]), "PGT/1 ERR unavailable too many connections\n");
+	CHECK_INT(write(fds[0], "PGT/1 PING\n", 11), 11);
+	pump(&s, epfd, 2);
+	CHECK_CONTAINS(read_answer(fds[0]), "PGT/1 OK pong");
+	for (i = 0; i < CTL_MAX_CONNS + 2; i++)
+		close(fds[i]);
+	pump(&s, epfd, 2);
+
+	/* a stale socket file is replaced, a regular file is not */
+	control_server_close(&s);
+	CHECK(access(path, F_OK) != 0);
+	CHECK_INT(control_server_open(&s, path, getuid(), getgid(), epfd, info_fn, NULL,
+								  err, sizeof(err)), 0);
+	close(s.listen_fd);
+	s.listen_fd = -1;
+	CHECK_INT(control_server_open(&s, path, getuid(), getgid(), epfd, info_fn, NULL,
+								  err, sizeof(err)), 0);
+	control_server_close(&s);
+	fd = open(path, O_WRONLY | O_CREAT, 0600);
+	close(fd);
+	CHECK_INT(control_server_open(&s, path, getuid(), getgid(), epfd, info_fn, NULL,
+								  err, sizeof(err)), -1);
+	CHECK_CONTAINS(err, "not a socket");
+	unlink(path);
+	rmdir(dir);
+	close(epfd);
+}
+
+static void
+test_tracefs_table(void)
+{
+	const char *m1 = "sysfs /sys sysfs rw 0 0\nnodev /sys/kernel/tracing tracefs rw 0 0\n";
+	const char *m2 = "sysfs /sys sysfs rw 0 0\ndebugfs /sys/kernel/debug debugfs rw 0 0\n";
+	const char *m3 = "nodev /sys/kernel/tracing/x tracefs rw 0 0\n";
+
+	CHECK(tracefs_is_mounted(m1, "/sys/kernel/tracing"));
+	CHECK(!tracefs_is_mounted(m2, "/sys/kernel/tracing"));
+	CHECK(!tracefs_is_mounted(m3, "/sys/kernel/tracing"));
+	CHECK(!tracefs_is_mounted("", "/sys/kernel/tracing"));
+}
+
+int
+main(void)
+{
+	test_respond();
+	test_socket();
+	test_tracefs_table();
+	return UNIT_DONE("test_control_server");
+}

@@ -1,0 +1,227 @@
+/*
+ * test/unit/test_procfs.c
+ *	  /proc parsing (helper/procfs.c): stat lines with hostile comm, this
+ *	  process's own /proc/self/stat, NSpid, start-time conversion, and the
+ *	  role classification of every PostgreSQL process title.
+ */
+#include "pgt_segment.h"
+#include "procfs.h"
+#include "unit.h"
+
+#include <stdlib.h>
+#include <unistd.h>
+
+/* A stat line with the given head ("pid (comm)") and ppid/starttime. */
+static int
+stat_line(char *buf, size_t len, const char *head, int ppid, unsigned long long start)
+{
+	return snprintf(buf, len,
+					"%s S %d 100 100 0 -1 4194560 500 0 0 0 1 2 0 0 20 0 1 0 %llu "
+					"123456 789 18446744073709551615 1 1 0 0 0 0 0 16777216 0 0 0 17 1 0 0 0 0 0\n",
+					head, ppid, start);
+}
+
+static void
+test_stat_parse(void)
+{
+	char		buf[1024];
+	proc_stat	ps;
+	int			n;
+
+	n = stat_line(buf, sizeof(buf), "1234 (postgres)", 1, 987654ULL);
+	CHECK_INT(procfs_parse_stat(buf, (size_t) n, &ps), 0);
+	CHECK_INT(ps.pid, 1234);
+	CHECK_STR(ps.comm, "postgres");
+	CHECK_INT(ps.state, 'S');
+	CHECK_INT(ps.ppid, 1);
+	CHECK_INT(ps.starttime, 987654);
+
+	/* comm with spaces and ')' inside: the last ')' ends it */
+	n = stat_line(buf, sizeof(buf), "42 (a) b) S 7 (c)", 9, 5ULL);
+	CHECK_INT(procfs_parse_stat(buf, (size_t) n, &ps), 0);
+	CHECK_STR(ps.comm, "a) b) S 7 (c");
+	CHECK_INT(ps.ppid, 9);
+	CHECK_INT(ps.starttime, 5);
+
+	n = stat_line(buf, sizeof(buf), "43 ()", 2, 6ULL);
+	CHECK_INT(procfs_parse_stat(buf, (size_t) n, &ps), 0);
+	CHECK_STR(ps.comm, "");
+
+	/* malformed lines */
+	CHECK_INT(procfs_parse_stat("", 0, &ps), -1);
+	CHECK_INT(procfs_parse_stat("12 postgres S 1", 15, &ps), -1);
+	CHECK_INT(procfs_parse_stat("12 (postgres S 1 2 3", 20, &ps), -1);
+	CHECK_INT(procfs_parse_stat("x (p) S 1 2", 11, &ps), -1);
+	n = snprintf(buf, sizeof(buf), "12 (p) S 1 2 3");	/* too few fields */
+	CHECK_INT(procfs_parse_stat(buf, (size_t) n, &ps), -1);
+	n = stat_line(buf, sizeof(buf), "12 (p)", 1, 1ULL);
+	buf[9] = 'x';				/* ppid "x" */
+	CHECK_INT(procfs_parse_stat(buf, (size_t) n, &ps), -1);
+	n = stat_line(buf, sizeof(buf), "12 (p)", 1, 1ULL);
+	CHECK_INT(procfs_parse_stat(buf, 20, &ps), -1);	/* cut before starttime */
+}
+
+static void
+test_self_stat(void)
+{
+	proc_stat	ps;
+	int64_t		start_us;
+	int64_t		now_us = procfs_realtime_us();
+
+	CHECK_INT(procfs_read_stat(getpid(), &ps), 0);
+	CHECK_INT(ps.pid, getpid());
+	CHECK_INT(ps.ppid, getppid());
+	{
+		/* comm as the kernel reports it (valgrind renames the process) */
+		char		comm[64] = "";
+		FILE	   *f = fopen("/proc/self/comm", "r");
+
+		CHECK(f != NULL && fgets(comm, sizeof(comm), f) != NULL);
+		if (f != NULL)
+			fclose(f);
+		comm[strcspn(comm, "\n")] = '\0';
+		CHECK_STR(ps.comm, comm);
+	}
+	CHECK(ps.starttime > 0);
+	start_us = procfs_start_us(&ps);
+	/* we started within the last minute, not in the future */
+	CHECK(start_us <= now_us + 20000);
+	CHECK(start_us > now_us - 60 * 1000000LL);
+	CHECK(procfs_alive(getpid(), ps.starttime));
+	CHECK(!procfs_alive(getpid(), ps.starttime + 1));
+	CHECK(procfs_alive(getpid(), 0));
+}
+
+static void
+test_nspid(void)
+{
+	int32_t		inner = 0;
+	const char *s1 = "Name:\tpostgres\nTgid:\t900\nNSpid:\t900\t12\t1\nPPid:\t1\n";
+	const char *s2 = "Name:\tx\nNSpid:\t77\n";
+	const char *s3 = "Name:\tx\nNSpid:\t\n";
+	const char *s4 = "Name:\tx\nPid:\t5\n";
+
+	CHECK_INT(procfs_parse_nspid(s1, strlen(s1), &inner), 0);
+	CHECK_INT(inner, 1);
+	CHECK_INT(procfs_parse_nspid(s2, strlen(s2), &inner), 0);
+	CHECK_INT(inner, 77);
+	CHECK_INT(procfs_parse_nspid(s3, strlen(s3), &inner), -1);
+	CHECK_INT(procfs_parse_nspid(s4, strlen(s4), &inner), -1);
+	CHECK_INT(procfs_read_nspid(getpid(), &inner), 0);
+	CHECK(inner > 0);
+}
+
+static void
+test_ticks(void)
+{
+	CHECK_INT(procfs_ticks_to_realtime_us(0, 100, 1000), 1000);
+	CHECK_INT(procfs_ticks_to_realtime_us(250, 100, 0), 2500000);
+	CHECK_INT(procfs_ticks_to_realtime_us(1, 250, 10), 4010);
+	CHECK_INT(procfs_ticks_to_realtime_us(100, 0, 0), 1000000);	/* bad hz -> 100 */
+}
+
+/* Classify a title given as a C string, with the NUL padding PG leaves. */
+static uint32_t
+classify(const char *title)
+{
+	char		buf[512];
+	size_t		l = strlen(title);
+
+	memset(buf, 0, sizeof(buf));
+	memcpy(buf, title, l);
+	return procfs_classify_title(buf, l + 16);
+}
+
+static void
+test_classify(void)
+{
+	static const struct
+	{
+		const char *title;
+		uint32_t	role;
+	}			cases[] = {
+		{"postgres: checkpointer ", PGT_ROLE_CHECKPOINTER},
+		{"postgres: background writer ", PGT_ROLE_BGWRITER},
+		{"postgres: walwriter ", PGT_ROLE_WALWRITER},
+		{"postgres: autovacuum launcher ", PGT_ROLE_AUTOVAC_LAUNCHER},
+		{"postgres: autovacuum worker ", PGT_ROLE_AUTOVAC_WORKER},
+		{"postgres: autovacuum worker regression", PGT_ROLE_AUTOVAC_WORKER},
+		{"postgres: logical replication launcher ", PGT_ROLE_LOGREP_LAUNCHER},
+		{"postgres: logical replication worker for subscription 16390 ", PGT_ROLE_LOGREP_WORKER},
+		{"postgres: logical replication apply worker for subscription 16390", PGT_ROLE_LOGREP_WORKER},
+		{"postgres: logical replication tablesync worker for subscription 1 sync 2", PGT_ROLE_LOGREP_WORKER},
+		{"postgres: walsender replicator 10.0.0.5(41234) streaming 0/3000148", PGT_ROLE_WALSENDER},
+		{"postgres: walsender replicator [local] idle", PGT_ROLE_WALSENDER},
+		{"postgres: walreceiver streaming 0/3000148", PGT_ROLE_WALRECEIVER},
+		{"postgres: parallel worker for PID 123 ", PGT_ROLE_PARALLEL_WORKER},
+		{"postgres: archiver last was 000000010000000000000002", PGT_ROLE_ARCHIVER},
+		{"postgres: archiver ", PGT_ROLE_ARCHIVER},
+		{"postgres: startup recovering 000000010000000000000003", PGT_ROLE_STARTUP},
+		{"postgres: startup ", PGT_ROLE_STARTUP},
+		{"postgres: pg_tracer sampler ", PGT_ROLE_BGWORKER},
+		{"postgres: pg_tracer helper link ", PGT_ROLE_BGWORKER},
+		{"postgres: TimescaleDB Background Worker Launcher ", PGT_ROLE_BGWORKER},
+		{"postgres: logger ", PGT_ROLE_OTHER},
+		{"postgres: stats collector ", PGT_ROLE_OTHER},
+		/* client backends: "<user> <db> <host> <activity>" */
+		{"postgres: user db [local] idle", PGT_ROLE_CLIENT_BACKEND},
+		{"postgres: postgres postgres [local] SELECT", PGT_ROLE_CLIENT_BACKEND},
+		{"postgres: alice shop 127.0.0.1(53422) idle in transaction", PGT_ROLE_CLIENT_BACKEND},
+		{"postgres: bob app ::1(5000) authentication", PGT_ROLE_CLIENT_BACKEND},
+		{"postgres: bob app db.example.com(5000) UPDATE waiting", PGT_ROLE_CLIENT_BACKEND},
+		/* users and databases named like auxiliary processes */
+		{"postgres: checkpointer mydb [local] idle", PGT_ROLE_CLIENT_BACKEND},
+		{"postgres: archiver startup 10.1.1.1(1) idle", PGT_ROLE_CLIENT_BACKEND},
+		/* with a cluster_name prefix */
+		{"postgres: 15/main: checkpointer ", PGT_ROLE_CHECKPOINTER},
+		{"postgres: 15/main: background writer ", PGT_ROLE_BGWRITER},
+		{"postgres: 15/main: walwriter ", PGT_ROLE_WALWRITER},
+		{"postgres: 15/main: autovacuum launcher ", PGT_ROLE_AUTOVAC_LAUNCHER},
+		{"postgres: 15/main: autovacuum worker postgres", PGT_ROLE_AUTOVAC_WORKER},
+		{"postgres: 15/main: logical replication launcher ", PGT_ROLE_LOGREP_LAUNCHER},
+		{"postgres: 15/main: logical replication worker for subscription 5", PGT_ROLE_LOGREP_WORKER},
+		{"postgres: 15/main: walsender rep 10.0.0.5(41234) streaming 0/3", PGT_ROLE_WALSENDER},
+		{"postgres: 15/main: walreceiver streaming 0/3000148", PGT_ROLE_WALRECEIVER},
+		{"postgres: 15/main: parallel worker for PID 4242", PGT_ROLE_PARALLEL_WORKER},
+		{"postgres: 15/main: archiver ", PGT_ROLE_ARCHIVER},
+		{"postgres: 15/main: startup ", PGT_ROLE_STARTUP},
+		{"postgres: 15/main: pg_tracer sampler ", PGT_ROLE_BGWORKER},
+		{"postgres: 15/main: user db [local] idle", PGT_ROLE_CLIENT_BACKEND},
+		{"postgres: my cluster: alice db 10.0.0.1(22) COMMIT", PGT_ROLE_CLIENT_BACKEND},
+		{"postgres: prod: checkpointer", PGT_ROLE_CHECKPOINTER},
+		/* no title yet: still the postmaster's command line */
+		{"/usr/lib/postgresql/15/bin/postgres", PGT_ROLE_UNKNOWN},
+		{"postgres", PGT_ROLE_UNKNOWN},
+		{"postgres: ", PGT_ROLE_UNKNOWN},
+		{"", PGT_ROLE_UNKNOWN},
+	};
+	size_t		i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+	{
+		uint32_t	got = classify(cases[i].title);
+
+		if (got != cases[i].role)
+			fprintf(stderr, "title \"%s\": got %s, expected %s\n", cases[i].title,
+					pgt_role_name(got), pgt_role_name(cases[i].role));
+		CHECK_INT(got, cases[i].role);
+	}
+	/* the postmaster's real cmdline: NUL-separated arguments */
+	CHECK_INT(procfs_classify_title("/usr/lib/postgresql/15/bin/postgres\0-D\0/data\0",
+									45), PGT_ROLE_UNKNOWN);
+	/* backend_type names are PostgreSQL's */
+	CHECK_STR(pgt_role_name(PGT_ROLE_CLIENT_BACKEND), "client backend");
+	CHECK_STR(pgt_role_name(PGT_ROLE_LOGREP_LAUNCHER), "logical replication launcher");
+	CHECK_STR(pgt_role_name(PGT_ROLE_BGWORKER), "background worker");
+}
+
+int
+main(void)
+{
+	test_stat_parse();
+	test_self_stat();
+	test_nspid();
+	test_ticks();
+	test_classify();
+	return UNIT_DONE("test_procfs");
+}

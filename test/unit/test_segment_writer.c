@@ -1,0 +1,306 @@
+/*
+ * test/unit/test_segment_writer.c
+ *	  The segment writer (helper/segment_writer.c) against the reader the
+ *	  extension uses (common/pgt_segment.c): every field round-trips, the
+ *	  generation increments across re-creation, an existing file is never
+ *	  truncated in place, overflow is counted, close marks STOPPED.
+ */
+#include "pgt_segment.h"
+#include "segment_writer.h"
+#include "unit.h"
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char dir[] = "/tmp/pgt_unit_seg.XXXXXX";
+
+static void *
+alloc_fn(size_t size, void *arg)
+{
+	return malloc(size);
+}
+
+/* Options for a test segment. */
+static seg_writer_opts
+opts_for(uint32_t backends_cap)
+{
+	seg_writer_opts o;
+
+	memset(&o, 0, sizeof(o));
+	o.backends_cap = backends_cap;
+	o.uid = getuid();
+	o.gid = getgid();
+	o.cluster_dev = 0xfe01;
+	o.cluster_ino = 0xabcdef;
+	o.data_dir = "/var/lib/postgresql/15/main";
+	o.helper_version = "9.8.7";
+	o.writer_pid = 4242;
+	return o;
+}
+
+/* n backend rows with recognizable contents. */
+static struct pgt_backend_entry *
+make_backends(uint32_t n)
+{
+	struct pgt_backend_entry *b = calloc(n ? n : 1, sizeof(*b));
+	uint32_t	i;
+
+	for (i = 0; i < n; i++)
+	{
+		b[i].pid = 1000 + i;
+		b[i].role = i == 0 ? PGT_ROLE_POSTMASTER : PGT_ROLE_CLIENT_BACKEND;
+		b[i].attached_us = 1700000000000000LL + i;
+		b[i].started_us = 1690000000000000LL + i;
+		b[i].syscalls = 10ULL * i;
+		snprintf(b[i].backend_type, sizeof(b[i].backend_type), "%s",
+				 pgt_role_name(b[i].role));
+	}
+	return b;
+}
+
+static void
+test_roundtrip(const char *path)
+{
+	seg_writer	w;
+	seg_writer_opts o = opts_for(0);
+	struct pgt_probeset_entry ps[3];
+	struct pgt_backend_entry *be = make_backends(5);
+	seg_publish p;
+	pgt_seg_view v;
+	struct stat st;
+	char		err[256];
+	void	   *buf = NULL;
+	size_t		len = 0;
+	uint32_t	i;
+
+	CHECK_INT(seg_writer_create(&w, path, &o, err, sizeof(err)), 0);
+	CHECK_INT(seg_writer_generation(&w), 1);
+	CHECK_INT(stat(path, &st), 0);
+	CHECK_INT(st.st_mode & 07777, 0400);
+	CHECK_INT(st.st_uid, getuid());
+	CHECK_INT((size_t) st.st_size, seg_writer_size(PGT_DEFAULT_PROBESETS_CAP,
+												   PGT_DEFAULT_BACKENDS_CAP));
+
+	/* freshly created: valid, WAITING, empty */
+	CHECK_INT(pgt_segment_snapshot(path, alloc_fn, NULL, &buf, &len, &v, err, sizeof(err)),
+			  PGT_SEG_OK);
+	CHECK_INT(v.hdr->state, PGT_WRITER_WAITING);
+	CHECK_INT(v.backends_count, 0);
+	CHECK_INT(v.probesets_count, 0);
+	free(buf);
+
+	memset(ps, 0, sizeof(ps));
+	for (i = 0; i < 3; i++)
+	{
+		snprintf(ps[i].name, sizeof(ps[i].name), "set%u", i);
+		ps[i].state = PGT_PROBE_AVAILABLE + i % 3;
+		ps[i].events = 100 + i;
+		snprintf(ps[i].mechanism, sizeof(ps[i].mechanism), "tp_btf/x%u", i);
+		snprintf(ps[i].reason, sizeof(ps[i].reason), "because %u", i);
+	}
+	memset(&p, 0, sizeof(p));
+	p.state = PGT_WRITER_RUNNING;
+	p.postmaster_pid = 1000;
+	p.postmaster_start_us = 1690000000000000LL;
+	p.attached_us = 1700000000000001LL;
+	p.probesets = ps;
+	p.nprobesets = 3;
+	p.backends = be;
+	p.nbackends = 5;
+	CHECK_INT(seg_writer_publish(&w, &p), 0);
+
+	CHECK_INT(pgt_segment_snapshot(path, alloc_fn, NULL, &buf, &len, &v, err, sizeof(err)),
+			  PGT_SEG_OK);
+	CHECK_INT(len, st.st_size);
+	CHECK(v.hdr->magic == PGT_SEG_MAGIC);
+	CHECK_INT(v.hdr->layout_version, PGT_SEG_LAYOUT_VERSION);
+	CHECK_INT(v.hdr->header_size, sizeof(struct pgt_seg_header));
+	CHECK_INT(v.hdr->segment_size, st.st_size);
+	CHECK_INT(v.hdr->generation, 1);
+	CHECK_INT(v.hdr->seq % 2, 0);
+	CHECK(v.hdr->seq >= 2);
+	CHECK(v.hdr->last_update_us > 1600000000000000LL);
+	CHECK_INT(v.hdr->attached_us, 1700000000000001LL);
+	CHECK_INT(v.hdr->writer_pid, 4242);
+	CHECK_INT(v.hdr->state, PGT_WRITER_RUNNING);
+	CHECK_INT(v.hdr->postmaster_pid, 1000);
+	CHECK_INT(v.hdr->postmaster_start_us, 1690000000000000LL);
+	CHECK_INT(v.hdr->cluster_dev, 0xfe01);
+	CHECK_INT(v.hdr->cluster_ino, 0xabcdef);
+	CHECK_STR(v.hdr->helper_version, "9.8.7");
+	CHECK_STR(v.hdr->data_dir, "/var/lib/postgresql/15/main");
+	CHECK_INT(v.hdr->nsections, 2);
+	CHECK_INT(v.probesets_count, 3);
+	CHECK_INT(v.probesets_stride, sizeof(struct pgt_probeset_entry));
+	CHECK_INT(v.backends_count, 5);
+	CHECK_INT(v.backends_stride, sizeof(struct pgt_backend_entry));
+	for (i = 0; i < 3; i++)
+	{
+		const struct pgt_probeset_entry *e = pgt_view_probeset(&v, i);
+
+		CHECK(memcmp(e, &ps[i], sizeof(*e)) == 0);
+	}
+	for (i = 0; i < 5; i++)
+	{
+		const struct pgt_backend_entry *b = pgt_view_backend(&v, i);
+
+		CHECK_INT(b->pid, 1000 + i);
+		CHECK_INT(b->syscalls, 10 * i);
+		CHECK_INT(b->attached_us, 1700000000000000LL + i);
+		CHECK_INT(b->started_us, 1690000000000000LL + i);
+		CHECK_STR(b->backend_type, i == 0 ? "postmaster" : "client backend");
+	}
+	free(buf);
+
+	/* a smaller publication replaces the tables */
+	p.nbackends = 2;
+	p.nprobesets = 1;
+	p.generation = 7;
+	CHECK_INT(seg_writer_publish(&w, &p), 0);
+	CHECK_INT(pgt_segment_snapshot(path, alloc_fn, NULL, &buf, &len, &v, err, sizeof(err)),
+			  PGT_SEG_OK);
+	CHECK_INT(v.backends_count, 2);
+	CHECK_INT(v.probesets_count, 1);
+	CHECK_INT(v.hdr->generation, 7);
+	free(buf);
+
+	/* close marks it STOPPED, keeps the file */
+	seg_writer_close(&w, PGT_WRITER_STOPPED);
+	CHECK_INT(pgt_segment_snapshot(path, alloc_fn, NULL, &buf, &len, &v, err, sizeof(err)),
+			  PGT_SEG_OK);
+	CHECK_INT(v.hdr->state, PGT_WRITER_STOPPED);
+	CHECK_INT(v.backends_count, 0);
+	free(buf);
+	free(be);
+}
+
+static void
+test_recreate(const char *path)
+{
+	seg_writer	w;
+	seg_writer_opts o = opts_for(0);
+	pgt_seg_view v;
+	struct stat st_old;
+	struct stat st_new;
+	struct pgt_seg_header h;
+	char		err[256];
+	void	   *buf = NULL;
+	size_t		len = 0;
+	int			oldfd;
+
+	/* generation 7 was left by test_roundtrip: the next one is 8 */
+	oldfd = open(path, O_RDONLY);
+	CHECK(oldfd >= 0);
+	CHECK_INT(fstat(oldfd, &st_old), 0);
+	CHECK_INT(seg_writer_create(&w, path, &o, err, sizeof(err)), 0);
+	CHECK_INT(seg_writer_generation(&w), 8);
+	CHECK_INT(stat(path, &st_new), 0);
+	CHECK(st_new.st_ino != st_old.st_ino);	/* a new file, renamed over */
+
+	/* the old file, still open, was not truncated nor rewritten */
+	CHECK_INT(fstat(oldfd, &st_old), 0);
+	CHECK_INT(st_old.st_size, st_new.st_size);
+	CHECK_INT(pread(oldfd, &h, sizeof(h), 0), sizeof(h));
+	CHECK(h.magic == PGT_SEG_MAGIC);
+	CHECK_INT(h.generation, 7);
+	CHECK_INT(h.state, PGT_WRITER_STOPPED);
+	close(oldfd);
+
+	CHECK_INT(pgt_segment_snapshot(path, alloc_fn, NULL, &buf, &len, &v, err, sizeof(err)),
+			  PGT_SEG_OK);
+	CHECK_INT(v.hdr->generation, 8);
+	free(buf);
+	seg_writer_close(&w, PGT_WRITER_STOPPED);
+
+	/* again: 9, and no temporary file is left behind */
+	CHECK_INT(seg_writer_create(&w, path, &o, err, sizeof(err)), 0);
+	CHECK_INT(seg_writer_generation(&w), 9);
+	seg_writer_close(&w, PGT_WRITER_STOPPED);
+
+	/* a foreign file at the name: generation restarts at 1 */
+	unlink(path);
+	{
+		int			fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+		CHECK(fd >= 0);
+		CHECK_INT(write(fd, "not a segment, definitely not", 29), 29);
+		close(fd);
+	}
+	CHECK_INT(seg_writer_create(&w, path, &o, err, sizeof(err)), 0);
+	CHECK_INT(seg_writer_generation(&w), 1);
+	seg_writer_close(&w, PGT_WRITER_STOPPED);
+}
+
+static void
+test_overflow(const char *path)
+{
+	seg_writer	w;
+	seg_writer_opts o = opts_for(4);
+	struct pgt_backend_entry *be = make_backends(10);
+	seg_publish p;
+	pgt_seg_view v;
+	char		err[256];
+	void	   *buf = NULL;
+	size_t		len = 0;
+
+	o.probesets_cap = 2;
+	CHECK_INT(seg_writer_create(&w, path, &o, err, sizeof(err)), 0);
+	memset(&p, 0, sizeof(p));
+	p.state = PGT_WRITER_RUNNING;
+	p.backends = be;
+	p.nbackends = 10;
+	CHECK_INT(seg_writer_publish(&w, &p), 6);
+	CHECK_INT(w.backends_overflow, 6);
+	CHECK_INT(pgt_segment_snapshot(path, alloc_fn, NULL, &buf, &len, &v, err, sizeof(err)),
+			  PGT_SEG_OK);
+	CHECK_INT(v.backends_count, 4);
+	CHECK_INT(pgt_view_backend(&v, 3)->pid, 1003);
+	CHECK_INT(len, seg_writer_size(2, 4));
+	free(buf);
+	p.nbackends = 3;
+	CHECK_INT(seg_writer_publish(&w, &p), 0);
+	CHECK_INT(w.backends_overflow, 0);
+	seg_writer_close(&w, PGT_WRITER_STOPPED);
+	free(be);
+}
+
+static void
+test_bad_paths(void)
+{
+	seg_writer	w;
+	seg_writer_opts o = opts_for(0);
+	char		err[256];
+
+	CHECK_INT(seg_writer_create(&w, "/nonexistent-dir/x.seg", &o, err, sizeof(err)), -1);
+	CHECK_CONTAINS(err, "cannot create");
+}
+
+/* The directory holds nothing but what the tests expect. */
+static void
+test_no_leftovers(void)
+{
+	char		cmd[256];
+
+	snprintf(cmd, sizeof(cmd), "test $(ls -A %s | wc -l) -eq 1", dir);
+	CHECK_INT(system(cmd), 0);
+}
+
+int
+main(void)
+{
+	char		path[256];
+
+	CHECK(mkdtemp(dir) != NULL);
+	snprintf(path, sizeof(path), "%s/pgt-fe01-abcdef.seg", dir);
+	test_roundtrip(path);
+	test_recreate(path);
+	test_no_leftovers();
+	unlink(path);
+	test_overflow(path);
+	test_bad_paths();
+	unlink(path);
+	rmdir(dir);
+	return UNIT_DONE("test_segment_writer");
+}
