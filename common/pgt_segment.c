@@ -66,6 +66,23 @@ pgt_seg_result_name(pgt_seg_result r)
 }
 
 /*
+ * pgt_section_entry_size
+ *		The struct size this code knows for each section kind.
+ */
+size_t
+pgt_section_entry_size(uint32_t kind)
+{
+	switch (kind)
+	{
+		case PGT_SEC_PROBESETS:
+			return sizeof(struct pgt_probeset_entry);
+		case PGT_SEC_BACKENDS:
+			return sizeof(struct pgt_backend_entry);
+	}
+	return 0;
+}
+
+/*
  * pgt_alloc_malloc
  *		The allocator the helper and the unit tests give the reader.
  */
@@ -181,7 +198,7 @@ check_header(const struct pgt_seg_header *h, size_t len, char *err, size_t errle
  *		Check a copied segment completely; fill `view` on success.
  *
  * Unknown section kinds are skipped (a newer helper may add tables); a
- * known kind appearing twice is corrupt.
+ * known kind appearing twice is corrupt.  Kind 0 marks an unused slot.
  */
 pgt_seg_result
 pgt_segment_validate(const void *buf, size_t len, pgt_seg_view *view,
@@ -209,40 +226,27 @@ pgt_segment_validate(const void *buf, size_t len, pgt_seg_view *view,
 	for (i = 0; i < h->nsections; i++)
 	{
 		const struct pgt_section *s = &h->sections[i];
+		size_t		known = pgt_section_entry_size(s->kind);
 
-		switch (s->kind)
+		if (known == 0 || s->kind >= PGT_SEC_KIND_MAX)
+			continue;			/* a table from a newer helper, or unused */
+		if (view->tables[s->kind].rows != NULL)
 		{
-			case PGT_SEC_PROBESETS:
-				if (view->probesets != NULL)
-					goto duplicate;
-				if (check_section(s, h->segment_size,
-								  sizeof(struct pgt_probeset_entry), err, errlen) < 0)
-					return PGT_SEG_CORRUPT;
-				view->probesets = (const unsigned char *) buf + s->offset;
-				view->probesets_count = s->count;
-				view->probesets_stride = s->entry_size;
-				break;
-			case PGT_SEC_BACKENDS:
-				if (view->backends != NULL)
-					goto duplicate;
-				if (check_section(s, h->segment_size,
-								  sizeof(struct pgt_backend_entry), err, errlen) < 0)
-					return PGT_SEG_CORRUPT;
-				view->backends = (const unsigned char *) buf + s->offset;
-				view->backends_count = s->count;
-				view->backends_stride = s->entry_size;
-				break;
-			default:
-				break;			/* a table from a newer helper */
+			snprintf(err, errlen, "section kind %u appears twice", s->kind);
+			memset(view, 0, sizeof(*view));
+			return PGT_SEG_CORRUPT;
 		}
+		if (check_section(s, h->segment_size, known, err, errlen) < 0)
+		{
+			memset(view, 0, sizeof(*view));
+			return PGT_SEG_CORRUPT;
+		}
+		view->tables[s->kind].rows = (const unsigned char *) buf + s->offset;
+		view->tables[s->kind].count = s->count;
+		view->tables[s->kind].stride = s->entry_size;
 	}
 	view->hdr = h;
 	return PGT_SEG_OK;
-
-duplicate:
-	snprintf(err, errlen, "section kind %u appears twice", h->sections[i].kind);
-	memset(view, 0, sizeof(*view));
-	return PGT_SEG_CORRUPT;
 }
 
 /*

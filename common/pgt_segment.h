@@ -59,7 +59,18 @@
 #define PGT_WRITER_STOPPED		2	/* helper exited cleanly */
 #define PGT_WRITER_WAITING		3	/* helper alive, postmaster not running */
 
-/* Section kinds.  Numbers are never reused. */
+/*
+ * Section kinds.  Numbers are never reused.  Ranges by feature, so features
+ * developed side by side never collide:
+ *	  1..9    foundation (probe sets, backends)
+ *	  10..19  exact wait events (helper syscall tagging / watchpoints)
+ *	  20..29  kernel subsystems (syscall, vfs, block, sched, memory, network)
+ *	  30..39  engine probes (query, locks, WAL, buffers, checkpoints)
+ *	  40..63  unassigned
+ * A new kind also needs its entry struct below and a line in
+ * pgt_section_entry_size() (common/pgt_segment.c).
+ */
+#define PGT_SEC_KIND_MAX		64	/* kinds are 1 .. PGT_SEC_KIND_MAX - 1 */
 #define PGT_SEC_PROBESETS		1	/* struct pgt_probeset_entry */
 #define PGT_SEC_BACKENDS		2	/* struct pgt_backend_entry */
 
@@ -177,16 +188,19 @@ typedef enum pgt_seg_result
 	PGT_SEG_NO_MEMORY
 } pgt_seg_result;
 
-/* A validated view into a copied segment. */
+/* One validated table of a copied segment. */
+typedef struct pgt_seg_table
+{
+	const unsigned char *rows;	/* NULL when the segment has no such table */
+	uint32_t	count;			/* rows in use */
+	uint32_t	stride;			/* bytes per row, >= the known struct */
+} pgt_seg_table;
+
+/* A validated view into a copied segment, tables indexed by kind. */
 typedef struct pgt_seg_view
 {
 	const struct pgt_seg_header *hdr;
-	const unsigned char *probesets; /* NULL when absent */
-	uint32_t	probesets_count;
-	uint32_t	probesets_stride;
-	const unsigned char *backends;	/* NULL when absent */
-	uint32_t	backends_count;
-	uint32_t	backends_stride;
+	pgt_seg_table tables[PGT_SEC_KIND_MAX];
 } pgt_seg_view;
 
 /* Allocator supplied by the caller (palloc in the extension, malloc elsewhere). */
@@ -217,19 +231,39 @@ extern pgt_seg_result pgt_segment_snapshot(const char *path,
 										   pgt_seg_view *view,
 										   char *err, size_t errlen);
 
-/* Row i of a validated section, as the known struct (prefix of the entry). */
+/*
+ * Size of the struct this code knows for a section kind, 0 for a kind it
+ * does not know (the reader skips those tables).
+ */
+extern size_t pgt_section_entry_size(uint32_t kind);
+
+/* Rows in use in a table of a validated view (0 when absent). */
+static inline uint32_t
+pgt_view_count(const pgt_seg_view *v, uint32_t kind)
+{
+	return kind < PGT_SEC_KIND_MAX ? v->tables[kind].count : 0;
+}
+
+/*
+ * Row i (< pgt_view_count) of a table, to be read as the known struct: the
+ * validator guaranteed the row is inside the copy and at least that large.
+ */
+static inline const void *
+pgt_view_row(const pgt_seg_view *v, uint32_t kind, uint32_t i)
+{
+	return v->tables[kind].rows + (size_t) i * v->tables[kind].stride;
+}
+
 static inline const struct pgt_probeset_entry *
 pgt_view_probeset(const pgt_seg_view *v, uint32_t i)
 {
-	return (const struct pgt_probeset_entry *)
-		(v->probesets + (size_t) i * v->probesets_stride);
+	return (const struct pgt_probeset_entry *) pgt_view_row(v, PGT_SEC_PROBESETS, i);
 }
 
 static inline const struct pgt_backend_entry *
 pgt_view_backend(const pgt_seg_view *v, uint32_t i)
 {
-	return (const struct pgt_backend_entry *)
-		(v->backends + (size_t) i * v->backends_stride);
+	return (const struct pgt_backend_entry *) pgt_view_row(v, PGT_SEC_BACKENDS, i);
 }
 
 /*

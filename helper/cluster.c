@@ -825,10 +825,8 @@ cluster_publish(cluster *c, const tracked_row *rows, size_t n)
 	p.attached_us = c->attached ? c->attached_us : 0;
 	p.generation = c->pending_generation;
 	c->pending_generation = 0;
-	p.probesets = ps;
-	p.nprobesets = (uint32_t) nps;
-	p.backends = c->rows;
-	p.nbackends = (uint32_t) nrows;
+	p.tables[PGT_SEC_PROBESETS] = (seg_rows) {ps, (uint32_t) nps};
+	p.tables[PGT_SEC_BACKENDS] = (seg_rows) {c->rows, (uint32_t) nrows};
 	dropped = seg_writer_publish(&c->seg, &p);
 	dropped += c->nprocs - nrows;
 	if (dropped > c->overflow)
@@ -838,7 +836,7 @@ cluster_publish(cluster *c, const tracked_row *rows, size_t n)
 		{
 			log_warn("%s: %llu processes do not fit in the segment's backends table "
 					 "(capacity %u)", c->data_dir, (unsigned long long) dropped,
-					 c->seg.backends_cap);
+					 seg_writer_capacity(&c->seg, PGT_SEC_BACKENDS));
 			c->overflow_logged = (int) dropped;
 		}
 	}

@@ -43,20 +43,52 @@ align_up(size_t v, size_t a)
 	return (v + a - 1) & ~(a - 1);
 }
 
+/* The tables of a segment, in file order. */
+const seg_table_spec seg_tables[] = {
+	{PGT_SEC_PROBESETS, sizeof(struct pgt_probeset_entry), PGT_DEFAULT_PROBESETS_CAP},
+	{PGT_SEC_BACKENDS, sizeof(struct pgt_backend_entry), PGT_DEFAULT_BACKENDS_CAP},
+};
+const uint32_t seg_ntables = sizeof(seg_tables) / sizeof(seg_tables[0]);
+
+_Static_assert(sizeof(seg_tables) / sizeof(seg_tables[0]) <= PGT_MAX_SECTIONS,
+			   "more tables than section slots");
+
+/*
+ * table_capacity
+ *		Capacity of table t under opts: the override, else the default.
+ */
+static uint32_t
+table_capacity(const seg_writer_opts *opts, const seg_table_spec *t)
+{
+	uint32_t	cap = opts ? opts->capacity[t->kind] : 0;
+
+	return cap ? cap : t->default_capacity;
+}
+
 /*
  * seg_writer_size
- *		File size for the given capacities: header, then each table aligned.
+ *		File size for opts: header, then each table aligned.
  */
 size_t
-seg_writer_size(uint32_t probesets_cap, uint32_t backends_cap)
+seg_writer_size(const seg_writer_opts *opts)
 {
 	size_t		off = align_up(sizeof(struct pgt_seg_header), SECTION_ALIGN);
+	uint32_t	i;
 
-	off = align_up(off + (size_t) probesets_cap * sizeof(struct pgt_probeset_entry),
-				   SECTION_ALIGN);
-	off = align_up(off + (size_t) backends_cap * sizeof(struct pgt_backend_entry),
-				   SECTION_ALIGN);
+	for (i = 0; i < seg_ntables; i++)
+		off = align_up(off + (size_t) table_capacity(opts, &seg_tables[i]) *
+					   seg_tables[i].entry_size, SECTION_ALIGN);
 	return off;
+}
+
+/*
+ * seg_writer_capacity
+ *		Rows a table of this writer holds (0 for a kind it does not carry).
+ */
+uint32_t
+seg_writer_capacity(const seg_writer *w, uint32_t kind)
+{
+	return kind < PGT_SEC_KIND_MAX ? w->tables[kind].capacity : 0;
 }
 
 /*
@@ -121,6 +153,7 @@ seg_writer_create(seg_writer *w, const char *path, const seg_writer_opts *opts,
 	void	   *map = MAP_FAILED;
 	int			created = 0;
 	struct timespec ts;
+	uint32_t	i;
 
 	memset(w, 0, sizeof(*w));
 	w->fd = -1;
@@ -129,9 +162,7 @@ seg_writer_create(seg_writer *w, const char *path, const seg_writer_opts *opts,
 		snprintf(err, errlen, "segment path too long");
 		return -1;
 	}
-	w->probesets_cap = opts->probesets_cap ? opts->probesets_cap : PGT_DEFAULT_PROBESETS_CAP;
-	w->backends_cap = opts->backends_cap ? opts->backends_cap : PGT_DEFAULT_BACKENDS_CAP;
-	size = seg_writer_size(w->probesets_cap, w->backends_cap);
+	size = seg_writer_size(opts);
 	gen = previous_generation(path) + 1;
 
 	if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0)
@@ -187,19 +218,22 @@ seg_writer_create(seg_writer *w, const char *path, const seg_writer_opts *opts,
 	copy_str(h->data_dir, sizeof(h->data_dir), opts->data_dir);
 
 	off = align_up(sizeof(struct pgt_seg_header), SECTION_ALIGN);
-	h->sections[0].kind = PGT_SEC_PROBESETS;
-	h->sections[0].entry_size = sizeof(struct pgt_probeset_entry);
-	h->sections[0].offset = off;
-	h->sections[0].capacity = w->probesets_cap;
-	h->sections[0].count = 0;
-	off = align_up(off + (size_t) w->probesets_cap * sizeof(struct pgt_probeset_entry),
-				   SECTION_ALIGN);
-	h->sections[1].kind = PGT_SEC_BACKENDS;
-	h->sections[1].entry_size = sizeof(struct pgt_backend_entry);
-	h->sections[1].offset = off;
-	h->sections[1].capacity = w->backends_cap;
-	h->sections[1].count = 0;
-	h->nsections = 2;
+	for (i = 0; i < seg_ntables; i++)
+	{
+		const seg_table_spec *t = &seg_tables[i];
+		uint32_t	cap = table_capacity(opts, t);
+
+		h->sections[i].kind = t->kind;
+		h->sections[i].entry_size = t->entry_size;
+		h->sections[i].offset = off;
+		h->sections[i].capacity = cap;
+		h->sections[i].count = 0;
+		w->tables[t->kind].entry_size = t->entry_size;
+		w->tables[t->kind].capacity = cap;
+		w->tables[t->kind].slot = i;
+		off = align_up(off + (size_t) cap * t->entry_size, SECTION_ALIGN);
+	}
+	h->nsections = seg_ntables;
 
 	if (rename(tmp, path) < 0)
 	{
@@ -214,8 +248,8 @@ seg_writer_create(seg_writer *w, const char *path, const seg_writer_opts *opts,
 	w->map = map;
 	w->size = size;
 	w->hdr = h;
-	w->probesets = (unsigned char *) map + h->sections[0].offset;
-	w->backends = (unsigned char *) map + h->sections[1].offset;
+	for (i = 0; i < seg_ntables; i++)
+		w->tables[seg_tables[i].kind].rows = (unsigned char *) map + h->sections[i].offset;
 	log_debug("segment %s created: generation %llu, %zu bytes",
 			  path, (unsigned long long) gen, size);
 	return 0;
@@ -232,16 +266,16 @@ cleanup:
 
 /*
  * seg_writer_publish
- *		Replace the tables and the header's live fields under the seqlock.
- *		Rows beyond a table's capacity are dropped; returns how many backend
- *		rows were dropped (also kept in w->backends_overflow).
+ *		Replace every table and the header's live fields under the seqlock.
+ *		Rows beyond a table's capacity are dropped and counted in that
+ *		table's overflow; returns the rows dropped over all tables.
  */
 uint64_t
 seg_writer_publish(seg_writer *w, const seg_publish *p)
 {
 	struct pgt_seg_header *h = w->hdr;
-	uint32_t	nps = p->nprobesets < w->probesets_cap ? p->nprobesets : w->probesets_cap;
-	uint32_t	nbe = p->nbackends < w->backends_cap ? p->nbackends : w->backends_cap;
+	uint64_t	dropped = 0;
+	uint32_t	i;
 
 	if (h == NULL)
 		return 0;
@@ -249,12 +283,20 @@ seg_writer_publish(seg_writer *w, const seg_publish *p)
 	__atomic_thread_fence(__ATOMIC_RELEASE);
 	__sync_synchronize();
 
-	if (nps > 0)
-		memcpy(w->probesets, p->probesets, (size_t) nps * sizeof(struct pgt_probeset_entry));
-	if (nbe > 0)
-		memcpy(w->backends, p->backends, (size_t) nbe * sizeof(struct pgt_backend_entry));
-	h->sections[0].count = nps;
-	h->sections[1].count = nbe;
+	for (i = 0; i < seg_ntables; i++)
+	{
+		seg_writer_table *t = &w->tables[seg_tables[i].kind];
+		const seg_rows *r = &p->tables[seg_tables[i].kind];
+		uint32_t	n = r->count < t->capacity ? r->count : t->capacity;
+
+		if (n > 0 && r->rows != NULL)
+			memcpy(t->rows, r->rows, (size_t) n * t->entry_size);
+		else
+			n = 0;
+		h->sections[t->slot].count = n;
+		t->overflow = r->count - n;
+		dropped += t->overflow;
+	}
 	h->state = p->state;
 	h->postmaster_pid = p->postmaster_pid;
 	h->postmaster_start_us = p->postmaster_start_us;
@@ -266,9 +308,7 @@ seg_writer_publish(seg_writer *w, const seg_publish *p)
 	__atomic_thread_fence(__ATOMIC_RELEASE);
 	__sync_synchronize();
 	__atomic_store_n(&h->seq, h->seq + 1, __ATOMIC_RELAXED);	/* even */
-
-	w->backends_overflow = p->nbackends - nbe;
-	return w->backends_overflow;
+	return dropped;
 }
 
 /*
@@ -298,7 +338,7 @@ seg_writer_close(seg_writer *w, uint32_t final_state)
 		__atomic_thread_fence(__ATOMIC_RELEASE);
 		__sync_synchronize();
 		h->state = final_state;
-		h->sections[1].count = 0;
+		h->sections[w->tables[PGT_SEC_BACKENDS].slot].count = 0;
 		h->postmaster_pid = 0;
 		h->last_update_us = procfs_realtime_us();
 		__atomic_thread_fence(__ATOMIC_RELEASE);

@@ -11,10 +11,24 @@
 
 #include "pgt_segment.h"
 
+/*
+ * The tables every segment carries, in file order: kind, row size and
+ * default capacity.  A feature that publishes a new table adds one line to
+ * seg_tables[] (segment_writer.c).
+ */
+typedef struct seg_table_spec
+{
+	uint32_t	kind;			/* PGT_SEC_* */
+	uint32_t	entry_size;
+	uint32_t	default_capacity;
+} seg_table_spec;
+
+extern const seg_table_spec seg_tables[];
+extern const uint32_t seg_ntables;
+
 typedef struct seg_writer_opts
 {
-	uint32_t	probesets_cap;	/* 0 -> PGT_DEFAULT_PROBESETS_CAP */
-	uint32_t	backends_cap;	/* 0 -> PGT_DEFAULT_BACKENDS_CAP */
+	uint32_t	capacity[PGT_SEC_KIND_MAX];	/* by kind; 0 -> the default */
 	uid_t		uid;			/* owner of the file (data directory owner) */
 	gid_t		gid;
 	uint64_t	cluster_dev;
@@ -24,6 +38,16 @@ typedef struct seg_writer_opts
 	uint32_t	writer_pid;
 } seg_writer_opts;
 
+/* One table of a mapped segment. */
+typedef struct seg_writer_table
+{
+	unsigned char *rows;		/* into the mapping */
+	uint32_t	entry_size;
+	uint32_t	capacity;
+	uint32_t	slot;			/* index in hdr->sections[] */
+	uint64_t	overflow;		/* rows dropped by the last publish */
+} seg_writer_table;
+
 typedef struct seg_writer
 {
 	char		path[4096];
@@ -31,14 +55,17 @@ typedef struct seg_writer
 	void	   *map;
 	size_t		size;
 	struct pgt_seg_header *hdr;
-	unsigned char *probesets;
-	uint32_t	probesets_cap;
-	unsigned char *backends;
-	uint32_t	backends_cap;
-	uint64_t	backends_overflow;	/* rows dropped by the last publish */
+	seg_writer_table tables[PGT_SEC_KIND_MAX];	/* by kind; rows NULL = none */
 } seg_writer;
 
-/* What one publication writes (the tables replace the previous ones). */
+/* Rows to publish for one table. */
+typedef struct seg_rows
+{
+	const void *rows;			/* count rows of the table's entry_size */
+	uint32_t	count;
+} seg_rows;
+
+/* What one publication writes (every table is replaced; absent = empty). */
 typedef struct seg_publish
 {
 	uint32_t	state;			/* PGT_WRITER_* */
@@ -46,13 +73,11 @@ typedef struct seg_publish
 	int64_t		postmaster_start_us;
 	int64_t		attached_us;
 	uint64_t	generation;		/* 0 = keep the current one */
-	const struct pgt_probeset_entry *probesets;
-	uint32_t	nprobesets;
-	const struct pgt_backend_entry *backends;
-	uint32_t	nbackends;
+	seg_rows	tables[PGT_SEC_KIND_MAX];	/* by kind */
 } seg_publish;
 
-extern size_t seg_writer_size(uint32_t probesets_cap, uint32_t backends_cap);
+extern size_t seg_writer_size(const seg_writer_opts *opts);
+extern uint32_t seg_writer_capacity(const seg_writer *w, uint32_t kind);
 extern int	seg_writer_create(seg_writer *w, const char *path,
 							  const seg_writer_opts *opts,
 							  char *err, size_t errlen);

@@ -281,7 +281,7 @@ show_one(const status_opts *o, const char *path, int first)
 			   pr.ok == 1 ? "true" : "false", pr.rtt_ms);
 		json_str(pr.text);
 		printf("}, \"probe_sets\": [");
-		for (i = 0; i < v.probesets_count; i++)
+		for (i = 0; i < pgt_view_count(&v, PGT_SEC_PROBESETS); i++)
 		{
 			const struct pgt_probeset_entry *e = pgt_view_probeset(&v, i);
 			char		name[sizeof(e->name) + 1];
@@ -301,7 +301,7 @@ show_one(const status_opts *o, const char *path, int first)
 			printf("}");
 		}
 		printf("], \"backends\": [");
-		for (i = 0; i < v.backends_count; i++)
+		for (i = 0; i < pgt_view_count(&v, PGT_SEC_BACKENDS); i++)
 		{
 			const struct pgt_backend_entry *b = pgt_view_backend(&v, i);
 			char		type[sizeof(b->backend_type) + 1];
@@ -333,7 +333,7 @@ show_one(const status_opts *o, const char *path, int first)
 		else
 			printf("  socket       %s: %s%s\n", sock, pr.ok == 0 ? "ERR " : "", pr.text);
 		printf("  probe sets\n");
-		for (i = 0; i < v.probesets_count; i++)
+		for (i = 0; i < pgt_view_count(&v, PGT_SEC_PROBESETS); i++)
 		{
 			const struct pgt_probeset_entry *e = pgt_view_probeset(&v, i);
 			char		name[sizeof(e->name) + 1];
@@ -344,8 +344,8 @@ show_one(const status_opts *o, const char *path, int first)
 			printf("    %-14s %-11s events %-10" PRIu64 " %s\n", name,
 				   pgt_probe_state_name(e->state), e->events, reason);
 		}
-		printf("  backends     %u\n", v.backends_count);
-		for (i = 0; i < v.backends_count; i++)
+		printf("  backends     %u\n", pgt_view_count(&v, PGT_SEC_BACKENDS));
+		for (i = 0; i < pgt_view_count(&v, PGT_SEC_BACKENDS); i++)
 		{
 			const struct pgt_backend_entry *b = pgt_view_backend(&v, i);
 			char		type[sizeof(b->backend_type) + 1];

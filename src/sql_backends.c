@@ -64,14 +64,14 @@ pg_tracer_backends(PG_FUNCTION_ARGS)
 	InitMaterializedSRF(fcinfo, 0);
 
 	pgt_link_read(&link);
-	if (!link.connected || link.view.backends == NULL)
+	if (!link.connected || pgt_view_count(&link.view, PGT_SEC_BACKENDS) == 0)
 		return (Datum) 0;
 
 	see_all = has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS);
 	if (!see_all)
 		visible_client_pids(&vis);
 
-	for (i = 0; i < link.view.backends_count; i++)
+	for (i = 0; i < pgt_view_count(&link.view, PGT_SEC_BACKENDS); i++)
 	{
 		const struct pgt_backend_entry *e = pgt_view_backend(&link.view, i);
 

@@ -194,13 +194,13 @@ probes_put_rows(ReturnSetInfo *rsinfo, const PgtLink *link)
 		probes_put_one(rsinfo, "helper", "unavailable", "none", false, 0, reason);
 		return;
 	}
-	if (v->probesets == NULL || v->probesets_count == 0)
+	if (pgt_view_count(v, PGT_SEC_PROBESETS) == 0)
 	{
 		probes_put_one(rsinfo, "helper", "degraded", "none", false, 0,
 					   "the helper is connected but reports no probe sets");
 		return;
 	}
-	for (i = 0; i < v->probesets_count; i++)
+	for (i = 0; i < pgt_view_count(v, PGT_SEC_PROBESETS); i++)
 	{
 		const struct pgt_probeset_entry *e = pgt_view_probeset(v, i);
 		char		name[sizeof(e->name) + 1];

@@ -72,7 +72,7 @@ test_valid(void)
 
 	CHECK(check(buf, len, &v) == PGT_SEG_OK, "valid segment accepted");
 	CHECK(v.hdr != NULL && v.hdr->generation == 7, "header visible");
-	CHECK(v.probesets_count == NPROBES && v.backends_count == NBACK, "counts");
+	CHECK(pgt_view_count(&v, PGT_SEC_PROBESETS) == NPROBES && pgt_view_count(&v, PGT_SEC_BACKENDS) == NBACK, "counts");
 	CHECK(strcmp(pgt_view_probeset(&v, 1)->name, "kprobes") == 0, "probe row 1");
 	CHECK(pgt_view_backend(&v, 2)->pid == 102 && pgt_view_backend(&v, 2)->syscalls == 2000,
 		  "backend row 2");
@@ -92,7 +92,7 @@ test_damaged(void)
 	CHECK(check(buf, 700, &v) == PGT_SEG_TRUNCATED, "shorter than the header");
 	CHECK(check(buf, len - 1, &v) == PGT_SEG_TRUNCATED, "shorter than segment_size");
 	CHECK(check(zero, len, &v) == PGT_SEG_BAD_MAGIC, "zeroed");
-	CHECK(v.hdr == NULL && v.backends == NULL, "no view on failure");
+	CHECK(v.hdr == NULL && v.tables[PGT_SEC_BACKENDS].rows == NULL, "no view on failure");
 	free(zero);
 
 #define MUTATE(field, value, expect, what) \
@@ -163,7 +163,7 @@ test_snapshot_file(void)
 	CHECK(fd >= 0 && write(fd, buf, len) == (ssize_t) len, "temp file written");
 	CHECK(pgt_segment_snapshot(path, pgt_alloc_malloc, NULL, &copy, &clen, &v, err, sizeof(err))
 		  == PGT_SEG_OK && clen == len, "snapshot of a good file: %s", err);
-	CHECK(v.backends_count == NBACK, "snapshot view");
+	CHECK(pgt_view_count(&v, PGT_SEC_BACKENDS) == NBACK, "snapshot view");
 	free(copy);
 
 	CHECK(ftruncate(fd, 900) == 0, "truncate");

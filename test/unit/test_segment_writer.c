@@ -29,7 +29,7 @@ opts_for(uint32_t backends_cap)
 	seg_writer_opts o;
 
 	memset(&o, 0, sizeof(o));
-	o.backends_cap = backends_cap;
+	o.capacity[PGT_SEC_BACKENDS] = backends_cap;
 	o.uid = getuid();
 	o.gid = getgid();
 	o.cluster_dev = 0xfe01;
@@ -80,15 +80,14 @@ test_roundtrip(const char *path)
 	CHECK_INT(stat(path, &st), 0);
 	CHECK_INT(st.st_mode & 07777, 0400);
 	CHECK_INT(st.st_uid, getuid());
-	CHECK_INT((size_t) st.st_size, seg_writer_size(PGT_DEFAULT_PROBESETS_CAP,
-												   PGT_DEFAULT_BACKENDS_CAP));
+	CHECK_INT((size_t) st.st_size, seg_writer_size(&o));
 
 	/* freshly created: valid, WAITING, empty */
 	CHECK_INT(pgt_segment_snapshot(path, alloc_fn, NULL, &buf, &len, &v, err, sizeof(err)),
 			  PGT_SEG_OK);
 	CHECK_INT(v.hdr->state, PGT_WRITER_WAITING);
-	CHECK_INT(v.backends_count, 0);
-	CHECK_INT(v.probesets_count, 0);
+	CHECK_INT(pgt_view_count(&v, PGT_SEC_BACKENDS), 0);
+	CHECK_INT(pgt_view_count(&v, PGT_SEC_PROBESETS), 0);
 	free(buf);
 
 	memset(ps, 0, sizeof(ps));
@@ -105,10 +104,8 @@ test_roundtrip(const char *path)
 	p.postmaster_pid = 1000;
 	p.postmaster_start_us = 1690000000000000LL;
 	p.attached_us = 1700000000000001LL;
-	p.probesets = ps;
-	p.nprobesets = 3;
-	p.backends = be;
-	p.nbackends = 5;
+	p.tables[PGT_SEC_PROBESETS] = (seg_rows) {ps, 3};
+	p.tables[PGT_SEC_BACKENDS] = (seg_rows) {be, 5};
 	CHECK_INT(seg_writer_publish(&w, &p), 0);
 
 	CHECK_INT(pgt_segment_snapshot(path, alloc_fn, NULL, &buf, &len, &v, err, sizeof(err)),
@@ -132,10 +129,10 @@ test_roundtrip(const char *path)
 	CHECK_STR(v.hdr->helper_version, "9.8.7");
 	CHECK_STR(v.hdr->data_dir, "/var/lib/postgresql/15/main");
 	CHECK_INT(v.hdr->nsections, 2);
-	CHECK_INT(v.probesets_count, 3);
-	CHECK_INT(v.probesets_stride, sizeof(struct pgt_probeset_entry));
-	CHECK_INT(v.backends_count, 5);
-	CHECK_INT(v.backends_stride, sizeof(struct pgt_backend_entry));
+	CHECK_INT(pgt_view_count(&v, PGT_SEC_PROBESETS), 3);
+	CHECK_INT(v.tables[PGT_SEC_PROBESETS].stride, sizeof(struct pgt_probeset_entry));
+	CHECK_INT(pgt_view_count(&v, PGT_SEC_BACKENDS), 5);
+	CHECK_INT(v.tables[PGT_SEC_BACKENDS].stride, sizeof(struct pgt_backend_entry));
 	for (i = 0; i < 3; i++)
 	{
 		const struct pgt_probeset_entry *e = pgt_view_probeset(&v, i);
@@ -155,14 +152,14 @@ test_roundtrip(const char *path)
 	free(buf);
 
 	/* a smaller publication replaces the tables */
-	p.nbackends = 2;
-	p.nprobesets = 1;
+	p.tables[PGT_SEC_BACKENDS].count = 2;
+	p.tables[PGT_SEC_PROBESETS].count = 1;
 	p.generation = 7;
 	CHECK_INT(seg_writer_publish(&w, &p), 0);
 	CHECK_INT(pgt_segment_snapshot(path, alloc_fn, NULL, &buf, &len, &v, err, sizeof(err)),
 			  PGT_SEG_OK);
-	CHECK_INT(v.backends_count, 2);
-	CHECK_INT(v.probesets_count, 1);
+	CHECK_INT(pgt_view_count(&v, PGT_SEC_BACKENDS), 2);
+	CHECK_INT(pgt_view_count(&v, PGT_SEC_PROBESETS), 1);
 	CHECK_INT(v.hdr->generation, 7);
 	free(buf);
 
@@ -171,7 +168,7 @@ test_roundtrip(const char *path)
 	CHECK_INT(pgt_segment_snapshot(path, alloc_fn, NULL, &buf, &len, &v, err, sizeof(err)),
 			  PGT_SEG_OK);
 	CHECK_INT(v.hdr->state, PGT_WRITER_STOPPED);
-	CHECK_INT(v.backends_count, 0);
+	CHECK_INT(pgt_view_count(&v, PGT_SEC_BACKENDS), 0);
 	free(buf);
 	free(be);
 }
@@ -245,23 +242,22 @@ test_overflow(const char *path)
 	void	   *buf = NULL;
 	size_t		len = 0;
 
-	o.probesets_cap = 2;
+	o.capacity[PGT_SEC_PROBESETS] = 2;
 	CHECK_INT(seg_writer_create(&w, path, &o, err, sizeof(err)), 0);
 	memset(&p, 0, sizeof(p));
 	p.state = PGT_WRITER_RUNNING;
-	p.backends = be;
-	p.nbackends = 10;
+	p.tables[PGT_SEC_BACKENDS] = (seg_rows) {be, 10};
 	CHECK_INT(seg_writer_publish(&w, &p), 6);
-	CHECK_INT(w.backends_overflow, 6);
+	CHECK_INT(w.tables[PGT_SEC_BACKENDS].overflow, 6);
 	CHECK_INT(pgt_segment_snapshot(path, alloc_fn, NULL, &buf, &len, &v, err, sizeof(err)),
 			  PGT_SEG_OK);
-	CHECK_INT(v.backends_count, 4);
+	CHECK_INT(pgt_view_count(&v, PGT_SEC_BACKENDS), 4);
 	CHECK_INT(pgt_view_backend(&v, 3)->pid, 1003);
-	CHECK_INT(len, seg_writer_size(2, 4));
+	CHECK_INT(len, seg_writer_size(&o));
 	free(buf);
-	p.nbackends = 3;
+	p.tables[PGT_SEC_BACKENDS].count = 3;
 	CHECK_INT(seg_writer_publish(&w, &p), 0);
-	CHECK_INT(w.backends_overflow, 0);
+	CHECK_INT(w.tables[PGT_SEC_BACKENDS].overflow, 0);
 	seg_writer_close(&w, PGT_WRITER_STOPPED);
 	free(be);
 }
