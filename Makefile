@@ -13,13 +13,16 @@
 
 EXTENSION   = pg_tracer
 MODULE_big  = pg_tracer
-EXT_VERSION = 0.1.0
+EXT_VERSION = 0.2.0
 
 EXT_SRCS    = $(wildcard src/*.c)
 COMMON_SRCS = common/pgt_segment.c common/pgt_protocol.c
 OBJS        = $(EXT_SRCS:.c=.o) $(COMMON_SRCS:.c=.o)
 
-DATA        = sql/pg_tracer--$(EXT_VERSION).sql
+# Install script of the first version, then one upgrade script per version,
+# each built from that version's folder of per-feature files (sql/0.2.0/).
+DATA        = sql/pg_tracer--0.1.0.sql
+DATA_built  = sql/pg_tracer--0.1.0--0.2.0.sql
 
 REGRESS      = pg_tracer_api
 REGRESS_OPTS = --temp-config=$(CURDIR)/test/regress.conf --temp-instance=$(CURDIR)/tmp_check_regress
@@ -29,6 +32,11 @@ PG_CPPFLAGS = -I$(CURDIR)/common
 PG_CONFIG  ?= pg_config
 PGXS       := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
+
+sql/pg_tracer--0.1.0--0.2.0.sql: $(sort $(wildcard sql/0.2.0/*.sql))
+	( echo "-- generated from sql/0.2.0/*.sql by the Makefile: edit those"; \
+	  printf '%s\n' '\echo Use "ALTER EXTENSION pg_tracer UPDATE TO '"'"'0.2.0'"'"'" to load this file. \quit'; \
+	  cat $^ ) > $@
 
 # ---------------------------------------------------------------- BPF + helper
 BUILD       = build

@@ -16,14 +16,22 @@ cd "$top"
 [ "$(id -u)" -eq 0 ] || { echo "test.sh: run as root" >&2; exit 1; }
 
 bash scripts/install-deps.sh || exit 1
-export PATH=/usr/lib/postgresql/15/bin:$PATH
+
+# Which PostgreSQL to build against and test with, and where the helper
+# goes.  The defaults are Debian's PostgreSQL 15 and /usr/local; a
+# developer can point both at a private copy to test beside other work.
+PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
+HELPER_PREFIX=${HELPER_PREFIX:-/usr/local}
+export PG_CONFIG
+export PATH=$("$PG_CONFIG" --bindir):$PATH
+helper_bin=$HELPER_PREFIX/sbin/pg-tracer
 
 passed=0 failed=0
 add() { passed=$((passed + $1)); failed=$((failed + $2)); }
 
 echo "=== build and install"
 make -s clean >/dev/null 2>&1 || true
-if ! make -j2 || ! make install; then
+if ! make -j2 || ! make install prefix_helper="$HELPER_PREFIX"; then
 	echo "build failed"
 	echo "summary: 0 passed, 1 failed"
 	exit 1
@@ -45,22 +53,33 @@ rsync -a --exclude .git --exclude build --exclude 'tmp_check*' ./ "$work/"
 chown -R postgres:postgres "$work"
 chmod 755 "$work"
 
-install -d -m 0755 /usr/local/lib/pg_tracer
-install -m 0755 -o root -g root test/helper-ctl /usr/local/lib/pg_tracer/test-helper-ctl
-sudoers=/etc/sudoers.d/pg_tracer_tests
-echo "postgres ALL=(root) NOPASSWD: /usr/local/lib/pg_tracer/test-helper-ctl" > "$sudoers"
+# The root steps of the TAP tests: a copy of test/helper-ctl bound to this
+# run's helper binary, and a sudoers rule for it that lives as long as the run.
+ctl_dir=$(mktemp -d /usr/local/lib/pg_tracer_ctl.XXXXXX)
+chmod 0755 "$ctl_dir"
+sed "s|^BIN=.*|BIN=$helper_bin|" test/helper-ctl > "$ctl_dir/helper-ctl"
+chmod 0755 "$ctl_dir/helper-ctl"
+sudoers=/etc/sudoers.d/pg_tracer_tests_$$
+echo "postgres ALL=(root) NOPASSWD: $ctl_dir/helper-ctl" > "$sudoers"
 chmod 0440 "$sudoers"
 cleanup() {
 	rm -f "$sudoers"
-	pkill -f '^/usr/local/sbin/pg-tracer daemon --runtime-dir /tmp/' 2>/dev/null || true
+	rm -rf "$ctl_dir"
+	pkill -f "^$helper_bin daemon --runtime-dir /tmp/" 2>/dev/null || true
 }
 trap cleanup EXIT
 
 pg_log=$(mktemp)
 chmod 644 "$pg_log"
-runuser -u postgres -- env PATH="$PATH" PG_TRACER_CTL="sudo -n /usr/local/lib/pg_tracer/test-helper-ctl" \
-	make -C "$work" NO_HELPER=1 installcheck PROVE_FLAGS='--timer' 2>&1 | tee "$pg_log"
-pg_rc=${PIPESTATUS[0]}
+as_pg_make() {
+	runuser -u postgres -- env PATH="$PATH" PG_TRACER_CTL="sudo -n $ctl_dir/helper-ctl" \
+		make -C "$work" NO_HELPER=1 PG_CONFIG="$PG_CONFIG" PROVE_FLAGS='--timer' "$@" 2>&1 | tee -a "$pg_log"
+	return "${PIPESTATUS[0]}"
+}
+# two runs, so that a regression failure does not hide the TAP results
+as_pg_make installcheck TAP_TESTS=
+pg_rc=$?
+as_pg_make installcheck REGRESS= || pg_rc=1
 
 # pg_regress: "All N tests passed." or "M of N tests failed."
 if r=$(grep -Eo 'All [0-9]+ tests passed' "$pg_log"); then

@@ -136,3 +136,9 @@ DROP ROLE regress_pgt_monitor;
 
 DROP EXTENSION pg_tracer;
 SELECT count(*) FROM pg_proc WHERE proname LIKE 'pg\_tracer\_%';
+
+-- an upgrade from 0.1.0 lands on the same version as a fresh install
+CREATE EXTENSION pg_tracer VERSION '0.1.0';
+ALTER EXTENSION pg_tracer UPDATE;
+SELECT extversion FROM pg_extension WHERE extname = 'pg_tracer';
+DROP EXTENSION pg_tracer;

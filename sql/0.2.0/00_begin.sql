@@ -1,0 +1,5 @@
+-- Version 0.2.0 of pg_tracer: this folder holds its SQL, one file per
+-- feature (10_*.sql wait events, 20_*.sql kernel, 30_*.sql engine, ...).
+-- The Makefile concatenates them, in name order, into the upgrade script
+-- sql/pg_tracer--0.1.0--0.2.0.sql; CREATE EXTENSION runs the 0.1.0 script
+-- and then that upgrade, so a fresh install and an upgrade are the same.
