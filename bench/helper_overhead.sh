@@ -29,7 +29,7 @@ cleanup() {
 trap cleanup EXIT
 
 chown postgres "$dir"
-install -d -m 0700 -o postgres "$rt"
+install -d -m 0755 "$rt"	# root-owned, as in production
 as_pg initdb -D "$dir/data" -A trust >/dev/null
 cat >> "$dir/data/postgresql.conf" <<CONF
 port = $port
