@@ -78,6 +78,12 @@ pgt_section_entry_size(uint32_t kind)
 			return sizeof(struct pgt_probeset_entry);
 		case PGT_SEC_BACKENDS:
 			return sizeof(struct pgt_backend_entry);
+		case PGT_SEC_ENGINE_EVENTS:
+			return sizeof(struct pgt_engine_event_entry);
+		case PGT_SEC_ENGINE_HIST:
+			return sizeof(struct pgt_engine_hist_entry);
+		case PGT_SEC_ENGINE_STREAM:
+			return sizeof(struct pgt_engine_stream_entry);
 	}
 	return 0;
 }

@@ -165,6 +165,60 @@ struct pgt_backend_entry
 };
 _Static_assert(sizeof(struct pgt_backend_entry) == 96, "backend entry size");
 
+/*
+ * Engine probes (kinds 30..39, helper/engine_probes.c): counters by
+ * (pid, probe, query id, lock/tranche), one histogram per probe, and the
+ * latest slow statements and checkpoints.
+ */
+#define PGT_SEC_ENGINE_EVENTS	30	/* struct pgt_engine_event_entry */
+#define PGT_SEC_ENGINE_HIST		31	/* struct pgt_engine_hist_entry */
+#define PGT_SEC_ENGINE_STREAM	32	/* struct pgt_engine_stream_entry */
+
+#define PGT_ENGINE_HIST_SLOTS	32	/* slot 0: < 1 us; i: [2^(i-1), 2^i) us */
+
+struct pgt_engine_event_entry
+{
+	uint32_t	pid;			/* as the cluster sees it */
+	uint32_t	probe;			/* probe id (bpf/engine.h ENG_*) */
+	uint64_t	queryid;		/* st_query_id at the event, 0 unknown */
+	uint64_t	calls;
+	uint64_t	total_ns;
+	uint64_t	max_ns;
+	uint64_t	counter[3];		/* probe-specific (README, pg_tracer_engine_events) */
+	uint32_t	detail;			/* lock tag type, checkpoint flags */
+	uint32_t	mode;			/* lock mode, LWLock mode */
+	uint32_t	obj[3];			/* lock tag fields 1..3 (database, relation, ...) */
+	uint32_t	reserved0;
+	char		probe_name[16]; /* "query", "lock-wait", ... */
+	char		what[40];		/* "relation AccessExclusiveLock", tranche, ... */
+};
+_Static_assert(sizeof(struct pgt_engine_event_entry) == 144, "engine event size");
+
+struct pgt_engine_hist_entry
+{
+	char		probe_name[16];
+	uint32_t	probe;
+	uint32_t	nslots;			/* PGT_ENGINE_HIST_SLOTS */
+	uint64_t	slots[PGT_ENGINE_HIST_SLOTS];
+};
+_Static_assert(sizeof(struct pgt_engine_hist_entry) == 280, "engine hist size");
+
+struct pgt_engine_stream_entry
+{
+	int64_t		end_us;			/* CLOCK_REALTIME, microseconds */
+	uint32_t	pid;
+	uint32_t	probe;
+	uint64_t	queryid;
+	uint64_t	dur_ns;
+	uint64_t	counter[3];		/* checkpoint: buffers, sync ns, segments */
+	char		probe_name[16];
+	char		text[256];		/* statement text, truncated, NUL-terminated */
+};
+_Static_assert(sizeof(struct pgt_engine_stream_entry) == 328, "engine stream size");
+
+#define PGT_DEFAULT_ENGINE_EVENTS_CAP	4096
+#define PGT_DEFAULT_ENGINE_STREAM_CAP	256
+
 /* Default capacities the helper allocates (readers take them from the header). */
 #define PGT_DEFAULT_PROBESETS_CAP	32
 #define PGT_DEFAULT_BACKENDS_CAP	2048

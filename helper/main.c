@@ -6,6 +6,7 @@
  *	  options.  Usage errors exit 2 with the usage on stderr.
  */
 #include "daemon.h"
+#include "inspect_cmd.h"
 #include "log.h"
 #include "pgt_segment.h"
 #include "status_cmd.h"
@@ -31,6 +32,7 @@ static const char main_usage[] =
 "Commands:\n"
 "  daemon    run the privileged helper in the foreground (root)\n"
 "  status    show the clusters the helper serves and its probe sets\n"
+"  inspect   show a server's processes, executable, USDT probes and symbols\n"
 "\n"
 "Options:\n"
 "  -h, --help       show this help (COMMAND --help: help of a command)\n"
@@ -117,6 +119,85 @@ bad_option(const char *usage, char **argv, int c)
 	if (c == ':')
 		return usage_error(usage, "option %s needs a value", bad);
 	return usage_error(usage, "unknown option %s", bad);
+}
+
+static const char inspect_usage[] =
+"Usage: pg-tracer inspect [--pid PID | --pgdata DIR | --binary PATH]\n"
+"                         [--format text|json]\n"
+"\n"
+"Show a PostgreSQL server's processes and their roles, its executable\n"
+"(resolved through /proc/PID/root: containers need no host mount), build\n"
+"id, debuglink, PIE, DWARF, every USDT probe (.note.stapsdt: name,\n"
+"address, semaphore, argument specs), the symbols the engine probes want,\n"
+"and the mechanism each engine probe set would use (USDT, uprobe, none).\n"
+"Without a target: every server on the host.  Attaches nothing.\n"
+"\n"
+"Options:\n"
+"  --pid PID          the server of PID (a postmaster or one of its children)\n"
+"  --pgdata DIR       the server running in DIR\n"
+"  --binary PATH      only this executable, no processes\n"
+"  --format FORMAT    text (default) or json\n"
+"  -h, --help         show this help\n";
+
+/*
+ * cmd_inspect
+ *		Parse `inspect` options and run it.
+ */
+static int
+cmd_inspect(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"pid", required_argument, NULL, 'p'},
+		{"pgdata", required_argument, NULL, 'D'},
+		{"binary", required_argument, NULL, 'b'},
+		{"format", required_argument, NULL, 'f'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0}
+	};
+	inspect_opts o;
+	int			c;
+	int			targets = 0;
+
+	memset(&o, 0, sizeof(o));
+	opterr = 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "+:h", longopts, NULL)) != -1)
+	{
+		switch (c)
+		{
+			case 'p':
+				if (parse_pid(optarg, &o.pid) < 0)
+					return usage_error(inspect_usage, "--pid %s is not a pid", optarg);
+				targets++;
+				break;
+			case 'D':
+				o.pgdata = optarg;
+				targets++;
+				break;
+			case 'b':
+				o.binary = optarg;
+				targets++;
+				break;
+			case 'f':
+				if (strcmp(optarg, "json") == 0)
+					o.json = 1;
+				else if (strcmp(optarg, "text") == 0)
+					o.json = 0;
+				else
+					return usage_error(inspect_usage, "--format %s: use text or json", optarg);
+				break;
+			case 'h':
+				fputs(inspect_usage, stdout);
+				return 0;
+			default:
+				return bad_option(inspect_usage, argv, c);
+		}
+	}
+	if (optind < argc)
+		return usage_error(inspect_usage, "unexpected argument %s", argv[optind]);
+	if (targets > 1)
+		return usage_error(inspect_usage, "--pid, --pgdata and --binary are exclusive%s", "");
+	return inspect_run(&o);
 }
 
 /*
@@ -254,5 +335,7 @@ main(int argc, char **argv)
 		return cmd_daemon(argc - 1, argv + 1);
 	if (strcmp(cmd, "status") == 0)
 		return cmd_status(argc - 1, argv + 1);
+	if (strcmp(cmd, "inspect") == 0)
+		return cmd_inspect(argc - 1, argv + 1);
 	return usage_error(main_usage, "unknown command %s", cmd);
 }
