@@ -6,6 +6,7 @@
  *	  options.  Usage errors exit 2 with the usage on stderr.
  */
 #include "daemon.h"
+#include "engine_probes.h"
 #include "inspect_cmd.h"
 #include "log.h"
 #include "pgt_segment.h"
@@ -52,6 +53,10 @@ static const char daemon_usage[] =
 "  --pid PID          serve only the cluster of postmaster PID\n"
 "  --runtime-dir DIR  segments, sockets and locks (default " PGT_DEFAULT_RUNTIME_DIR ")\n"
 "  --log-level LEVEL  error, warn, info (default) or debug; logs go to stderr\n"
+"  --engine-probes LIST  engine probe sets: default, all, none or names\n"
+"                     (pg-query,pg-locks,pg-lwlock,pg-wal,pg-buffer,pg-checkpoint,\n"
+"                     pg-usdt); default: all but pg-lwlock\n"
+"  --slow-ms MS       statements slower than this are kept with their text (1000)\n"
 "  -h, --help         show this help\n"
 "\n"
 "Needs root, or CAP_BPF + CAP_PERFMON + CAP_SYS_PTRACE.  Never install it setuid.\n"
@@ -212,9 +217,13 @@ cmd_daemon(int argc, char **argv)
 		{"pid", required_argument, NULL, 'p'},
 		{"runtime-dir", required_argument, NULL, 'r'},
 		{"log-level", required_argument, NULL, 'l'},
+		{"engine-probes", required_argument, NULL, 'E'},
+		{"slow-ms", required_argument, NULL, 'S'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0}
 	};
+	char		eerr[256];
+	pid_t		slow;
 	daemon_opts o;
 	int			c;
 
@@ -247,6 +256,16 @@ cmd_daemon(int argc, char **argv)
 					return usage_error(daemon_usage,
 									   "--log-level %s: use error, warn, info or debug",
 									   optarg);
+				break;
+			case 'E':
+				if (engine_configure(optarg, eerr, sizeof(eerr)) < 0)
+					return usage_error(daemon_usage, "--engine-probes: %s", eerr);
+				break;
+			case 'S':
+				if (parse_pid(optarg, &slow) < 0)
+					return usage_error(daemon_usage, "--slow-ms %s is not a positive number",
+									   optarg);
+				engine_set_slow_ms((uint64_t) slow);
 				break;
 			case 'h':
 				fputs(daemon_usage, stdout);
