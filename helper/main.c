@@ -9,6 +9,7 @@
 #include "log.h"
 #include "pgt_segment.h"
 #include "status_cmd.h"
+#include "trace_cmd.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -31,6 +32,7 @@ static const char main_usage[] =
 "Commands:\n"
 "  daemon    run the privileged helper in the foreground (root)\n"
 "  status    show the clusters the helper serves and its probe sets\n"
+"  trace     trace PostgreSQL processes with probe sets (no extension needed)\n"
 "\n"
 "Options:\n"
 "  -h, --help       show this help (COMMAND --help: help of a command)\n"
@@ -38,7 +40,7 @@ static const char main_usage[] =
 
 static const char daemon_usage[] =
 "Usage: pg-tracer daemon [--pgdata DIR | --pid PID] [--runtime-dir DIR]\n"
-"                        [--log-level error|warn|info|debug]\n"
+"                        [--log-level error|warn|info|debug] [--probes LIST]\n"
 "\n"
 "Run the helper in the foreground until SIGTERM or SIGINT.  Without a\n"
 "target it serves every PostgreSQL cluster on the host as it appears;\n"
@@ -50,6 +52,7 @@ static const char daemon_usage[] =
 "  --pid PID          serve only the cluster of postmaster PID\n"
 "  --runtime-dir DIR  segments, sockets and locks (default " PGT_DEFAULT_RUNTIME_DIR ")\n"
 "  --log-level LEVEL  error, warn, info (default) or debug; logs go to stderr\n"
+"  --probes LIST      always-on probe sets: all (default), none, or a list\n"
 "  -h, --help         show this help\n"
 "\n"
 "Needs root, or CAP_BPF + CAP_PERFMON + CAP_SYS_PTRACE.  Never install it setuid.\n"
@@ -131,6 +134,7 @@ cmd_daemon(int argc, char **argv)
 		{"pid", required_argument, NULL, 'p'},
 		{"runtime-dir", required_argument, NULL, 'r'},
 		{"log-level", required_argument, NULL, 'l'},
+		{"probes", required_argument, NULL, 'P'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0}
 	};
@@ -166,6 +170,9 @@ cmd_daemon(int argc, char **argv)
 					return usage_error(daemon_usage,
 									   "--log-level %s: use error, warn, info or debug",
 									   optarg);
+				break;
+			case 'P':
+				o.probes = optarg;
 				break;
 			case 'h':
 				fputs(daemon_usage, stdout);
@@ -254,5 +261,7 @@ main(int argc, char **argv)
 		return cmd_daemon(argc - 1, argv + 1);
 	if (strcmp(cmd, "status") == 0)
 		return cmd_status(argc - 1, argv + 1);
+	if (strcmp(cmd, "trace") == 0)
+		return trace_main(argc - 1, argv + 1);
 	return usage_error(main_usage, "unknown command %s", cmd);
 }
