@@ -20,6 +20,7 @@
 #include "layout_file.h"
 #include "log.h"
 #include "procfs.h"
+#include "cluster_psets.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -722,6 +723,7 @@ cluster_tick(cluster *c)
 		scan_children(c);
 	check_layout(c);
 	engine_set_layout(c->engine, c->layout_loaded ? &c->layout : NULL);
+	cluster_psets_tick(c);
 }
 
 /*
@@ -761,7 +763,7 @@ engine_pid_cb(void *arg, uint32_t host_pid)
 void
 cluster_publish(cluster *c, const tracked_row *rows, size_t n)
 {
-	struct pgt_probeset_entry ps[8 + 16];
+	struct pgt_probeset_entry ps[8 + PSET_MAX_ROWS + 16];
 	seg_publish p;
 	bpf_probes *bpf = c->env->bpf;
 	char		reason[PATH_MAX + 256];
@@ -836,6 +838,7 @@ cluster_publish(cluster *c, const tracked_row *rows, size_t n)
 	fill_probe(&ps[nps++], "tracefs", &c->env->tracefs, 0, NULL);
 	fill_probe(&ps[nps++], "layout", &c->layout_status,
 			   c->layout_loaded ? c->layout.nevents : 0, NULL);
+	nps += (int) cluster_psets_rows(c, &ps[nps], PSET_MAX_ROWS);
 
 	memset(&p, 0, sizeof(p));
 	p.state = c->attached ? PGT_WRITER_RUNNING : PGT_WRITER_WAITING;
@@ -848,6 +851,7 @@ cluster_publish(cluster *c, const tracked_row *rows, size_t n)
 						  &p, engine_pid_cb, c);
 	p.tables[PGT_SEC_PROBESETS] = (seg_rows) {ps, (uint32_t) nps};
 	p.tables[PGT_SEC_BACKENDS] = (seg_rows) {c->rows, (uint32_t) nrows};
+	cluster_psets_publish(c, &p);
 	dropped = seg_writer_publish(&c->seg, &p);
 	dropped += c->nprocs - nrows;
 	if (dropped > c->overflow)

@@ -11,6 +11,7 @@
 #include "log.h"
 #include "pgt_segment.h"
 #include "status_cmd.h"
+#include "trace_cmd.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -34,6 +35,7 @@ static const char main_usage[] =
 "  daemon    run the privileged helper in the foreground (root)\n"
 "  status    show the clusters the helper serves and its probe sets\n"
 "  inspect   show a server's processes, executable, USDT probes and symbols\n"
+"  trace     trace PostgreSQL processes with probe sets (no extension needed)\n"
 "\n"
 "Options:\n"
 "  -h, --help       show this help (COMMAND --help: help of a command)\n"
@@ -41,7 +43,7 @@ static const char main_usage[] =
 
 static const char daemon_usage[] =
 "Usage: pg-tracer daemon [--pgdata DIR | --pid PID] [--runtime-dir DIR]\n"
-"                        [--log-level error|warn|info|debug]\n"
+"                        [--log-level error|warn|info|debug] [--probes LIST]\n"
 "\n"
 "Run the helper in the foreground until SIGTERM or SIGINT.  Without a\n"
 "target it serves every PostgreSQL cluster on the host as it appears;\n"
@@ -57,6 +59,7 @@ static const char daemon_usage[] =
 "                     (pg-query,pg-locks,pg-lwlock,pg-wal,pg-buffer,pg-checkpoint,\n"
 "                     pg-usdt); default: all but pg-lwlock\n"
 "  --slow-ms MS       statements slower than this are kept with their text (1000)\n"
+"  --probes LIST      always-on probe sets: all (default), none, or a list\n"
 "  -h, --help         show this help\n"
 "\n"
 "Needs root, or CAP_BPF + CAP_PERFMON + CAP_SYS_PTRACE.  Never install it setuid.\n"
@@ -219,6 +222,7 @@ cmd_daemon(int argc, char **argv)
 		{"log-level", required_argument, NULL, 'l'},
 		{"engine-probes", required_argument, NULL, 'E'},
 		{"slow-ms", required_argument, NULL, 'S'},
+		{"probes", required_argument, NULL, 'P'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0}
 	};
@@ -266,6 +270,9 @@ cmd_daemon(int argc, char **argv)
 					return usage_error(daemon_usage, "--slow-ms %s is not a positive number",
 									   optarg);
 				engine_set_slow_ms((uint64_t) slow);
+				break;
+			case 'P':
+				o.probes = optarg;
 				break;
 			case 'h':
 				fputs(daemon_usage, stdout);
@@ -356,5 +363,7 @@ main(int argc, char **argv)
 		return cmd_status(argc - 1, argv + 1);
 	if (strcmp(cmd, "inspect") == 0)
 		return cmd_inspect(argc - 1, argv + 1);
+	if (strcmp(cmd, "trace") == 0)
+		return trace_main(argc - 1, argv + 1);
 	return usage_error(main_usage, "unknown command %s", cmd);
 }
