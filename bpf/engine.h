@@ -29,6 +29,15 @@
 #define ENG_SORT			12
 #define ENG_NPROBES			13	/* ids are 1 .. ENG_NPROBES - 1 */
 
+/* Probe-set ids of the engine sets (pgt_event_hdr.set, range 16..31). */
+#define PGT_SET_PG_QUERY		16
+#define PGT_SET_PG_LOCKS		17
+#define PGT_SET_PG_LWLOCK		18
+#define PGT_SET_PG_WAL			19
+#define PGT_SET_PG_BUFFER		20
+#define PGT_SET_PG_CHECKPOINT	21
+#define PGT_SET_PG_USDT			22
+
 #define ENG_HIST_SLOTS		32	/* log2 buckets of microseconds */
 #define ENG_NAME_LEN		24
 #define ENG_TEXT_LEN		256	/* query text in stream records */
@@ -40,15 +49,16 @@
 #define ENG_CFG_SLOW_STREAM	0x1	/* emit slow statements into the ring buffer */
 
 /*
- * The single entry of the `engine_cfg` array map.  Addresses are absolute
- * in the traced processes (load base + link-time address), the same in all
- * of a cluster's processes since they fork from the postmaster.
+ * Value of the `engine_cfg` hash map, keyed by postmaster (host tgid): a
+ * process counts only when its postmaster has an entry.  Addresses are
+ * absolute in the traced processes (load bias + link-time address), the
+ * same in all of a cluster's processes since they fork from the postmaster.
  */
 struct eng_cfg
 {
-	__u32		postmaster;		/* only this postmaster's processes; 0: any tracked */
+	__u32		postmaster;
 	__u32		flags;			/* ENG_CFG_* */
-	__u64		mybeentry_addr; /* &MyBEEntry, 0: no query ids */
+	__u64		mybeentry_addr; /* &MyBEEntry: query ids before pgt_qid has a slot */
 	__u32		query_id_off;	/* offsetof(PgBackendStatus, st_query_id) */
 	__u32		nckpt;			/* checkpoint__done arguments we read */
 	__u64		slow_ns;		/* statements slower than this are streamed */
@@ -62,14 +72,16 @@ _Static_assert(sizeof(struct eng_cfg) == 96, "struct eng_cfg size");
 struct eng_key
 {
 	__u32		pid;			/* tgid */
+	__u32		pm;				/* its postmaster */
 	__u16		probe;			/* ENG_* */
 	__u16		mode;			/* lock mode, LWLock mode */
 	__u32		detail;			/* lock tag type, checkpoint flags */
 	__u32		obj[3];			/* lock tag fields 1..3 */
+	__u32		pad;
 	__u64		queryid;		/* st_query_id at the event, 0 unknown */
 	char		name[ENG_NAME_LEN];	/* LWLock tranche */
 };
-_Static_assert(sizeof(struct eng_key) == 56, "struct eng_key size");
+_Static_assert(sizeof(struct eng_key) == 64, "struct eng_key size");
 
 /* Value of `eng_stats`: only ever changed with atomic adds (max: racy max). */
 struct eng_val
@@ -81,7 +93,7 @@ struct eng_val
 };
 _Static_assert(sizeof(struct eng_val) == 48, "struct eng_val size");
 
-/* Value of `eng_hist` (array indexed by probe id). */
+/* Value of `eng_hist`, keyed by (postmaster << 32 | probe id). */
 struct eng_hist
 {
 	__u64		slots[ENG_HIST_SLOTS];
@@ -102,13 +114,31 @@ struct eng_event
 {
 	__u64		ts;				/* bpf_ktime_get_boot_ns() at the end */
 	__u32		pid;
+	__u32		pm;
 	__u16		probe;
 	__u16		flags;
+	__u32		pad;
 	__u64		queryid;
 	__u64		dur_ns;
 	__u64		c[3];
 	char		text[ENG_TEXT_LEN];
 };
-_Static_assert(sizeof(struct eng_event) == 312, "struct eng_event size");
+_Static_assert(sizeof(struct eng_event) == 320, "struct eng_event size");
+
+/*
+ * `pg-tracer trace` stream record (pgt_events, after struct pgt_event_hdr
+ * of bpf/pgt_trace.h; hdr.event is the ENG_* probe id).
+ */
+struct eng_trace_rec
+{
+	__u64		dur_ns;
+	__u32		detail;
+	__u32		mode;
+	__u32		obj[3];
+	__u32		pad;
+	__u64		c[3];
+	char		text[ENG_TEXT_LEN];	/* statement, tranche */
+};
+_Static_assert(sizeof(struct eng_trace_rec) == 312, "struct eng_trace_rec size");
 
 #endif							/* PGT_BPF_ENGINE_H */

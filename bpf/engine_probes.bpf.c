@@ -12,17 +12,21 @@
  * (pid, probe, query id, lock/tranche), log2 histograms by probe; only slow
  * statements and checkpoints go to the ring buffer.
  *
- * Only processes of the served postmaster count: `tracked` (shared with
- * the daemon's skeleton through bpf_map__reuse_fd) maps a tgid to its
- * postmaster.  Timed probes keep their start in `inflight`, keyed by
- * thread and probe, deleted at the matching end.
+ * Only processes of a configured postmaster count: `tracked` (the shared
+ * pid filter, bpf/pgt_common.bpf.h) maps a tgid to its postmaster, and
+ * `engine_cfg` holds an entry per postmaster whose executable the helper
+ * attached to.  Query ids come from the shared `pgt_qid` slots.  Timed
+ * probes keep their start in `inflight`, keyed by thread and probe,
+ * deleted at the matching end.  `pg-tracer trace` streams records through
+ * the shared `pgt_events`; the daemon keeps only slow statements and
+ * checkpoints, in this object's own `eng_events`.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include <bpf/usdt.bpf.h>
 
-#include "pg_tracer.h"
+#include "pgt_common.bpf.h"
 #include "engine.h"
 
 char LICENSE[] SEC("license") = "GPL";
@@ -30,15 +34,7 @@ char LICENSE[] SEC("license") = "GPL";
 struct
 {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, PGT_BPF_MAX_TRACKED);
-	__type(key, __u32);
-	__type(value, struct pgt_tracked);
-} tracked SEC(".maps");
-
-struct
-{
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
+	__uint(max_entries, PGT_BPF_MAX_POSTMASTERS);
 	__type(key, __u32);
 	__type(value, struct eng_cfg);
 } engine_cfg SEC(".maps");
@@ -53,9 +49,9 @@ struct
 
 struct
 {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, ENG_NPROBES);
-	__type(key, __u32);
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, PGT_BPF_MAX_POSTMASTERS * ENG_NPROBES);
+	__type(key, __u64);
 	__type(value, struct eng_hist);
 } eng_hist SEC(".maps");
 
@@ -78,43 +74,17 @@ __u64		eng_dropped = 0;
 
 /*
  * cfg_for_current
- *		The configuration when the current process belongs to the served
- *		postmaster, else NULL.
+ *		The configuration of the current process's postmaster when it is
+ *		tracked and configured, else NULL.
  */
 static __always_inline struct eng_cfg *
 cfg_for_current(void)
 {
-	__u32		zero = 0;
-	__u32		tgid = bpf_get_current_pid_tgid() >> 32;
-	struct eng_cfg *cfg = bpf_map_lookup_elem(&engine_cfg, &zero);
-	struct pgt_tracked *t;
+	__u32		pm = pgt_tracked_pm(bpf_get_current_pid_tgid() >> 32);
 
-	if (!cfg)
+	if (!pm)
 		return NULL;
-	t = bpf_map_lookup_elem(&tracked, &tgid);
-	if (!t)
-		return NULL;
-	if (cfg->postmaster && t->postmaster != cfg->postmaster)
-		return NULL;
-	return cfg;
-}
-
-/*
- * current_query_id
- *		st_query_id of the current backend: *(MyBEEntry) + offset.
- */
-static __always_inline __u64
-current_query_id(const struct eng_cfg *cfg)
-{
-	__u64		be = 0;
-	__u64		qid = 0;
-
-	if (!cfg->mybeentry_addr)
-		return 0;
-	if (bpf_probe_read_user(&be, sizeof(be), (void *) cfg->mybeentry_addr) || !be)
-		return 0;
-	bpf_probe_read_user(&qid, sizeof(qid), (void *) (be + cfg->query_id_off));
-	return qid;
+	return bpf_map_lookup_elem(&engine_cfg, &pm);
 }
 
 /*
@@ -140,11 +110,19 @@ log2_slot(__u64 ns)
  *		Count a duration in the probe's histogram.
  */
 static __always_inline void
-hist_add(__u32 probe, __u64 ns)
+hist_add(const struct eng_cfg *cfg, __u32 probe, __u64 ns)
 {
-	struct eng_hist *h = bpf_map_lookup_elem(&eng_hist, &probe);
+	__u64		k = ((__u64) cfg->postmaster << 32) | probe;
+	struct eng_hist *h = bpf_map_lookup_elem(&eng_hist, &k);
 	__u32		s = log2_slot(ns);
 
+	if (!h)
+	{
+		struct eng_hist zero = {};
+
+		bpf_map_update_elem(&eng_hist, &k, &zero, BPF_NOEXIST);
+		h = bpf_map_lookup_elem(&eng_hist, &k);
+	}
 	if (h && s < ENG_HIST_SLOTS)
 		__sync_fetch_and_add(&h->slots[s], 1);
 }
@@ -230,12 +208,70 @@ stop_timer(__u32 probe, struct eng_start *out)
 	return now > out->ts ? now - out->ts : 1;
 }
 
+/*
+ * current_qid
+ *		The backend's query id: from its shared `pgt_qid` slot when the
+ *		helper mapped one, else (a backend younger than the helper's last
+ *		refresh) through the exported MyBEEntry pointer.
+ */
+static __always_inline __u64
+current_qid(const struct eng_cfg *cfg, __u32 tgid)
+{
+	__u64		be = 0;
+	__u64		qid = 0;
+
+	if (bpf_map_lookup_elem(&pgt_qid, &tgid))
+		return pgt_current_qid(tgid);
+	if (!cfg->mybeentry_addr || !cfg->query_id_off)
+		return 0;
+	if (bpf_probe_read_user(&be, sizeof(be), (void *) cfg->mybeentry_addr) || !be)
+		return 0;
+	bpf_probe_read_user(&qid, sizeof(qid), (void *) (be + cfg->query_id_off));
+	return qid;
+}
+
 static __always_inline void
 key_init(struct eng_key *k, __u32 probe, const struct eng_cfg *cfg)
 {
 	k->pid = bpf_get_current_pid_tgid() >> 32;
+	k->pm = cfg->postmaster;
 	k->probe = probe;
-	k->queryid = current_query_id(cfg);
+	k->queryid = current_qid(cfg, k->pid);
+}
+
+/*
+ * trace_emit
+ *		`pg-tracer trace` record of one event (nothing unless streaming).
+ *		text: a user pointer to a string (statement, tranche), or 0.
+ */
+static __always_inline void
+trace_emit(__u16 set, const struct eng_key *k, __u64 ns, __u64 c0, __u64 c1,
+		   __u64 c2, __u64 text)
+{
+	struct
+	{
+		struct pgt_event_hdr h;
+		struct eng_trace_rec r;
+	}		   *e;
+
+	e = pgt_event_reserve(sizeof(*e), set, k->probe, k->pid,
+						  (__u32) bpf_get_current_pid_tgid(), k->queryid);
+	if (!e)
+		return;
+	e->r.dur_ns = ns;
+	e->r.detail = k->detail;
+	e->r.mode = k->mode;
+	e->r.obj[0] = k->obj[0];
+	e->r.obj[1] = k->obj[1];
+	e->r.obj[2] = k->obj[2];
+	e->r.pad = 0;
+	e->r.c[0] = c0;
+	e->r.c[1] = c1;
+	e->r.c[2] = c2;
+	e->r.text[0] = '\0';
+	if (text)
+		bpf_probe_read_user_str(e->r.text, sizeof(e->r.text), (void *) text);
+	bpf_ringbuf_submit(e, 0);
 }
 
 /* ------------------------------------------------------------ pg-query */
@@ -265,14 +301,17 @@ query_done(void)
 		return 0;
 	key_init(&k, ENG_QUERY, cfg);
 	stats_add(&k, ns, 0, 0, 0);
-	hist_add(ENG_QUERY, ns);
-	if (!(cfg->flags & ENG_CFG_SLOW_STREAM) || ns < cfg->slow_ns)
+	hist_add(cfg, ENG_QUERY, ns);
+	trace_emit(PGT_SET_PG_QUERY, &k, ns, 0, 0, 0, s.ptr);
+	if (pgt_stream || !(cfg->flags & ENG_CFG_SLOW_STREAM) || ns < cfg->slow_ns)
 		return 0;
 	e = bpf_ringbuf_reserve(&eng_events, sizeof(*e), 0);
 	if (!e)
 		return 0;
 	e->ts = bpf_ktime_get_boot_ns();
 	e->pid = k.pid;
+	e->pm = k.pm;
+	e->pad = 0;
 	e->probe = ENG_QUERY;
 	e->flags = 0;
 	e->queryid = k.queryid;
@@ -342,7 +381,8 @@ int BPF_USDT(eng_lock_wait_done_usdt)
 	k.detail = s.a[3];
 	k.mode = (__u16) s.a[4];
 	stats_add(&k, ns, 0, 0, 0);
-	hist_add(ENG_LOCK_WAIT, ns);
+	hist_add(cfg, ENG_LOCK_WAIT, ns);
+	trace_emit(PGT_SET_PG_LOCKS, &k, ns, 0, 0, 0, 0);
 	return 0;
 }
 
@@ -373,7 +413,8 @@ int BPF_USDT(eng_lwlock_wait_done_usdt)
 	if (s.ptr)
 		bpf_probe_read_user_str(k.name, sizeof(k.name), (void *) s.ptr);
 	stats_add(&k, ns, 0, 0, 0);
-	hist_add(ENG_LWLOCK_WAIT, ns);
+	hist_add(cfg, ENG_LWLOCK_WAIT, ns);
+	trace_emit(PGT_SET_PG_LWLOCK, &k, ns, 0, 0, 0, s.ptr);
 	return 0;
 }
 
@@ -430,7 +471,8 @@ int BPF_KRETPROBE(eng_wal_flush_uretprobe)
 		return 0;
 	key_init(&k, ENG_WAL_FLUSH, cfg);
 	stats_add(&k, ns, 0, 0, 0);
-	hist_add(ENG_WAL_FLUSH, ns);
+	hist_add(cfg, ENG_WAL_FLUSH, ns);
+	trace_emit(PGT_SET_PG_WAL, &k, ns, 0, 0, 0, 0);
 	return 0;
 }
 
@@ -466,8 +508,13 @@ int BPF_USDT(eng_buffer_read_done_usdt, int fork, __u32 block, __u32 spc,
 		stats_add(&k, ns, 1, 0, 0);
 	else
 	{
+		/* misses only in the stream: hits are too many to print */
 		stats_add(&k, ns, 0, 1, ns);
-		hist_add(ENG_BUFFER_READ, ns);
+		hist_add(cfg, ENG_BUFFER_READ, ns);
+		k.obj[0] = db;
+		k.obj[1] = rel;
+		k.obj[2] = block;
+		trace_emit(PGT_SET_PG_BUFFER, &k, ns, 0, 1, 0, 0);
 	}
 	return 0;
 }
@@ -495,7 +542,7 @@ int BPF_KRETPROBE(eng_buffer_read_done_uprobe)
 	ns = stop_timer(ENG_BUFFER_READ, &s);
 	key_init(&k, ENG_BUFFER_READ, cfg);
 	stats_add(&k, ns, 0, 0, 0);
-	hist_add(ENG_BUFFER_READ, ns);
+	hist_add(cfg, ENG_BUFFER_READ, ns);
 	return 0;
 }
 
@@ -521,7 +568,8 @@ int BPF_USDT(eng_buffer_flush_done_usdt)
 	ns = stop_timer(ENG_BUFFER_FLUSH, &s);
 	key_init(&k, ENG_BUFFER_FLUSH, cfg);
 	stats_add(&k, ns, 0, 0, 0);
-	hist_add(ENG_BUFFER_FLUSH, ns);
+	hist_add(cfg, ENG_BUFFER_FLUSH, ns);
+	trace_emit(PGT_SET_PG_BUFFER, &k, ns, 0, 0, 0, 0);
 	return 0;
 }
 
@@ -634,12 +682,17 @@ checkpoint_done(struct eng_cfg *cfg)
 	key_init(&k, ENG_CHECKPOINT, cfg);
 	k.detail = s.a[0];
 	stats_add(&k, ns, written, (__u64) s.a[2] * 1000, segs);
-	hist_add(ENG_CHECKPOINT, ns);
+	hist_add(cfg, ENG_CHECKPOINT, ns);
+	trace_emit(PGT_SET_PG_CHECKPOINT, &k, ns, written, (__u64) s.a[2] * 1000, segs, 0);
+	if (pgt_stream)
+		return 0;
 	e = bpf_ringbuf_reserve(&eng_events, sizeof(*e), 0);
 	if (!e)
 		return 0;
 	e->ts = bpf_ktime_get_boot_ns();
 	e->pid = k.pid;
+	e->pm = k.pm;
+	e->pad = 0;
 	e->probe = ENG_CHECKPOINT;
 	e->flags = (__u16) s.a[0];
 	e->queryid = 0;
@@ -682,6 +735,7 @@ count_event(__u32 probe)
 		return 0;
 	key_init(&k, probe, cfg);
 	stats_add(&k, 0, 0, 0, 0);
+	trace_emit(PGT_SET_PG_USDT, &k, 0, 0, 0, 0, 0);
 	return 0;
 }
 

@@ -639,8 +639,7 @@ cluster_attach(cluster *c, const pm_info *pm)
 	c->pending_generation = gen;
 	c->layout_checked = 0;
 	check_layout(c);
-	c->engine = engine_attach((uint32_t) pm->pid, bpf->maps_ok ? bpf->tracked_fd : -1);
-	engine_set_layout(c->engine, c->layout_loaded ? &c->layout : NULL);
+	engine_core_target((uint32_t) pm->pid);
 	log_info("%s: attached to postmaster %d (pid %d in its namespace), "
 			 "generation %llu, %zu existing children",
 			 c->data_dir, (int) pm->pid, (int) pm->nspid,
@@ -675,8 +674,7 @@ cluster_detach(cluster *c, const char *why)
 						 rows[i].pid, strerror(errno));
 	}
 	log_info("%s: detached from postmaster %d (%s)", c->data_dir, (int) c->pm.pid, why);
-	engine_detach(c->engine);
-	c->engine = NULL;
+	engine_core_untarget((uint32_t) c->pm.pid);
 	c->attached = 0;
 	c->nprocs = 0;
 	c->nfallback = 0;
@@ -722,7 +720,6 @@ cluster_tick(cluster *c)
 	else
 		scan_children(c);
 	check_layout(c);
-	engine_set_layout(c->engine, c->layout_loaded ? &c->layout : NULL);
 	cluster_psets_tick(c);
 }
 
@@ -743,19 +740,6 @@ fill_probe(struct pgt_probeset_entry *e, const char *name, const probe_status *s
 }
 
 /*
- * engine_pid_cb
- *		engine_publish() callback: the pid the cluster sees for a host pid.
- */
-static uint32_t
-engine_pid_cb(void *arg, uint32_t host_pid)
-{
-	cluster    *c = arg;
-	ssize_t		k = find_proc(c, host_pid);
-
-	return k >= 0 ? c->procs[k].nspid : 0;
-}
-
-/*
  * cluster_publish
  *		Update the process table from a map snapshot (rows, n; ignored when
  *		BPF is unavailable) and write everything into the segment.
@@ -763,7 +747,7 @@ engine_pid_cb(void *arg, uint32_t host_pid)
 void
 cluster_publish(cluster *c, const tracked_row *rows, size_t n)
 {
-	struct pgt_probeset_entry ps[8 + PSET_MAX_ROWS + 16];
+	struct pgt_probeset_entry ps[8 + PSET_MAX_ROWS];
 	seg_publish p;
 	bpf_probes *bpf = c->env->bpf;
 	char		reason[PATH_MAX + 256];
@@ -847,8 +831,6 @@ cluster_publish(cluster *c, const tracked_row *rows, size_t n)
 	p.attached_us = c->attached ? c->attached_us : 0;
 	p.generation = c->pending_generation;
 	c->pending_generation = 0;
-	nps += engine_publish(c->engine, &ps[nps], (int) (sizeof(ps) / sizeof(ps[0])) - nps,
-						  &p, engine_pid_cb, c);
 	p.tables[PGT_SEC_PROBESETS] = (seg_rows) {ps, (uint32_t) nps};
 	p.tables[PGT_SEC_BACKENDS] = (seg_rows) {c->rows, (uint32_t) nrows};
 	cluster_psets_publish(c, &p);

@@ -87,9 +87,6 @@ typedef struct cluster
 	int			layout_checked;
 	struct stat layout_st;
 	pid_t		layout_pm;
-
-	/* engine probes (helper/engine_probes.c), NULL while detached */
-	struct engine_state *engine;
 } cluster;
 
 extern int	cluster_lock(const char *runtime_dir, uint64_t dev, uint64_t ino,

@@ -1,27 +1,30 @@
 /*
  * helper/engine_probes.c
- *	  Engine probes of one served cluster, from load to publication.
+ *	  The engine core: one bpf/engine_probes.bpf.c object per helper
+ *	  process, shared by the engine probe sets (helper/engine_sets.c).
  *
- * One skeleton (bpf/engine_probes.bpf.c) per attached postmaster: its
- * `tracked` map is the daemon's (bpf_map__reuse_fd), so the engine sees
- * exactly the processes the daemon tracks, and engine_cfg restricts it to
- * this postmaster.  Programs attach with pid -1 to the cluster's own
- * executable (resolved through /proc/<pm>/root), so a backend forked later
- * is covered without re-attaching; USDT semaphores are set by the kernel
- * (uprobe ref_ctr_offset) in every process mapping the binary.
+ * Sets join before any target is known (the probe-set framework starts
+ * them first); each target postmaster then brings its executable, resolved
+ * through /proc/<pm>/root so a containerized server needs no host mount.
+ * An executable is inspected and attached once (by device and inode), with
+ * pid -1, so backends forked later are covered without re-attaching, and
+ * the kernel sets the USDT semaphores (uprobe ref_ctr_offset) in every
+ * process mapping it; `engine_cfg` then admits that postmaster's processes
+ * (the `tracked` pid filter tells a process's postmaster).  Per-postmaster
+ * configuration carries the absolute addresses of checkpoint__done's
+ * arguments, globals that libbpf's USDT code cannot evaluate.
  *
- * The aggregates are read at most once a second (reading a 16k-entry hash
- * is not free) and the rows kept between reads; the ring buffer (slow
- * statements, checkpoints) is drained at every publication into a ring of
- * the latest PGT_DEFAULT_ENGINE_STREAM_CAP records.
+ * Aggregates are read at most twice a second (a 16k-entry hash is not free
+ * to walk); the daemon's stream of slow statements and checkpoints is kept
+ * in a ring of the latest PGT_DEFAULT_ENGINE_STREAM_CAP records.
  *
- * Single-threaded (the daemon's loop): no locking.
+ * Single-threaded (the daemon's or the trace command's loop): no locking.
  */
 #include "engine_probes.h"
 
 #include "elf_inspect.h"
-#include "engine.h"
 #include "engine_catalog.h"
+#include "layout_file.h"
 #include "log.h"
 #include "procfs.h"
 
@@ -34,48 +37,55 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+#include <sys/stat.h>
 
-#define ENGINE_READ_INTERVAL_US	(1000 * 1000)
-#define ENGINE_MAX_LINKS		128
+#define ENGINE_READ_INTERVAL_US	(500 * 1000)
+#define ENGINE_MAX_LINKS		512
+#define ENGINE_MAX_BINARIES		16
+#define ENGINE_MAX_SETS			16
 
-/* Enabled sets (by engine_sets[] index) and the slow-statement threshold. */
-static int	enabled[16];
+/* Daemon configuration. */
+static int	conf_enabled[ENGINE_MAX_SETS];
 static int	configured;
 static uint64_t slow_ns = UINT64_C(1000) * 1000 * 1000;
 
-struct engine_state
+typedef struct engine_binary
 {
-	uint32_t	pm;
-	struct engine_probes_bpf *skel;
-	struct ring_buffer *rb;
-	char		exe[PATH_MAX + 64];
+	dev_t		dev;
+	ino_t		ino;
+	char		path[PATH_MAX + 64];
 	elf_info	elf;
-	int			elf_ok;
-	uint64_t	bias;
 	engine_choice *choices;		/* engine_npoints */
 	int		   *attached;		/* engine_npoints */
+} engine_binary;
+
+static struct
+{
+	int			started;
+	int			failed;			/* load failed: sets unavailable */
+	char		failure[160];
+	int			stream;
+	struct engine_probes_bpf *skel;
+	struct ring_buffer *rb;
+	pset_inst  *insts[ENGINE_MAX_SETS]; /* joined sets */
+	engine_binary bins[ENGINE_MAX_BINARIES];
+	int			nbins;
 	struct bpf_link *links[ENGINE_MAX_LINKS];
 	int			nlinks;
-	char		failure[176];	/* whole-engine failure, "" when none */
-	int			qid_ok;
-	char		qid_reason[96];
-
-	/* publication */
-	struct pgt_engine_event_entry *rows;
-	uint32_t	nrows;
-	uint32_t	caprows;
-	struct pgt_engine_hist_entry hist[ENG_NPROBES];
-	uint32_t	nhist;
-	struct pgt_engine_stream_entry stream[PGT_DEFAULT_ENGINE_STREAM_CAP];
-	uint32_t	nstream;		/* records kept, <= cap */
-	uint32_t	stream_next;	/* slot of the next record */
-	struct pgt_engine_stream_entry stream_out[PGT_DEFAULT_ENGINE_STREAM_CAP];
-	uint64_t	set_events[16];
+	engine_row *rows;
+	size_t		nrows;
+	size_t		caprows;
+	engine_hist_row *hist;
+	size_t		nhist;
+	size_t		caphist;
+	engine_stream_row ring[PGT_DEFAULT_ENGINE_STREAM_CAP];
+	engine_stream_row ring_out[PGT_DEFAULT_ENGINE_STREAM_CAP];
+	size_t		nring;
+	size_t		ring_next;
+	uint64_t	set_events[ENGINE_MAX_SETS];
 	int64_t		last_read_us;
-	engine_pid_map_fn map;
-	void	   *map_arg;
-};
+	int64_t		started_us;
+} core;
 
 /*
  * engine_configure
@@ -89,23 +99,17 @@ engine_configure(const char *sets, char *err, size_t errlen)
 	char	   *tok;
 	size_t		i;
 
-	memset(enabled, 0, sizeof(enabled));
+	memset(conf_enabled, 0, sizeof(conf_enabled));
 	configured = 1;
 	snprintf(buf, sizeof(buf), "%s", sets);
 	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
 	{
 		int			k;
 
-		if (strcmp(tok, "all") == 0)
+		if (strcmp(tok, "all") == 0 || strcmp(tok, "default") == 0)
 		{
 			for (i = 0; i < engine_nsets; i++)
-				enabled[i] = 1;
-			continue;
-		}
-		if (strcmp(tok, "default") == 0)
-		{
-			for (i = 0; i < engine_nsets; i++)
-				enabled[i] |= engine_sets[i].default_on;
+				conf_enabled[i] |= strcmp(tok, "all") == 0 || engine_sets[i].default_on;
 			continue;
 		}
 		if (strcmp(tok, "none") == 0)
@@ -116,7 +120,7 @@ engine_configure(const char *sets, char *err, size_t errlen)
 			snprintf(err, errlen, "unknown engine probe set \"%s\"", tok);
 			return -1;
 		}
-		enabled[k] = 1;
+		conf_enabled[k] = 1;
 	}
 	return 0;
 }
@@ -129,7 +133,7 @@ engine_set_slow_ms(uint64_t ms)
 
 /*
  * engine_set_enabled
- *		Whether a set runs (the defaults until engine_configure()).
+ *		Whether the daemon runs a set (the defaults until engine_configure()).
  */
 int
 engine_set_enabled(const char *set)
@@ -138,19 +142,56 @@ engine_set_enabled(const char *set)
 
 	if (k < 0)
 		return 0;
-	return configured ? enabled[k] : engine_sets[k].default_on;
+	return configured ? conf_enabled[k] : engine_sets[k].default_on;
 }
 
 /*
- * errstr
- *		libbpf error code as text.
+ * update_status
+ *		Each joined set's state from the binaries attached so far.
  */
-static const char *
-errstr(int err, char *buf, size_t len)
+static void
+update_status(void)
 {
-	if (libbpf_strerror(err, buf, len) != 0)
-		snprintf(buf, len, "%s", strerror(err < 0 ? -err : err));
-	return buf;
+	size_t		s;
+	int			b;
+
+	for (s = 0; s < engine_nsets && s < ENGINE_MAX_SETS; s++)
+	{
+		pset_inst  *in = core.insts[s];
+		char		mech[32] = "none";
+		char		reason[512] = "";
+		uint32_t	st = PGT_PROBE_UNAVAILABLE;
+
+		if (in == NULL)
+			continue;
+		if (core.failed)
+		{
+			pset_set_status(in, PGT_PROBE_UNAVAILABLE, "none", "%s", core.failure);
+			continue;
+		}
+		if (core.nbins == 0)
+		{
+			pset_set_status(in, PGT_PROBE_UNAVAILABLE, "none",
+							"no PostgreSQL executable attached yet (waiting for a postmaster)");
+			continue;
+		}
+		/* the latest executable speaks for the set; others differ only if mixed */
+		for (b = 0; b < core.nbins; b++)
+			st = engine_set_state(engine_sets[s].name, core.bins[b].choices,
+								  core.bins[b].attached, mech, sizeof(mech),
+								  reason, sizeof(reason));
+		if (st == PGT_PROBE_AVAILABLE && strcmp(engine_sets[s].name, "pg-locks") == 0)
+			snprintf(reason, sizeof(reason), "lock waits with type, mode, object; hold "
+					 "times not measured (needs LockAcquire/LockRelease pairing); "
+					 "LWLock waits: pg-lwlock");
+		else if (st == PGT_PROBE_AVAILABLE && strcmp(engine_sets[s].name, "pg-wal") == 0)
+			snprintf(reason, sizeof(reason), "inserts: USDT wal__insert; XLogFlush: uprobe "
+					 "on the exported function (no USDT marks it)");
+		else if (st == PGT_PROBE_AVAILABLE)
+			snprintf(reason, sizeof(reason), "attached to %d executable%s", core.nbins,
+					 core.nbins > 1 ? "s" : "");
+		pset_set_status(in, st, mech, "%.170s", reason);
+	}
 }
 
 /*
@@ -158,63 +199,63 @@ errstr(int err, char *buf, size_t len)
  *		Remember a link; 0, or -1 when it is NULL (errno says why).
  */
 static int
-keep_link(engine_state *e, struct bpf_link *l)
+keep_link(struct bpf_link *l)
 {
 	if (l == NULL)
 		return -1;
-	if (e->nlinks == ENGINE_MAX_LINKS)
+	if (core.nlinks == ENGINE_MAX_LINKS)
 	{
 		bpf_link__destroy(l);
 		errno = ENOSPC;
 		return -1;
 	}
-	e->links[e->nlinks++] = l;
+	core.links[core.nlinks++] = l;
 	return 0;
 }
 
 /*
  * attach_point
- *		Attach point i with its chosen mechanism.  Returns 0 or -errno.
+ *		Attach point i of binary b with its chosen mechanism.  0 or -errno.
  */
 static int
-attach_point(engine_state *e, size_t i)
+attach_point(engine_binary *b, size_t i)
 {
 	const engine_point *p = &engine_points[i];
-	engine_mech m = e->choices[i].mech;
+	engine_mech m = b->choices[i].mech;
 	struct bpf_program *prog;
 	size_t		k;
 	int			n = 0;
 
 	if (m == ENGINE_MECH_USDT)
 	{
-		prog = bpf_object__find_program_by_name(e->skel->obj, p->usdt_prog);
+		prog = bpf_object__find_program_by_name(core.skel->obj, p->usdt_prog);
 		if (prog == NULL)
 			return -ENOENT;
-		if (keep_link(e, bpf_program__attach_usdt(prog, -1, e->exe, ENGINE_USDT_PROVIDER,
-												  p->usdt, NULL)) < 0)
+		if (keep_link(bpf_program__attach_usdt(prog, -1, b->path, ENGINE_USDT_PROVIDER,
+											   p->usdt, NULL)) < 0)
 			return -errno;
 		return 0;
 	}
 	if (m == ENGINE_MECH_USDT_SITE)
 	{
-		/* every site of the note, with its semaphore as the uprobe ref_ctr */
-		prog = bpf_object__find_program_by_name(e->skel->obj, p->site_prog);
+		/* every site of the note, its semaphore as the uprobe's ref_ctr */
+		prog = bpf_object__find_program_by_name(core.skel->obj, p->site_prog);
 		if (prog == NULL)
 			return -ENOENT;
-		for (k = 0; k < e->elf.nprobes; k++)
+		for (k = 0; k < b->elf.nprobes; k++)
 		{
-			const usdt_probe *u = &e->elf.probes[k];
+			const usdt_probe *u = &b->elf.probes[k];
 			LIBBPF_OPTS(bpf_uprobe_opts, uo);
 			uint64_t	off;
 			uint64_t	sem = 0;
 
 			if (strcmp(u->provider, ENGINE_USDT_PROVIDER) != 0 || strcmp(u->name, p->usdt) != 0)
 				continue;
-			if (elf_vaddr_to_offset(&e->elf, u->pc, &off) < 0 ||
-				(u->semaphore && elf_vaddr_to_offset(&e->elf, u->semaphore, &sem) < 0))
+			if (elf_vaddr_to_offset(&b->elf, u->pc, &off) < 0 ||
+				(u->semaphore && elf_vaddr_to_offset(&b->elf, u->semaphore, &sem) < 0))
 				return -EINVAL;
 			uo.ref_ctr_offset = sem;
-			if (keep_link(e, bpf_program__attach_uprobe_opts(prog, -1, e->exe, off, &uo)) < 0)
+			if (keep_link(bpf_program__attach_uprobe_opts(prog, -1, b->path, off, &uo)) < 0)
 				return -errno;
 			n++;
 		}
@@ -225,11 +266,11 @@ attach_point(engine_state *e, size_t i)
 		LIBBPF_OPTS(bpf_uprobe_opts, uo);
 		elf_symbol	s;
 
-		prog = bpf_object__find_program_by_name(e->skel->obj, p->func_prog);
-		if (prog == NULL || elf_find_symbol(&e->elf, p->func, &s) < 0 || s.offset == 0)
+		prog = bpf_object__find_program_by_name(core.skel->obj, p->func_prog);
+		if (prog == NULL || elf_find_symbol(&b->elf, p->func, &s) < 0 || s.offset == 0)
 			return -ENOENT;
 		uo.retprobe = m == ENGINE_MECH_URETPROBE;
-		if (keep_link(e, bpf_program__attach_uprobe_opts(prog, -1, e->exe, s.offset, &uo)) < 0)
+		if (keep_link(bpf_program__attach_uprobe_opts(prog, -1, b->path, s.offset, &uo)) < 0)
 			return -errno;
 		return 0;
 	}
@@ -237,424 +278,412 @@ attach_point(engine_state *e, size_t i)
 }
 
 /*
- * checkpoint_args
- *		checkpoint__done's arguments are globals ("40+CheckpointStats(%rip)"):
- *		resolve each to an absolute address for the BPF side.
+ * binary_for
+ *		The attached binary of postmaster pm, attaching it first when new.
+ *		NULL when it cannot be inspected (logged).
  */
-static void
-checkpoint_args(engine_state *e, struct eng_cfg *cfg)
+static engine_binary *
+binary_for(uint32_t pm)
 {
-	const usdt_probe *u = elf_find_usdt(&e->elf, ENGINE_USDT_PROVIDER, "checkpoint__done");
-	usdt_arg	args[USDT_MAX_ARGS];
-	int			n;
-	int			i;
+	char		path[PATH_MAX + 64];
+	char		err[512];
+	char		eb[128];
+	struct stat st;
+	engine_binary *b;
+	size_t		i;
+	int			k;
 
-	if (u == NULL)
-		return;
-	n = usdt_parse_args(u->args, args, USDT_MAX_ARGS);
-	for (i = 0; i < n && i < ENG_CKPT_ARGS; i++)
+	if (elf_resolve_exe((int) pm, path, sizeof(path), err, sizeof(err)) < 0 ||
+		stat(path, &st) < 0)
 	{
-		elf_symbol	s;
-
-		if (args[i].kind != USDT_ARG_SYMBOL ||
-			elf_find_symbol(&e->elf, args[i].symbol, &s) < 0)
-			return;				/* all or nothing: arg 0 must mean arg 0 */
-		cfg->ckpt_addr[i] = e->bias + s.addr + (uint64_t) args[i].value;
-		cfg->ckpt_size[i] = (uint32_t) args[i].size;
+		log_warn("engine: executable of postmaster %u: %s", pm, err);
+		return NULL;
 	}
-	cfg->nckpt = (uint32_t) n;
+	for (k = 0; k < core.nbins; k++)
+		if (core.bins[k].dev == st.st_dev && core.bins[k].ino == st.st_ino)
+			return &core.bins[k];
+	if (core.nbins == ENGINE_MAX_BINARIES)
+	{
+		log_warn("engine: more than %d PostgreSQL executables: %s not traced",
+				 ENGINE_MAX_BINARIES, path);
+		return NULL;
+	}
+	b = &core.bins[core.nbins];
+	memset(b, 0, sizeof(*b));
+	b->elf.fd = -1;
+	if (elf_inspect_open(path, &b->elf, err, sizeof(err)) < 0)
+	{
+		log_warn("engine: %s", err);
+		return NULL;
+	}
+	b->dev = st.st_dev;
+	b->ino = st.st_ino;
+	snprintf(b->path, sizeof(b->path), "%s", path);
+	b->choices = calloc(engine_npoints, sizeof(*b->choices));
+	b->attached = calloc(engine_npoints, sizeof(*b->attached));
+	if (b->choices == NULL || b->attached == NULL)
+	{
+		free(b->choices);
+		free(b->attached);
+		elf_inspect_close(&b->elf);
+		return NULL;
+	}
+	engine_plan(&b->elf, b->choices);
+	core.nbins++;
+	for (i = 0; i < engine_npoints; i++)
+	{
+		int			si = engine_set_index(engine_points[i].set);
+		int			r;
+
+		if (si < 0 || core.insts[si] == NULL || b->choices[i].mech == ENGINE_MECH_NONE)
+			continue;
+		r = attach_point(b, i);
+		if (r == 0)
+		{
+			b->attached[i] = 1;
+			continue;
+		}
+		libbpf_strerror(r, eb, sizeof(eb));
+		log_warn("engine: %s %s (%s) did not attach: %s", engine_points[i].set,
+				 engine_points[i].usdt ? engine_points[i].usdt : engine_points[i].func,
+				 engine_mech_name(b->choices[i].mech), eb);
+		snprintf(b->choices[i].reason, sizeof(b->choices[i].reason),
+				 "%s attach failed: %.100s", engine_mech_name(b->choices[i].mech), eb);
+	}
+	log_info("engine: attached to %s (%d links in all)", path, core.nlinks);
+	update_status();
+	return b;
 }
 
 /*
- * write_cfg
- *		(Re)write engine_cfg: postmaster, query-id addresses, threshold.
+ * query_id_fallback
+ *		&MyBEEntry and the st_query_id offset (from the cluster's layout
+ *		file, read through /proc/<pm>/cwd), so a backend gets its query id
+ *		before the shared pgt_qid slots know it.  Left 0 when either is
+ *		missing: the slots alone then.
  */
 static void
-write_cfg(engine_state *e, const pgt_layout *layout)
+query_id_fallback(uint32_t pm, const engine_binary *b, uint64_t bias, struct eng_cfg *cfg)
 {
-	struct eng_cfg cfg;
-	uint32_t	zero = 0;
+	char		path[64];
+	char		err[256];
+	struct stat dir;
+	struct stat st;
+	pgt_layout	l;
 	elf_symbol	s;
 
+	snprintf(path, sizeof(path), "/proc/%u/cwd", pm);
+	if (elf_find_symbol(&b->elf, "MyBEEntry", &s) < 0 || stat(path, &dir) < 0)
+		return;
+	snprintf(path, sizeof(path), "/proc/%u/cwd/%s", pm, PGT_LAYOUT_FILENAME);
+	if (layout_load(path, dir.st_uid, &l, &st, err, sizeof(err)) < 0)
+	{
+		log_debug("engine: postmaster %u: %s", pm, err);
+		return;
+	}
+	cfg->mybeentry_addr = bias + s.addr;
+	cfg->query_id_off = l.beentry_off_query_id;
+	layout_free(&l);
+}
+
+/*
+ * engine_core_target
+ *		See engine_probes.h.
+ */
+void
+engine_core_target(uint32_t pm)
+{
+	engine_binary *b;
+	struct eng_cfg cfg;
+	const usdt_probe *u;
+	uint64_t	bias = 0;
+
+	if (!core.started || core.failed)
+		return;
+	b = binary_for(pm);
+	if (b == NULL)
+		return;
 	memset(&cfg, 0, sizeof(cfg));
-	cfg.postmaster = e->pm;
+	cfg.postmaster = pm;
 	cfg.flags = ENG_CFG_SLOW_STREAM;
 	cfg.slow_ns = slow_ns;
-	e->qid_ok = 0;
-	if (layout == NULL)
-		snprintf(e->qid_reason, sizeof(e->qid_reason),
-				 "no query ids: layout file not loaded (extension not preloaded)");
-	else if (elf_find_symbol(&e->elf, "MyBEEntry", &s) < 0)
-		snprintf(e->qid_reason, sizeof(e->qid_reason), "no query ids: MyBEEntry unresolvable");
-	else
+	if (elf_load_bias((int) pm, &b->elf, &bias) < 0)
+		log_warn("engine: no mapping of %s in postmaster %u: checkpoint details unreadable",
+				 b->path, pm);
+	u = elf_find_usdt(&b->elf, ENGINE_USDT_PROVIDER, "checkpoint__done");
+	if (u != NULL)
 	{
-		cfg.mybeentry_addr = e->bias + s.addr;
-		cfg.query_id_off = layout->beentry_off_query_id;
-		e->qid_ok = 1;
-		e->qid_reason[0] = '\0';
+		usdt_arg	args[USDT_MAX_ARGS];
+		int			n = usdt_parse_args(u->args, args, USDT_MAX_ARGS);
+		int			i;
+
+		/* all or nothing: argument i must stay argument i */
+		for (i = 0; i < n && i < ENG_CKPT_ARGS; i++)
+		{
+			elf_symbol	s;
+
+			if (args[i].kind != USDT_ARG_SYMBOL ||
+				elf_find_symbol(&b->elf, args[i].symbol, &s) < 0)
+				break;
+			cfg.ckpt_addr[i] = bias + s.addr + (uint64_t) args[i].value;
+			cfg.ckpt_size[i] = (uint32_t) args[i].size;
+		}
+		if (i == n && n > 0)
+			cfg.nckpt = (uint32_t) n;
+		else
+			memset(cfg.ckpt_addr, 0, sizeof(cfg.ckpt_addr));
 	}
-	checkpoint_args(e, &cfg);
-	if (bpf_map_update_elem(bpf_map__fd(e->skel->maps.engine_cfg), &zero, &cfg, BPF_ANY) < 0)
-		log_warn("engine: cannot write engine_cfg: %s", strerror(errno));
+	query_id_fallback(pm, b, bias, &cfg);
+	if (bpf_map_update_elem(bpf_map__fd(core.skel->maps.engine_cfg), &pm, &cfg, BPF_ANY) < 0)
+		log_warn("engine: cannot configure postmaster %u: %s", pm, strerror(errno));
+}
+
+/*
+ * engine_core_untarget
+ *		See engine_probes.h.
+ */
+void
+engine_core_untarget(uint32_t pm)
+{
+	if (!core.started || core.failed)
+		return;
+	(void) bpf_map_delete_elem(bpf_map__fd(core.skel->maps.engine_cfg), &pm);
 }
 
 /*
  * on_event
- *		Ring buffer callback: keep the record in the stream ring.
+ *		Own ring buffer (daemon): keep a slow statement or checkpoint.
  */
 static int
 on_event(void *ctx, void *data, size_t size)
 {
-	engine_state *e = ctx;
 	const struct eng_event *ev = data;
+	engine_stream_row *r;
 	struct pgt_engine_stream_entry *s;
 	size_t		l;
 
-	if (size < sizeof(*ev))
+	if (size < sizeof(*ev) || ev->probe == 0 || ev->probe >= ENG_NPROBES)
 		return 0;
-	s = &e->stream[e->stream_next];
-	memset(s, 0, sizeof(*s));
+	r = &core.ring[core.ring_next];
+	memset(r, 0, sizeof(*r));
+	r->pm = ev->pm;
+	s = &r->e;
 	s->end_us = procfs_boot_to_real_us() + (int64_t) (ev->ts / 1000);
-	s->pid = e->map ? e->map(e->map_arg, ev->pid) : ev->pid;
-	if (s->pid == 0)
-		s->pid = ev->pid;
+	s->pid = ev->pid;
 	s->probe = ev->probe;
 	s->queryid = ev->queryid;
 	s->dur_ns = ev->dur_ns;
 	memcpy(s->counter, ev->c, sizeof(s->counter));
 	snprintf(s->probe_name, sizeof(s->probe_name), "%s", engine_probe_name(ev->probe));
-	/* bounded copy; a multi-byte character cut by the bound is dropped */
+	/* bounded, sanitized copy; a multi-byte character cut by the bound goes */
 	pgt_copy_string(s->text, sizeof(s->text), ev->text, sizeof(ev->text));
 	l = strlen(s->text);
-	while (l > 0 && s->text[l - 1] == '?' && (unsigned char) ev->text[l - 1] >= 0x80)
+	while (l > 0 && (unsigned char) ev->text[l - 1] >= 0x80)
 		s->text[--l] = '\0';
-	e->stream_next = (e->stream_next + 1) % PGT_DEFAULT_ENGINE_STREAM_CAP;
-	if (e->nstream < PGT_DEFAULT_ENGINE_STREAM_CAP)
-		e->nstream++;
+	core.ring_next = (core.ring_next + 1) % PGT_DEFAULT_ENGINE_STREAM_CAP;
+	if (core.nring < PGT_DEFAULT_ENGINE_STREAM_CAP)
+		core.nring++;
 	return 0;
 }
 
 /*
- * engine_attach
- *		See engine_probes.h.
+ * engine_core_join
+ *		See engine_probes.h.  The first set to join loads the object.
  */
-engine_state *
-engine_attach(uint32_t pm, int tracked_fd)
+int
+engine_core_join(pset_inst *inst, const pset_ctx *ctx, int set_index)
 {
-	engine_state *e = calloc(1, sizeof(*e));
-	char		err[512];
 	char		eb[128];
-	size_t		i;
 	int			r;
 
-	if (e == NULL)
-		return NULL;
-	e->pm = pm;
-	e->elf.fd = -1;
-	e->choices = calloc(engine_npoints, sizeof(*e->choices));
-	e->attached = calloc(engine_npoints, sizeof(*e->attached));
-	if (e->choices == NULL || e->attached == NULL)
+	if (set_index < 0 || set_index >= ENGINE_MAX_SETS)
+		return 0;
+	core.insts[set_index] = inst;
+	if (!core.started)
 	{
-		snprintf(e->failure, sizeof(e->failure), "out of memory");
-		return e;
-	}
-	if (tracked_fd < 0)
-	{
-		snprintf(e->failure, sizeof(e->failure), "BPF unavailable (see probe set \"process\")");
-		return e;
-	}
-	if (elf_resolve_exe((int) pm, e->exe, sizeof(e->exe), err, sizeof(err)) < 0 ||
-		elf_inspect_open(e->exe, &e->elf, err, sizeof(err)) < 0)
-	{
-		snprintf(e->failure, sizeof(e->failure), "executable: %.160s", err);
-		return e;
-	}
-	e->elf_ok = 1;
-	if (elf_load_bias((int) pm, &e->elf, &e->bias) < 0)
-		log_warn("engine: no mapping of %s in postmaster %u: globals unreadable",
-				 e->exe, pm);
-	engine_plan(&e->elf, e->choices);
-
-	e->skel = engine_probes_bpf__open();
-	if (e->skel == NULL)
-	{
-		snprintf(e->failure, sizeof(e->failure), "BPF open failed: %s",
-				 errstr(-errno, eb, sizeof(eb)));
-		return e;
-	}
-	r = bpf_map__reuse_fd(e->skel->maps.tracked, tracked_fd);
-	if (r == 0)
-		r = engine_probes_bpf__load(e->skel);
-	if (r != 0)
-	{
-		snprintf(e->failure, sizeof(e->failure), "BPF load failed: %s",
-				 errstr(r, eb, sizeof(eb)));
-		log_error("engine: %s", e->failure);
-		engine_probes_bpf__destroy(e->skel);
-		e->skel = NULL;
-		return e;
-	}
-	write_cfg(e, NULL);
-	for (i = 0; i < engine_npoints; i++)
-	{
-		if (!engine_set_enabled(engine_points[i].set) || e->choices[i].mech == ENGINE_MECH_NONE)
-			continue;
-		r = attach_point(e, i);
-		if (r == 0)
-			e->attached[i] = 1;
+		core.started = 1;
+		core.stream = ctx->stream;
+		core.started_us = procfs_realtime_us();
+		core.skel = engine_probes_bpf__open();
+		if (core.skel == NULL)
+			r = -errno;
 		else
 		{
-			log_warn("engine: %s %s (%s) did not attach: %s", engine_points[i].set,
-					 engine_points[i].usdt ? engine_points[i].usdt : engine_points[i].func,
-					 engine_mech_name(e->choices[i].mech), errstr(r, eb, sizeof(eb)));
-			snprintf(e->choices[i].reason, sizeof(e->choices[i].reason),
-					 "%s attach failed: %.100s", engine_mech_name(e->choices[i].mech),
-					 errstr(r, eb, sizeof(eb)));
+			r = pset_prepare_object(ctx, core.skel->obj);
+			if (r == 0)
+			{
+				core.skel->rodata->pgt_stream = ctx->stream ? 1 : 0;
+				r = engine_probes_bpf__load(core.skel);
+			}
+		}
+		if (r != 0)
+		{
+			libbpf_strerror(r, eb, sizeof(eb));
+			core.failed = 1;
+			snprintf(core.failure, sizeof(core.failure), "BPF load failed: %s", eb);
+			log_error("engine: %s", core.failure);
+			if (core.skel)
+				engine_probes_bpf__destroy(core.skel);
+			core.skel = NULL;
+		}
+		else
+		{
+			core.rb = ring_buffer__new(bpf_map__fd(core.skel->maps.eng_events),
+									   on_event, NULL, NULL);
+			if (core.rb == NULL)
+				log_warn("engine: no ring buffer: slow statements and checkpoints not kept");
 		}
 	}
-	e->rb = ring_buffer__new(bpf_map__fd(e->skel->maps.eng_events), on_event, e, NULL);
-	if (e->rb == NULL)
-		log_warn("engine: no ring buffer: slow statements and checkpoints not streamed");
-	log_info("engine: postmaster %u, executable %s: %d links", pm, e->exe, e->nlinks);
-	return e;
+	update_status();
+	return 0;
 }
 
 /*
- * engine_set_layout
- *		See engine_probes.h.
+ * engine_core_leave
+ *		See engine_probes.h.  The last set to leave unloads everything.
  */
 void
-engine_set_layout(engine_state *e, const pgt_layout *layout)
+engine_core_leave(int set_index)
 {
-	if (e == NULL || e->skel == NULL)
-		return;
-	if ((layout != NULL) == e->qid_ok)
-		return;
-	write_cfg(e, layout);
-}
+	size_t		i;
+	int			k;
 
-/*
- * engine_detach
- *		See engine_probes.h.
- */
-void
-engine_detach(engine_state *e)
-{
-	int			i;
-
-	if (e == NULL)
-		return;
-	if (e->rb)
-		ring_buffer__free(e->rb);
-	for (i = 0; i < e->nlinks; i++)
-		bpf_link__destroy(e->links[i]);
-	if (e->skel)
-		engine_probes_bpf__destroy(e->skel);
-	if (e->elf_ok)
-		elf_inspect_close(&e->elf);
-	free(e->choices);
-	free(e->attached);
-	free(e->rows);
-	free(e);
-}
-
-/*
- * describe
- *		The `what` of a row: lock type and mode, tranche, checkpoint flags.
- */
-static void
-describe(const struct eng_key *k, char *what, size_t len)
-{
-	char		name[ENG_NAME_LEN + 1];
-
-	switch (k->probe)
+	if (set_index >= 0 && set_index < ENGINE_MAX_SETS)
+		core.insts[set_index] = NULL;
+	for (i = 0; i < ENGINE_MAX_SETS; i++)
+		if (core.insts[i] != NULL)
+			return;
+	if (core.rb)
+		ring_buffer__free(core.rb);
+	for (k = 0; k < core.nlinks; k++)
+		bpf_link__destroy(core.links[k]);
+	if (core.skel)
+		engine_probes_bpf__destroy(core.skel);
+	for (k = 0; k < core.nbins; k++)
 	{
-		case ENG_LOCK_WAIT:
-			snprintf(what, len, "%s %s", engine_locktag_name(k->detail),
-					 engine_lockmode_name(k->mode));
-			break;
-		case ENG_LWLOCK_WAIT:
-			pgt_copy_string(name, sizeof(name), k->name, sizeof(k->name));
-			snprintf(what, len, "%s %s", name, engine_lwmode_name(k->mode));
-			break;
-		case ENG_CHECKPOINT:
-			snprintf(what, len, "flags 0x%x%s%s%s", k->detail,
-					 (k->detail & 0x2) ? " immediate" : "",
-					 (k->detail & 0x1) ? " shutdown" : "",
-					 (k->detail & 0x100) ? " time" : "");
-			break;
-		default:
-			what[0] = '\0';
+		elf_inspect_close(&core.bins[k].elf);
+		free(core.bins[k].choices);
+		free(core.bins[k].attached);
 	}
+	free(core.rows);
+	free(core.hist);
+	memset(&core, 0, sizeof(core));
 }
 
 /*
- * read_stats
- *		Rebuild rows and histograms from the maps.
+ * read_maps
+ *		Copy eng_stats and eng_hist.
  */
 static void
-read_stats(engine_state *e)
+read_maps(void)
 {
-	int			sfd = bpf_map__fd(e->skel->maps.eng_stats);
-	int			hfd = bpf_map__fd(e->skel->maps.eng_hist);
+	int			sfd = bpf_map__fd(core.skel->maps.eng_stats);
+	int			hfd = bpf_map__fd(core.skel->maps.eng_hist);
 	struct eng_key key;
 	struct eng_key next;
-	struct eng_val val;
+	uint64_t	hkey;
+	uint64_t	hnext;
 	void	   *prev = NULL;
-	uint32_t	i;
 
-	e->nrows = 0;
-	memset(e->set_events, 0, sizeof(e->set_events));
+	core.nrows = 0;
+	memset(core.set_events, 0, sizeof(core.set_events));
 	while (bpf_map_get_next_key(sfd, prev, &next) == 0)
 	{
-		struct pgt_engine_event_entry *r;
+		engine_row *r;
 		int			si;
 
 		key = next;
 		prev = &key;
-		if (bpf_map_lookup_elem(sfd, &key, &val) < 0)
-			continue;
-		si = engine_set_index(engine_probe_set_of(key.probe));
-		if (si >= 0)
-			e->set_events[si] += val.calls;
-		if (e->nrows == e->caprows)
+		if (core.nrows == core.caprows)
 		{
-			uint32_t	ncap = e->caprows ? e->caprows * 2 : 256;
-			struct pgt_engine_event_entry *nr;
+			size_t		ncap = core.caprows ? core.caprows * 2 : 256;
+			engine_row *nr = ncap <= ENG_MAX_KEYS ? realloc(core.rows, ncap * sizeof(*nr)) : NULL;
 
-			if (ncap > ENG_MAX_KEYS)
-				break;
-			nr = realloc(e->rows, ncap * sizeof(*nr));
 			if (nr == NULL)
 				break;
-			e->rows = nr;
-			e->caprows = ncap;
+			core.rows = nr;
+			core.caprows = ncap;
 		}
-		r = &e->rows[e->nrows++];
-		memset(r, 0, sizeof(*r));
-		r->pid = e->map ? e->map(e->map_arg, key.pid) : key.pid;
-		if (r->pid == 0)
-			r->pid = key.pid;	/* exited: its host pid is all we know */
-		r->probe = key.probe;
-		r->queryid = key.queryid;
-		r->calls = val.calls;
-		r->total_ns = val.total_ns;
-		r->max_ns = val.max_ns;
-		memcpy(r->counter, val.c, sizeof(r->counter));
-		r->detail = key.detail;
-		r->mode = key.mode;
-		memcpy(r->obj, key.obj, sizeof(r->obj));
-		snprintf(r->probe_name, sizeof(r->probe_name), "%s", engine_probe_name(key.probe));
-		describe(&key, r->what, sizeof(r->what));
-	}
-	e->nhist = 0;
-	for (i = 1; i < ENG_NPROBES; i++)
-	{
-		struct eng_hist h;
-		struct pgt_engine_hist_entry *o = &e->hist[e->nhist];
-
-		if (bpf_map_lookup_elem(hfd, &i, &h) < 0)
+		r = &core.rows[core.nrows];
+		if (bpf_map_lookup_elem(sfd, &key, &r->v) < 0)
 			continue;
-		memset(o, 0, sizeof(*o));
-		snprintf(o->probe_name, sizeof(o->probe_name), "%s", engine_probe_name(i));
-		o->probe = i;
-		o->nslots = PGT_ENGINE_HIST_SLOTS;
-		memcpy(o->slots, h.slots, sizeof(o->slots));
-		e->nhist++;
+		r->k = key;
+		core.nrows++;
+		si = engine_set_index(engine_probe_set_of(key.probe));
+		if (si >= 0 && si < ENGINE_MAX_SETS)
+			core.set_events[si] += r->v.calls;
+	}
+	core.nhist = 0;
+	prev = NULL;
+	while (bpf_map_get_next_key(hfd, prev, &hnext) == 0)
+	{
+		engine_hist_row *h;
+
+		hkey = hnext;
+		prev = &hkey;
+		if (core.nhist == core.caphist)
+		{
+			size_t		ncap = core.caphist ? core.caphist * 2 : 32;
+			engine_hist_row *nh = realloc(core.hist, ncap * sizeof(*nh));
+
+			if (nh == NULL)
+				break;
+			core.hist = nh;
+			core.caphist = ncap;
+		}
+		h = &core.hist[core.nhist];
+		if (bpf_map_lookup_elem(hfd, &hkey, &h->h) < 0)
+			continue;
+		h->pm = (uint32_t) (hkey >> 32);
+		h->probe = (uint32_t) (hkey & 0xffffffff);
+		if (h->probe == 0 || h->probe >= ENG_NPROBES)
+			continue;
+		core.nhist++;
 	}
 }
 
 /*
- * set_row
- *		One probe-set row.
- */
-static void
-set_row(struct pgt_probeset_entry *r, const char *name, uint32_t state, const char *mech,
-		uint64_t events, const char *reason)
-{
-	memset(r, 0, sizeof(*r));
-	snprintf(r->name, sizeof(r->name), "%s", name);
-	r->state = state;
-	r->events = events;
-	snprintf(r->mechanism, sizeof(r->mechanism), "%s", mech);
-	/* truncated to the segment's field on purpose */
-	memcpy(r->reason, reason, strnlen(reason, sizeof(r->reason) - 1));
-}
-
-/*
- * engine_publish
+ * engine_core_collect
  *		See engine_probes.h.
  */
-int
-engine_publish(engine_state *e, struct pgt_probeset_entry *ps, int max,
-			   seg_publish *p, engine_pid_map_fn map, void *arg)
+void
+engine_core_collect(void)
 {
 	int64_t		now = procfs_realtime_us();
-	int			n = 0;
-	size_t		i;
-	uint32_t	k;
 
-	if (e != NULL && e->skel != NULL)
-	{
-		e->map = map;
-		e->map_arg = arg;
-		if (e->rb)
-			(void) ring_buffer__consume(e->rb);
-		if (now - e->last_read_us >= ENGINE_READ_INTERVAL_US)
-		{
-			read_stats(e);
-			e->last_read_us = now;
-		}
-		p->tables[PGT_SEC_ENGINE_EVENTS] = (seg_rows) {e->rows, e->nrows};
-		p->tables[PGT_SEC_ENGINE_HIST] = (seg_rows) {e->hist, e->nhist};
-		/* oldest first */
-		for (k = 0; k < e->nstream; k++)
-			e->stream_out[k] = e->stream[(e->stream_next + PGT_DEFAULT_ENGINE_STREAM_CAP -
-										  e->nstream + k) % PGT_DEFAULT_ENGINE_STREAM_CAP];
-		p->tables[PGT_SEC_ENGINE_STREAM] = (seg_rows) {e->stream_out, e->nstream};
-	}
-	for (i = 0; i < engine_nsets && n < max; i++)
-	{
-		const char *name = engine_sets[i].name;
-		char		mech[32];
-		char		reason[512];
-		char		full[700];
-		uint32_t	st;
+	if (!core.started || core.failed || core.skel == NULL)
+		return;
+	if (core.rb)
+		(void) ring_buffer__consume(core.rb);
+	if (now - core.last_read_us < ENGINE_READ_INTERVAL_US)
+		return;
+	core.last_read_us = now;
+	read_maps();
+}
 
-		if (e == NULL)
-		{
-			set_row(&ps[n++], name, PGT_PROBE_UNAVAILABLE, "none", 0,
-					"postmaster not running");
-			continue;
-		}
-		if (e->failure[0] != '\0')
-		{
-			set_row(&ps[n++], name, PGT_PROBE_UNAVAILABLE, "none", 0, e->failure);
-			continue;
-		}
-		if (!engine_set_enabled(name))
-		{
-			st = engine_set_state(name, e->choices, NULL, mech, sizeof(mech),
-								  reason, sizeof(reason));
-			snprintf(full, sizeof(full), "off: not in --engine-probes%s%s (would use %s)",
-					 engine_sets[i].default_on ? "" : ", off by default for its cost",
-					 "", mech);
-			set_row(&ps[n++], name, PGT_PROBE_UNAVAILABLE, "none", 0, full);
-			continue;
-		}
-		st = engine_set_state(name, e->choices, e->attached, mech, sizeof(mech),
-							  reason, sizeof(reason));
-		if (strcmp(name, "pg-query") == 0 && st != PGT_PROBE_UNAVAILABLE && !e->qid_ok)
-		{
-			snprintf(full, sizeof(full), "%s%s%s", e->qid_reason, reason[0] ? "; " : "", reason);
-			st = PGT_PROBE_DEGRADED;
-		}
-		else if (strcmp(name, "pg-locks") == 0 && st == PGT_PROBE_AVAILABLE)
-			snprintf(full, sizeof(full), "waits only: hold times need LockAcquire/LockRelease "
-					 "pairing, not implemented; LWLock waits in pg-lwlock");
-		else
-			snprintf(full, sizeof(full), "%s", reason[0] ? reason : "attached");
-		set_row(&ps[n++], name, st, mech, e->set_events[i], full);
-	}
-	return n;
+/*
+ * engine_core_view
+ *		See engine_probes.h.
+ */
+void
+engine_core_view(engine_view *v)
+{
+	size_t		k;
+
+	for (k = 0; k < core.nring; k++)
+		core.ring_out[k] = core.ring[(core.ring_next + PGT_DEFAULT_ENGINE_STREAM_CAP -
+									  core.nring + k) % PGT_DEFAULT_ENGINE_STREAM_CAP];
+	v->rows = core.rows;
+	v->nrows = core.nrows;
+	v->hist = core.hist;
+	v->nhist = core.nhist;
+	v->stream = core.ring_out;
+	v->nstream = core.nring;
+	v->started_us = core.started_us;
+}
+
+uint64_t
+engine_core_set_events(int set_index)
+{
+	return set_index >= 0 && set_index < ENGINE_MAX_SETS ? core.set_events[set_index] : 0;
 }

@@ -17,6 +17,7 @@
 
 #include "bpf_probes.h"
 #include "discovery.h"
+#include "engine_probes.h"
 #include "layout_file.h"
 #include "log.h"
 #include "privileges.h"
@@ -306,6 +307,8 @@ track_targets(trace_state *t, int first)
 				continue;
 			kids[0] = tg->pid;
 			nk = 1;
+			if (first)
+				engine_core_target((uint32_t) tg->pm.pid);	/* engine sets: its binary */
 		}
 		else
 		{
@@ -314,6 +317,7 @@ track_targets(trace_state *t, int first)
 				(void) bpf_probes_add_postmaster(&t->bpf, (uint32_t) tg->pm.pid);
 				(void) bpf_probes_track(&t->bpf, (uint32_t) tg->pm.pid, (uint32_t) tg->pm.pid,
 										PGT_TRACKED_POSTMASTER | PGT_TRACKED_SCANNED, now);
+				engine_core_target((uint32_t) tg->pm.pid);	/* engine sets: its binary */
 			}
 			if (discovery_children(tg->pm.pid, &kids, &nk) < 0)
 				continue;
