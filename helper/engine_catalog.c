@@ -395,3 +395,33 @@ engine_lwmode_name(uint32_t mode)
 
 	return mode < sizeof(n) / sizeof(n[0]) ? n[mode] : "unknown";
 }
+
+/*
+ * engine_clean_text
+ *		See engine_catalog.h.
+ */
+void
+engine_clean_text(char *dst, size_t dstlen, const char *src, size_t srclen)
+{
+	size_t		n = 0;
+	size_t		i;
+
+	if (dstlen == 0)
+		return;
+	for (i = 0; i < srclen && src[i] != '\0' && n + 1 < dstlen; i++)
+	{
+		unsigned char ch = (unsigned char) src[i];
+
+		if (ch == '\n' || ch == '\r' || ch == '\t')
+			dst[n++] = ' ';
+		else if (ch < 0x20 || ch > 0x7e)
+			dst[n++] = '?';
+		else
+			dst[n++] = (char) ch;
+	}
+	/* the record was full: a trailing partial UTF-8 sequence is cut off */
+	if (i == srclen || (i < srclen && src[i] != '\0'))
+		while (n > 0 && (unsigned char) src[n - 1] >= 0x80)
+			n--;
+	dst[n] = '\0';
+}

@@ -86,4 +86,12 @@ extern const char *engine_locktag_name(uint32_t type);
 extern const char *engine_lockmode_name(uint32_t mode);
 extern const char *engine_lwmode_name(uint32_t mode);
 
+/*
+ * Statement text from a BPF record (src, srclen bytes, maybe unterminated,
+ * maybe cut by the bound) into dst: stops at NUL, newlines and tabs become
+ * spaces, other bytes outside printable ASCII '?', a multi-byte character
+ * cut by the bound is dropped.  dst is always terminated.
+ */
+extern void engine_clean_text(char *dst, size_t dstlen, const char *src, size_t srclen);
+
 #endif							/* PGT_HELPER_ENGINE_CATALOG_H */

@@ -460,7 +460,6 @@ on_event(void *ctx, void *data, size_t size)
 	const struct eng_event *ev = data;
 	engine_stream_row *r;
 	struct pgt_engine_stream_entry *s;
-	size_t		l;
 
 	if (size < sizeof(*ev) || ev->probe == 0 || ev->probe >= ENG_NPROBES)
 		return 0;
@@ -475,11 +474,7 @@ on_event(void *ctx, void *data, size_t size)
 	s->dur_ns = ev->dur_ns;
 	memcpy(s->counter, ev->c, sizeof(s->counter));
 	snprintf(s->probe_name, sizeof(s->probe_name), "%s", engine_probe_name(ev->probe));
-	/* bounded, sanitized copy; a multi-byte character cut by the bound goes */
-	pgt_copy_string(s->text, sizeof(s->text), ev->text, sizeof(ev->text));
-	l = strlen(s->text);
-	while (l > 0 && (unsigned char) ev->text[l - 1] >= 0x80)
-		s->text[--l] = '\0';
+	engine_clean_text(s->text, sizeof(s->text), ev->text, sizeof(ev->text));
 	core.ring_next = (core.ring_next + 1) % PGT_DEFAULT_ENGINE_STREAM_CAP;
 	if (core.nring < PGT_DEFAULT_ENGINE_STREAM_CAP)
 		core.nring++;

@@ -218,16 +218,12 @@ eng_event(pset_inst *inst, trace_out *out, const struct pgt_event_hdr *hdr,
 {
 	const struct eng_trace_rec *r;
 	char		text[ENG_TEXT_LEN];
-	size_t		l;
 
 	/* data is the payload after the header */
 	if (len < sizeof(*r) || hdr->event == 0 || hdr->event >= ENG_NPROBES)
 		return;
 	r = data;
-	pgt_copy_string(text, sizeof(text), r->text, sizeof(r->text));
-	l = strlen(text);
-	while (l > 0 && (unsigned char) r->text[l - 1] >= 0x80)
-		text[--l] = '\0';
+	engine_clean_text(text, sizeof(text), r->text, sizeof(r->text));
 	trace_rec_begin(out, inst->set->name, engine_probe_name(hdr->event), hdr->pid,
 					hdr->queryid, hdr->ts_ns);
 	if (r->dur_ns)
