@@ -638,6 +638,28 @@ read_maps(void)
 }
 
 /*
+ * prune_exited
+ *		When the counters map is three quarters full, drop the rows of
+ *		processes that have exited (their numbers were published while they
+ *		lived; new backends need the room more).
+ */
+static void
+prune_exited(void)
+{
+	int			sfd = bpf_map__fd(core.skel->maps.eng_stats);
+	size_t		i;
+	size_t		dropped = 0;
+
+	if (core.nrows < ENG_MAX_KEYS / 4 * 3)
+		return;
+	for (i = 0; i < core.nrows; i++)
+		if (!procfs_alive((pid_t) core.rows[i].k.pid, 0) &&
+			bpf_map_delete_elem(sfd, &core.rows[i].k) == 0)
+			dropped++;
+	log_info("engine: counters map nearly full: %zu rows of exited processes dropped", dropped);
+}
+
+/*
  * engine_core_collect
  *		See engine_probes.h.
  */
@@ -654,6 +676,7 @@ engine_core_collect(void)
 		return;
 	core.last_read_us = now;
 	read_maps();
+	prune_exited();
 }
 
 /*

@@ -305,6 +305,26 @@ test_no_usdt_binary(void)
 	elf_inspect_close(&e);
 }
 
+/* statement text from a BPF record */
+static void
+test_clean_text(void)
+{
+	char		out[16];
+	char		rec[8] = {'a', '\n', 'b', '\t', 'c', (char) 0xc3, (char) 0xa9, 'd'};
+	char		cut[6] = {'S', 'E', 'L', ' ', (char) 0xc3, (char) 0xa9};
+
+	engine_clean_text(out, sizeof(out), "SELECT 1\n;", 64);
+	CHECK_STR(out, "SELECT 1 ;");
+	engine_clean_text(out, sizeof(out), rec, sizeof(rec));	/* unterminated */
+	CHECK_STR(out, "a b c??d");
+	engine_clean_text(out, sizeof(out), cut, sizeof(cut));	/* cut at the bound */
+	CHECK_STR(out, "SEL ");
+	engine_clean_text(out, 4, "abcdef", 7);
+	CHECK_STR(out, "abc");
+	engine_clean_text(out, sizeof(out), "", 1);
+	CHECK_STR(out, "");
+}
+
 int
 main(void)
 {
@@ -312,5 +332,6 @@ main(void)
 	test_args();
 	test_real_binary();
 	test_no_usdt_binary();
+	test_clean_text();
 	return UNIT_DONE("test_stapsdt");
 }
