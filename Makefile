@@ -16,7 +16,7 @@ MODULE_big  = pg_tracer
 EXT_VERSION = 0.2.0
 
 EXT_SRCS    = $(wildcard src/*.c)
-COMMON_SRCS = common/pgt_segment.c common/pgt_protocol.c
+COMMON_SRCS = common/pgt_segment.c common/pgt_protocol.c common/pgt_kernel.c
 OBJS        = $(EXT_SRCS:.c=.o) $(COMMON_SRCS:.c=.o)
 
 # Install script of the first version, then one upgrade script per version,

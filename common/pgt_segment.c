@@ -78,6 +78,12 @@ pgt_section_entry_size(uint32_t kind)
 			return sizeof(struct pgt_probeset_entry);
 		case PGT_SEC_BACKENDS:
 			return sizeof(struct pgt_backend_entry);
+		case PGT_SEC_KERNEL_IO:
+			return sizeof(struct pgt_kernel_io_entry);
+		case PGT_SEC_KERNEL_PROC:
+			return sizeof(struct pgt_kernel_proc_entry);
+		case PGT_SEC_KERNEL_HIST:
+			return sizeof(struct pgt_kernel_hist_entry);
 	}
 	return 0;
 }
