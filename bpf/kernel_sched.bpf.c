@@ -112,13 +112,14 @@ int BPF_PROG(pgt_ksched_switch, bool preempt, struct task_struct *prev,
 		if (s)
 		{
 			s->off_ns = now;
-			/* still runnable: preempted, waits in the run queue from now */
-			s->enq_ns = (prev_state == 0) ? now : 0;
+			/* still runnable (preempted, even mid-way to sleep): it waits
+			 * in the run queue from now */
+			s->enq_ns = (preempt || prev_state == 0) ? now : 0;
 		}
 		v = pgt_kproc_get(&kproc, ptgid, qid, pm);
 		if (v)
-			__sync_fetch_and_add(&v->v[prev_state == 0 ? PGT_KSCHED_INVOLUNTARY
-										: PGT_KSCHED_VOLUNTARY], 1);
+			__sync_fetch_and_add(&v->v[(preempt || prev_state == 0) ?
+									   PGT_KSCHED_INVOLUNTARY : PGT_KSCHED_VOLUNTARY], 1);
 	}
 
 	pm = pgt_tracked_pm(ntgid);
