@@ -236,7 +236,7 @@ detect_kprobes(pset_ctx *ctx)
 	ctx->kprobes = stat("/sys/bus/event_source/devices/kprobe", &st) == 0;
 	snprintf(ctx->kprobes_reason, sizeof(ctx->kprobes_reason), "%s",
 			 ctx->kprobes ? "kprobe PMU present"
-			 : "kernel built without CONFIG_KPROBES (no /sys/bus/event_source/devices/kprobe)");
+			 : "kernel built without CONFIG_KPROBES");
 }
 
 /*
