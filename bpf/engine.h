@@ -42,7 +42,6 @@
 #define ENG_NAME_LEN		24
 #define ENG_TEXT_LEN		256	/* query text in stream records */
 #define ENG_MAX_KEYS		16384
-#define ENG_MAX_INFLIGHT	16384
 #define ENG_CKPT_ARGS		5
 
 /* engine_cfg.flags */
@@ -99,7 +98,7 @@ struct eng_hist
 	__u64		slots[ENG_HIST_SLOTS];
 };
 
-/* In-flight start of a timed probe, keyed by (tid << 8 | probe). */
+/* In-flight start of a timed probe (a slot of the thread's eng_task). */
 struct eng_start
 {
 	__u64		ts;

@@ -16,8 +16,10 @@
  * pid filter, bpf/pgt_common.bpf.h) maps a tgid to its postmaster, and
  * `engine_cfg` holds an entry per postmaster whose executable the helper
  * attached to.  Query ids come from the shared `pgt_qid` slots.  Timed
- * probes keep their start in `inflight`, keyed by thread and probe,
- * deleted at the matching end.  `pg-tracer trace` streams records through
+ * probes keep their start in task-local storage (`eng_task`, one slot per
+ * probe), which also caches the thread's postmaster: a hit costs no hash
+ * update or delete, and processes of clusters nobody serves (the uprobes
+ * are on the executable) are turned away after one lookup a second.  `pg-tracer trace` streams records through
  * the shared `pgt_events`; the daemon keeps only slow statements and
  * checkpoints, in this object's own `eng_events`.
  */
@@ -55,13 +57,22 @@ struct
 	__type(value, struct eng_hist);
 } eng_hist SEC(".maps");
 
+/* Per-thread state: timers of the probes in flight, the postmaster cache. */
+struct eng_task
+{
+	struct eng_start s[ENG_NPROBES];
+	__u32		pm;				/* postmaster, 0: not a served process */
+	__u32		pad;
+	__u64		recheck_ns;		/* when to look `tracked` up again */
+};
+
 struct
 {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, ENG_MAX_INFLIGHT);
-	__type(key, __u64);
-	__type(value, struct eng_start);
-} inflight SEC(".maps");
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct eng_task);
+} eng_task SEC(".maps");
 
 struct
 {
@@ -77,11 +88,30 @@ __u64		eng_dropped = 0;
  *		The configuration of the current process's postmaster when it is
  *		tracked and configured, else NULL.
  */
+static __always_inline struct eng_task *
+task_state(void)
+{
+	return bpf_task_storage_get(&eng_task, bpf_get_current_task_btf(), 0,
+								BPF_LOCAL_STORAGE_GET_F_CREATE);
+}
+
 static __always_inline struct eng_cfg *
 cfg_for_current(void)
 {
-	__u32		pm = pgt_tracked_pm(bpf_get_current_pid_tgid() >> 32);
+	struct eng_task *t = task_state();
+	__u64		now;
+	__u32		pm;
 
+	if (!t)
+		return NULL;
+	now = bpf_ktime_get_ns();
+	if (now >= t->recheck_ns)
+	{
+		/* a process's postmaster never changes; "not tracked" may */
+		t->pm = pgt_tracked_pm(bpf_get_current_pid_tgid() >> 32);
+		t->recheck_ns = t->pm ? ~0ULL : now + 1000000000ULL;
+	}
+	pm = t->pm;
 	if (!pm)
 		return NULL;
 	return bpf_map_lookup_elem(&engine_cfg, &pm);
@@ -162,30 +192,39 @@ stats_add(struct eng_key *key, __u64 ns, __u64 c0, __u64 c1, __u64 c2)
 		__sync_fetch_and_add(&v->c[2], c2);
 }
 
-static __always_inline __u64
-inflight_key(__u32 probe)
+/*
+ * timer_slot
+ *		This thread's slot of probe (NULL when it has no state).
+ */
+static __always_inline struct eng_start *
+timer_slot(__u32 probe)
 {
-	return ((__u64) (__u32) bpf_get_current_pid_tgid() << 8) | probe;
+	struct eng_task *t = bpf_task_storage_get(&eng_task, bpf_get_current_task_btf(), 0, 0);
+
+	if (!t || probe >= ENG_NPROBES)
+		return NULL;
+	return &t->s[probe];
 }
 
 /*
  * start_timer
  *		Remember when probe started on this thread (and a pointer, args).
+ *		Called after cfg_for_current(), which created the thread's state.
  */
 static __always_inline void
 start_timer(__u32 probe, __u64 ptr, __u32 a0, __u32 a1, __u32 a2, __u32 a3, __u32 a4)
 {
-	struct eng_start s = {};
-	__u64		k = inflight_key(probe);
+	struct eng_start *s = timer_slot(probe);
 
-	s.ts = bpf_ktime_get_ns();
-	s.ptr = ptr;
-	s.a[0] = a0;
-	s.a[1] = a1;
-	s.a[2] = a2;
-	s.a[3] = a3;
-	s.a[4] = a4;
-	bpf_map_update_elem(&inflight, &k, &s, BPF_ANY);
+	if (!s)
+		return;
+	s->ts = bpf_ktime_get_ns();
+	s->ptr = ptr;
+	s->a[0] = a0;
+	s->a[1] = a1;
+	s->a[2] = a2;
+	s->a[3] = a3;
+	s->a[4] = a4;
 }
 
 /*
@@ -197,14 +236,13 @@ start_timer(__u32 probe, __u64 ptr, __u32 a0, __u32 a1, __u32 a2, __u32 a3, __u3
 static __always_inline __u64
 stop_timer(__u32 probe, struct eng_start *out)
 {
-	__u64		k = inflight_key(probe);
-	struct eng_start *s = bpf_map_lookup_elem(&inflight, &k);
+	struct eng_start *s = timer_slot(probe);
 	__u64		now = bpf_ktime_get_ns();
 
-	if (!s)
+	if (!s || !s->ts)
 		return 0;
 	*out = *s;
-	bpf_map_delete_elem(&inflight, &k);
+	s->ts = 0;
 	return now > out->ts ? now - out->ts : 1;
 }
 
@@ -606,13 +644,12 @@ int BPF_KPROBE(eng_checkpoint_start_uprobe, int flags)
 SEC("usdt")
 int BPF_USDT(eng_buffer_sync_written_usdt)
 {
-	__u64		k = inflight_key(ENG_CHECKPOINT);
 	struct eng_start *s;
 
 	if (!cfg_for_current())
 		return 0;
-	s = bpf_map_lookup_elem(&inflight, &k);
-	if (s)
+	s = timer_slot(ENG_CHECKPOINT);
+	if (s && s->ts)
 		__sync_fetch_and_add(&s->a[1], 1);
 	return 0;
 }
@@ -620,13 +657,12 @@ int BPF_USDT(eng_buffer_sync_written_usdt)
 SEC("usdt")
 int BPF_USDT(eng_ckpt_sync_start_usdt)
 {
-	__u64		k = inflight_key(ENG_CHECKPOINT);
 	struct eng_start *s;
 
 	if (!cfg_for_current())
 		return 0;
-	s = bpf_map_lookup_elem(&inflight, &k);
-	if (s)
+	s = timer_slot(ENG_CHECKPOINT);
+	if (s && s->ts)
 		s->ptr = bpf_ktime_get_ns();	/* sync phase start */
 	return 0;
 }
@@ -634,14 +670,13 @@ int BPF_USDT(eng_ckpt_sync_start_usdt)
 SEC("usdt")
 int BPF_USDT(eng_ckpt_buffers_done_usdt)
 {
-	__u64		k = inflight_key(ENG_CHECKPOINT);
 	struct eng_start *s;
 	__u64		now = bpf_ktime_get_ns();
 
 	if (!cfg_for_current())
 		return 0;
-	s = bpf_map_lookup_elem(&inflight, &k);
-	if (s && s->ptr && now > s->ptr)
+	s = timer_slot(ENG_CHECKPOINT);
+	if (s && s->ts && s->ptr && now > s->ptr)
 		s->a[2] = (__u32) ((now - s->ptr) / 1000);	/* sync phase, us */
 	return 0;
 }
