@@ -102,9 +102,12 @@ int BPF_PROG(pgt_knet_enter, struct pt_regs *regs, long id)
 		if (sk)
 		{
 			__u64		key = (__u64) sk;
+			struct sock_owner *cur = bpf_map_lookup_elem(&owners, &key);
 			struct sock_owner o = {.pid = tgid, .pm = pm};
 
-			bpf_map_update_elem(&owners, &key, &o, BPF_ANY);
+			/* an update takes the LRU's lock: only when the owner changed */
+			if (!cur || cur->pid != tgid)
+				bpf_map_update_elem(&owners, &key, &o, BPF_ANY);
 		}
 	}
 	return 0;

@@ -269,8 +269,8 @@ struct pgt_kernel_hist_entry
 _Static_assert(sizeof(struct pgt_kernel_hist_entry) == 288, "kernel hist entry size");
 
 #define PGT_DEFAULT_KERNEL_IO_CAP	4096
-#define PGT_DEFAULT_KERNEL_PROC_CAP	4096
-#define PGT_DEFAULT_KERNEL_HIST_CAP	512
+#define PGT_DEFAULT_KERNEL_PROC_CAP	2048
+#define PGT_DEFAULT_KERNEL_HIST_CAP	256
 
 /* Default capacities the helper allocates (readers take them from the header). */
 #define PGT_DEFAULT_PROBESETS_CAP	32
