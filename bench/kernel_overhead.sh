@@ -123,6 +123,8 @@ done
 echo
 echo "in-kernel cost per program, select-only, all sets on (bpf_stats for this run only):"
 old_stats=$(sysctl -n kernel.bpf_stats_enabled)
+# programs loaded before our helper (other helpers on the host) are not ours
+others=$(bpftool prog show -j)
 start_helper all
 sysctl -qw kernel.bpf_stats_enabled=1
 before=$(bpftool prog show -j)
@@ -130,11 +132,12 @@ tps=$(run select)
 after=$(bpftool prog show -j)
 sysctl -qw kernel.bpf_stats_enabled="$old_stats"
 stop_helper
-python3 - "$secs" "$tps" "$before" "$after" <<'PY'
+python3 - "$secs" "$tps" "$before" "$after" "$others" <<'PY'
 import json, sys
 secs, tps = float(sys.argv[1]), float(sys.argv[2])
 b = {p["id"]: p for p in json.loads(sys.argv[3])}
-a = json.loads(sys.argv[4])
+skip = {p["id"] for p in json.loads(sys.argv[5])}
+a = [p for p in json.loads(sys.argv[4]) if p["id"] in b and p["id"] not in skip]
 tot = 0.0
 for p in sorted(a, key=lambda p: p.get("name", "")):
     n = p.get("name", "")

@@ -125,6 +125,12 @@ int BPF_PROG(pgt_knet_exit, struct pt_regs *regs, long ret)
 	__u64		ns;
 	int			send;
 
+	{
+		long		nr = pgt_exit_nr(regs);
+
+		if (nr >= 0 && !net_op(nr))
+			return 0;
+	}
 	s = bpf_task_storage_get(&nstarts, bpf_get_current_task_btf(), 0, 0);
 	if (!s || !s->ts)
 		return 0;

@@ -205,6 +205,12 @@ int BPF_PROG(pgt_ksys_exit, struct pt_regs *regs, long ret)
 	__u64		ns;
 	__u32		pm;
 
+	{
+		long		nr = pgt_exit_nr(regs);
+
+		if (nr >= 0 && !syscall_op(nr))
+			return 0;
+	}
 	s = bpf_task_storage_get(&starts, bpf_get_current_task_btf(), 0, 0);
 	if (!s || !s->ts)
 		return 0;
