@@ -41,6 +41,10 @@
  */
 #include "postgres.h"
 
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "portability/instr_time.h"
@@ -106,25 +110,27 @@ typedef struct Sample
 	uint32		event;
 } Sample;
 
-/* pid -> wait_event_info from the PGPROC array. */
+/* pid -> PGPROC, from the PGPROC array. */
 typedef struct ProcWait
 {
 	int32		pid;
-	uint32		wait;
+	volatile PGPROC *proc;
 } ProcWait;
 
 static PgBackendStatus *beentries;
 static Tracker *trackers;
 static Sample *samples;
 static bool *seen;
+static bool *torn;
 static ProcWait *procwaits;
 static int	nslots;
 static int64 last_gc_second;
 
 static void sampler_shutdown(int code, Datum arg);
+static void ask_short_slice(void);
 static void sampler_tick(uint64 weight_us, TimestampTz now);
 static int	read_procs(void);
-static bool read_beentry(int slot, Sample *s);
+static bool read_beentry(int slot, Sample *s, bool *torn);
 static int	cmp_procwait(const void *a, const void *b);
 static void handle_reset(void);
 static PgtAshBucket *rotate(bool fine, int64 period, TimestampTz now);
@@ -183,11 +189,13 @@ pgt_sampler_main(Datum main_arg)
 		ereport(FATAL,
 				(errmsg("pg_tracer sampler: no backend status slot or shared memory")));
 	beentries = MyBEEntry - (MyBackendId - 1);
+	ask_short_slice();
 	nslots = pgt_ash->nslots;
 
 	trackers = MemoryContextAllocZero(TopMemoryContext, sizeof(Tracker) * nslots);
 	samples = MemoryContextAllocZero(TopMemoryContext, sizeof(Sample) * nslots);
 	seen = MemoryContextAllocZero(TopMemoryContext, sizeof(bool) * nslots);
+	torn = MemoryContextAllocZero(TopMemoryContext, sizeof(bool) * nslots);
 	procwaits = MemoryContextAllocZero(TopMemoryContext,
 									   sizeof(ProcWait) * ProcGlobal->allProcCount);
 
@@ -253,6 +261,46 @@ pgt_sampler_main(Datum main_arg)
 }
 
 /*
+ * ask_short_slice
+ *		Ask the scheduler (Linux EEVDF, 6.12 and later) for a short time
+ *		slice, which lets the sampler's wakeup preempt a running backend
+ *		at once.  Without it, on a saturated host the sampler runs when a
+ *		CPU frees up, which is when a backend blocks, mostly for its
+ *		client: samples would lean towards idle.  Weight and priority are
+ *		unchanged, so no privilege is needed; where the kernel does not
+ *		know the request it is ignored.
+ */
+static void
+ask_short_slice(void)
+{
+#ifdef SYS_sched_setattr
+	struct
+	{
+		uint32		size;
+		uint32		sched_policy;
+		uint64		sched_flags;
+		int32		sched_nice;
+		uint32		sched_priority;
+		uint64		sched_runtime;
+		uint64		sched_deadline;
+		uint64		sched_period;
+		uint32		sched_util_min;
+		uint32		sched_util_max;
+	}			attr;
+
+	memset(&attr, 0, sizeof(attr));
+	attr.size = sizeof(attr);
+	attr.sched_policy = 0;		/* SCHED_OTHER */
+	errno = 0;
+	attr.sched_nice = getpriority(PRIO_PROCESS, 0);
+	attr.sched_runtime = 100000;	/* 100 us slice */
+	if (syscall(SYS_sched_setattr, 0, &attr, 0) != 0)
+		ereport(DEBUG1,
+				(errmsg_internal("pg_tracer sampler: sched_setattr: %m")));
+#endif
+}
+
+/*
  * sampler_shutdown
  *		before_shmem_exit: say that nobody samples any more.
  */
@@ -293,9 +341,11 @@ cmp_procwait(const void *a, const void *b)
 
 /*
  * read_procs
- *		pid and wait_event_info of every PGPROC in use, sorted by pid.
- *		Unlocked reads of two aligned 32-bit fields: a process that comes
- *		or goes meanwhile is seen or missed for one tick.
+ *		pid -> PGPROC of every PGPROC in use, sorted by pid.  Unlocked
+ *		reads of aligned 32-bit fields: a process that comes or goes
+ *		meanwhile is seen or missed for one tick.  wait_event_info is read
+ *		later, right after the process's status entry, so that the state
+ *		and the wait event describe the same moment.
  */
 static int
 read_procs(void)
@@ -312,7 +362,7 @@ read_procs(void)
 		if (pid == 0)
 			continue;
 		procwaits[count].pid = pid;
-		procwaits[count].wait = proc->wait_event_info;
+		procwaits[count].proc = proc;
 		count++;
 	}
 	qsort(procwaits, count, sizeof(ProcWait), cmp_procwait);
@@ -323,10 +373,11 @@ read_procs(void)
  * read_beentry
  *		Consistent copy of the fields of one status slot that the sampler
  *		needs (changecount protocol, as pg_stat_activity reads them).
- *		False when the slot is unused or stayed torn.
+ *		False when the slot is unused, or stayed torn (*torn: the owner
+ *		was preempted inside its update; try again next tick).
  */
 static bool
-read_beentry(int slot, Sample *s)
+read_beentry(int slot, Sample *s, bool *torn)
 {
 	volatile PgBackendStatus *be = &beentries[slot];
 	int			attempt;
@@ -347,8 +398,8 @@ read_beentry(int slot, Sample *s)
 		pgstat_end_read_activity(be, after);
 		if (pgstat_read_activity_complete(before, after))
 			return s->pid != 0;
-		CHECK_FOR_INTERRUPTS();
 	}
+	*torn = true;
 	return false;
 }
 
@@ -379,13 +430,17 @@ sampler_tick(uint64 weight_us, TimestampTz now)
 		ProcWait   *pw;
 
 		seen[i] = false;
-		if (!read_beentry(i, s) || s->pid == MyProcPid)
+		torn[i] = false;
+		if (!read_beentry(i, s, &torn[i]) || s->pid == MyProcPid)
 			continue;
 		key.pid = s->pid;
 		pw = bsearch(&key, procwaits, nprocs, sizeof(ProcWait), cmp_procwait);
 		if (pw == NULL)
 			continue;
-		s->event = pw->wait;
+		/* right after the state: the two must describe the same moment */
+		s->event = pw->proc->wait_event_info;
+		if (pw->proc->pid != s->pid)
+			continue;
 		seen[i] = true;
 	}
 
@@ -401,6 +456,8 @@ sampler_tick(uint64 weight_us, TimestampTz now)
 	{
 		Tracker    *t = &trackers[i];
 
+		if (torn[i])
+			continue;			/* mid-update: skip this tick, keep the session */
 		if (t->pid != 0 &&
 			(!seen[i] || t->pid != samples[i].pid ||
 			 t->proc_start != samples[i].proc_start))
