@@ -108,10 +108,16 @@ sleep(6);
 is(q1("SELECT count(*) FROM pg_tracer_session_events_since('5 s')
 	WHERE pid IN ($pid, $bpid) AND NOT idle"), '0',
 	'5 s window: no DB time of the finished waits');
+$s->query_safe('SELECT pg_sleep(1)');
+my $w5s = q1("SELECT total_ms FROM pg_tracer_session_events_since('5 s') WHERE pid = $pid AND wait_event = 'PgSleep'");
+ok(within($w5s, 1000, 0.15), "5 s window: only the latest pg_sleep(1) of that pid ($w5s ms)");
+ok(within(q1("SELECT total_ms FROM pg_tracer_session_events WHERE pid = $pid AND wait_event = 'PgSleep'"), 4000, 0.15),
+	'cumulative: both sleeps of that pid');
 my $w1m = q1("SELECT total_ms FROM pg_tracer_wait_events_since('1 min') WHERE wait_event = 'relation'");
 ok(within($w1m, $lk, 0.02), "1 min window: Lock:relation $w1m ms = cumulative $lk ms");
 my $w5m = q1("SELECT total_ms FROM pg_tracer_wait_events_since('5 min') WHERE wait_event = 'PgSleep'");
 my $cum = q1("SELECT total_ms FROM pg_tracer_wait_events WHERE wait_event = 'PgSleep'");
+$cum += 0;
 ok(within($w5m, $cum, 0.001), "5 min window (10 s buckets): PgSleep $w5m ms = cumulative $cum ms");
 my ($db5, $db60) = split /\|/, q1("SELECT
 	(SELECT time_ms FROM pg_tracer_time_model_since('5 s') WHERE stat_name = 'DB Time'),
