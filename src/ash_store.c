@@ -35,7 +35,7 @@ PgtAshShared *pgt_ash = NULL;
 
 /* How many times a reader retries quickly before it starts yielding. */
 #define PGT_SEQ_FAST_RETRIES	100
-#define PGT_SEQ_MAX_RETRIES		100000
+#define PGT_SEQ_PATIENCE_US		50000
 
 static uint32 next_pow2(uint32 n);
 static Size ash_layout(PgtAshShared *hdr);
@@ -310,40 +310,50 @@ pgt_ash_table_add(PgtAshTable *t, const PgtAshRow *delta, uint64 run_us)
  * pgt_seq_copy
  *		Copy the regions so that no write section overlapped the copy.
  *		Never takes a lock: the sampler's write sections are a few
- *		microseconds long, so a retry almost always succeeds at once.
+ *		microseconds long, so a retry almost always succeeds at once.  If
+ *		the sampler stays inside one (stopped, or descheduled for long),
+ *		the reader does not wait for it: after PGT_SEQ_PATIENCE_US it keeps
+ *		its last copy, which may mix two ticks, and says so.  Nothing in a
+ *		copy is trusted structurally (sizes come from the reader's side),
+ *		so a mixed copy can only be slightly off, never unsafe.
  */
 void
 pgt_seq_copy(pg_atomic_uint32 *seq, PgtCopyRegion *regions, int nregions)
 {
 	int			attempt;
+	int			slept_us = 0;
 
-	for (attempt = 0; attempt < PGT_SEQ_MAX_RETRIES; attempt++)
+	for (attempt = 0;; attempt++)
 	{
 		uint32		before;
 		uint32		after;
 		int			i;
+		bool		last = (slept_us >= PGT_SEQ_PATIENCE_US);
 
 		before = pg_atomic_read_u32(seq);
 		pg_read_barrier();
-		if ((before & 1) == 0)
+		if ((before & 1) == 0 || last)
 		{
 			for (i = 0; i < nregions; i++)
 				memcpy(regions[i].dst, regions[i].src, regions[i].len);
 			pg_read_barrier();
 			after = pg_atomic_read_u32(seq);
-			if (after == before)
+			if (after == before && (before & 1) == 0)
 				return;
+		}
+		if (last)
+		{
+			ereport(NOTICE,
+					(errmsg("the pg_tracer sampler stayed inside an update; these figures may mix two samples")));
+			return;
 		}
 		if (attempt >= PGT_SEQ_FAST_RETRIES)
 		{
 			CHECK_FOR_INTERRUPTS();
 			pg_usleep(100);
+			slept_us += 100;
 		}
 	}
-	ereport(ERROR,
-			(errcode(ERRCODE_OBJECT_IN_USE),
-			 errmsg("could not read a consistent copy of the pg_tracer sampler's data"),
-			 errhint("Retry; if this persists, lower pg_tracer.sample_rate.")));
 }
 
 /*

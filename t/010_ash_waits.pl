@@ -123,6 +123,9 @@ my ($db5, $db60) = split /\|/, q1("SELECT
 	(SELECT time_ms FROM pg_tracer_time_model_since('5 s') WHERE stat_name = 'DB Time'),
 	(SELECT time_ms FROM pg_tracer_time_model_since('1 min') WHERE stat_name = 'DB Time')");
 cmp_ok($db5, '<', $db60 - 5000, "time model: DB time of the last 5 s ($db5) well below the last minute's ($db60)");
+is(q1("SELECT string_agg(window_length || ' ' || (time_ms > 0), ', ') FROM pg_tracer_time_model_windows
+	WHERE stat_name = 'Lock:relation'"), '00:01:00 true, 00:05:00 true',
+	'time model windows: the lock wait is in the last minute and the last 5 minutes, not the last 5 s');
 is(q1("SELECT count(*) FROM pg_tracer_query_events_since('1 min') WHERE queryid = $qid AND wait_event = 'relation'"),
 	'1', 'query events over a window');
 my ($rc, $out, $err) = $node->psql('postgres', "SELECT * FROM pg_tracer_wait_events_since('0 s')");
@@ -203,6 +206,16 @@ ok(within(q1("SELECT total_ms FROM pg_tracer_wait_events WHERE wait_event = 'rel
 	'the totals survive a sampler restart');
 is(q1("SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'pg_tracer helper link'"), '1',
 	'the helper link worker keeps running');
+
+# ---- reading never waits on the sampler, even a stopped one
+$spid = q1('SELECT sampler_pid FROM pg_tracer_ash_status');
+kill 'STOP', $spid;
+my $tr = time();
+my $n = q1("SELECT (SELECT count(*) FROM pg_tracer_wait_events) + (SELECT count(*) FROM pg_tracer_sessions)
+	+ (SELECT count(*) FROM pg_tracer_time_model_since('5 min')) + (SELECT count(*) FROM pg_tracer_active)");
+my $took = time() - $tr;
+kill 'CONT', $spid;
+ok($n > 0 && $took < 2, sprintf('views answer while the sampler is stopped (%.3f s)', $took));
 
 # ---- reset empties counters and history
 ok(q1('SELECT pg_tracer_reset()') eq 't', 'reset confirmed by the sampler');

@@ -49,6 +49,17 @@ CREATE VIEW pg_tracer_time_model AS
 COMMENT ON VIEW pg_tracer_time_model IS
     'DB time split into CPU* and wait classes with their main events; idle time apart';
 
+CREATE VIEW pg_tracer_time_model_windows AS
+    SELECT w.window_length, t.stat_name, t.depth, t.time_ms, t.pct_db_time, t.idle,
+           t.time_ms / (extract(epoch FROM w.window_length) * 1000) AS avg_sessions
+      FROM (VALUES (interval '5 seconds', 1), (interval '1 minute', 2),
+                   (interval '5 minutes', 3)) AS w(window_length, n),
+           LATERAL pg_tracer_time_model_since(w.window_length) AS t
+     ORDER BY w.n;
+
+COMMENT ON VIEW pg_tracer_time_model_windows IS
+    'The time model over the last 5 s, 1 min and 5 min; avg_sessions = time / window';
+
 CREATE FUNCTION pg_tracer_sessions_since(
     IN window_length interval,
     OUT pid integer,
@@ -180,6 +191,7 @@ COMMENT ON FUNCTION pg_tracer_reset() IS
 
 REVOKE ALL ON FUNCTION pg_tracer_reset() FROM PUBLIC;
 
-GRANT SELECT ON pg_tracer_wait_events, pg_tracer_time_model, pg_tracer_sessions,
+GRANT SELECT ON pg_tracer_wait_events, pg_tracer_time_model, pg_tracer_time_model_windows,
+    pg_tracer_sessions,
     pg_tracer_session_events, pg_tracer_query_events, pg_tracer_active,
     pg_tracer_ash_status TO PUBLIC;
