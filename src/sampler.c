@@ -34,7 +34,7 @@
  * locks (the latter with the changecount protocol, retrying a torn read),
  * so no backend ever waits for it.  The only lock is BackgroundWorkerLock,
  * in shared mode, once per new background-worker process to learn its
- * bgw_type.  Its writes to shared memory are seqlock write sections
+ * bgw_type, outside the write sections.  Its writes to shared memory are seqlock write sections
  * (ash.h); it never waits on a reader.
  *
  *-------------------------------------------------------------------------
@@ -122,6 +122,7 @@ static Tracker *trackers;
 static Sample *samples;
 static bool *seen;
 static bool *torn;
+static char (*typenames)[64];
 static ProcWait *procwaits;
 static int	nslots;
 static int64 last_gc_second;
@@ -196,6 +197,7 @@ pgt_sampler_main(Datum main_arg)
 	samples = MemoryContextAllocZero(TopMemoryContext, sizeof(Sample) * nslots);
 	seen = MemoryContextAllocZero(TopMemoryContext, sizeof(bool) * nslots);
 	torn = MemoryContextAllocZero(TopMemoryContext, sizeof(bool) * nslots);
+	typenames = MemoryContextAllocZero(TopMemoryContext, 64 * nslots);
 	procwaits = MemoryContextAllocZero(TopMemoryContext,
 									   sizeof(ProcWait) * ProcGlobal->allProcCount);
 
@@ -442,6 +444,16 @@ sampler_tick(uint64 weight_us, TimestampTz now)
 		if (pw->proc->pid != s->pid)
 			continue;
 		seen[i] = true;
+
+		/* a new background worker: learn its type before the write section */
+		if (s->bt == B_BG_WORKER &&
+			(trackers[i].pid != s->pid || trackers[i].proc_start != s->proc_start))
+		{
+			const char *bgw = GetBackgroundWorkerTypeByPid(s->pid);
+
+			strlcpy(typenames[i], bgw ? bgw : GetBackendTypeDesc(s->bt),
+					sizeof(typenames[i]));
+		}
 	}
 
 	pgt_seq_begin_write(&pgt_ash->seq);
@@ -584,9 +596,7 @@ session_begin(int slot, const Sample *s, TimestampTz now)
 
 	if (s->bt == B_BG_WORKER)
 	{
-		type_name = GetBackgroundWorkerTypeByPid(s->pid);
-		if (type_name == NULL)
-			type_name = GetBackendTypeDesc(s->bt);
+		type_name = typenames[slot];
 		t->ignored = strncmp(type_name, "pg_tracer ", 10) == 0;
 	}
 	else

@@ -855,7 +855,8 @@ pg_tracer_ash_status(PG_FUNCTION_ARGS)
 	values[1] = Int32GetDatum(hdr.sampler_pid);
 	nulls[1] = (hdr.sampler_pid == 0);
 	values[2] = BoolGetDatum(pgt_sampler_enabled);
-	values[3] = Int32GetDatum(pgt_sample_rate);
+	/* the rate the sampler uses (it follows a reload at its next tick) */
+	values[3] = Int32GetDatum(hdr.rate_hz > 0 ? hdr.rate_hz : pgt_sample_rate);
 	values[4] = TimestampTzGetDatum(hdr.sampler_started);
 	nulls[4] = (hdr.sampler_started == 0);
 	values[5] = TimestampTzGetDatum(hdr.reset_at);
