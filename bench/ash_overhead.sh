@@ -7,7 +7,7 @@
 #   A = the baseline: pg_tracer not preloaded (BASELINE=unloaded, default),
 #       or preloaded with pg_tracer.sampler_enabled = off (BASELINE=disabled);
 #   B = pg_tracer preloaded, sampler on at RATE Hz (default 100).
-# Prints each pair, then the median TPS of each side, the median of the
+# Pairs alternate A-B and B-A.  Prints each pair, then the median TPS of each side, the median of the
 # per-pair ratios B/A and the sampler's own CPU use (from /proc, and as the
 # sampler measures its ticks).  A benchmark, not a test: it asserts
 # nothing.  Run as root after `make install`; no helper is started.
@@ -77,10 +77,12 @@ psql_q 'CREATE EXTENSION pg_tracer' >/dev/null
 median() { printf '%s\n' "$@" | sort -g | awk '{v[NR]=$1} END {print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
 a=() b=() r=() cpu=() busy=()
 hz=$(getconf CLK_TCK)
-for i in $(seq "$pairs"); do
+run_a() {
 	side A
 	run 2 >/dev/null				# warm shared buffers after the restart
 	ta=$(run "$secs")
+}
+run_b() {
 	side B
 	run 2 >/dev/null
 	sp=$(sampler_pid)
@@ -89,6 +91,10 @@ for i in $(seq "$pairs"); do
 	tb=$(run "$secs")
 	c1=$(cpu_ticks "$sp")
 	b1=$(psql_q 'SELECT sampler_busy_ms FROM pg_tracer_ash_status')
+}
+for i in $(seq "$pairs"); do
+	# A B, then B A: a drift of the host's load cancels out
+	if [ $((i % 2)) -eq 1 ]; then run_a; run_b; else run_b; run_a; fi
 	a+=("$ta"); b+=("$tb")
 	r+=("$(echo "$tb / $ta" | bc -l)")
 	cpu+=("$(echo "($c1 - $c0) / $hz / $secs * 100" | bc -l)")
