@@ -647,25 +647,37 @@ pg_tracer_session_events_since(PG_FUNCTION_ARGS)
 	int			window_s = window_seconds(fcinfo);
 	AshSnap		snap;
 	OutRow	   *rows;
+	PgtAshTable *dbt;
 	int			n;
 	int			i;
-	int			j;
 
 	InitMaterializedSRF(fcinfo, 0);
 	snap_take(&snap, window_s);
 	rows = collect(snap.rows, PGT_ASH_SESSION, &n);
+	/* each session's DB time, keyed (session, event 0) */
+	dbt = palloc(pgt_ash_table_bytes(snap.rows->size));
+	pgt_ash_table_init(dbt, snap.rows->size, snap.rows->size - 1);
+	for (i = 0; i < n; i++)
+	{
+		PgtAshRow	d = rows[i].r;
+
+		if (d.idle)
+			continue;
+		d.event = 0;
+		pgt_ash_table_add(dbt, &d, 0);
+	}
 	for (i = 0; i < n; i++)
 	{
 		Datum		values[10];
 		bool		nulls[10];
 		PgtAshSession *s;
-		uint64		db = 0;
+		PgtAshRow  *tot;
+		uint64		db;
 
 		if (!snap_session_visible(&snap, rows[i].r.key))
 			continue;
-		for (j = 0; j < n; j++)
-			if (rows[j].r.key == rows[i].r.key && !rows[j].r.idle)
-				db += rows[j].r.time_us;
+		tot = pgt_ash_table_get(dbt, PGT_ASH_SESSION, rows[i].r.key, 0, 0);
+		db = tot ? tot->time_us : 0;
 		memset(nulls, 0, sizeof(nulls));
 		s = snap_session(&snap, rows[i].r.key);
 		values[0] = Int32GetDatum(rows[i].pid);
