@@ -123,7 +123,7 @@ my ($db5, $db60) = split /\|/, q1("SELECT
 	(SELECT time_ms FROM pg_tracer_time_model_since('5 s') WHERE stat_name = 'DB Time'),
 	(SELECT time_ms FROM pg_tracer_time_model_since('1 min') WHERE stat_name = 'DB Time')");
 cmp_ok($db5, '<', $db60 - 5000, "time model: DB time of the last 5 s ($db5) well below the last minute's ($db60)");
-is(q1("SELECT string_agg(window_length || ' ' || (time_ms > 0), ', ') FROM pg_tracer_time_model_windows
+is(q1("SELECT string_agg(window_length || ' ' || (time_ms > 0), ', ' ORDER BY window_length) FROM pg_tracer_time_model_windows
 	WHERE stat_name = 'Lock:relation'"), '00:01:00 true, 00:05:00 true',
 	'time model windows: the lock wait is in the last minute and the last 5 minutes, not the last 5 s');
 is(q1("SELECT count(*) FROM pg_tracer_query_events_since('1 min') WHERE queryid = $qid AND wait_event = 'relation'"),
