@@ -97,8 +97,11 @@ for my $mode ('simple', 'extended')
 	my $q = q1("SELECT coalesce(sum(total_ms), 0) FROM pg_tracer_query_events WHERE queryid = $qid");
 	ok($q >= 0.9 * $sessions_db,
 		sprintf('%s: %.0f of the sessions\' %.0f ms DB time under the SELECT\'s query id', $mode, $q, $sessions_db));
+	# Time before parse analysis computes the id (protocol messages, raw
+	# parsing) has none: a few percent, more under the extended protocol,
+	# whose Parse and Bind messages each pass through the backend's loop.
 	my $q0 = q1("SELECT coalesce(sum(total_ms), 0) FROM pg_tracer_query_events WHERE queryid = 0");
-	cmp_ok($q0, '<', 0.05 * $db, "$mode: query id 0 has $q0 ms");
+	cmp_ok($q0, '<', ($mode eq 'simple' ? 0.05 : 0.10) * $db, "$mode: query id 0 has $q0 ms");
 }
 
 # while pgbench runs, the active view shows it working
