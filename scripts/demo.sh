@@ -22,7 +22,7 @@ make install
 
 demo=/tmp/pg_tracer_demo
 port=54329
-rt=/run/pg_tracer
+rt=$demo/run		# the helper's segment and socket for this cluster
 as_pg() { runuser -u postgres -- "$@"; }
 psql_demo() { as_pg psql -X -h /tmp -p "$port" -d postgres "$@"; }
 
@@ -39,6 +39,7 @@ echo "=== throwaway cluster in $demo (port $port)"
 as_pg pg_ctl -D "$demo/data" -m immediate stop >/dev/null 2>&1 || true
 rm -rf "$demo"
 install -d -o postgres -g postgres "$demo"
+install -d -m 0755 "$rt"
 as_pg initdb -D "$demo/data" -A trust >/dev/null
 cat >> "$demo/data/postgresql.conf" <<CONF
 port = $port
@@ -71,6 +72,22 @@ psql_demo -c "SELECT b.pid, b.backend_type, a.state, b.syscalls, b.attached_at
                 FROM pg_tracer_backends b LEFT JOIN pg_stat_activity a USING (pid)
                ORDER BY b.syscalls DESC LIMIT 12"
 psql_demo -c 'SELECT pg_tracer_ping()'
+
+echo "=== sampled wait events (in the extension, no helper needed): time model and top events"
+psql_demo -c "SELECT stat_name, round(time_ms::numeric, 1) AS time_ms, round(pct_db_time::numeric, 1) AS pct
+                FROM pg_tracer_time_model WHERE NOT idle ORDER BY depth, time_ms DESC LIMIT 8"
+psql_demo -c "SELECT wait_event_type, wait_event, waits, round(total_ms::numeric, 1) AS total_ms,
+                     round(pct_db_time::numeric, 1) AS pct_db_time, fidelity
+                FROM pg_tracer_wait_events WHERE NOT idle ORDER BY total_ms DESC LIMIT 8"
+
+echo "=== kernel I/O per backend and query (join pg_stat_statements on queryid)"
+psql_demo -c "SELECT pid, queryid, layer, op, file_class, calls, bytes, round(avg_us::numeric, 1) AS avg_us
+                FROM pg_tracer_kernel_io ORDER BY calls DESC LIMIT 10"
+psql_demo -c "SELECT * FROM pg_tracer_kernel_sched ORDER BY 3 DESC LIMIT 6"
+
+echo "=== engine probes (USDT): locks, WAL, checkpoints"
+psql_demo -c "SELECT probe_set, probe, sum(calls) AS calls, round(sum(total_ms)::numeric, 1) AS total_ms
+                FROM pg_tracer_engine_events GROUP BY 1, 2 ORDER BY 3 DESC LIMIT 10"
 wait "$bench"
 grep -E '^(tps|number of transactions actually processed)' "$demo/pgbench.log" || true
 
