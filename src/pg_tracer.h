@@ -121,4 +121,15 @@ extern PgtCtlResult pgt_control_request(const char *verb, char *out,
 extern void pgt_control_request_or_error(const char *verb, char *out,
 										 size_t outlen);
 
+/* visibility.c: pg_stat_activity's rule for per-backend rows */
+typedef struct PgtVisibility
+{
+	bool		see_all;		/* superuser or pg_read_all_stats */
+	int32	   *pids;			/* else: visible client backends, sorted */
+	int			n;
+} PgtVisibility;
+
+extern void pgt_visibility_init(PgtVisibility *vis);
+extern bool pgt_visible_pid(const PgtVisibility *vis, uint32 pid);
+
 #endif							/* PG_TRACER_H */

@@ -34,16 +34,6 @@ PG_FUNCTION_INFO_V1(pg_tracer_backends);
 
 #define PGT_BACKENDS_COLS	5
 
-/* pids the caller may see, sorted, when it may not see everything */
-typedef struct VisiblePids
-{
-	int32	   *pids;
-	int			n;
-} VisiblePids;
-
-static void visible_client_pids(VisiblePids *vis);
-static bool pid_is_visible(const VisiblePids *vis, int32 pid);
-static int	cmp_int32(const void *a, const void *b);
 static void backends_put_row(ReturnSetInfo *rsinfo,
 							 const struct pgt_backend_entry *e);
 
@@ -56,8 +46,7 @@ pg_tracer_backends(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	PgtLink		link;
-	VisiblePids vis;
-	bool		see_all;
+	PgtVisibility vis;
 	uint32		i;
 
 	pgt_require_preload();
@@ -67,9 +56,7 @@ pg_tracer_backends(PG_FUNCTION_ARGS)
 	if (!link.connected || pgt_view_count(&link.view, PGT_SEC_BACKENDS) == 0)
 		return (Datum) 0;
 
-	see_all = has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS);
-	if (!see_all)
-		visible_client_pids(&vis);
+	pgt_visibility_init(&vis);
 
 	for (i = 0; i < pgt_view_count(&link.view, PGT_SEC_BACKENDS); i++)
 	{
@@ -77,64 +64,12 @@ pg_tracer_backends(PG_FUNCTION_ARGS)
 
 		if (e->pid == 0 || e->pid > (uint32) PG_INT32_MAX)
 			continue;
-		if (!see_all && !pid_is_visible(&vis, (int32) e->pid))
+		if (!pgt_visible_pid(&vis, e->pid))
 			continue;
 		backends_put_row(rsinfo, e);
 	}
 	pfree(link.buf);
 	return (Datum) 0;
-}
-
-/*
- * visible_client_pids
- *		pids of client backends whose session user the caller has the
- *		privileges of (pg_stat_activity's rule), sorted for bsearch.
- */
-static void
-visible_client_pids(VisiblePids *vis)
-{
-	int			nbackends = pgstat_fetch_stat_numbackends();
-	int			beid;
-
-	vis->pids = palloc(sizeof(int32) * Max(nbackends, 1));
-	vis->n = 0;
-	for (beid = 1; beid <= nbackends; beid++)
-	{
-		LocalPgBackendStatus *local = pgstat_fetch_stat_local_beentry(beid);
-		PgBackendStatus *be;
-
-		if (local == NULL)
-			continue;
-		be = &local->backendStatus;
-		if (be->st_backendType == B_BACKEND && be->st_procpid > 0 &&
-			has_privs_of_role(GetUserId(), be->st_userid))
-			vis->pids[vis->n++] = be->st_procpid;
-	}
-	qsort(vis->pids, vis->n, sizeof(int32), cmp_int32);
-}
-
-/*
- * pid_is_visible
- *		Is pid among the visible ones?
- */
-static bool
-pid_is_visible(const VisiblePids *vis, int32 pid)
-{
-	return vis->n > 0 &&
-		bsearch(&pid, vis->pids, vis->n, sizeof(int32), cmp_int32) != NULL;
-}
-
-/*
- * cmp_int32
- *		qsort/bsearch comparator.
- */
-static int
-cmp_int32(const void *a, const void *b)
-{
-	int32		x = *(const int32 *) a;
-	int32		y = *(const int32 *) b;
-
-	return (x > y) - (x < y);
 }
 
 /*

@@ -54,76 +54,6 @@ static const char *const engine_probe_sets[] = {
 };
 #define ENGINE_NPROBES	lengthof(engine_probes)
 
-typedef struct EngineVisible
-{
-	bool		all;
-	int32	   *pids;
-	int			n;
-} EngineVisible;
-
-/*
- * cmp_int32
- *		qsort/bsearch comparator.
- */
-static int
-cmp_int32(const void *a, const void *b)
-{
-	int32		x = *(const int32 *) a;
-	int32		y = *(const int32 *) b;
-
-	return (x > y) - (x < y);
-}
-
-/*
- * engine_visible_init
- *		Which pids the caller may see (pg_stat_activity's rule).
- */
-static void
-engine_visible_init(EngineVisible *vis)
-{
-	int			nbackends;
-	int			beid;
-
-	vis->all = has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS);
-	vis->n = 0;
-	vis->pids = NULL;
-	if (vis->all)
-		return;
-	nbackends = pgstat_fetch_stat_numbackends();
-	vis->pids = palloc(sizeof(int32) * Max(nbackends, 1));
-	for (beid = 1; beid <= nbackends; beid++)
-	{
-		LocalPgBackendStatus *local = pgstat_fetch_stat_local_beentry(beid);
-		PgBackendStatus *be;
-
-		if (local == NULL)
-			continue;
-		be = &local->backendStatus;
-		if (be->st_backendType == B_BACKEND && be->st_procpid > 0 &&
-			has_privs_of_role(GetUserId(), be->st_userid))
-			vis->pids[vis->n++] = be->st_procpid;
-	}
-	qsort(vis->pids, vis->n, sizeof(int32), cmp_int32);
-}
-
-/*
- * engine_visible
- *		May the caller see rows of pid?
- */
-static bool
-engine_visible(const EngineVisible *vis, uint32 pid)
-{
-	int32		p;
-
-	if (pid == 0 || pid > (uint32) PG_INT32_MAX)
-		return false;
-	if (vis->all)
-		return true;
-	p = (int32) pid;
-	return vis->n > 0 &&
-		bsearch(&p, vis->pids, vis->n, sizeof(int32), cmp_int32) != NULL;
-}
-
 /*
  * probe_text
  *		The probe's name from its id (the helper's name is not trusted
@@ -144,7 +74,7 @@ pg_tracer_engine_events(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	PgtLink		link;
-	EngineVisible vis;
+	PgtVisibility vis;
 	uint32		i;
 
 	pgt_require_preload();
@@ -152,7 +82,7 @@ pg_tracer_engine_events(PG_FUNCTION_ARGS)
 	pgt_link_read(&link);
 	if (!link.connected || pgt_view_count(&link.view, PGT_SEC_ENGINE_EVENTS) == 0)
 		return (Datum) 0;
-	engine_visible_init(&vis);
+	pgt_visibility_init(&vis);
 	for (i = 0; i < pgt_view_count(&link.view, PGT_SEC_ENGINE_EVENTS); i++)
 	{
 		const struct pgt_engine_event_entry *e =
@@ -162,7 +92,7 @@ pg_tracer_engine_events(PG_FUNCTION_ARGS)
 		char		what[sizeof(e->what) + 1];
 		bool		is_lock;
 
-		if (!engine_visible(&vis, e->pid) || e->probe == 0 || e->probe >= ENGINE_NPROBES)
+		if (e->pid == 0 || !pgt_visible_pid(&vis, e->pid) || e->probe == 0 || e->probe >= ENGINE_NPROBES)
 			continue;
 		memset(nulls, false, sizeof(nulls));
 		pgt_copy_string(what, sizeof(what), e->what, sizeof(e->what));
@@ -265,7 +195,7 @@ pg_tracer_engine_stream(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	PgtLink		link;
-	EngineVisible vis;
+	PgtVisibility vis;
 	uint32		i;
 
 	pgt_require_preload();
@@ -273,7 +203,7 @@ pg_tracer_engine_stream(PG_FUNCTION_ARGS)
 	pgt_link_read(&link);
 	if (!link.connected || pgt_view_count(&link.view, PGT_SEC_ENGINE_STREAM) == 0)
 		return (Datum) 0;
-	engine_visible_init(&vis);
+	pgt_visibility_init(&vis);
 	for (i = 0; i < pgt_view_count(&link.view, PGT_SEC_ENGINE_STREAM); i++)
 	{
 		const struct pgt_engine_stream_entry *s =
@@ -286,7 +216,7 @@ pg_tracer_engine_stream(PG_FUNCTION_ARGS)
 		if (s->probe == 0 || s->probe >= ENGINE_NPROBES)
 			continue;
 		/* checkpoints are server-wide: privileged; statements: visibility */
-		if (vis.all ? s->pid == 0 : !engine_visible(&vis, s->pid))
+		if (s->pid == 0 || !pgt_visible_pid(&vis, s->pid))
 			continue;
 		memset(nulls, false, sizeof(nulls));
 		pgt_copy_string(text, sizeof(text), s->text, sizeof(s->text));

@@ -42,78 +42,6 @@ PG_FUNCTION_INFO_V1(pg_tracer_kernel_histogram);
 #define KPROC_COLS	3
 #define KHIST_COLS	6
 
-/* Who the caller may see. */
-typedef struct KernelVis
-{
-	bool		see_all;
-	int32	   *pids;			/* sorted, when !see_all */
-	int			n;
-} KernelVis;
-
-/*
- * cmp_int32
- *		qsort/bsearch comparator.
- */
-static int
-cmp_int32(const void *a, const void *b)
-{
-	int32		x = *(const int32 *) a;
-	int32		y = *(const int32 *) b;
-
-	return (x > y) - (x < y);
-}
-
-/*
- * kernel_vis_init
- *		pg_stat_activity's rule: everything with pg_read_all_stats, else the
- *		client backends of roles the caller has the privileges of.
- */
-static void
-kernel_vis_init(KernelVis *vis)
-{
-	int			nbackends;
-	int			beid;
-
-	vis->see_all = has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS);
-	vis->pids = NULL;
-	vis->n = 0;
-	if (vis->see_all)
-		return;
-	nbackends = pgstat_fetch_stat_numbackends();
-	vis->pids = palloc(sizeof(int32) * Max(nbackends, 1));
-	for (beid = 1; beid <= nbackends; beid++)
-	{
-		LocalPgBackendStatus *local = pgstat_fetch_stat_local_beentry(beid);
-		PgBackendStatus *be;
-
-		if (local == NULL)
-			continue;
-		be = &local->backendStatus;
-		if (be->st_backendType == B_BACKEND && be->st_procpid > 0 &&
-			has_privs_of_role(GetUserId(), be->st_userid))
-			vis->pids[vis->n++] = be->st_procpid;
-	}
-	qsort(vis->pids, vis->n, sizeof(int32), cmp_int32);
-}
-
-/*
- * kernel_visible
- *		May the caller see a row of pid (0 = the kernel)?
- */
-static bool
-kernel_visible(const KernelVis *vis, uint32 pid)
-{
-	int32		p;
-
-	if (pid > (uint32) PG_INT32_MAX)
-		return false;
-	if (vis->see_all)
-		return true;
-	p = (int32) pid;
-	return p != 0 && vis->n > 0 &&
-		bsearch(&p, vis->pids, vis->n, sizeof(int32), cmp_int32) != NULL;
-}
-
 /*
  * device_text
  *		"major:minor" of a kernel dev_t, NULL datum for 0.
@@ -136,7 +64,7 @@ pg_tracer_kernel_io(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	PgtLink		link;
-	KernelVis	vis;
+	PgtVisibility	vis;
 	uint32		i;
 
 	pgt_require_preload();
@@ -144,7 +72,7 @@ pg_tracer_kernel_io(PG_FUNCTION_ARGS)
 	pgt_link_read(&link);
 	if (!link.connected || pgt_view_count(&link.view, PGT_SEC_KERNEL_IO) == 0)
 		return (Datum) 0;
-	kernel_vis_init(&vis);
+	pgt_visibility_init(&vis);
 	for (i = 0; i < pgt_view_count(&link.view, PGT_SEC_KERNEL_IO); i++)
 	{
 		const struct pgt_kernel_io_entry *e =
@@ -153,7 +81,7 @@ pg_tracer_kernel_io(PG_FUNCTION_ARGS)
 		bool		nulls[KIO_COLS];
 		uint64		calls = e->calls;
 
-		if (!kernel_visible(&vis, e->pid))
+		if (!pgt_visible_pid(&vis, e->pid))
 			continue;
 		memset(nulls, false, sizeof(nulls));
 		values[0] = Int32GetDatum((int32) e->pid);
@@ -192,7 +120,7 @@ pg_tracer_kernel_proc(PG_FUNCTION_ARGS)
 	char	   *set = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	uint32		flag;
 	PgtLink		link;
-	KernelVis	vis;
+	PgtVisibility	vis;
 	uint32		i;
 
 	if (strcmp(set, "sched") == 0)
@@ -212,7 +140,7 @@ pg_tracer_kernel_proc(PG_FUNCTION_ARGS)
 	pgt_link_read(&link);
 	if (!link.connected || pgt_view_count(&link.view, PGT_SEC_KERNEL_PROC) == 0)
 		return (Datum) 0;
-	kernel_vis_init(&vis);
+	pgt_visibility_init(&vis);
 	for (i = 0; i < pgt_view_count(&link.view, PGT_SEC_KERNEL_PROC); i++)
 	{
 		const struct pgt_kernel_proc_entry *e =
@@ -222,7 +150,7 @@ pg_tracer_kernel_proc(PG_FUNCTION_ARGS)
 		Datum		elems[PGT_KPROC_NVALS];
 		int			j;
 
-		if (e->sets != flag || !kernel_visible(&vis, e->pid))
+		if (e->sets != flag || !pgt_visible_pid(&vis, e->pid))
 			continue;
 		memset(nulls, false, sizeof(nulls));
 		for (j = 0; j < PGT_KPROC_NVALS; j++)
@@ -256,7 +184,7 @@ pg_tracer_kernel_histogram(PG_FUNCTION_ARGS)
 	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	int			metric = pgt_khist_parse(name);
 	PgtLink		link;
-	KernelVis	vis;
+	PgtVisibility	vis;
 	uint32		i;
 
 	if (metric < 0)
@@ -270,14 +198,14 @@ pg_tracer_kernel_histogram(PG_FUNCTION_ARGS)
 	pgt_link_read(&link);
 	if (!link.connected || pgt_view_count(&link.view, PGT_SEC_KERNEL_HIST) == 0)
 		return (Datum) 0;
-	kernel_vis_init(&vis);
+	pgt_visibility_init(&vis);
 	for (i = 0; i < pgt_view_count(&link.view, PGT_SEC_KERNEL_HIST); i++)
 	{
 		const struct pgt_kernel_hist_entry *e =
 			pgt_view_row(&link.view, PGT_SEC_KERNEL_HIST, i);
 		int			b;
 
-		if (e->metric != (uint32) metric || !kernel_visible(&vis, e->pid))
+		if (e->metric != (uint32) metric || !pgt_visible_pid(&vis, e->pid))
 			continue;
 		for (b = 0; b < 32; b++)
 		{
