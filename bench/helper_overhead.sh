@@ -8,11 +8,16 @@
 # a test: it asserts nothing.  Run as root after `make install`.
 #
 #   bench/helper_overhead.sh [PAIRS (5)] [SECONDS per run (15)] [select|tpcb]
+#
+# HELPER_ARGS picks what the helper runs; the default is the foundation path
+# alone (pid filter + syscall counting, no other probe set).  Use
+# HELPER_ARGS="" for the daemon's defaults.
 set -euo pipefail
 
 pairs=${1:-5}
 secs=${2:-15}
 mode=${3:-select}
+helper_args=${HELPER_ARGS---probes none --engine-probes none}
 [ "$(id -u)" -eq 0 ] || { echo "run as root" >&2; exit 1; }
 export PATH=/usr/lib/postgresql/15/bin:$PATH
 dir=$(mktemp -d /tmp/pgt_bench.XXXXXX)
@@ -48,7 +53,7 @@ flags=(-c 2 -j 2 -T "$secs" -h "$dir" -p "$port" postgres)
 run() { as_pg pgbench "${flags[@]}" 2>/dev/null | awk '/^tps/ {print $3; exit}'; }
 
 start_helper() {
-	/usr/local/sbin/pg-tracer daemon --pgdata "$dir/data" --runtime-dir "$rt" --log-level warn &
+	/usr/local/sbin/pg-tracer daemon --pgdata "$dir/data" --runtime-dir "$rt" --log-level error $helper_args &
 	helper=$!
 	sleep 2
 }
