@@ -16,7 +16,7 @@ MODULE_big  = pg_tracer
 EXT_VERSION = 0.2.0
 
 EXT_SRCS    = $(wildcard src/*.c)
-COMMON_SRCS = common/pgt_segment.c common/pgt_protocol.c
+COMMON_SRCS = common/pgt_segment.c common/pgt_protocol.c common/pgt_kernel.c
 OBJS        = $(EXT_SRCS:.c=.o) $(COMMON_SRCS:.c=.o)
 
 # Install script of the first version, then one upgrade script per version,
@@ -24,7 +24,7 @@ OBJS        = $(EXT_SRCS:.c=.o) $(COMMON_SRCS:.c=.o)
 DATA        = sql/pg_tracer--0.1.0.sql
 DATA_built  = sql/pg_tracer--0.1.0--0.2.0.sql
 
-REGRESS      = pg_tracer_api
+REGRESS      = pg_tracer_api pg_tracer_kernel pg_tracer_engine
 REGRESS_OPTS = --temp-config=$(CURDIR)/test/regress.conf --temp-instance=$(CURDIR)/tmp_check_regress
 TAP_TESTS    = 1
 

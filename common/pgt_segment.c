@@ -78,6 +78,18 @@ pgt_section_entry_size(uint32_t kind)
 			return sizeof(struct pgt_probeset_entry);
 		case PGT_SEC_BACKENDS:
 			return sizeof(struct pgt_backend_entry);
+		case PGT_SEC_ENGINE_EVENTS:
+			return sizeof(struct pgt_engine_event_entry);
+		case PGT_SEC_ENGINE_HIST:
+			return sizeof(struct pgt_engine_hist_entry);
+		case PGT_SEC_ENGINE_STREAM:
+			return sizeof(struct pgt_engine_stream_entry);
+		case PGT_SEC_KERNEL_IO:
+			return sizeof(struct pgt_kernel_io_entry);
+		case PGT_SEC_KERNEL_PROC:
+			return sizeof(struct pgt_kernel_proc_entry);
+		case PGT_SEC_KERNEL_HIST:
+			return sizeof(struct pgt_kernel_hist_entry);
 	}
 	return 0;
 }

@@ -73,6 +73,9 @@
 #define PGT_SEC_KIND_MAX		64	/* kinds are 1 .. PGT_SEC_KIND_MAX - 1 */
 #define PGT_SEC_PROBESETS		1	/* struct pgt_probeset_entry */
 #define PGT_SEC_BACKENDS		2	/* struct pgt_backend_entry */
+#define PGT_SEC_KERNEL_IO		20	/* struct pgt_kernel_io_entry */
+#define PGT_SEC_KERNEL_PROC		21	/* struct pgt_kernel_proc_entry */
+#define PGT_SEC_KERNEL_HIST		22	/* struct pgt_kernel_hist_entry */
 
 struct pgt_section
 {
@@ -164,6 +167,110 @@ struct pgt_backend_entry
 	uint64_t	reserved[4];
 };
 _Static_assert(sizeof(struct pgt_backend_entry) == 96, "backend entry size");
+
+/*
+ * Engine probes (kinds 30..39, helper/engine_probes.c): counters by
+ * (pid, probe, query id, lock/tranche), one histogram per probe, and the
+ * latest slow statements and checkpoints.
+ */
+#define PGT_SEC_ENGINE_EVENTS	30	/* struct pgt_engine_event_entry */
+#define PGT_SEC_ENGINE_HIST		31	/* struct pgt_engine_hist_entry */
+#define PGT_SEC_ENGINE_STREAM	32	/* struct pgt_engine_stream_entry */
+
+#define PGT_ENGINE_HIST_SLOTS	32	/* slot 0: < 1 us; i: [2^(i-1), 2^i) us */
+
+struct pgt_engine_event_entry
+{
+	uint32_t	pid;			/* as the cluster sees it */
+	uint32_t	probe;			/* probe id (bpf/engine.h ENG_*) */
+	uint64_t	queryid;		/* st_query_id at the event, 0 unknown */
+	uint64_t	calls;
+	uint64_t	total_ns;
+	uint64_t	max_ns;
+	uint64_t	counter[3];		/* probe-specific (README, pg_tracer_engine_events) */
+	uint32_t	detail;			/* lock tag type, checkpoint flags */
+	uint32_t	mode;			/* lock mode, LWLock mode */
+	uint32_t	obj[3];			/* lock tag fields 1..3 (database, relation, ...) */
+	uint32_t	reserved0;
+	char		probe_name[16]; /* "query", "lock-wait", ... */
+	char		what[40];		/* "relation AccessExclusiveLock", tranche, ... */
+};
+_Static_assert(sizeof(struct pgt_engine_event_entry) == 144, "engine event size");
+
+struct pgt_engine_hist_entry
+{
+	char		probe_name[16];
+	uint32_t	probe;
+	uint32_t	nslots;			/* PGT_ENGINE_HIST_SLOTS */
+	uint64_t	slots[PGT_ENGINE_HIST_SLOTS];
+};
+_Static_assert(sizeof(struct pgt_engine_hist_entry) == 280, "engine hist size");
+
+struct pgt_engine_stream_entry
+{
+	int64_t		end_us;			/* CLOCK_REALTIME, microseconds */
+	uint32_t	pid;
+	uint32_t	probe;
+	uint64_t	queryid;
+	uint64_t	dur_ns;
+	uint64_t	counter[3];		/* checkpoint: buffers, sync ns, segments */
+	char		probe_name[16];
+	char		text[256];		/* statement text, truncated, NUL-terminated */
+};
+_Static_assert(sizeof(struct pgt_engine_stream_entry) == 328, "engine stream size");
+
+#define PGT_DEFAULT_ENGINE_EVENTS_CAP	4096
+#define PGT_DEFAULT_ENGINE_STREAM_CAP	256
+
+/*
+ * Kernel probe sets (codes in pgt_kernel.h).  Rows are per (pid, query id,
+ * ...) aggregates since the helper attached; pid 0 is the kernel (I/O not
+ * issued in a tracked process's context).  Rows of processes that exited
+ * stay until the in-kernel LRU maps need the room.
+ */
+struct pgt_kernel_io_entry
+{
+	uint32_t	pid;
+	uint8_t		layer;			/* PGT_KLAYER_* */
+	uint8_t		op;				/* PGT_KOP_* */
+	uint8_t		file_class;		/* PGT_KFILE_* */
+	uint8_t		reserved0;
+	int64_t		queryid;		/* 0 = unknown */
+	uint32_t	relfilenode;	/* data files, else 0 */
+	uint32_t	dev;			/* kernel dev_t (major << 20 | minor), 0 = n/a */
+	uint64_t	calls;
+	uint64_t	bytes;
+	uint64_t	errors;
+	uint64_t	total_ns;
+	uint64_t	max_ns;
+	uint64_t	reserved[2];
+};
+_Static_assert(sizeof(struct pgt_kernel_io_entry) == 80, "kernel io entry size");
+
+struct pgt_kernel_proc_entry
+{
+	uint32_t	pid;
+	uint32_t	sets;			/* PGT_KPROC_*: which set filled vals */
+	int64_t		queryid;
+	uint64_t	vals[12];		/* PGT_KSCHED_* / PGT_KMEM_* / PGT_KNET_* */
+	uint64_t	reserved[2];
+};
+_Static_assert(sizeof(struct pgt_kernel_proc_entry) == 128, "kernel proc entry size");
+
+struct pgt_kernel_hist_entry
+{
+	uint32_t	metric;			/* PGT_KHIST_* */
+	uint32_t	pid;			/* 0 = kernel / all */
+	uint32_t	dev;
+	uint32_t	op;
+	uint64_t	slots[32];		/* slot i: [2^i, 2^(i+1)) microseconds */
+	uint64_t	reserved[2];
+};
+_Static_assert(sizeof(struct pgt_kernel_hist_entry) == 288, "kernel hist entry size");
+
+#define PGT_DEFAULT_KERNEL_IO_CAP	4096
+#define PGT_DEFAULT_KERNEL_PROC_CAP	4096
+#define PGT_DEFAULT_KERNEL_HIST_CAP	512
 
 /* Default capacities the helper allocates (readers take them from the header). */
 #define PGT_DEFAULT_PROBESETS_CAP	32

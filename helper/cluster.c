@@ -16,9 +16,11 @@
  */
 #include "cluster.h"
 
+#include "engine_probes.h"
 #include "layout_file.h"
 #include "log.h"
 #include "procfs.h"
+#include "cluster_psets.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -637,6 +639,7 @@ cluster_attach(cluster *c, const pm_info *pm)
 	c->pending_generation = gen;
 	c->layout_checked = 0;
 	check_layout(c);
+	engine_core_target((uint32_t) pm->pid);
 	log_info("%s: attached to postmaster %d (pid %d in its namespace), "
 			 "generation %llu, %zu existing children",
 			 c->data_dir, (int) pm->pid, (int) pm->nspid,
@@ -671,6 +674,7 @@ cluster_detach(cluster *c, const char *why)
 						 rows[i].pid, strerror(errno));
 	}
 	log_info("%s: detached from postmaster %d (%s)", c->data_dir, (int) c->pm.pid, why);
+	engine_core_untarget((uint32_t) c->pm.pid);
 	c->attached = 0;
 	c->nprocs = 0;
 	c->nfallback = 0;
@@ -716,6 +720,7 @@ cluster_tick(cluster *c)
 	else
 		scan_children(c);
 	check_layout(c);
+	cluster_psets_tick(c);
 }
 
 /*
@@ -742,7 +747,7 @@ fill_probe(struct pgt_probeset_entry *e, const char *name, const probe_status *s
 void
 cluster_publish(cluster *c, const tracked_row *rows, size_t n)
 {
-	struct pgt_probeset_entry ps[8];
+	struct pgt_probeset_entry ps[8 + PSET_MAX_ROWS];
 	seg_publish p;
 	bpf_probes *bpf = c->env->bpf;
 	char		reason[PATH_MAX + 256];
@@ -817,6 +822,7 @@ cluster_publish(cluster *c, const tracked_row *rows, size_t n)
 	fill_probe(&ps[nps++], "tracefs", &c->env->tracefs, 0, NULL);
 	fill_probe(&ps[nps++], "layout", &c->layout_status,
 			   c->layout_loaded ? c->layout.nevents : 0, NULL);
+	nps += (int) cluster_psets_rows(c, &ps[nps], PSET_MAX_ROWS);
 
 	memset(&p, 0, sizeof(p));
 	p.state = c->attached ? PGT_WRITER_RUNNING : PGT_WRITER_WAITING;
@@ -827,6 +833,7 @@ cluster_publish(cluster *c, const tracked_row *rows, size_t n)
 	c->pending_generation = 0;
 	p.tables[PGT_SEC_PROBESETS] = (seg_rows) {ps, (uint32_t) nps};
 	p.tables[PGT_SEC_BACKENDS] = (seg_rows) {c->rows, (uint32_t) nrows};
+	cluster_psets_publish(c, &p);
 	dropped = seg_writer_publish(&c->seg, &p);
 	dropped += c->nprocs - nrows;
 	if (dropped > c->overflow)

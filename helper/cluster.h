@@ -27,6 +27,7 @@ typedef struct cluster_env
 	bpf_probes *bpf;
 	probe_status kprobes;
 	probe_status tracefs;
+	struct pset_runtime *psets;	/* always-on probe sets (probe_set.h) */
 } cluster_env;
 
 /* One process of the cluster (the postmaster or a child). */

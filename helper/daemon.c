@@ -24,6 +24,7 @@
 #include "discovery.h"
 #include "evhandle.h"
 #include "privileges.h"
+#include "probe_set.h"
 #include "procfs.h"
 #include "tracefs.h"
 
@@ -75,6 +76,8 @@ typedef struct daemon_state
 	skipped    *skips;
 	size_t		nskips;
 	int			stop;
+	pset_runtime psets;			/* always-on probe sets */
+	unsigned	publish_ticks;
 } daemon_state;
 
 /*
@@ -370,6 +373,9 @@ publish_all(daemon_state *d)
 
 	if (bpf_probes_snapshot(&d->bpf, &rows, &n) < 0)
 		log_warn("BPF: cannot read the tracked map");
+	/* probe-set aggregates are copied once a second, not every 250 ms */
+	if (d->publish_ticks++ % (1000 / PUBLISH_INTERVAL_MS) == 0)
+		pset_runtime_collect(&d->psets);
 	for (i = 0; i < d->nclusters; i++)
 	{
 		cluster_publish(d->clusters[i], rows, n);
@@ -555,6 +561,34 @@ resolve_target(daemon_state *d, char *data_dir, size_t dlen, uid_t *uid, gid_t *
 }
 
 /*
+ * start_probe_sets
+ *		Start the always-on probe sets named by --probes (default all; none
+ *		for none) on the daemon's pid filter.  Returns -1 on a bad list.
+ */
+static int
+start_probe_sets(daemon_state *d)
+{
+	const probe_set *sets[64];
+	size_t		n = 0;
+	char		err[512];
+	const char *list = d->opts->probes ? d->opts->probes : "all";
+
+	if (strcmp(list, "none") != 0 &&
+		pset_parse_list(list, sets, 64, &n, err, sizeof(err)) < 0)
+	{
+		log_error("--probes: %s", err);
+		return -1;
+	}
+	if (pset_runtime_start(&d->psets, PSET_MODE_DAEMON, 0,
+						   d->bpf.maps_ok ? d->bpf.tracked_fd : -1, sets, n) < 0)
+	{
+		log_error("probe sets: out of memory");
+		return -1;
+	}
+	return 0;
+}
+
+/*
  * daemon_run
  *		`pg-tracer daemon`.  Returns the process exit status: 0 after a
  *		clean stop, 1 when it could not start.
@@ -646,6 +680,9 @@ daemon_run(const daemon_opts *opts)
 	detect_tracefs(&d.env.tracefs);
 	detect_kprobes(&d.env.kprobes);
 	(void) bpf_probes_start(&d.bpf);
+	if (start_probe_sets(&d) < 0)
+		goto cleanup;
+	d.env.psets = &d.psets;
 	d.env.runtime_dir = opts->runtime_dir;
 	d.env.epfd = d.epfd;
 	d.env.bpf = &d.bpf;
@@ -721,6 +758,7 @@ cleanup:
 		cluster_close(d.clusters[i], PGT_WRITER_STOPPED);
 	free(d.clusters);
 	free(d.skips);
+	pset_runtime_stop(&d.psets);
 	bpf_probes_stop(&d.bpf);
 	if (lock_fd >= 0)
 		close(lock_fd);

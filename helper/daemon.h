@@ -15,6 +15,7 @@ typedef struct daemon_opts
 	pid_t		pid;			/* --pid, or 0 */
 	const char *runtime_dir;
 	enum log_level log_level;
+	const char *probes;			/* --probes: always-on probe sets, NULL = all */
 } daemon_opts;
 
 extern int	daemon_run(const daemon_opts *opts);

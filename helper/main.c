@@ -6,9 +6,12 @@
  *	  options.  Usage errors exit 2 with the usage on stderr.
  */
 #include "daemon.h"
+#include "engine_probes.h"
+#include "inspect_cmd.h"
 #include "log.h"
 #include "pgt_segment.h"
 #include "status_cmd.h"
+#include "trace_cmd.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -31,6 +34,8 @@ static const char main_usage[] =
 "Commands:\n"
 "  daemon    run the privileged helper in the foreground (root)\n"
 "  status    show the clusters the helper serves and its probe sets\n"
+"  inspect   show a server's processes, executable, USDT probes and symbols\n"
+"  trace     trace PostgreSQL processes with probe sets (no extension needed)\n"
 "\n"
 "Options:\n"
 "  -h, --help       show this help (COMMAND --help: help of a command)\n"
@@ -38,7 +43,7 @@ static const char main_usage[] =
 
 static const char daemon_usage[] =
 "Usage: pg-tracer daemon [--pgdata DIR | --pid PID] [--runtime-dir DIR]\n"
-"                        [--log-level error|warn|info|debug]\n"
+"                        [--log-level error|warn|info|debug] [--probes LIST]\n"
 "\n"
 "Run the helper in the foreground until SIGTERM or SIGINT.  Without a\n"
 "target it serves every PostgreSQL cluster on the host as it appears;\n"
@@ -50,6 +55,11 @@ static const char daemon_usage[] =
 "  --pid PID          serve only the cluster of postmaster PID\n"
 "  --runtime-dir DIR  segments, sockets and locks (default " PGT_DEFAULT_RUNTIME_DIR ")\n"
 "  --log-level LEVEL  error, warn, info (default) or debug; logs go to stderr\n"
+"  --engine-probes LIST  engine probe sets: default, all, none or names\n"
+"                     (pg-query,pg-locks,pg-lwlock,pg-wal,pg-buffer,pg-checkpoint,\n"
+"                     pg-usdt); default: all but pg-lwlock\n"
+"  --slow-ms MS       statements slower than this are kept with their text (1000)\n"
+"  --probes LIST      always-on probe sets: all (default), none, or a list\n"
 "  -h, --help         show this help\n"
 "\n"
 "Needs root, or CAP_BPF + CAP_PERFMON + CAP_SYS_PTRACE.  Never install it setuid.\n"
@@ -119,6 +129,85 @@ bad_option(const char *usage, char **argv, int c)
 	return usage_error(usage, "unknown option %s", bad);
 }
 
+static const char inspect_usage[] =
+"Usage: pg-tracer inspect [--pid PID | --pgdata DIR | --binary PATH]\n"
+"                         [--format text|json]\n"
+"\n"
+"Show a PostgreSQL server's processes and their roles, its executable\n"
+"(resolved through /proc/PID/root: containers need no host mount), build\n"
+"id, debuglink, PIE, DWARF, every USDT probe (.note.stapsdt: name,\n"
+"address, semaphore, argument specs), the symbols the engine probes want,\n"
+"and the mechanism each engine probe set would use (USDT, uprobe, none).\n"
+"Without a target: every server on the host.  Attaches nothing.\n"
+"\n"
+"Options:\n"
+"  --pid PID          the server of PID (a postmaster or one of its children)\n"
+"  --pgdata DIR       the server running in DIR\n"
+"  --binary PATH      only this executable, no processes\n"
+"  --format FORMAT    text (default) or json\n"
+"  -h, --help         show this help\n";
+
+/*
+ * cmd_inspect
+ *		Parse `inspect` options and run it.
+ */
+static int
+cmd_inspect(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"pid", required_argument, NULL, 'p'},
+		{"pgdata", required_argument, NULL, 'D'},
+		{"binary", required_argument, NULL, 'b'},
+		{"format", required_argument, NULL, 'f'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0}
+	};
+	inspect_opts o;
+	int			c;
+	int			targets = 0;
+
+	memset(&o, 0, sizeof(o));
+	opterr = 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "+:h", longopts, NULL)) != -1)
+	{
+		switch (c)
+		{
+			case 'p':
+				if (parse_pid(optarg, &o.pid) < 0)
+					return usage_error(inspect_usage, "--pid %s is not a pid", optarg);
+				targets++;
+				break;
+			case 'D':
+				o.pgdata = optarg;
+				targets++;
+				break;
+			case 'b':
+				o.binary = optarg;
+				targets++;
+				break;
+			case 'f':
+				if (strcmp(optarg, "json") == 0)
+					o.json = 1;
+				else if (strcmp(optarg, "text") == 0)
+					o.json = 0;
+				else
+					return usage_error(inspect_usage, "--format %s: use text or json", optarg);
+				break;
+			case 'h':
+				fputs(inspect_usage, stdout);
+				return 0;
+			default:
+				return bad_option(inspect_usage, argv, c);
+		}
+	}
+	if (optind < argc)
+		return usage_error(inspect_usage, "unexpected argument %s", argv[optind]);
+	if (targets > 1)
+		return usage_error(inspect_usage, "--pid, --pgdata and --binary are exclusive%s", "");
+	return inspect_run(&o);
+}
+
 /*
  * cmd_daemon
  *		Parse `daemon` options and run it.
@@ -131,9 +220,14 @@ cmd_daemon(int argc, char **argv)
 		{"pid", required_argument, NULL, 'p'},
 		{"runtime-dir", required_argument, NULL, 'r'},
 		{"log-level", required_argument, NULL, 'l'},
+		{"engine-probes", required_argument, NULL, 'E'},
+		{"slow-ms", required_argument, NULL, 'S'},
+		{"probes", required_argument, NULL, 'P'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0}
 	};
+	char		eerr[256];
+	pid_t		slow;
 	daemon_opts o;
 	int			c;
 
@@ -166,6 +260,19 @@ cmd_daemon(int argc, char **argv)
 					return usage_error(daemon_usage,
 									   "--log-level %s: use error, warn, info or debug",
 									   optarg);
+				break;
+			case 'E':
+				if (engine_configure(optarg, eerr, sizeof(eerr)) < 0)
+					return usage_error(daemon_usage, "--engine-probes: %s", eerr);
+				break;
+			case 'S':
+				if (parse_pid(optarg, &slow) < 0)
+					return usage_error(daemon_usage, "--slow-ms %s is not a positive number",
+									   optarg);
+				engine_set_slow_ms((uint64_t) slow);
+				break;
+			case 'P':
+				o.probes = optarg;
 				break;
 			case 'h':
 				fputs(daemon_usage, stdout);
@@ -254,5 +361,9 @@ main(int argc, char **argv)
 		return cmd_daemon(argc - 1, argv + 1);
 	if (strcmp(cmd, "status") == 0)
 		return cmd_status(argc - 1, argv + 1);
+	if (strcmp(cmd, "inspect") == 0)
+		return cmd_inspect(argc - 1, argv + 1);
+	if (strcmp(cmd, "trace") == 0)
+		return trace_main(argc - 1, argv + 1);
 	return usage_error(main_usage, "unknown command %s", cmd);
 }

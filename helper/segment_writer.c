@@ -47,6 +47,12 @@ align_up(size_t v, size_t a)
 const seg_table_spec seg_tables[] = {
 	{PGT_SEC_PROBESETS, sizeof(struct pgt_probeset_entry), PGT_DEFAULT_PROBESETS_CAP},
 	{PGT_SEC_BACKENDS, sizeof(struct pgt_backend_entry), PGT_DEFAULT_BACKENDS_CAP},
+	{PGT_SEC_ENGINE_EVENTS, sizeof(struct pgt_engine_event_entry), PGT_DEFAULT_ENGINE_EVENTS_CAP},
+	{PGT_SEC_ENGINE_HIST, sizeof(struct pgt_engine_hist_entry), 16},
+	{PGT_SEC_ENGINE_STREAM, sizeof(struct pgt_engine_stream_entry), PGT_DEFAULT_ENGINE_STREAM_CAP},
+	{PGT_SEC_KERNEL_IO, sizeof(struct pgt_kernel_io_entry), PGT_DEFAULT_KERNEL_IO_CAP},
+	{PGT_SEC_KERNEL_PROC, sizeof(struct pgt_kernel_proc_entry), PGT_DEFAULT_KERNEL_PROC_CAP},
+	{PGT_SEC_KERNEL_HIST, sizeof(struct pgt_kernel_hist_entry), PGT_DEFAULT_KERNEL_HIST_CAP},
 };
 const uint32_t seg_ntables = sizeof(seg_tables) / sizeof(seg_tables[0]);
 

@@ -1,0 +1,143 @@
+/*
+ * bpf/engine.h
+ *	  Types shared by the engine probes (bpf/engine_probes.bpf.c) and the
+ *	  helper (helper/engine_probes.c): probe ids, map keys and values, the
+ *	  configuration entry and the stream record.
+ *
+ * Both sides compile this file (see bpf/pg_tracer.h for the convention).
+ * Every struct is fixed-width and size-guarded.
+ */
+#ifndef PGT_BPF_ENGINE_H
+#define PGT_BPF_ENGINE_H
+
+#ifndef __VMLINUX_H__
+#include <linux/types.h>
+#endif
+
+/* Engine probe ids: the `probe` of keys, histograms and records. */
+#define ENG_QUERY			1	/* statement latency */
+#define ENG_LOCK_WAIT		2	/* heavyweight lock wait */
+#define ENG_LWLOCK_WAIT		3	/* LWLock wait, by tranche */
+#define ENG_WAL_INSERT		4	/* WAL record inserted */
+#define ENG_WAL_FLUSH		5	/* XLogFlush call */
+#define ENG_BUFFER_READ		6	/* shared buffer read (hit or miss) */
+#define ENG_BUFFER_FLUSH	7	/* dirty buffer written out */
+#define ENG_CHECKPOINT		8	/* checkpoint start .. done */
+#define ENG_XACT_COMMIT		9
+#define ENG_XACT_ABORT		10
+#define ENG_DEADLOCK		11
+#define ENG_SORT			12
+#define ENG_NPROBES			13	/* ids are 1 .. ENG_NPROBES - 1 */
+
+/* Probe-set ids of the engine sets (pgt_event_hdr.set, range 16..31). */
+#define PGT_SET_PG_QUERY		16
+#define PGT_SET_PG_LOCKS		17
+#define PGT_SET_PG_LWLOCK		18
+#define PGT_SET_PG_WAL			19
+#define PGT_SET_PG_BUFFER		20
+#define PGT_SET_PG_CHECKPOINT	21
+#define PGT_SET_PG_USDT			22
+
+#define ENG_HIST_SLOTS		32	/* log2 buckets of microseconds */
+#define ENG_NAME_LEN		24
+#define ENG_TEXT_LEN		256	/* query text in stream records */
+#define ENG_MAX_KEYS		16384
+#define ENG_CKPT_ARGS		5
+
+/* engine_cfg.flags */
+#define ENG_CFG_SLOW_STREAM	0x1	/* emit slow statements into the ring buffer */
+
+/*
+ * Value of the `engine_cfg` hash map, keyed by postmaster (host tgid): a
+ * process counts only when its postmaster has an entry.  Addresses are
+ * absolute in the traced processes (load bias + link-time address), the
+ * same in all of a cluster's processes since they fork from the postmaster.
+ */
+struct eng_cfg
+{
+	__u32		postmaster;
+	__u32		flags;			/* ENG_CFG_* */
+	__u64		mybeentry_addr; /* &MyBEEntry: query ids before pgt_qid has a slot */
+	__u32		query_id_off;	/* offsetof(PgBackendStatus, st_query_id) */
+	__u32		nckpt;			/* checkpoint__done arguments we read */
+	__u64		slow_ns;		/* statements slower than this are streamed */
+	__u64		ckpt_addr[ENG_CKPT_ARGS];	/* checkpoint__done args (globals) */
+	__u32		ckpt_size[ENG_CKPT_ARGS];
+	__u32		pad;
+};
+_Static_assert(sizeof(struct eng_cfg) == 96, "struct eng_cfg size");
+
+/* Key of the `eng_stats` hash map. */
+struct eng_key
+{
+	__u32		pid;			/* tgid */
+	__u32		pm;				/* its postmaster */
+	__u16		probe;			/* ENG_* */
+	__u16		mode;			/* lock mode, LWLock mode */
+	__u32		detail;			/* lock tag type, checkpoint flags */
+	__u32		obj[3];			/* lock tag fields 1..3 */
+	__u32		pad;
+	__u64		queryid;		/* st_query_id at the event, 0 unknown */
+	char		name[ENG_NAME_LEN];	/* LWLock tranche */
+};
+_Static_assert(sizeof(struct eng_key) == 64, "struct eng_key size");
+
+/* Value of `eng_stats`: only ever changed with atomic adds (max: racy max). */
+struct eng_val
+{
+	__u64		calls;
+	__u64		total_ns;
+	__u64		max_ns;
+	__u64		c[3];			/* probe-specific, see helper/engine_probes.c */
+};
+_Static_assert(sizeof(struct eng_val) == 48, "struct eng_val size");
+
+/* Value of `eng_hist`, keyed by (postmaster << 32 | probe id). */
+struct eng_hist
+{
+	__u64		slots[ENG_HIST_SLOTS];
+};
+
+/* In-flight start of a timed probe (a slot of the thread's eng_task). */
+struct eng_start
+{
+	__u64		ts;
+	__u64		ptr;			/* query text, tranche name */
+	__u32		a[5];
+	__u32		pad;
+};
+_Static_assert(sizeof(struct eng_start) == 40, "struct eng_start size");
+
+/* Ring buffer record: a slow statement or a checkpoint. */
+struct eng_event
+{
+	__u64		ts;				/* bpf_ktime_get_boot_ns() at the end */
+	__u32		pid;
+	__u32		pm;
+	__u16		probe;
+	__u16		flags;
+	__u32		pad;
+	__u64		queryid;
+	__u64		dur_ns;
+	__u64		c[3];
+	char		text[ENG_TEXT_LEN];
+};
+_Static_assert(sizeof(struct eng_event) == 320, "struct eng_event size");
+
+/*
+ * `pg-tracer trace` stream record (pgt_events, after struct pgt_event_hdr
+ * of bpf/pgt_trace.h; hdr.event is the ENG_* probe id).
+ */
+struct eng_trace_rec
+{
+	__u64		dur_ns;
+	__u32		detail;
+	__u32		mode;
+	__u32		obj[3];
+	__u32		pad;
+	__u64		c[3];
+	char		text[ENG_TEXT_LEN];	/* statement, tranche */
+};
+_Static_assert(sizeof(struct eng_trace_rec) == 312, "struct eng_trace_rec size");
+
+#endif							/* PGT_BPF_ENGINE_H */

@@ -1,0 +1,181 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * bpf/kernel_block.bpf.c
+ *	  Probe set "block": block requests with their issue -> completion
+ *	  latency per device and operation (log2 histogram, in-kernel), bytes
+ *	  and counts per (submitter pid, query id, op, device).
+ *
+ * Completion runs in interrupt context on any CPU, so everything is keyed
+ * by the request pointer: block_io_start (in the submitter's context, when
+ * the kernel has it) remembers who submitted the request, block_rq_issue
+ * stamps the issue time (and the submitter when block_io_start is missing),
+ * block_rq_complete accounts it.  A request not submitted by a tracked
+ * process but by a kernel thread (writeback, kworkers) is pid 0, "kernel";
+ * requests of other user processes are ignored.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+
+#include "pgt_common.bpf.h"
+#include "kernel_common.bpf.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+PGT_DECLARE_KIO;
+PGT_DECLARE_KHIST;
+
+#define PGT_PF_KTHREAD	0x00200000
+
+struct rq_info
+{
+	__u64		issue_ns;
+	__u64		qid;
+	__u32		pid;
+	__u32		pm;
+	__u32		bytes;
+	__u32		tagged;			/* submitter recorded */
+};
+
+struct
+{
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u64);
+	__type(value, struct rq_info);
+} inflight SEC(".maps");
+
+/*
+ * submitter
+ *		Fill who submits from the current context; 0 when it is neither a
+ *		tracked process nor a kernel thread.
+ */
+static __always_inline int
+submitter(struct rq_info *ri)
+{
+	__u32		tgid = bpf_get_current_pid_tgid() >> 32;
+	__u32		pm = pgt_tracked_pm(tgid);
+	struct task_struct *task;
+
+	if (pm)
+	{
+		ri->pid = tgid;
+		ri->pm = pm;
+		ri->qid = pgt_current_qid(tgid);
+		return 1;
+	}
+	task = bpf_get_current_task_btf();
+	if (BPF_CORE_READ(task, flags) & PGT_PF_KTHREAD)
+	{
+		ri->pid = 0;
+		ri->pm = 0;
+		ri->qid = 0;
+		return 1;
+	}
+	return 0;
+}
+
+SEC("tp_btf/block_io_start")
+int BPF_PROG(pgt_kblk_start, struct request *rq)
+{
+	struct rq_info ri = {};
+	__u64		key = (__u64) rq;
+
+	if (!submitter(&ri))
+		return 0;
+	ri.tagged = 1;
+	bpf_map_update_elem(&inflight, &key, &ri, BPF_ANY);
+	return 0;
+}
+
+SEC("tp_btf/block_rq_issue")
+int BPF_PROG(pgt_kblk_issue, struct request *rq)
+{
+	__u64		key = (__u64) rq;
+	struct rq_info *ri = bpf_map_lookup_elem(&inflight, &key);
+	struct rq_info n = {};
+
+	if (!ri)
+	{
+		/* not seen at submission: maybe block_io_start is missing */
+		if (!submitter(&n))
+			return 0;
+		n.tagged = 1;
+		n.bytes = BPF_CORE_READ(rq, __data_len);
+		n.issue_ns = bpf_ktime_get_ns();
+		bpf_map_update_elem(&inflight, &key, &n, BPF_ANY);
+		return 0;
+	}
+	ri->bytes = BPF_CORE_READ(rq, __data_len);
+	ri->issue_ns = bpf_ktime_get_ns();
+	return 0;
+}
+
+/*
+ * blk_op
+ *		PGT_KOP_BLK_* of a request's operation.
+ */
+static __always_inline __u8
+blk_op(struct request *rq)
+{
+	__u32		flags = BPF_CORE_READ(rq, cmd_flags);
+
+	switch (flags & 0xff)
+	{
+		case 0: return PGT_KOP_BLK_READ;
+		case 1: return PGT_KOP_BLK_WRITE;
+		case 2: return PGT_KOP_BLK_FLUSH;
+		case 3: return PGT_KOP_BLK_DISCARD;
+	}
+	return PGT_KOP_BLK_OTHER;
+}
+
+SEC("tp_btf/block_rq_complete")
+int BPF_PROG(pgt_kblk_complete, struct request *rq, blk_status_t error,
+			 unsigned int nr_bytes)
+{
+	__u64		key = (__u64) rq;
+	struct rq_info *ri = bpf_map_lookup_elem(&inflight, &key);
+	struct pgt_kio_key k = {};
+	struct pgt_kev_io_rec *r;
+	struct gendisk *disk;
+	__u64		ns;
+	__u32		dev = 0;
+	__u8		op;
+
+	if (!ri)
+		return 0;
+	if (!ri->issue_ns)
+	{
+		bpf_map_delete_elem(&inflight, &key);
+		return 0;
+	}
+	ns = bpf_ktime_get_ns() - ri->issue_ns;
+	disk = BPF_CORE_READ(rq, q, disk);
+	if (disk)
+		dev = ((__u32) BPF_CORE_READ(disk, major) << 20) | (__u32) BPF_CORE_READ(disk, first_minor);
+	op = blk_op(rq);
+	k.pid = ri->pid;
+	k.layer = PGT_KLAYER_BLOCK;
+	k.op = op;
+	k.file_class = PGT_KFILE_NONE;
+	k.queryid = ri->qid;
+	k.dev = dev;
+	pgt_kio_add(&kio, &k, ri->pm, ri->bytes, error != 0, ns);
+	pgt_khist_add(&khist, PGT_KHIST_BLOCK, ri->pid, dev, op, ri->pm, ns);
+	r = pgt_event_reserve(sizeof(*r), PGT_SET_BLOCK, PGT_KEV_BLOCK, ri->pid, ri->pid, ri->qid);
+	if (r)
+	{
+		r->c.latency_ns = ns;
+		r->c.sector = BPF_CORE_READ(rq, __sector);
+		r->c.ino = 0;
+		r->c.bytes = ri->bytes;
+		r->c.dev = dev;
+		r->c.op = op;
+		__builtin_memset(r->c.pad, 0, sizeof(r->c.pad));
+		bpf_ringbuf_submit(r, 0);
+	}
+	bpf_map_delete_elem(&inflight, &key);
+	return 0;
+}

@@ -1,0 +1,217 @@
+/*
+ * bpf/kernel_common.bpf.h
+ *	  Inline pieces the kernel probe sets (bpf/kernel_*.bpf.c) share: map
+ *	  declarations of their aggregates, the in-kernel aggregation updates,
+ *	  and the classification of the file behind a descriptor.
+ *
+ * Include after vmlinux.h, the libbpf headers and pgt_common.bpf.h.
+ */
+#ifndef PGT_BPF_KERNEL_COMMON_BPF_H
+#define PGT_BPF_KERNEL_COMMON_BPF_H
+
+#include "kernel_sets.h"
+
+#define PGT_DECLARE_KIO \
+	struct { \
+		__uint(type, BPF_MAP_TYPE_LRU_HASH); \
+		__uint(max_entries, PGT_KIO_MAX); \
+		__type(key, struct pgt_kio_key); \
+		__type(value, struct pgt_kio_val); \
+	} kio SEC(".maps")
+
+#define PGT_DECLARE_KPROC \
+	struct { \
+		__uint(type, BPF_MAP_TYPE_LRU_HASH); \
+		__uint(max_entries, PGT_KPROC_MAX); \
+		__type(key, struct pgt_kproc_key); \
+		__type(value, struct pgt_kproc_val); \
+	} kproc SEC(".maps")
+
+#define PGT_DECLARE_KHIST \
+	struct { \
+		__uint(type, BPF_MAP_TYPE_LRU_HASH); \
+		__uint(max_entries, PGT_KHIST_ENTRIES); \
+		__type(key, struct pgt_khist_key); \
+		__type(value, struct pgt_khist_val); \
+	} khist SEC(".maps")
+
+/*
+ * pgt_kio_add
+ *		One operation into an I/O aggregate.
+ */
+static __always_inline void
+pgt_kio_add(void *map, struct pgt_kio_key *k, __u32 pm, __u64 bytes, int error,
+			__u64 ns)
+{
+	struct pgt_kio_val *v = bpf_map_lookup_elem(map, k);
+
+	if (!v)
+	{
+		struct pgt_kio_val init = {};
+
+		init.pm = pm;
+		bpf_map_update_elem(map, k, &init, BPF_NOEXIST);
+		v = bpf_map_lookup_elem(map, k);
+		if (!v)
+			return;
+	}
+	__sync_fetch_and_add(&v->calls, 1);
+	if (bytes)
+		__sync_fetch_and_add(&v->bytes, bytes);
+	if (error)
+		__sync_fetch_and_add(&v->errors, 1);
+	if (ns)
+	{
+		__sync_fetch_and_add(&v->total_ns, ns);
+		if (ns > v->max_ns)
+			v->max_ns = ns;		/* racy max: good enough for a maximum */
+	}
+}
+
+/*
+ * pgt_kproc_get
+ *		The per-(pid, query) counters, created when missing.
+ */
+static __always_inline struct pgt_kproc_val *
+pgt_kproc_get(void *map, __u32 pid, __u64 qid, __u32 pm)
+{
+	struct pgt_kproc_key k = {.pid = pid, .queryid = qid};
+	struct pgt_kproc_val *v = bpf_map_lookup_elem(map, &k);
+
+	if (!v)
+	{
+		struct pgt_kproc_val init = {};
+
+		init.pm = pm;
+		bpf_map_update_elem(map, &k, &init, BPF_NOEXIST);
+		v = bpf_map_lookup_elem(map, &k);
+	}
+	return v;
+}
+
+/*
+ * pgt_khist_add
+ *		One latency (ns) into a microsecond log2 histogram.
+ */
+static __always_inline void
+pgt_khist_add(void *map, __u32 metric, __u32 pid, __u32 dev, __u32 op, __u32 pm,
+			  __u64 ns)
+{
+	struct pgt_khist_key k = {.metric = metric, .pid = pid, .dev = dev, .op = op};
+	struct pgt_khist_val *v = bpf_map_lookup_elem(map, &k);
+	__u32		slot;
+
+	if (!v)
+	{
+		struct pgt_khist_val init = {};
+
+		init.pm = pm;
+		bpf_map_update_elem(map, &k, &init, BPF_NOEXIST);
+		v = bpf_map_lookup_elem(map, &k);
+		if (!v)
+			return;
+	}
+	slot = pgt_log2(ns / 1000);
+	if (slot < 32)
+		__sync_fetch_and_add(&v->slots[slot], 1);
+}
+
+/*
+ * pgt_fd_file
+ *		The struct file of the current task's descriptor fd, or NULL.
+ */
+static __always_inline struct file *
+pgt_fd_file(__u32 fd)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct fdtable *fdt = BPF_CORE_READ(task, files, fdt);
+	struct file **fds;
+	struct file *f = 0;
+
+	if (!fdt || fd >= BPF_CORE_READ(fdt, max_fds))
+		return 0;
+	fds = BPF_CORE_READ(fdt, fd);
+	if (bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]) != 0)
+		return 0;
+	return f;
+}
+
+/*
+ * pgt_parse_relfilenode
+ *		"16384", "16384.1", "16384_fsm" -> 16384; 0 when name does not start
+ *		with a digit.
+ */
+static __always_inline __u32
+pgt_parse_relfilenode(const char *name)
+{
+	__u32		v = 0;
+	int			i;
+
+	for (i = 0; i < 11; i++)
+	{
+		char		c = name[i];
+
+		if (c < '0' || c > '9')
+			break;
+		v = v * 10 + (__u32) (c - '0');
+	}
+	return v;
+}
+
+/*
+ * pgt_prefix
+ *		Does s start with the short literal p (at most 10 chars)?
+ */
+static __always_inline int
+pgt_prefix(const char *s, const char *p, int n)
+{
+	int			i;
+
+	for (i = 0; i < n && i < 10; i++)
+		if (s[i] != p[i])
+			return 0;
+	return 1;
+}
+
+#define PGT_S_IFMT		00170000
+#define PGT_S_IFSOCK	0140000
+
+/*
+ * pgt_classify_file
+ *		File class of f from its name and its directory's name: pg_wal/ ->
+ *		WAL, pgsql_tmp -> temp, a number under a numbered directory or
+ *		global/ -> data (with its relfilenode), sockets, else other.
+ */
+static __always_inline __u8
+pgt_classify_file(struct file *f, __u32 *relfilenode, __u32 *dev)
+{
+	char		name[16] = {};
+	char		parent[16] = {};
+	struct dentry *d;
+	umode_t		mode;
+
+	*relfilenode = 0;
+	*dev = 0;
+	if (!f)
+		return PGT_KFILE_OTHER;
+	mode = BPF_CORE_READ(f, f_inode, i_mode);
+	if ((mode & PGT_S_IFMT) == PGT_S_IFSOCK)
+		return PGT_KFILE_SOCKET;
+	*dev = BPF_CORE_READ(f, f_inode, i_sb, s_dev);
+	d = BPF_CORE_READ(f, f_path.dentry);
+	bpf_probe_read_kernel_str(name, sizeof(name), BPF_CORE_READ(d, d_name.name));
+	bpf_probe_read_kernel_str(parent, sizeof(parent), BPF_CORE_READ(d, d_parent, d_name.name));
+	if (pgt_prefix(parent, "pg_wal", 7))
+		return PGT_KFILE_WAL;
+	if (pgt_prefix(name, "pgsql_tmp", 9) || pgt_prefix(parent, "pgsql_tmp", 9))
+		return PGT_KFILE_TEMP;
+	if (name[0] >= '0' && name[0] <= '9' &&
+		((parent[0] >= '0' && parent[0] <= '9') || pgt_prefix(parent, "global", 7)))
+	{
+		*relfilenode = pgt_parse_relfilenode(name);
+		return PGT_KFILE_DATA;
+	}
+	return PGT_KFILE_OTHER;
+}
+
+#endif							/* PGT_BPF_KERNEL_COMMON_BPF_H */

@@ -1,0 +1,166 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * bpf/kernel_memory.bpf.c
+ *	  Probe set "memory": per tracked process (and query id) page faults in
+ *	  user and kernel mode (exceptions tracepoints), how many of them were
+ *	  major / minor (the task's maj_flt / min_flt counters, read at each
+ *	  fault: a fault's own outcome is counted at the next one or at the
+ *	  next collection), pages allocated and freed (kmem mm_page_alloc /
+ *	  mm_page_free, 1 << order pages each), and oom_score_adj changes.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+
+#include "pgt_common.bpf.h"
+#include "kernel_common.bpf.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+PGT_DECLARE_KPROC;
+
+struct pgt_fault_state
+{
+	__u64		maj;
+	__u64		min;
+};
+
+struct
+{
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct pgt_fault_state);
+} fstate SEC(".maps");
+
+/*
+ * fault
+ *		One page fault of the current task (kernel: 1 in kernel mode).
+ */
+static __always_inline int
+fault(unsigned long address, int kernel)
+{
+	__u64		id = bpf_get_current_pid_tgid();
+	__u32		tgid = id >> 32;
+	__u32		pm = pgt_tracked_pm(tgid);
+	struct task_struct *task;
+	struct pgt_fault_state *fs;
+	struct pgt_kproc_val *v;
+	struct pgt_kev_proc_rec *r;
+	__u64		qid;
+	__u64		maj;
+	__u64		min;
+
+	if (!pm)
+		return 0;
+	qid = pgt_current_qid(tgid);
+	v = pgt_kproc_get(&kproc, tgid, qid, pm);
+	if (!v)
+		return 0;
+	__sync_fetch_and_add(&v->v[kernel ? PGT_KMEM_FAULTS_KERNEL : PGT_KMEM_FAULTS_USER], 1);
+	task = bpf_get_current_task_btf();
+	maj = BPF_CORE_READ(task, maj_flt);
+	min = BPF_CORE_READ(task, min_flt);
+	fs = bpf_task_storage_get(&fstate, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (fs)
+	{
+		if (fs->maj || fs->min)
+		{
+			if (maj > fs->maj)
+				__sync_fetch_and_add(&v->v[PGT_KMEM_MAJOR], maj - fs->maj);
+			if (min > fs->min)
+				__sync_fetch_and_add(&v->v[PGT_KMEM_MINOR], min - fs->min);
+		}
+		fs->maj = maj;
+		fs->min = min;
+	}
+	r = pgt_event_reserve(sizeof(*r), PGT_SET_MEMORY, PGT_KEV_FAULT, tgid, (__u32) id, qid);
+	if (r)
+	{
+		r->c.a = address;
+		r->c.b = 0;
+		r->c.cpu = bpf_get_smp_processor_id();
+		r->c.kind = kernel;
+		bpf_ringbuf_submit(r, 0);
+	}
+	return 0;
+}
+
+SEC("tp_btf/page_fault_user")
+int BPF_PROG(pgt_kmem_fault_user, unsigned long address, struct pt_regs *regs,
+			 unsigned long error_code)
+{
+	return fault(address, 0);
+}
+
+SEC("tp_btf/page_fault_kernel")
+int BPF_PROG(pgt_kmem_fault_kernel, unsigned long address, struct pt_regs *regs,
+			 unsigned long error_code)
+{
+	return fault(address, 1);
+}
+
+/*
+ * pages
+ *		Pages allocated (idx PGT_KMEM_PAGES_ALLOC) or freed by the current
+ *		task; the cached query id keeps this hot path cheap.
+ */
+static __always_inline int
+pages(unsigned int order, int idx)
+{
+	__u32		tgid = bpf_get_current_pid_tgid() >> 32;
+	__u32		pm = pgt_tracked_pm(tgid);
+	struct pgt_kproc_val *v;
+
+	if (!pm)
+		return 0;
+	v = pgt_kproc_get(&kproc, tgid, pgt_cached_qid(tgid), pm);
+	if (v)
+		__sync_fetch_and_add(&v->v[idx], 1ULL << (order & 31));
+	return 0;
+}
+
+SEC("tp_btf/mm_page_alloc")
+int BPF_PROG(pgt_kmem_page_alloc, struct page *page, unsigned int order,
+			 gfp_t gfp, int migratetype)
+{
+	return pages(order, PGT_KMEM_PAGES_ALLOC);
+}
+
+SEC("tp_btf/mm_page_free")
+int BPF_PROG(pgt_kmem_page_free, struct page *page, unsigned int order)
+{
+	return pages(order, PGT_KMEM_PAGES_FREE);
+}
+
+SEC("tp_btf/oom_score_adj_update")
+int BPF_PROG(pgt_kmem_oom_adj, struct task_struct *task)
+{
+	__u32		tgid = BPF_CORE_READ(task, tgid);
+	__u32		pm = pgt_tracked_pm(tgid);
+	struct pgt_kproc_val *v;
+	struct pgt_kev_proc_rec *r;
+	short		adj;
+
+	if (!pm)
+		return 0;
+	adj = BPF_CORE_READ(task, signal, oom_score_adj);
+	v = pgt_kproc_get(&kproc, tgid, pgt_cached_qid(tgid), pm);
+	if (v)
+	{
+		__sync_fetch_and_add(&v->v[PGT_KMEM_OOM_UPDATES], 1);
+		v->v[PGT_KMEM_OOM_SCORE_ADJ] = (__u64) (__s64) adj;
+	}
+	r = pgt_event_reserve(sizeof(*r), PGT_SET_MEMORY, PGT_KEV_OOM_ADJ, tgid,
+						  BPF_CORE_READ(task, pid), pgt_cached_qid(tgid));
+	if (r)
+	{
+		r->c.a = (__u64) (__s64) adj;
+		r->c.b = 0;
+		r->c.cpu = bpf_get_smp_processor_id();
+		r->c.kind = 0;
+		bpf_ringbuf_submit(r, 0);
+	}
+	return 0;
+}

@@ -1,0 +1,155 @@
+/*
+ * bpf/kernel_sets.h
+ *	  Map keys, values and event payloads of the kernel probe sets
+ *	  (bpf/kernel_*.bpf.c), shared with the helper (helper/kernel_*.c).
+ *	  Codes (layers, ops, file classes, metrics) are in common/pgt_kernel.h.
+ *
+ * Fixed-width, size-guarded: the kernel/user ABI of the sets' maps.
+ */
+#ifndef PGT_BPF_KERNEL_SETS_H
+#define PGT_BPF_KERNEL_SETS_H
+
+#include "pgt_trace.h"
+
+#ifndef __VMLINUX_H__
+#include <linux/types.h>
+#endif
+
+#define PGT_KERNEL_NO_NAMES
+#include "../common/pgt_kernel.h"
+#undef PGT_KERNEL_NO_NAMES
+
+/* Capacities of the aggregation maps (LRU: the least used entries go first) */
+#define PGT_KIO_MAX			16384
+#define PGT_KPROC_MAX		8192
+#define PGT_KHIST_ENTRIES	2048
+
+/* `kio`: one I/O aggregate per (pid, query, layer, op, file, device) */
+struct pgt_kio_key
+{
+	__u32		pid;			/* tgid; 0 = kernel (writeback, other) */
+	__u8		layer;			/* PGT_KLAYER_* */
+	__u8		op;				/* PGT_KOP_* */
+	__u8		file_class;		/* PGT_KFILE_* */
+	__u8		pad;
+	__u64		queryid;
+	__u32		relfilenode;	/* data files: the file's number, else 0 */
+	__u32		dev;			/* kernel dev_t (major << 20 | minor), 0 = n/a */
+};
+_Static_assert(sizeof(struct pgt_kio_key) == 24, "pgt_kio_key size");
+
+struct pgt_kio_val
+{
+	__u64		calls;
+	__u64		bytes;
+	__u64		errors;
+	__u64		total_ns;
+	__u64		max_ns;
+	__u32		pm;				/* postmaster of pid, 0 for the kernel */
+	__u32		pad;
+};
+_Static_assert(sizeof(struct pgt_kio_val) == 48, "pgt_kio_val size");
+
+/* `kproc`: per (pid, query) counters of sched, memory or network */
+struct pgt_kproc_key
+{
+	__u32		pid;
+	__u32		pad;
+	__u64		queryid;
+};
+_Static_assert(sizeof(struct pgt_kproc_key) == 16, "pgt_kproc_key size");
+
+struct pgt_kproc_val
+{
+	__u64		v[PGT_KPROC_NVALS];	/* PGT_KSCHED_* / PGT_KMEM_* / PGT_KNET_* */
+	__u32		pm;
+	__u32		pad;
+};
+_Static_assert(sizeof(struct pgt_kproc_val) == 104, "pgt_kproc_val size");
+
+/* `khist`: log2 histograms in microseconds */
+struct pgt_khist_key
+{
+	__u32		metric;			/* PGT_KHIST_* */
+	__u32		pid;			/* 0 = kernel */
+	__u32		dev;
+	__u32		op;
+};
+_Static_assert(sizeof(struct pgt_khist_key) == 16, "pgt_khist_key size");
+
+struct pgt_khist_val
+{
+	__u64		slots[32];
+	__u32		pm;
+	__u32		pad;
+};
+_Static_assert(sizeof(struct pgt_khist_val) == 264, "pgt_khist_val size");
+
+/* Event payloads (after struct pgt_event_hdr) */
+
+/* syscall, vfs (kprobes), network: one completed call */
+struct pgt_kev_call
+{
+	__u64		latency_ns;
+	__s64		ret;
+	__u32		fd;
+	__u32		relfilenode;
+	__u32		dev;
+	__u8		op;
+	__u8		file_class;
+	__u16		pad;
+};
+_Static_assert(sizeof(struct pgt_kev_call) == 32, "pgt_kev_call size");
+
+/* block: one completed request; vfs: one page-cache miss */
+struct pgt_kev_io
+{
+	__u64		latency_ns;		/* block: issue -> completion */
+	__u64		sector;			/* block: sector; page cache: file page index */
+	__u64		ino;			/* page cache: inode */
+	__u32		bytes;
+	__u32		dev;
+	__u8		op;
+	__u8		pad[7];
+};
+_Static_assert(sizeof(struct pgt_kev_io) == 40, "pgt_kev_io size");
+
+/* sched: back on CPU; memory: a fault or an oom_score_adj change */
+struct pgt_kev_proc
+{
+	__u64		a;				/* sched: off-CPU ns; fault: address; oom: new adj */
+	__u64		b;				/* sched: run-queue ns; fault: 1 when major so far */
+	__u32		cpu;
+	__u32		kind;			/* set-specific event kind */
+};
+_Static_assert(sizeof(struct pgt_kev_proc) == 24, "pgt_kev_proc size");
+
+/* Whole ring-buffer records (header + payload) */
+struct pgt_kev_call_rec
+{
+	struct pgt_event_hdr h;
+	struct pgt_kev_call c;
+};
+
+struct pgt_kev_io_rec
+{
+	struct pgt_event_hdr h;
+	struct pgt_kev_io c;
+};
+
+struct pgt_kev_proc_rec
+{
+	struct pgt_event_hdr h;
+	struct pgt_kev_proc c;
+};
+
+/* Event codes (pgt_event_hdr.event) */
+#define PGT_KEV_CALL		1	/* pgt_kev_call */
+#define PGT_KEV_BLOCK		2	/* pgt_kev_io */
+#define PGT_KEV_CACHE_MISS	3	/* pgt_kev_io */
+#define PGT_KEV_ONCPU		4	/* pgt_kev_proc */
+#define PGT_KEV_FAULT		5	/* pgt_kev_proc, kind 0 user / 1 kernel */
+#define PGT_KEV_OOM_ADJ		6	/* pgt_kev_proc */
+#define PGT_KEV_RETRANSMIT	7	/* pgt_kev_proc: a = dport << 16 | sport */
+
+#endif							/* PGT_BPF_KERNEL_SETS_H */

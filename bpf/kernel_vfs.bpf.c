@@ -1,0 +1,60 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * bpf/kernel_vfs.bpf.c
+ *	  Probe set "vfs", the part that works everywhere: page-cache misses of
+ *	  tracked processes (filemap:mm_filemap_add_to_page_cache: a page enters
+ *	  the cache because a read or a readahead needed it), counted in pages
+ *	  and bytes per (pid, query id, device).  The share of read bytes served
+ *	  from the cache is computed in user space against the syscall set's
+ *	  read bytes.  The kprobe part is bpf/kernel_vfs_kprobe.bpf.c.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+
+#include "pgt_common.bpf.h"
+#include "kernel_common.bpf.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+PGT_DECLARE_KIO;
+
+SEC("tp/filemap/mm_filemap_add_to_page_cache")
+int pgt_kvfs_cache_add(struct trace_event_raw_mm_filemap_op_page_cache *ctx)
+{
+	__u64		id = bpf_get_current_pid_tgid();
+	__u32		tgid = id >> 32;
+	__u32		pm = pgt_tracked_pm(tgid);
+	struct pgt_kio_key k = {};
+	struct pgt_kev_io_rec *r;
+	__u64		qid;
+	__u32		bytes;
+	__u32		order;
+
+	if (!pm)
+		return 0;
+	order = BPF_CORE_READ(ctx, order);
+	bytes = 4096U << (order & 15);
+	qid = pgt_current_qid(tgid);
+	k.pid = tgid;
+	k.layer = PGT_KLAYER_PAGECACHE;
+	k.op = PGT_KOP_CACHE_MISS;
+	k.file_class = PGT_KFILE_NONE;
+	k.queryid = qid;
+	k.dev = BPF_CORE_READ(ctx, s_dev);
+	pgt_kio_add(&kio, &k, pm, bytes, 0, 0);
+	r = pgt_event_reserve(sizeof(*r), PGT_SET_VFS, PGT_KEV_CACHE_MISS, tgid, (__u32) id, qid);
+	if (r)
+	{
+		r->c.latency_ns = 0;
+		r->c.sector = BPF_CORE_READ(ctx, index);
+		r->c.ino = BPF_CORE_READ(ctx, i_ino);
+		r->c.bytes = bytes;
+		r->c.dev = k.dev;
+		r->c.op = PGT_KOP_CACHE_MISS;
+		__builtin_memset(r->c.pad, 0, sizeof(r->c.pad));
+		bpf_ringbuf_submit(r, 0);
+	}
+	return 0;
+}

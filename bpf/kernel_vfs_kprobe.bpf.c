@@ -1,0 +1,119 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * bpf/kernel_vfs_kprobe.bpf.c
+ *	  Probe set "vfs", the kprobe part: vfs_read, vfs_write and vfs_fsync
+ *	  (kprobe + kretprobe) of tracked processes, with their latency and
+ *	  bytes per (pid, query id, op, file class).  Kernels without
+ *	  CONFIG_KPROBES cannot attach it; the helper then reports the set as
+ *	  degraded with that reason and keeps the page-cache part.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+
+#include "pgt_common.bpf.h"
+#include "kernel_common.bpf.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+PGT_DECLARE_KIO;
+
+struct vfs_start
+{
+	__u64		ts;
+	__u64		qid;
+	__u32		relfilenode;
+	__u32		dev;
+	__u8		op;
+	__u8		file_class;
+};
+
+struct
+{
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, struct vfs_start);
+} vstarts SEC(".maps");
+
+static __always_inline int
+vfs_enter(struct file *f, __u8 op)
+{
+	__u64		id = bpf_get_current_pid_tgid();
+	__u32		tgid = id >> 32;
+	__u32		tid = (__u32) id;
+	struct vfs_start s = {};
+
+	if (!pgt_tracked_pm(tgid))
+		return 0;
+	s.ts = bpf_ktime_get_ns();
+	s.qid = pgt_current_qid(tgid);
+	s.op = op;
+	s.file_class = pgt_classify_file(f, &s.relfilenode, &s.dev);
+	bpf_map_update_elem(&vstarts, &tid, &s, BPF_ANY);
+	return 0;
+}
+
+static __always_inline int
+vfs_exit(long ret)
+{
+	__u64		id = bpf_get_current_pid_tgid();
+	__u32		tgid = id >> 32;
+	__u32		tid = (__u32) id;
+	struct vfs_start *s = bpf_map_lookup_elem(&vstarts, &tid);
+	struct pgt_kio_key k = {};
+	__u32		pm;
+
+	if (!s)
+		return 0;
+	pm = pgt_tracked_pm(tgid);
+	k.pid = tgid;
+	k.layer = PGT_KLAYER_VFS;
+	k.op = s->op;
+	k.file_class = s->file_class;
+	k.queryid = s->qid;
+	k.relfilenode = s->relfilenode;
+	k.dev = s->dev;
+	if (pm)
+		pgt_kio_add(&kio, &k, pm, (s->op != PGT_KOP_VFS_FSYNC && ret > 0) ? (__u64) ret : 0,
+					ret < 0, bpf_ktime_get_ns() - s->ts);
+	bpf_map_delete_elem(&vstarts, &tid);
+	return 0;
+}
+
+SEC("kprobe/vfs_read")
+int BPF_KPROBE(pgt_kvfs_read, struct file *f)
+{
+	return vfs_enter(f, PGT_KOP_VFS_READ);
+}
+
+SEC("kretprobe/vfs_read")
+int BPF_KRETPROBE(pgt_kvfs_read_ret, long ret)
+{
+	return vfs_exit(ret);
+}
+
+SEC("kprobe/vfs_write")
+int BPF_KPROBE(pgt_kvfs_write, struct file *f)
+{
+	return vfs_enter(f, PGT_KOP_VFS_WRITE);
+}
+
+SEC("kretprobe/vfs_write")
+int BPF_KRETPROBE(pgt_kvfs_write_ret, long ret)
+{
+	return vfs_exit(ret);
+}
+
+SEC("kprobe/vfs_fsync_range")
+int BPF_KPROBE(pgt_kvfs_fsync, struct file *f)
+{
+	return vfs_enter(f, PGT_KOP_VFS_FSYNC);
+}
+
+SEC("kretprobe/vfs_fsync_range")
+int BPF_KRETPROBE(pgt_kvfs_fsync_ret, long ret)
+{
+	return vfs_exit(ret);
+}

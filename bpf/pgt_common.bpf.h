@@ -1,0 +1,142 @@
+/*
+ * bpf/pgt_common.bpf.h
+ *	  What every probe set's BPF object includes: the foundation's pid
+ *	  filter `tracked`, the query-id slots `pgt_qid`, the shared ring buffer
+ *	  `pgt_events`, the `pgt_stream` switch, and inline helpers to use them.
+ *
+ * The helper creates each of these maps once and hands the same fd to every
+ * object before it loads (pset_prepare_object() in helper/probe_set.c calls
+ * bpf_map__reuse_fd() by map name), so all sets filter on the same
+ * processes the daemon (or `pg-tracer trace`) tracks, and stream into one
+ * ring buffer.  `tracked` must stay identical to its definition in
+ * bpf/pg_tracer.bpf.c (type, key, value, capacity): libbpf refuses to reuse
+ * an incompatible map.
+ *
+ * Include after vmlinux.h and the libbpf headers.
+ */
+#ifndef PGT_BPF_PGT_COMMON_BPF_H
+#define PGT_BPF_PGT_COMMON_BPF_H
+
+#include "pg_tracer.h"
+#include "pgt_trace.h"
+
+struct
+{
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, PGT_BPF_MAX_TRACKED);
+	__type(key, __u32);
+	__type(value, struct pgt_tracked);
+} tracked SEC(".maps");
+
+struct
+{
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, PGT_BPF_MAX_TRACKED);
+	__type(key, __u32);
+	__type(value, struct pgt_qid_slot);
+} pgt_qid SEC(".maps");
+
+struct
+{
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, PGT_EVENTS_RINGBUF_BYTES);
+} pgt_events SEC(".maps");
+
+/* Set by the helper before load: 1 when `pg-tracer trace` streams events. */
+const volatile __u32 pgt_stream = 0;
+
+/*
+ * pgt_tracked_pm
+ *		The postmaster of a tracked tgid, 0 when the process is not tracked.
+ */
+static __always_inline __u32
+pgt_tracked_pm(__u32 tgid)
+{
+	struct pgt_tracked *t = bpf_map_lookup_elem(&tracked, &tgid);
+
+	return t ? t->postmaster : 0;
+}
+
+/*
+ * pgt_current_qid
+ *		The query id the current process (a tracked backend, running in its
+ *		own context) is executing: read from its PgBackendStatus in shared
+ *		memory.  0 when unknown (no layout file, slot not mapped yet, slot
+ *		reused, compute_query_id off, or between statements).
+ */
+static __always_inline __u64
+pgt_current_qid(__u32 tgid)
+{
+	struct pgt_qid_slot *s = bpf_map_lookup_elem(&pgt_qid, &tgid);
+	__s32		procpid = 0;
+	__u64		qid = 0;
+
+	if (!s)
+		return 0;
+	if (bpf_probe_read_user(&procpid, sizeof(procpid), (void *) s->procpid_addr) != 0 ||
+		(__u32) procpid != s->nspid)
+		return 0;
+	if (bpf_probe_read_user(&qid, sizeof(qid), (void *) s->queryid_addr) != 0)
+		return 0;
+	s->last_qid = qid;
+	return qid;
+}
+
+/*
+ * pgt_cached_qid
+ *		The last query id read in tgid's own context (for programs running in
+ *		another task's context, e.g. at a wakeup or an I/O completion).
+ */
+static __always_inline __u64
+pgt_cached_qid(__u32 tgid)
+{
+	struct pgt_qid_slot *s = bpf_map_lookup_elem(&pgt_qid, &tgid);
+
+	return s ? s->last_qid : 0;
+}
+
+/*
+ * pgt_log2
+ *		Bucket of v in a PGT_HIST_SLOTS log2 histogram.
+ */
+static __always_inline __u32
+pgt_log2(__u64 v)
+{
+	__u32		r = 0;
+
+	if (v >= (1ULL << 32)) { v >>= 32; r += 32; }
+	if (v >= (1ULL << 16)) { v >>= 16; r += 16; }
+	if (v >= (1ULL << 8)) { v >>= 8; r += 8; }
+	if (v >= (1ULL << 4)) { v >>= 4; r += 4; }
+	if (v >= (1ULL << 2)) { v >>= 2; r += 2; }
+	if (v >= (1ULL << 1)) { r += 1; }
+	return r < PGT_HIST_SLOTS ? r : PGT_HIST_SLOTS - 1;
+}
+
+/*
+ * pgt_event_reserve
+ *		Reserve a record of `size` bytes in `pgt_events` and fill its header;
+ *		NULL when no stream was asked for or the buffer is full (dropped).
+ */
+static __always_inline void *
+pgt_event_reserve(__u32 size, __u16 set, __u16 event, __u32 tgid, __u32 tid,
+				  __u64 qid)
+{
+	struct pgt_event_hdr *h;
+
+	if (!pgt_stream)
+		return 0;
+	h = bpf_ringbuf_reserve(&pgt_events, size, 0);
+	if (!h)
+		return 0;
+	h->ts_ns = bpf_ktime_get_boot_ns();
+	h->queryid = qid;
+	h->pid = tgid;
+	h->tid = tid;
+	h->set = set;
+	h->event = event;
+	h->size = size;
+	return h;
+}
+
+#endif							/* PGT_BPF_PGT_COMMON_BPF_H */

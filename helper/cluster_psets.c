@@ -1,0 +1,106 @@
+/*
+ * helper/cluster_psets.c
+ *	  The daemon's probe sets, per served cluster: once a second the
+ *	  query-id slots of the cluster's processes are refreshed from its
+ *	  layout file, and each publication adds the sets' status rows and
+ *	  their table rows (only this cluster's processes, pids as PostgreSQL
+ *	  sees them).  Single-threaded (the daemon's loop).
+ */
+#include "cluster_psets.h"
+
+#include "log.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Rows of one publication; reused (seg_writer_publish copies them). */
+static pset_pub pub;
+
+/*
+ * nspid_of
+ *		pset_pub callback: host pid -> the pid the cluster knows (procs are
+ *		sorted by pid).
+ */
+static uint32_t
+nspid_of(void *arg, uint32_t pid)
+{
+	const cluster *c = arg;
+	size_t		lo = 0;
+	size_t		hi = c->nprocs;
+
+	while (lo < hi)
+	{
+		size_t		mid = (lo + hi) / 2;
+
+		if (c->procs[mid].pid == pid)
+			return c->procs[mid].nspid ? c->procs[mid].nspid : pid;
+		if (c->procs[mid].pid < pid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return pid;
+}
+
+/*
+ * cluster_psets_tick
+ *		Point every process's query-id slot at its PgBackendStatus.
+ */
+void
+cluster_psets_tick(cluster *c)
+{
+	pset_runtime *rt = c->env->psets;
+	uint32_t   *pids;
+	uint32_t   *nspids;
+	size_t		i;
+
+	if (rt == NULL || rt->ninsts == 0 || !c->attached || !c->layout_loaded)
+		return;
+	pids = calloc(c->nprocs + 1, sizeof(*pids));
+	nspids = calloc(c->nprocs + 1, sizeof(*nspids));
+	if (pids != NULL && nspids != NULL)
+	{
+		for (i = 0; i < c->nprocs; i++)
+		{
+			pids[i] = c->procs[i].pid;
+			nspids[i] = c->procs[i].nspid ? c->procs[i].nspid : c->procs[i].pid;
+		}
+		if (pset_qid_refresh(rt, c->pm.pid, &c->layout, pids, nspids, c->nprocs) < 0)
+			log_debug("%s: query-id slots: %s", c->data_dir, rt->qid_reason);
+	}
+	free(pids);
+	free(nspids);
+}
+
+/*
+ * cluster_psets_rows
+ *		The probe sets' pg_tracer_probes rows.
+ */
+size_t
+cluster_psets_rows(cluster *c, struct pgt_probeset_entry *out, size_t max)
+{
+	if (c->env->psets == NULL)
+		return 0;
+	return pset_runtime_status_rows(c->env->psets, out, max);
+}
+
+/*
+ * cluster_psets_publish
+ *		Add the probe sets' table rows of this cluster to p.
+ */
+void
+cluster_psets_publish(cluster *c, seg_publish *p)
+{
+	pset_runtime *rt = c->env->psets;
+	uint32_t	k;
+
+	if (rt == NULL || rt->ninsts == 0 || !c->attached)
+		return;
+	pub.postmaster = (uint32_t) c->pm.pid;
+	pub.nspid = nspid_of;
+	pub.nspid_arg = c;
+	pset_runtime_publish(rt, &pub);
+	for (k = 0; k < PGT_SEC_KIND_MAX; k++)
+		if (pub.tables[k].count > 0 && p->tables[k].rows == NULL)
+			p->tables[k] = (seg_rows) {pub.tables[k].rows, pub.tables[k].count};
+}

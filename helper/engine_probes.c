@@ -1,0 +1,707 @@
+/*
+ * helper/engine_probes.c
+ *	  The engine core: one bpf/engine_probes.bpf.c object per helper
+ *	  process, shared by the engine probe sets (helper/engine_sets.c).
+ *
+ * Sets join before any target is known (the probe-set framework starts
+ * them first); each target postmaster then brings its executable, resolved
+ * through /proc/<pm>/root so a containerized server needs no host mount.
+ * An executable is inspected and attached once (by device and inode), with
+ * pid -1, so backends forked later are covered without re-attaching, and
+ * the kernel sets the USDT semaphores (uprobe ref_ctr_offset) in every
+ * process mapping it; `engine_cfg` then admits that postmaster's processes
+ * (the `tracked` pid filter tells a process's postmaster).  Per-postmaster
+ * configuration carries the absolute addresses of checkpoint__done's
+ * arguments, globals that libbpf's USDT code cannot evaluate.
+ *
+ * Aggregates are read at most twice a second (a 16k-entry hash is not free
+ * to walk); the daemon's stream of slow statements and checkpoints is kept
+ * in a ring of the latest PGT_DEFAULT_ENGINE_STREAM_CAP records.
+ *
+ * Single-threaded (the daemon's or the trace command's loop): no locking.
+ */
+#include "engine_probes.h"
+
+#include "elf_inspect.h"
+#include "engine_catalog.h"
+#include "layout_file.h"
+#include "log.h"
+#include "procfs.h"
+
+#include "engine_probes.skel.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define ENGINE_READ_INTERVAL_US	(500 * 1000)
+#define ENGINE_MAX_LINKS		512
+#define ENGINE_MAX_BINARIES		16
+#define ENGINE_MAX_SETS			16
+
+/* Daemon configuration. */
+static int	conf_enabled[ENGINE_MAX_SETS];
+static int	configured;
+static uint64_t slow_ns = UINT64_C(1000) * 1000 * 1000;
+
+typedef struct engine_binary
+{
+	dev_t		dev;
+	ino_t		ino;
+	char		path[PATH_MAX + 64];
+	elf_info	elf;
+	engine_choice *choices;		/* engine_npoints */
+	int		   *attached;		/* engine_npoints */
+} engine_binary;
+
+static struct
+{
+	int			started;
+	int			failed;			/* load failed: sets unavailable */
+	char		failure[160];
+	int			stream;
+	struct engine_probes_bpf *skel;
+	struct ring_buffer *rb;
+	pset_inst  *insts[ENGINE_MAX_SETS]; /* joined sets */
+	engine_binary bins[ENGINE_MAX_BINARIES];
+	int			nbins;
+	struct bpf_link *links[ENGINE_MAX_LINKS];
+	int			nlinks;
+	engine_row *rows;
+	size_t		nrows;
+	size_t		caprows;
+	engine_hist_row *hist;
+	size_t		nhist;
+	size_t		caphist;
+	engine_stream_row ring[PGT_DEFAULT_ENGINE_STREAM_CAP];
+	engine_stream_row ring_out[PGT_DEFAULT_ENGINE_STREAM_CAP];
+	size_t		nring;
+	size_t		ring_next;
+	uint64_t	set_events[ENGINE_MAX_SETS];
+	int64_t		last_read_us;
+	int64_t		started_us;
+} core;
+
+/*
+ * engine_configure
+ *		See engine_probes.h.
+ */
+int
+engine_configure(const char *sets, char *err, size_t errlen)
+{
+	char		buf[512];
+	char	   *save = NULL;
+	char	   *tok;
+	size_t		i;
+
+	memset(conf_enabled, 0, sizeof(conf_enabled));
+	configured = 1;
+	snprintf(buf, sizeof(buf), "%s", sets);
+	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+	{
+		int			k;
+
+		if (strcmp(tok, "all") == 0 || strcmp(tok, "default") == 0)
+		{
+			for (i = 0; i < engine_nsets; i++)
+				conf_enabled[i] |= strcmp(tok, "all") == 0 || engine_sets[i].default_on;
+			continue;
+		}
+		if (strcmp(tok, "none") == 0)
+			continue;
+		k = engine_set_index(tok);
+		if (k < 0)
+		{
+			snprintf(err, errlen, "unknown engine probe set \"%s\"", tok);
+			return -1;
+		}
+		conf_enabled[k] = 1;
+	}
+	return 0;
+}
+
+void
+engine_set_slow_ms(uint64_t ms)
+{
+	slow_ns = ms * 1000 * 1000;
+}
+
+/*
+ * engine_set_enabled
+ *		Whether the daemon runs a set (the defaults until engine_configure()).
+ */
+int
+engine_set_enabled(const char *set)
+{
+	int			k = engine_set_index(set);
+
+	if (k < 0)
+		return 0;
+	return configured ? conf_enabled[k] : engine_sets[k].default_on;
+}
+
+/*
+ * update_status
+ *		Each joined set's state from the binaries attached so far.
+ */
+static void
+update_status(void)
+{
+	size_t		s;
+	int			b;
+
+	for (s = 0; s < engine_nsets && s < ENGINE_MAX_SETS; s++)
+	{
+		pset_inst  *in = core.insts[s];
+		char		mech[32] = "none";
+		char		reason[512] = "";
+		uint32_t	st = PGT_PROBE_UNAVAILABLE;
+
+		if (in == NULL)
+			continue;
+		if (core.failed)
+		{
+			pset_set_status(in, PGT_PROBE_UNAVAILABLE, "none", "%s", core.failure);
+			continue;
+		}
+		if (core.nbins == 0)
+		{
+			pset_set_status(in, PGT_PROBE_UNAVAILABLE, "none",
+							"no PostgreSQL executable attached yet (waiting for a postmaster)");
+			continue;
+		}
+		/* the latest executable speaks for the set; others differ only if mixed */
+		for (b = 0; b < core.nbins; b++)
+			st = engine_set_state(engine_sets[s].name, core.bins[b].choices,
+								  core.bins[b].attached, mech, sizeof(mech),
+								  reason, sizeof(reason));
+		if (st == PGT_PROBE_AVAILABLE && strcmp(engine_sets[s].name, "pg-locks") == 0)
+			snprintf(reason, sizeof(reason), "lock waits with type, mode, object; hold "
+					 "times not measured (needs LockAcquire/LockRelease pairing); "
+					 "LWLock waits: pg-lwlock");
+		else if (st == PGT_PROBE_AVAILABLE && strcmp(engine_sets[s].name, "pg-wal") == 0)
+			snprintf(reason, sizeof(reason), "inserts: USDT wal__insert; XLogFlush: uprobe "
+					 "on the exported function (no USDT marks it)");
+		else if (st == PGT_PROBE_AVAILABLE)
+			snprintf(reason, sizeof(reason), "attached to %d executable%s", core.nbins,
+					 core.nbins > 1 ? "s" : "");
+		pset_set_status(in, st, mech, "%.170s", reason);
+	}
+}
+
+/*
+ * keep_link
+ *		Remember a link; 0, or -1 when it is NULL (errno says why).
+ */
+static int
+keep_link(struct bpf_link *l)
+{
+	if (l == NULL)
+		return -1;
+	if (core.nlinks == ENGINE_MAX_LINKS)
+	{
+		bpf_link__destroy(l);
+		errno = ENOSPC;
+		return -1;
+	}
+	core.links[core.nlinks++] = l;
+	return 0;
+}
+
+/*
+ * attach_point
+ *		Attach point i of binary b with its chosen mechanism.  0 or -errno.
+ */
+static int
+attach_point(engine_binary *b, size_t i)
+{
+	const engine_point *p = &engine_points[i];
+	engine_mech m = b->choices[i].mech;
+	struct bpf_program *prog;
+	size_t		k;
+	int			n = 0;
+
+	if (m == ENGINE_MECH_USDT)
+	{
+		prog = bpf_object__find_program_by_name(core.skel->obj, p->usdt_prog);
+		if (prog == NULL)
+			return -ENOENT;
+		if (keep_link(bpf_program__attach_usdt(prog, -1, b->path, ENGINE_USDT_PROVIDER,
+											   p->usdt, NULL)) < 0)
+			return -errno;
+		return 0;
+	}
+	if (m == ENGINE_MECH_USDT_SITE)
+	{
+		/* every site of the note, its semaphore as the uprobe's ref_ctr */
+		prog = bpf_object__find_program_by_name(core.skel->obj, p->site_prog);
+		if (prog == NULL)
+			return -ENOENT;
+		for (k = 0; k < b->elf.nprobes; k++)
+		{
+			const usdt_probe *u = &b->elf.probes[k];
+			LIBBPF_OPTS(bpf_uprobe_opts, uo);
+			uint64_t	off;
+			uint64_t	sem = 0;
+
+			if (strcmp(u->provider, ENGINE_USDT_PROVIDER) != 0 || strcmp(u->name, p->usdt) != 0)
+				continue;
+			if (elf_vaddr_to_offset(&b->elf, u->pc, &off) < 0 ||
+				(u->semaphore && elf_vaddr_to_offset(&b->elf, u->semaphore, &sem) < 0))
+				return -EINVAL;
+			uo.ref_ctr_offset = sem;
+			if (keep_link(bpf_program__attach_uprobe_opts(prog, -1, b->path, off, &uo)) < 0)
+				return -errno;
+			n++;
+		}
+		return n > 0 ? 0 : -ENOENT;
+	}
+	if (m == ENGINE_MECH_UPROBE || m == ENGINE_MECH_URETPROBE)
+	{
+		LIBBPF_OPTS(bpf_uprobe_opts, uo);
+		elf_symbol	s;
+
+		prog = bpf_object__find_program_by_name(core.skel->obj, p->func_prog);
+		if (prog == NULL || elf_find_symbol(&b->elf, p->func, &s) < 0 || s.offset == 0)
+			return -ENOENT;
+		uo.retprobe = m == ENGINE_MECH_URETPROBE;
+		if (keep_link(bpf_program__attach_uprobe_opts(prog, -1, b->path, s.offset, &uo)) < 0)
+			return -errno;
+		return 0;
+	}
+	return -ENOENT;
+}
+
+/*
+ * binary_for
+ *		The attached binary of postmaster pm, attaching it first when new.
+ *		NULL when it cannot be inspected (logged).
+ */
+static engine_binary *
+binary_for(uint32_t pm)
+{
+	char		path[PATH_MAX + 64];
+	char		err[512];
+	char		eb[128];
+	struct stat st;
+	engine_binary *b;
+	size_t		i;
+	int			k;
+
+	if (elf_resolve_exe((int) pm, path, sizeof(path), err, sizeof(err)) < 0 ||
+		stat(path, &st) < 0)
+	{
+		log_warn("engine: executable of postmaster %u: %s", pm, err);
+		return NULL;
+	}
+	for (k = 0; k < core.nbins; k++)
+		if (core.bins[k].dev == st.st_dev && core.bins[k].ino == st.st_ino)
+			return &core.bins[k];
+	if (core.nbins == ENGINE_MAX_BINARIES)
+	{
+		log_warn("engine: more than %d PostgreSQL executables: %s not traced",
+				 ENGINE_MAX_BINARIES, path);
+		return NULL;
+	}
+	b = &core.bins[core.nbins];
+	memset(b, 0, sizeof(*b));
+	b->elf.fd = -1;
+	if (elf_inspect_open(path, &b->elf, err, sizeof(err)) < 0)
+	{
+		log_warn("engine: %s", err);
+		return NULL;
+	}
+	b->dev = st.st_dev;
+	b->ino = st.st_ino;
+	snprintf(b->path, sizeof(b->path), "%s", path);
+	b->choices = calloc(engine_npoints, sizeof(*b->choices));
+	b->attached = calloc(engine_npoints, sizeof(*b->attached));
+	if (b->choices == NULL || b->attached == NULL)
+	{
+		free(b->choices);
+		free(b->attached);
+		elf_inspect_close(&b->elf);
+		return NULL;
+	}
+	engine_plan(&b->elf, b->choices);
+	core.nbins++;
+	for (i = 0; i < engine_npoints; i++)
+	{
+		int			si = engine_set_index(engine_points[i].set);
+		int			r;
+
+		if (si < 0 || core.insts[si] == NULL || b->choices[i].mech == ENGINE_MECH_NONE)
+			continue;
+		r = attach_point(b, i);
+		if (r == 0)
+		{
+			b->attached[i] = 1;
+			continue;
+		}
+		libbpf_strerror(r, eb, sizeof(eb));
+		log_warn("engine: %s %s (%s) did not attach: %s", engine_points[i].set,
+				 engine_points[i].usdt ? engine_points[i].usdt : engine_points[i].func,
+				 engine_mech_name(b->choices[i].mech), eb);
+		snprintf(b->choices[i].reason, sizeof(b->choices[i].reason),
+				 "%s attach failed: %.100s", engine_mech_name(b->choices[i].mech), eb);
+	}
+	log_info("engine: attached to %s (%d links in all)", path, core.nlinks);
+	update_status();
+	return b;
+}
+
+/*
+ * query_id_fallback
+ *		&MyBEEntry and the st_query_id offset (from the cluster's layout
+ *		file, read through /proc/<pm>/cwd), so a backend gets its query id
+ *		before the shared pgt_qid slots know it.  Left 0 when either is
+ *		missing: the slots alone then.
+ */
+static void
+query_id_fallback(uint32_t pm, const engine_binary *b, uint64_t bias, struct eng_cfg *cfg)
+{
+	char		path[64];
+	char		err[256];
+	struct stat dir;
+	struct stat st;
+	pgt_layout	l;
+	elf_symbol	s;
+
+	snprintf(path, sizeof(path), "/proc/%u/cwd", pm);
+	if (elf_find_symbol(&b->elf, "MyBEEntry", &s) < 0 || stat(path, &dir) < 0)
+		return;
+	snprintf(path, sizeof(path), "/proc/%u/cwd/%s", pm, PGT_LAYOUT_FILENAME);
+	if (layout_load(path, dir.st_uid, &l, &st, err, sizeof(err)) < 0)
+	{
+		log_debug("engine: postmaster %u: %s", pm, err);
+		return;
+	}
+	cfg->mybeentry_addr = bias + s.addr;
+	cfg->query_id_off = l.beentry_off_query_id;
+	layout_free(&l);
+}
+
+/*
+ * engine_core_target
+ *		See engine_probes.h.
+ */
+void
+engine_core_target(uint32_t pm)
+{
+	engine_binary *b;
+	struct eng_cfg cfg;
+	const usdt_probe *u;
+	uint64_t	bias = 0;
+
+	if (!core.started || core.failed)
+		return;
+	b = binary_for(pm);
+	if (b == NULL)
+		return;
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.postmaster = pm;
+	cfg.flags = ENG_CFG_SLOW_STREAM;
+	cfg.slow_ns = slow_ns;
+	if (elf_load_bias((int) pm, &b->elf, &bias) < 0)
+		log_warn("engine: no mapping of %s in postmaster %u: checkpoint details unreadable",
+				 b->path, pm);
+	u = elf_find_usdt(&b->elf, ENGINE_USDT_PROVIDER, "checkpoint__done");
+	if (u != NULL)
+	{
+		usdt_arg	args[USDT_MAX_ARGS];
+		int			n = usdt_parse_args(u->args, args, USDT_MAX_ARGS);
+		int			i;
+
+		/* all or nothing: argument i must stay argument i */
+		for (i = 0; i < n && i < ENG_CKPT_ARGS; i++)
+		{
+			elf_symbol	s;
+
+			if (args[i].kind != USDT_ARG_SYMBOL ||
+				elf_find_symbol(&b->elf, args[i].symbol, &s) < 0)
+				break;
+			cfg.ckpt_addr[i] = bias + s.addr + (uint64_t) args[i].value;
+			cfg.ckpt_size[i] = (uint32_t) args[i].size;
+		}
+		if (i == n && n > 0)
+			cfg.nckpt = (uint32_t) n;
+		else
+			memset(cfg.ckpt_addr, 0, sizeof(cfg.ckpt_addr));
+	}
+	query_id_fallback(pm, b, bias, &cfg);
+	if (bpf_map_update_elem(bpf_map__fd(core.skel->maps.engine_cfg), &pm, &cfg, BPF_ANY) < 0)
+		log_warn("engine: cannot configure postmaster %u: %s", pm, strerror(errno));
+}
+
+/*
+ * engine_core_untarget
+ *		See engine_probes.h.
+ */
+void
+engine_core_untarget(uint32_t pm)
+{
+	if (!core.started || core.failed)
+		return;
+	(void) bpf_map_delete_elem(bpf_map__fd(core.skel->maps.engine_cfg), &pm);
+}
+
+/*
+ * on_event
+ *		Own ring buffer (daemon): keep a slow statement or checkpoint.
+ */
+static int
+on_event(void *ctx, void *data, size_t size)
+{
+	const struct eng_event *ev = data;
+	engine_stream_row *r;
+	struct pgt_engine_stream_entry *s;
+
+	if (size < sizeof(*ev) || ev->probe == 0 || ev->probe >= ENG_NPROBES)
+		return 0;
+	r = &core.ring[core.ring_next];
+	memset(r, 0, sizeof(*r));
+	r->pm = ev->pm;
+	s = &r->e;
+	s->end_us = procfs_boot_to_real_us() + (int64_t) (ev->ts / 1000);
+	s->pid = ev->pid;
+	s->probe = ev->probe;
+	s->queryid = ev->queryid;
+	s->dur_ns = ev->dur_ns;
+	memcpy(s->counter, ev->c, sizeof(s->counter));
+	snprintf(s->probe_name, sizeof(s->probe_name), "%s", engine_probe_name(ev->probe));
+	engine_clean_text(s->text, sizeof(s->text), ev->text, sizeof(ev->text));
+	core.ring_next = (core.ring_next + 1) % PGT_DEFAULT_ENGINE_STREAM_CAP;
+	if (core.nring < PGT_DEFAULT_ENGINE_STREAM_CAP)
+		core.nring++;
+	return 0;
+}
+
+/*
+ * engine_core_join
+ *		See engine_probes.h.  The first set to join loads the object.
+ */
+int
+engine_core_join(pset_inst *inst, const pset_ctx *ctx, int set_index)
+{
+	char		eb[128];
+	int			r;
+
+	if (set_index < 0 || set_index >= ENGINE_MAX_SETS)
+		return 0;
+	core.insts[set_index] = inst;
+	if (!core.started)
+	{
+		core.started = 1;
+		core.stream = ctx->stream;
+		core.started_us = procfs_realtime_us();
+		core.skel = engine_probes_bpf__open();
+		if (core.skel == NULL)
+			r = -errno;
+		else
+		{
+			r = pset_prepare_object(ctx, core.skel->obj);
+			if (r == 0)
+			{
+				core.skel->rodata->pgt_stream = ctx->stream ? 1 : 0;
+				r = engine_probes_bpf__load(core.skel);
+			}
+		}
+		if (r != 0)
+		{
+			libbpf_strerror(r, eb, sizeof(eb));
+			core.failed = 1;
+			snprintf(core.failure, sizeof(core.failure), "BPF load failed: %s", eb);
+			log_error("engine: %s", core.failure);
+			if (core.skel)
+				engine_probes_bpf__destroy(core.skel);
+			core.skel = NULL;
+		}
+		else
+		{
+			core.rb = ring_buffer__new(bpf_map__fd(core.skel->maps.eng_events),
+									   on_event, NULL, NULL);
+			if (core.rb == NULL)
+				log_warn("engine: no ring buffer: slow statements and checkpoints not kept");
+		}
+	}
+	update_status();
+	return 0;
+}
+
+/*
+ * engine_core_leave
+ *		See engine_probes.h.  The last set to leave unloads everything.
+ */
+void
+engine_core_leave(int set_index)
+{
+	size_t		i;
+	int			k;
+
+	if (set_index >= 0 && set_index < ENGINE_MAX_SETS)
+		core.insts[set_index] = NULL;
+	for (i = 0; i < ENGINE_MAX_SETS; i++)
+		if (core.insts[i] != NULL)
+			return;
+	if (core.rb)
+		ring_buffer__free(core.rb);
+	for (k = 0; k < core.nlinks; k++)
+		bpf_link__destroy(core.links[k]);
+	if (core.skel)
+		engine_probes_bpf__destroy(core.skel);
+	for (k = 0; k < core.nbins; k++)
+	{
+		elf_inspect_close(&core.bins[k].elf);
+		free(core.bins[k].choices);
+		free(core.bins[k].attached);
+	}
+	free(core.rows);
+	free(core.hist);
+	memset(&core, 0, sizeof(core));
+}
+
+/*
+ * read_maps
+ *		Copy eng_stats and eng_hist.
+ */
+static void
+read_maps(void)
+{
+	int			sfd = bpf_map__fd(core.skel->maps.eng_stats);
+	int			hfd = bpf_map__fd(core.skel->maps.eng_hist);
+	struct eng_key key;
+	struct eng_key next;
+	uint64_t	hkey;
+	uint64_t	hnext;
+	void	   *prev = NULL;
+
+	core.nrows = 0;
+	memset(core.set_events, 0, sizeof(core.set_events));
+	while (bpf_map_get_next_key(sfd, prev, &next) == 0)
+	{
+		engine_row *r;
+		int			si;
+
+		key = next;
+		prev = &key;
+		if (core.nrows == core.caprows)
+		{
+			size_t		ncap = core.caprows ? core.caprows * 2 : 256;
+			engine_row *nr = ncap <= ENG_MAX_KEYS ? realloc(core.rows, ncap * sizeof(*nr)) : NULL;
+
+			if (nr == NULL)
+				break;
+			core.rows = nr;
+			core.caprows = ncap;
+		}
+		r = &core.rows[core.nrows];
+		if (bpf_map_lookup_elem(sfd, &key, &r->v) < 0)
+			continue;
+		r->k = key;
+		core.nrows++;
+		si = engine_set_index(engine_probe_set_of(key.probe));
+		if (si >= 0 && si < ENGINE_MAX_SETS)
+			core.set_events[si] += r->v.calls;
+	}
+	core.nhist = 0;
+	prev = NULL;
+	while (bpf_map_get_next_key(hfd, prev, &hnext) == 0)
+	{
+		engine_hist_row *h;
+
+		hkey = hnext;
+		prev = &hkey;
+		if (core.nhist == core.caphist)
+		{
+			size_t		ncap = core.caphist ? core.caphist * 2 : 32;
+			engine_hist_row *nh = realloc(core.hist, ncap * sizeof(*nh));
+
+			if (nh == NULL)
+				break;
+			core.hist = nh;
+			core.caphist = ncap;
+		}
+		h = &core.hist[core.nhist];
+		if (bpf_map_lookup_elem(hfd, &hkey, &h->h) < 0)
+			continue;
+		h->pm = (uint32_t) (hkey >> 32);
+		h->probe = (uint32_t) (hkey & 0xffffffff);
+		if (h->probe == 0 || h->probe >= ENG_NPROBES)
+			continue;
+		core.nhist++;
+	}
+}
+
+/*
+ * prune_exited
+ *		When the counters map is three quarters full, drop the rows of
+ *		processes that have exited (their numbers were published while they
+ *		lived; new backends need the room more).
+ */
+static void
+prune_exited(void)
+{
+	int			sfd = bpf_map__fd(core.skel->maps.eng_stats);
+	size_t		i;
+	size_t		dropped = 0;
+
+	if (core.nrows < ENG_MAX_KEYS / 4 * 3)
+		return;
+	for (i = 0; i < core.nrows; i++)
+		if (!procfs_alive((pid_t) core.rows[i].k.pid, 0) &&
+			bpf_map_delete_elem(sfd, &core.rows[i].k) == 0)
+			dropped++;
+	log_info("engine: counters map nearly full: %zu rows of exited processes dropped", dropped);
+}
+
+/*
+ * engine_core_collect
+ *		See engine_probes.h.
+ */
+void
+engine_core_collect(void)
+{
+	int64_t		now = procfs_realtime_us();
+
+	if (!core.started || core.failed || core.skel == NULL)
+		return;
+	if (core.rb)
+		(void) ring_buffer__consume(core.rb);
+	if (now - core.last_read_us < ENGINE_READ_INTERVAL_US)
+		return;
+	core.last_read_us = now;
+	read_maps();
+	prune_exited();
+}
+
+/*
+ * engine_core_view
+ *		See engine_probes.h.
+ */
+void
+engine_core_view(engine_view *v)
+{
+	size_t		k;
+
+	for (k = 0; k < core.nring; k++)
+		core.ring_out[k] = core.ring[(core.ring_next + PGT_DEFAULT_ENGINE_STREAM_CAP -
+									  core.nring + k) % PGT_DEFAULT_ENGINE_STREAM_CAP];
+	v->rows = core.rows;
+	v->nrows = core.nrows;
+	v->hist = core.hist;
+	v->nhist = core.nhist;
+	v->stream = core.ring_out;
+	v->nstream = core.nring;
+	v->started_us = core.started_us;
+}
+
+uint64_t
+engine_core_set_events(int set_index)
+{
+	return set_index >= 0 && set_index < ENGINE_MAX_SETS ? core.set_events[set_index] : 0;
+}

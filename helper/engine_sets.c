@@ -1,0 +1,356 @@
+/*
+ * helper/engine_sets.c
+ *	  The engine probe sets registered with the probe-set framework
+ *	  (helper/probe_set.h): pg-query, pg-locks, pg-lwlock, pg-wal,
+ *	  pg-buffer, pg-checkpoint, pg-usdt.  They share one engine core
+ *	  (helper/engine_probes.c); each set publishes, prints and summarizes
+ *	  the probes that belong to it (engine_catalog.c: engine_probe_set_of).
+ *
+ * Daemon: rows go to PGT_SEC_ENGINE_EVENTS / _HIST / _STREAM for the SQL
+ * views.  Trace: every event of the set as a record (buffer hits and WAL
+ * inserts only in --stats, they are too many to print), per-pid/query-id
+ * summaries and log2 histograms.
+ *
+ * Single-threaded (the daemon's or the trace command's loop).
+ */
+#include "engine_catalog.h"
+#include "engine_probes.h"
+#include "log.h"
+#include "probe_set.h"
+#include "procfs.h"
+#include "trace_out.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/*
+ * set_index_of
+ *		engine_sets[] index of a running set.
+ */
+static int
+set_index_of(const pset_inst *inst)
+{
+	return engine_set_index(inst->set->name);
+}
+
+/*
+ * eng_start
+ *		Join the engine core; in the daemon, a set that costs too much to be
+ *		always on runs only when --engine-probes names it.
+ */
+static int
+eng_start(pset_inst *inst, const pset_ctx *ctx)
+{
+	int			si = set_index_of(inst);
+
+	if (si < 0)
+		return 0;
+	if (ctx->mode == PSET_MODE_DAEMON && !engine_set_enabled(inst->set->name))
+	{
+		pset_set_status(inst, PGT_PROBE_UNAVAILABLE, "none",
+						"off in the daemon%s: enable with --engine-probes",
+						engine_sets[si].default_on ? "" :
+						" by default (cost, see bench/engine_overhead.sh)");
+		return 0;
+	}
+	return engine_core_join(inst, ctx, si);
+}
+
+static void
+eng_stop(pset_inst *inst)
+{
+	engine_core_leave(set_index_of(inst));
+}
+
+static void
+eng_collect(pset_inst *inst)
+{
+	engine_core_collect();
+	inst->events = engine_core_set_events(set_index_of(inst));
+}
+
+/*
+ * in_set
+ *		Does probe id belong to this set?
+ */
+static int
+in_set(const pset_inst *inst, uint32_t probe)
+{
+	return strcmp(engine_probe_set_of(probe), inst->set->name) == 0;
+}
+
+/*
+ * describe
+ *		The `what` of a row: lock type and mode, tranche, checkpoint flags.
+ */
+static void
+describe(const struct eng_key *k, char *what, size_t len)
+{
+	char		name[ENG_NAME_LEN + 1];
+
+	switch (k->probe)
+	{
+		case ENG_LOCK_WAIT:
+			snprintf(what, len, "%s %s", engine_locktag_name(k->detail),
+					 engine_lockmode_name(k->mode));
+			break;
+		case ENG_LWLOCK_WAIT:
+			pgt_copy_string(name, sizeof(name), k->name, sizeof(k->name));
+			snprintf(what, len, "%s %s", name, engine_lwmode_name(k->mode));
+			break;
+		case ENG_CHECKPOINT:
+			snprintf(what, len, "flags 0x%x%s%s%s", k->detail,
+					 (k->detail & 0x4) ? " immediate" : "",
+					 (k->detail & 0x1) ? " shutdown" : "",
+					 (k->detail & 0x100) ? " time" : "");
+			break;
+		default:
+			what[0] = '\0';
+	}
+}
+
+/*
+ * eng_publish
+ *		This set's rows of one cluster (pub->postmaster).
+ */
+static void
+eng_publish(pset_inst *inst, pset_pub *pub)
+{
+	engine_view v;
+	size_t		i;
+
+	engine_core_view(&v);
+	for (i = 0; i < v.nrows; i++)
+	{
+		const engine_row *r = &v.rows[i];
+		struct pgt_engine_event_entry e;
+
+		if (r->k.pm != pub->postmaster || !in_set(inst, r->k.probe))
+			continue;
+		memset(&e, 0, sizeof(e));
+		e.pid = pset_pub_nspid(pub, r->k.pid);
+		e.probe = r->k.probe;
+		e.queryid = r->k.queryid;
+		e.calls = r->v.calls;
+		e.total_ns = r->v.total_ns;
+		e.max_ns = r->v.max_ns;
+		memcpy(e.counter, r->v.c, sizeof(e.counter));
+		e.detail = r->k.detail;
+		e.mode = r->k.mode;
+		memcpy(e.obj, r->k.obj, sizeof(e.obj));
+		snprintf(e.probe_name, sizeof(e.probe_name), "%s", engine_probe_name(r->k.probe));
+		describe(&r->k, e.what, sizeof(e.what));
+		(void) pset_pub_add(pub, PGT_SEC_ENGINE_EVENTS, &e, sizeof(e));
+	}
+	for (i = 0; i < v.nhist; i++)
+	{
+		const engine_hist_row *h = &v.hist[i];
+		struct pgt_engine_hist_entry e;
+
+		if (h->pm != pub->postmaster || !in_set(inst, h->probe))
+			continue;
+		memset(&e, 0, sizeof(e));
+		snprintf(e.probe_name, sizeof(e.probe_name), "%s", engine_probe_name(h->probe));
+		e.probe = h->probe;
+		e.nslots = PGT_ENGINE_HIST_SLOTS;
+		memcpy(e.slots, h->h.slots, sizeof(e.slots));
+		(void) pset_pub_add(pub, PGT_SEC_ENGINE_HIST, &e, sizeof(e));
+	}
+	for (i = 0; i < v.nstream; i++)
+	{
+		struct pgt_engine_stream_entry e = v.stream[i].e;
+
+		if (v.stream[i].pm != pub->postmaster || !in_set(inst, e.probe))
+			continue;
+		e.pid = pset_pub_nspid(pub, e.pid);
+		(void) pset_pub_add(pub, PGT_SEC_ENGINE_STREAM, &e, sizeof(e));
+	}
+}
+
+/*
+ * put_detail
+ *		The probe-specific fields of a record.
+ */
+static void
+put_detail(trace_out *out, uint32_t probe, uint32_t detail, uint32_t mode,
+		   const __u32 *obj, const __u64 *c, const char *text)
+{
+	switch (probe)
+	{
+		case ENG_QUERY:
+			trace_rec_str(out, "query", text);
+			break;
+		case ENG_LOCK_WAIT:
+			trace_rec_str(out, "lock_type", engine_locktag_name(detail));
+			trace_rec_str(out, "lock_mode", engine_lockmode_name(mode));
+			trace_rec_u64(out, "lock_field1", obj[0]);
+			trace_rec_u64(out, "lock_field2", obj[1]);
+			trace_rec_u64(out, "lock_field3", obj[2]);
+			break;
+		case ENG_LWLOCK_WAIT:
+			trace_rec_str(out, "tranche", text);
+			trace_rec_str(out, "lwlock_mode", engine_lwmode_name(mode));
+			break;
+		case ENG_BUFFER_READ:
+			trace_rec_u64(out, "database", obj[0]);
+			trace_rec_u64(out, "relation", obj[1]);
+			trace_rec_u64(out, "block", obj[2]);
+			break;
+		case ENG_CHECKPOINT:
+			trace_rec_u64(out, "flags", detail);
+			trace_rec_u64(out, "buffers_written", c[0]);
+			trace_rec_f64(out, "sync_ms", (double) c[1] / 1e6);
+			trace_rec_u64(out, "wal_segments", c[2]);
+			break;
+		default:
+			break;
+	}
+}
+
+/*
+ * eng_event
+ *		One streamed record (trace).
+ */
+static void
+eng_event(pset_inst *inst, trace_out *out, const struct pgt_event_hdr *hdr,
+		  const void *data, size_t len)
+{
+	const struct eng_trace_rec *r;
+	char		text[ENG_TEXT_LEN];
+
+	/* data is the payload after the header */
+	if (len < sizeof(*r) || hdr->event == 0 || hdr->event >= ENG_NPROBES)
+		return;
+	r = data;
+	engine_clean_text(text, sizeof(text), r->text, sizeof(r->text));
+	trace_rec_begin(out, inst->set->name, engine_probe_name(hdr->event), hdr->pid,
+					hdr->queryid, hdr->ts_ns);
+	if (r->dur_ns)
+		trace_rec_f64(out, "latency_us", (double) r->dur_ns / 1e3);
+	put_detail(out, hdr->event, r->detail, r->mode, r->obj, r->c, text);
+	trace_rec_end(out);
+}
+
+/*
+ * eng_stats
+ *		One summary record per (pid, query id, probe, lock/tranche).
+ */
+static void
+eng_stats(pset_inst *inst, trace_out *out)
+{
+	engine_view v;
+	double		secs;
+	size_t		i;
+
+	engine_core_view(&v);
+	secs = (double) (procfs_realtime_us() - v.started_us) / 1e6;
+	if (secs <= 0)
+		secs = 1;
+	for (i = 0; i < v.nrows; i++)
+	{
+		const engine_row *r = &v.rows[i];
+		char		name[ENG_NAME_LEN + 1];
+
+		if (!in_set(inst, r->k.probe))
+			continue;
+		trace_rec_begin(out, inst->set->name, "stats", r->k.pid, r->k.queryid, 0);
+		trace_rec_str(out, "probe", engine_probe_name(r->k.probe));
+		trace_rec_u64(out, "calls", r->v.calls);
+		trace_rec_f64(out, "rate_per_s", (double) r->v.calls / secs);
+		if (r->v.total_ns)
+		{
+			trace_rec_f64(out, "total_ms", (double) r->v.total_ns / 1e6);
+			trace_rec_f64(out, "avg_us", (double) r->v.total_ns / 1e3 / (double) r->v.calls);
+			trace_rec_f64(out, "max_us", (double) r->v.max_ns / 1e3);
+		}
+		if (r->k.probe == ENG_BUFFER_READ)
+		{
+			trace_rec_u64(out, "hits", r->v.c[0]);
+			trace_rec_u64(out, "misses", r->v.c[1]);
+			trace_rec_f64(out, "hit_ratio", r->v.calls ? (double) r->v.c[0] / (double) r->v.calls : 0);
+		}
+		else if (r->k.probe != ENG_QUERY)	/* statement text: events only */
+		{
+			pgt_copy_string(name, sizeof(name), r->k.name, sizeof(r->k.name));
+			put_detail(out, r->k.probe, r->k.detail, r->k.mode, r->k.obj, r->v.c, name);
+		}
+		trace_rec_end(out);
+	}
+}
+
+/*
+ * eng_histograms
+ *		One histogram per timed probe of the set, all clusters together,
+ *		in the framework's buckets ([2^i, 2^(i+1)) us; ours start at < 1 us).
+ */
+static void
+eng_histograms(pset_inst *inst, trace_out *out)
+{
+	engine_view v;
+	uint32_t	p;
+
+	engine_core_view(&v);
+	for (p = 1; p < ENG_NPROBES; p++)
+	{
+		uint64_t	slots[PGT_HIST_SLOTS];
+		char		metric[48];
+		size_t		i;
+		int			any = 0;
+
+		if (!in_set(inst, p))
+			continue;
+		memset(slots, 0, sizeof(slots));
+		for (i = 0; i < v.nhist; i++)
+		{
+			int			s;
+
+			if (v.hist[i].probe != p)
+				continue;
+			for (s = 0; s < ENG_HIST_SLOTS; s++)
+			{
+				int			b = s <= 1 ? 0 : s - 1;
+
+				if (b < PGT_HIST_SLOTS)
+					slots[b] += v.hist[i].h.slots[s];
+				any |= v.hist[i].h.slots[s] != 0;
+			}
+		}
+		if (!any)
+			continue;
+		snprintf(metric, sizeof(metric), "%s_latency", engine_probe_name(p));
+		trace_hist(out, inst->set->name, metric, 0, 0, engine_probe_name(p), slots,
+				   PGT_HIST_SLOTS, "us");
+	}
+}
+
+#define ENGINE_SET(sym, nm, desc, setid, ord) \
+	static const probe_set sym = { \
+		.name = nm, .description = desc, .id = setid, .order = ord, \
+		.start = eng_start, .stop = eng_stop, .collect = eng_collect, \
+		.publish = eng_publish, .event = eng_event, .stats = eng_stats, \
+		.histograms = eng_histograms, \
+	}; \
+	PGT_REGISTER_PROBE_SET(sym)
+
+ENGINE_SET(pset_pg_query, "pg-query",
+		   "statement latency, query id, slow statements with text (USDT query__start/done)",
+		   PGT_SET_PG_QUERY, 100);
+ENGINE_SET(pset_pg_locks, "pg-locks",
+		   "heavyweight lock waits: lock type, mode, object (USDT lock__wait__start/done)",
+		   PGT_SET_PG_LOCKS, 101);
+ENGINE_SET(pset_pg_lwlock, "pg-lwlock",
+		   "LWLock waits by tranche (USDT lwlock__wait__start/done; costly, off in the daemon)",
+		   PGT_SET_PG_LWLOCK, 102);
+ENGINE_SET(pset_pg_wal, "pg-wal",
+		   "WAL inserts (USDT wal__insert), XLogFlush calls and duration (uprobe)",
+		   PGT_SET_PG_WAL, 103);
+ENGINE_SET(pset_pg_buffer, "pg-buffer",
+		   "buffer reads, hits, misses, hit ratio; dirty buffer flushes (USDT buffer__*)",
+		   PGT_SET_PG_BUFFER, 104);
+ENGINE_SET(pset_pg_checkpoint, "pg-checkpoint",
+		   "checkpoints: duration, buffers written, sync phase (USDT checkpoint__*)",
+		   PGT_SET_PG_CHECKPOINT, 105);
+ENGINE_SET(pset_pg_usdt, "pg-usdt",
+		   "transaction commits/aborts, deadlocks, sorts (USDT)",
+		   PGT_SET_PG_USDT, 106);

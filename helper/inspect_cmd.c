@@ -1,0 +1,411 @@
+/*
+ * helper/inspect_cmd.c
+ *	  `pg-tracer inspect [--pid PID | --pgdata DIR | --binary PATH]
+ *	  [--format text|json]`.
+ *
+ * For each postmaster found (all of the host's without a target): its
+ * processes with their roles (helper/procfs.c classification; psql,
+ * pgbench and shells are not children of a postmaster and never appear),
+ * its executable resolved through /proc/<pid>/root, and the ELF facts the
+ * engine probes depend on.  Read-only: nothing is attached.  Exit 0 when
+ * something was inspected, 1 when the target is not a server or the file
+ * not an ELF executable.
+ */
+#include "inspect_cmd.h"
+
+#include "discovery.h"
+#include "elf_inspect.h"
+#include "engine_catalog.h"
+#include "pgt_segment.h"
+#include "procfs.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/*
+ * json_str
+ *		Print s as a JSON string.
+ */
+static void
+json_str(const char *s)
+{
+	putchar('"');
+	for (; *s; s++)
+	{
+		unsigned char ch = (unsigned char) *s;
+
+		if (ch == '"' || ch == '\\')
+			printf("\\%c", ch);
+		else if (ch < 0x20 || ch >= 0x7f)
+			printf("\\u%04x", ch);
+		else
+			putchar(ch);
+	}
+	putchar('"');
+}
+
+/*
+ * distinct_probes
+ *		Number of distinct provider:name pairs among the notes.
+ */
+static size_t
+distinct_probes(const elf_info *e)
+{
+	size_t		i;
+	size_t		j;
+	size_t		n = 0;
+
+	for (i = 0; i < e->nprobes; i++)
+	{
+		for (j = 0; j < i; j++)
+			if (strcmp(e->probes[i].name, e->probes[j].name) == 0 &&
+				strcmp(e->probes[i].provider, e->probes[j].provider) == 0)
+				break;
+		if (j == i)
+			n++;
+	}
+	return n;
+}
+
+/*
+ * print_processes
+ *		The postmaster and its children with their roles.
+ */
+static void
+print_processes(const pm_info *pm, int json)
+{
+	pid_t	   *pids = NULL;
+	size_t		n = 0;
+	size_t		i;
+
+	if (discovery_children(pm->pid, &pids, &n) < 0)
+		n = 0;
+	if (json)
+		printf("\"processes\":[{\"pid\":%d,\"role\":\"postmaster\"}", (int) pm->pid);
+	else
+		printf("processes:\n  %-8d postmaster\n", (int) pm->pid);
+	for (i = 0; i < n; i++)
+	{
+		char		buf[PROCFS_CMDLINE_MAX];
+		size_t		len = 0;
+		uint32_t	role = PGT_ROLE_OTHER;
+
+		if (procfs_read_cmdline(pids[i], buf, sizeof(buf), &len) == 0)
+		{
+			role = procfs_classify_title(buf, len);
+			if (role == PGT_ROLE_UNKNOWN)
+				role = PGT_ROLE_OTHER;
+		}
+		if (json)
+			printf(",{\"pid\":%d,\"role\":\"%s\"}", (int) pids[i], pgt_role_name(role));
+		else
+			printf("  %-8d %s\n", (int) pids[i], pgt_role_name(role));
+	}
+	if (json)
+		printf("],");
+	free(pids);
+}
+
+/*
+ * print_elf
+ *		ELF facts, USDT probes, wanted symbols, and the engine plan.
+ */
+static void
+print_elf(const elf_info *e, int json)
+{
+	engine_choice *choices = calloc(engine_npoints, sizeof(*choices));
+	size_t		i;
+
+	if (choices == NULL)
+		return;
+	engine_plan(e, choices);
+	if (json)
+	{
+		printf("\"binary\":");
+		json_str(e->path);
+		printf(",\"build_id\":");
+		json_str(e->build_id);
+		printf(",\"debuglink\":");
+		json_str(e->debuglink);
+		printf(",\"pie\":%s,\"dwarf\":%s,\"symtab\":%s,\"dynsym\":%s,"
+			   "\"usdt_notes\":%zu,\"usdt_distinct\":%zu,\"usdt_error\":",
+			   e->is_pie ? "true" : "false", e->has_dwarf ? "true" : "false",
+			   e->has_symtab ? "true" : "false", e->has_dynsym ? "true" : "false",
+			   e->nprobes, distinct_probes(e));
+		json_str(e->usdt_error);
+		printf(",\"usdt\":[");
+		for (i = 0; i < e->nprobes; i++)
+		{
+			const usdt_probe *p = &e->probes[i];
+
+			printf("%s{\"provider\":", i ? "," : "");
+			json_str(p->provider);
+			printf(",\"name\":");
+			json_str(p->name);
+			printf(",\"pc\":\"0x%llx\",\"semaphore\":\"0x%llx\",\"nargs\":%d,\"args\":",
+				   (unsigned long long) p->pc, (unsigned long long) p->semaphore, p->nargs);
+			json_str(p->args);
+			printf("}");
+		}
+		printf("],\"symbols\":[");
+		for (i = 0; i < engine_nwanted_symbols; i++)
+		{
+			elf_symbol	s;
+			int			ok = elf_find_symbol(e, engine_wanted_symbols[i], &s) == 0;
+
+			printf("%s{\"name\":", i ? "," : "");
+			json_str(engine_wanted_symbols[i]);
+			printf(",\"resolvable\":%s,\"table\":\"%s\",\"address\":\"0x%llx\"}",
+				   ok ? "true" : "false",
+				   s.table == ELF_SYM_SYMTAB ? "symtab" : s.table == ELF_SYM_DYNSYM ? "dynsym" : "none",
+				   (unsigned long long) s.addr);
+		}
+		printf("],\"probe_sets\":[");
+		for (i = 0; i < engine_nsets; i++)
+		{
+			char		mech[32];
+			char		reason[512];
+			uint32_t	st = engine_set_state(engine_sets[i].name, choices, NULL,
+											  mech, sizeof(mech), reason, sizeof(reason));
+
+			printf("%s{\"name\":\"%s\",\"state\":\"%s\",\"mechanism\":\"%s\","
+				   "\"default\":%s,\"reason\":", i ? "," : "", engine_sets[i].name,
+				   pgt_probe_state_name(st), mech, engine_sets[i].default_on ? "true" : "false");
+			json_str(reason);
+			printf("}");
+		}
+		printf("],\"probe_points\":[");
+		for (i = 0; i < engine_npoints; i++)
+		{
+			const engine_point *p = &engine_points[i];
+
+			printf("%s{\"set\":\"%s\",\"point\":\"%s\",\"mechanism\":\"%s\",\"detail\":",
+				   i ? "," : "", p->set, p->usdt ? p->usdt : p->func,
+				   engine_mech_name(choices[i].mech));
+			json_str(choices[i].reason);
+			printf("}");
+		}
+		printf("]");
+		free(choices);
+		return;
+	}
+	printf("binary:      %s\n", e->path);
+	printf("build id:    %s\n", e->build_id[0] ? e->build_id : "(none)");
+	printf("debuglink:   %s\n", e->debuglink[0] ? e->debuglink : "(none)");
+	printf("PIE:         %s\n", e->is_pie ? "yes" : "no");
+	printf("DWARF:       %s\n", e->has_dwarf ? "yes" : "no (install the -dbgsym package for static functions)");
+	printf("symbols:     %s\n", e->has_symtab ? ".symtab (not stripped)" :
+		   e->has_dynsym ? ".dynsym only (stripped: static functions unresolvable)" : "none");
+	printf("USDT:        %zu probe sites, %zu distinct probes%s%s\n", e->nprobes,
+		   distinct_probes(e), e->usdt_error[0] ? "; notes rejected: " : "", e->usdt_error);
+	for (i = 0; i < e->nprobes; i++)
+	{
+		const usdt_probe *p = &e->probes[i];
+
+		printf("  %s:%-36s pc 0x%-8llx sem 0x%-8llx args %s\n", p->provider, p->name,
+			   (unsigned long long) p->pc, (unsigned long long) p->semaphore,
+			   p->args[0] ? p->args : "(none)");
+	}
+	printf("symbols the tool wants:\n");
+	for (i = 0; i < engine_nwanted_symbols; i++)
+	{
+		elf_symbol	s;
+
+		if (elf_find_symbol(e, engine_wanted_symbols[i], &s) == 0)
+			printf("  %-20s 0x%llx (%s)\n", engine_wanted_symbols[i],
+				   (unsigned long long) s.addr, s.table == ELF_SYM_SYMTAB ? "symtab" : "dynsym");
+		else
+			printf("  %-20s unresolvable\n", engine_wanted_symbols[i]);
+	}
+	printf("engine probe sets:\n");
+	for (i = 0; i < engine_nsets; i++)
+	{
+		char		mech[32];
+		char		reason[512];
+		uint32_t	st = engine_set_state(engine_sets[i].name, choices, NULL,
+										  mech, sizeof(mech), reason, sizeof(reason));
+
+		printf("  %-14s %-11s %-12s%s%s%s\n", engine_sets[i].name, pgt_probe_state_name(st),
+			   mech, engine_sets[i].default_on ? "" : "(off by default) ",
+			   reason[0] ? "- " : "", reason);
+	}
+	printf("engine probe points:\n");
+	for (i = 0; i < engine_npoints; i++)
+	{
+		const engine_point *p = &engine_points[i];
+
+		printf("  %-14s %-32s %-10s %s\n", p->set, p->usdt ? p->usdt : p->func,
+			   engine_mech_name(choices[i].mech), choices[i].reason);
+	}
+	free(choices);
+}
+
+/*
+ * inspect_binary
+ *		Open and print one executable.  Returns 0 or 1.
+ */
+static int
+inspect_binary(const char *path, int json)
+{
+	elf_info	e;
+	char		err[512];
+
+	if (elf_inspect_open(path, &e, err, sizeof(err)) < 0)
+	{
+		fprintf(stderr, "pg-tracer: %s\n", err);
+		return 1;
+	}
+	print_elf(&e, json);
+	elf_inspect_close(&e);
+	return 0;
+}
+
+/*
+ * inspect_pm
+ *		One server: processes, then its executable.
+ */
+static int
+inspect_pm(const pm_info *pm, int json)
+{
+	char		path[PATH_MAX + 64];
+	char		err[512];
+	elf_info	e;
+
+	if (json)
+	{
+		printf("{\"postmaster_pid\":%d,\"postmaster_nspid\":%d,\"data_dir\":",
+			   (int) pm->pid, (int) pm->nspid);
+		json_str(pm->data_dir);
+		printf(",");
+	}
+	else
+		printf("cluster %s: postmaster %d (pid %d in its namespace)\n",
+			   pm->data_dir, (int) pm->pid, (int) pm->nspid);
+	print_processes(pm, json);
+	if (elf_resolve_exe((int) pm->pid, path, sizeof(path), err, sizeof(err)) < 0 ||
+		elf_inspect_open(path, &e, err, sizeof(err)) < 0)
+	{
+		if (json)
+		{
+			printf("\"error\":");
+			json_str(err);
+			printf("}");
+		}
+		else
+			printf("executable: %s\n", err);
+		return 1;
+	}
+	print_elf(&e, json);
+	if (json)
+		printf("}");
+	elf_inspect_close(&e);
+	return 0;
+}
+
+/*
+ * pid_from_pgdata
+ *		First line of DIR/postmaster.pid (the pid in the server's own
+ *		namespace: right when the helper shares it).
+ */
+static int
+pid_from_pgdata(const char *dir, pid_t *pid)
+{
+	char		path[PATH_MAX];
+	char		line[64];
+	FILE	   *f;
+	long		v;
+	char	   *end;
+
+	if (snprintf(path, sizeof(path), "%s/postmaster.pid", dir) >= (int) sizeof(path))
+		return -1;
+	f = fopen(path, "re");
+	if (f == NULL)
+		return -1;
+	if (fgets(line, sizeof(line), f) == NULL)
+	{
+		fclose(f);
+		return -1;
+	}
+	fclose(f);
+	errno = 0;
+	v = strtol(line, &end, 10);
+	if (errno || end == line || v <= 0 || v > INT_MAX || (*end != '\n' && *end != '\0'))
+		return -1;
+	*pid = (pid_t) v;
+	return 0;
+}
+
+/*
+ * inspect_run
+ *		See inspect_cmd.h.
+ */
+int
+inspect_run(const inspect_opts *o)
+{
+	pm_info		pm;
+	pm_info    *pms = NULL;
+	char		err[512];
+	size_t		n = 0;
+	size_t		i;
+	int			rc = 0;
+
+	if (o->binary != NULL)
+	{
+		if (o->json)
+			printf("{");
+		rc = inspect_binary(o->binary, o->json);
+		if (o->json)
+			printf("}\n");
+		return rc;
+	}
+	if (o->pid != 0 || o->pgdata != NULL)
+	{
+		pid_t		pid = o->pid;
+		proc_stat	ps;
+
+		if (o->pgdata != NULL && pid_from_pgdata(o->pgdata, &pid) < 0)
+		{
+			fprintf(stderr, "pg-tracer: no running server in %s (no readable postmaster.pid)\n",
+					o->pgdata);
+			return 1;
+		}
+		if (discovery_check_postmaster(pid, &pm, err, sizeof(err)) < 0)
+		{
+			/* a backend's pid: inspect its postmaster */
+			if (procfs_read_stat(pid, &ps) < 0 ||
+				discovery_check_postmaster(ps.ppid, &pm, err, sizeof(err)) < 0)
+			{
+				fprintf(stderr, "pg-tracer: pid %d is not a PostgreSQL server process: %s\n",
+						(int) pid, err);
+				return 1;
+			}
+		}
+		rc = inspect_pm(&pm, o->json);
+		if (o->json)
+			printf("\n");
+		return rc;
+	}
+	if (discovery_scan(&pms, &n, 0, 0, 0) < 0 || n == 0)
+	{
+		free(pms);
+		fprintf(stderr, "pg-tracer: no running PostgreSQL server found\n");
+		return 1;
+	}
+	if (o->json)
+		printf("[");
+	for (i = 0; i < n; i++)
+	{
+		if (o->json && i)
+			printf(",");
+		else if (!o->json && i)
+			printf("\n");
+		rc |= inspect_pm(&pms[i], o->json);
+	}
+	if (o->json)
+		printf("]\n");
+	free(pms);
+	return rc;
+}

@@ -1,0 +1,508 @@
+/*
+ * helper/kernel_set.c
+ *	  Shared machinery of the kernel probe sets (see kernel_set.h): load and
+ *	  attach on the shared maps with per-program failure reasons, copy the
+ *	  aggregate maps, publish segment rows for one cluster, print summaries,
+ *	  histograms and events.  Single-threaded.
+ */
+#include "kernel_set.h"
+
+#include "log.h"
+#include "pgt_kernel.h"
+#include "trace_out.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/*
+ * kset_new
+ *		Allocate the set's state into in->priv.
+ */
+kset *
+kset_new(pset_inst *in, const kset_desc *desc)
+{
+	kset	   *ks = calloc(1, sizeof(*ks));
+
+	if (ks == NULL)
+		return NULL;
+	ks->desc = desc;
+	ks->kio_fd = ks->kproc_fd = ks->khist_fd = -1;
+	in->priv = ks;
+	return ks;
+}
+
+/*
+ * kset_load_attach
+ *		Reuse the shared maps, load obj, attach each of its programs (a
+ *		program that does not attach is counted with its error, the others
+ *		still run), and find the aggregate maps.  The skeleton is kept for
+ *		kset_stop.  Returns 0, or a negative error when it did not load.
+ */
+int
+kset_load_attach(pset_inst *in, const pset_ctx *ctx, struct bpf_object *obj,
+				 void *skel, void (*destroy) (void *), kset_attach *out)
+{
+	kset	   *ks = in->priv;
+	struct bpf_program *prog;
+	struct bpf_map *m;
+	char		ebuf[128];
+	int			slot;
+	int			err;
+
+	memset(out, 0, sizeof(*out));
+	for (slot = 0; slot < KSET_MAX_OBJS && ks->skel[slot] != NULL; slot++)
+		;
+	if (slot == KSET_MAX_OBJS)
+		return -EINVAL;
+	ks->skel[slot] = skel;
+	ks->destroy[slot] = destroy;
+
+	err = pset_prepare_object(ctx, obj);
+	if (err == 0)
+		err = bpf_object__load(obj);
+	if (err != 0)
+	{
+		out->load_err = err;
+		snprintf(out->first_error, sizeof(out->first_error), "load failed: %s",
+				 pset_errstr(err, ebuf, sizeof(ebuf)));
+		return err;
+	}
+	bpf_object__for_each_program(prog, obj)
+	{
+		struct bpf_link *l;
+
+		if (ks->nlinks >= KSET_MAX_LINKS)
+			break;
+		l = bpf_program__attach(prog);
+		if (l == NULL)
+		{
+			int			e = errno ? -errno : -EINVAL;
+			size_t		off = strlen(out->failed_names);
+
+			out->failed++;
+			if (out->first_error[0] == '\0')
+				snprintf(out->first_error, sizeof(out->first_error), "%s",
+						 pset_errstr(e, ebuf, sizeof(ebuf)));
+			snprintf(out->failed_names + off, sizeof(out->failed_names) - off, "%s%s",
+					 off ? "," : "", bpf_program__section_name(prog));
+			log_debug("probe set %s: %s did not attach: %s", in->set->name,
+					  bpf_program__section_name(prog), ebuf);
+			continue;
+		}
+		ks->links[ks->nlinks++] = l;
+		out->attached++;
+	}
+	bpf_object__for_each_map(m, obj)
+	{
+		const char *name = bpf_map__name(m);
+
+		if (strcmp(name, "kio") == 0)
+			ks->kio_fd = bpf_map__fd(m);
+		else if (strcmp(name, "kproc") == 0)
+			ks->kproc_fd = bpf_map__fd(m);
+		else if (strcmp(name, "khist") == 0)
+			ks->khist_fd = bpf_map__fd(m);
+	}
+	return 0;
+}
+
+/*
+ * kset_status_from
+ *		State of a single-object set from its attach outcome.
+ */
+void
+kset_status_from(pset_inst *in, const char *mechanism, const kset_attach *a)
+{
+	if (a->load_err < 0 || a->attached == 0)
+		pset_set_status(in, PGT_PROBE_UNAVAILABLE, mechanism, "%s",
+						a->first_error[0] ? a->first_error : "no program attached");
+	else if (a->failed > 0)
+		pset_set_status(in, PGT_PROBE_DEGRADED, mechanism, "%s did not attach: %s",
+						a->failed_names, a->first_error);
+	else
+		pset_set_status(in, PGT_PROBE_AVAILABLE, mechanism, "%d programs attached",
+						a->attached);
+}
+
+/*
+ * kset_stop
+ *		Detach and unload.
+ */
+void
+kset_stop(pset_inst *in)
+{
+	kset	   *ks = in->priv;
+	int			i;
+
+	if (ks == NULL)
+		return;
+	for (i = 0; i < ks->nlinks; i++)
+		bpf_link__destroy(ks->links[i]);
+	for (i = 0; i < KSET_MAX_OBJS; i++)
+		if (ks->skel[i] != NULL)
+			ks->destroy[i] (ks->skel[i]);
+	free(ks->io);
+	free(ks->proc);
+	free(ks->hist);
+	free(ks);
+	in->priv = NULL;
+}
+
+/*
+ * copy_map
+ *		Copy up to max entries of a hash map (key ksize, value vsize) into
+ *		rows of rsize bytes (key then value).  Bounded against a map that
+ *		changes under us.  Returns the number of rows.
+ */
+static size_t
+copy_map(int fd, size_t ksize, size_t vsize, unsigned char **rows, size_t max)
+{
+	unsigned char key[64];
+	unsigned char next[64];
+	size_t		rsize = ksize + vsize;
+	size_t		n = 0;
+	int			have = 0;
+	size_t		guard = 2 * max;
+
+	if (fd < 0)
+		return 0;
+	if (*rows == NULL)
+	{
+		*rows = malloc(max * rsize);
+		if (*rows == NULL)
+			return 0;
+	}
+	while (n < max && guard-- > 0 &&
+		   bpf_map_get_next_key(fd, have ? key : NULL, next) == 0)
+	{
+		unsigned char *r = *rows + n * rsize;
+
+		memcpy(key, next, ksize);
+		have = 1;
+		if (bpf_map_lookup_elem(fd, next, r + ksize) == 0)
+		{
+			memcpy(r, next, ksize);
+			n++;
+		}
+	}
+	return n;
+}
+
+/*
+ * kset_collect
+ *		Copy the set's aggregates and count its events.
+ */
+void
+kset_collect(pset_inst *in)
+{
+	kset	   *ks = in->priv;
+	uint64_t	events = 0;
+	size_t		i;
+
+	if (ks == NULL)
+		return;
+	ks->nio = copy_map(ks->kio_fd, sizeof(struct pgt_kio_key), sizeof(struct pgt_kio_val),
+					   (unsigned char **) &ks->io, PGT_KIO_MAX);
+	ks->nproc = copy_map(ks->kproc_fd, sizeof(struct pgt_kproc_key),
+						 sizeof(struct pgt_kproc_val),
+						 (unsigned char **) &ks->proc, PGT_KPROC_MAX);
+	ks->nhist = copy_map(ks->khist_fd, sizeof(struct pgt_khist_key),
+						 sizeof(struct pgt_khist_val),
+						 (unsigned char **) &ks->hist, PGT_KHIST_ENTRIES);
+	for (i = 0; i < ks->nio; i++)
+		events += ks->io[i].v.calls;
+	for (i = 0; i < ks->nproc; i++)
+	{
+		const uint64_t *v = (const uint64_t *) ks->proc[i].v.v;
+
+		switch (ks->desc->proc_flag)
+		{
+			case PGT_KPROC_SCHED:
+				events += v[PGT_KSCHED_VOLUNTARY] + v[PGT_KSCHED_INVOLUNTARY];
+				break;
+			case PGT_KPROC_MEMORY:
+				events += v[PGT_KMEM_FAULTS_USER] + v[PGT_KMEM_FAULTS_KERNEL];
+				break;
+			case PGT_KPROC_NET:
+				events += v[PGT_KNET_SEND_CALLS] + v[PGT_KNET_RECV_CALLS];
+				break;
+		}
+	}
+	in->events = events;
+}
+
+/*
+ * mine
+ *		Does a row (its postmaster pm) belong to the cluster being
+ *		published?  Kernel rows (pm 0) go to every cluster.
+ */
+static int
+mine(const pset_pub *pub, uint32_t pm)
+{
+	return pm == 0 || pm == pub->postmaster;
+}
+
+/*
+ * kset_publish
+ *		Segment rows of one cluster.
+ */
+void
+kset_publish(pset_inst *in, pset_pub *pub)
+{
+	kset	   *ks = in->priv;
+	size_t		i;
+
+	if (ks == NULL)
+		return;
+	for (i = 0; i < ks->nio; i++)
+	{
+		struct pgt_kernel_io_entry e;
+		const kio_row *r = &ks->io[i];
+
+		if (!mine(pub, r->v.pm))
+			continue;
+		memset(&e, 0, sizeof(e));
+		e.pid = r->k.pid ? pset_pub_nspid(pub, r->k.pid) : 0;
+		e.layer = r->k.layer;
+		e.op = r->k.op;
+		e.file_class = r->k.file_class;
+		e.queryid = (int64_t) r->k.queryid;
+		e.relfilenode = r->k.relfilenode;
+		e.dev = r->k.dev;
+		e.calls = r->v.calls;
+		e.bytes = r->v.bytes;
+		e.errors = r->v.errors;
+		e.total_ns = r->v.total_ns;
+		e.max_ns = r->v.max_ns;
+		(void) pset_pub_add(pub, PGT_SEC_KERNEL_IO, &e, sizeof(e));
+	}
+	for (i = 0; i < ks->nproc; i++)
+	{
+		struct pgt_kernel_proc_entry e;
+		const kproc_row *r = &ks->proc[i];
+
+		if (!mine(pub, r->v.pm))
+			continue;
+		memset(&e, 0, sizeof(e));
+		e.pid = r->k.pid ? pset_pub_nspid(pub, r->k.pid) : 0;
+		e.sets = ks->desc->proc_flag;
+		e.queryid = (int64_t) r->k.queryid;
+		memcpy(e.vals, r->v.v, sizeof(e.vals));
+		(void) pset_pub_add(pub, PGT_SEC_KERNEL_PROC, &e, sizeof(e));
+	}
+	for (i = 0; i < ks->nhist; i++)
+	{
+		struct pgt_kernel_hist_entry e;
+		const khist_row *r = &ks->hist[i];
+
+		if (!mine(pub, r->v.pm))
+			continue;
+		memset(&e, 0, sizeof(e));
+		e.metric = r->k.metric;
+		e.pid = r->k.pid ? pset_pub_nspid(pub, r->k.pid) : 0;
+		e.dev = r->k.dev;
+		e.op = r->k.op;
+		memcpy(e.slots, r->v.slots, sizeof(e.slots));
+		(void) pset_pub_add(pub, PGT_SEC_KERNEL_HIST, &e, sizeof(e));
+	}
+}
+
+/*
+ * dev_str
+ *		"major:minor" of a kernel dev_t.
+ */
+static const char *
+dev_str(uint32_t dev, char *buf, size_t len)
+{
+	snprintf(buf, len, "%u:%u", dev >> 20, dev & ((1U << 20) - 1));
+	return buf;
+}
+
+/*
+ * kset_event
+ *		Render one ring-buffer record of a kernel set.
+ */
+void
+kset_event(pset_inst *in, trace_out *out, const struct pgt_event_hdr *h,
+		   const void *data, size_t len)
+{
+	char		dbuf[32];
+
+	switch (h->event)
+	{
+		case PGT_KEV_CALL:
+			{
+				struct pgt_kev_call c;
+
+				if (len < sizeof(c))
+					return;
+				memcpy(&c, data, sizeof(c));
+				trace_rec_begin(out, in->set->name, pgt_kop_name(c.op), h->pid, h->queryid, h->ts_ns);
+				trace_rec_u64(out, "tid", h->tid);
+				trace_rec_i64(out, "ret", c.ret);
+				if (c.ret > 0 && c.op != PGT_KOP_OPENAT && c.op != PGT_KOP_CLOSE &&
+					c.op != PGT_KOP_FSYNC && c.op != PGT_KOP_FDATASYNC &&
+					c.op != PGT_KOP_SYNC_FILE_RANGE)
+					trace_rec_u64(out, "bytes", (uint64_t) c.ret);
+				trace_rec_f64(out, "latency_us", (double) c.latency_ns / 1000.0);
+				trace_rec_i64(out, "fd", (int32_t) c.fd);
+				if (h->set != PGT_SET_NETWORK)
+				{
+					trace_rec_str(out, "file_class", pgt_kfile_name(c.file_class));
+					if (c.relfilenode)
+						trace_rec_u64(out, "relfilenode", c.relfilenode);
+					if (c.dev)
+						trace_rec_str(out, "dev", dev_str(c.dev, dbuf, sizeof(dbuf)));
+				}
+				trace_rec_end(out);
+				break;
+			}
+		case PGT_KEV_BLOCK:
+		case PGT_KEV_CACHE_MISS:
+			{
+				struct pgt_kev_io c;
+
+				if (len < sizeof(c))
+					return;
+				memcpy(&c, data, sizeof(c));
+				trace_rec_begin(out, in->set->name,
+								h->event == PGT_KEV_BLOCK ? pgt_kop_name(c.op) : "cache_miss",
+								h->pid, h->queryid, h->ts_ns);
+				trace_rec_u64(out, "bytes", c.bytes);
+				trace_rec_str(out, "dev", dev_str(c.dev, dbuf, sizeof(dbuf)));
+				if (h->event == PGT_KEV_BLOCK)
+				{
+					trace_rec_f64(out, "latency_us", (double) c.latency_ns / 1000.0);
+					trace_rec_u64(out, "sector", c.sector);
+				}
+				else
+				{
+					trace_rec_u64(out, "ino", c.ino);
+					trace_rec_u64(out, "page_index", c.sector);
+				}
+				trace_rec_end(out);
+				break;
+			}
+		case PGT_KEV_ONCPU:
+		case PGT_KEV_FAULT:
+		case PGT_KEV_OOM_ADJ:
+		case PGT_KEV_RETRANSMIT:
+			{
+				struct pgt_kev_proc c;
+				const char *name = h->event == PGT_KEV_ONCPU ? "oncpu"
+					: h->event == PGT_KEV_OOM_ADJ ? "oom_score_adj" : "tcp_retransmit";
+
+				if (len < sizeof(c))
+					return;
+				memcpy(&c, data, sizeof(c));
+				if (h->event == PGT_KEV_FAULT)
+					name = c.kind ? "fault_kernel" : "fault_user";
+				trace_rec_begin(out, in->set->name, name, h->pid, h->queryid, h->ts_ns);
+				trace_rec_u64(out, "tid", h->tid);
+				trace_rec_u64(out, "cpu", c.cpu);
+				if (h->event == PGT_KEV_ONCPU)
+				{
+					trace_rec_f64(out, "offcpu_us", (double) c.a / 1000.0);
+					trace_rec_f64(out, "runq_us", (double) c.b / 1000.0);
+				}
+				else if (h->event == PGT_KEV_FAULT)
+				{
+					char		abuf[32];
+
+					snprintf(abuf, sizeof(abuf), "0x%llx", (unsigned long long) c.a);
+					trace_rec_str(out, "address", abuf);
+				}
+				else if (h->event == PGT_KEV_OOM_ADJ)
+					trace_rec_i64(out, "oom_score_adj", (int64_t) c.a);
+				else
+				{
+					trace_rec_u64(out, "sport", c.a & 0xffff);
+					trace_rec_u64(out, "dport", (c.a >> 16) & 0xffff);
+				}
+				trace_rec_end(out);
+				break;
+			}
+		default:
+			break;
+	}
+}
+
+/*
+ * kset_stats
+ *		trace --stats: one record per I/O aggregate and per process row.
+ */
+void
+kset_stats(pset_inst *in, trace_out *out)
+{
+	kset	   *ks = in->priv;
+	char		dbuf[32];
+	size_t		i;
+	int			j;
+
+	if (ks == NULL)
+		return;
+	for (i = 0; i < ks->nio; i++)
+	{
+		const kio_row *r = &ks->io[i];
+
+		trace_rec_begin(out, in->set->name, "stats", r->k.pid, r->k.queryid, 0);
+		trace_rec_str(out, "layer", pgt_klayer_name(r->k.layer));
+		trace_rec_str(out, "op", pgt_kop_name(r->k.op));
+		trace_rec_str(out, "file_class", pgt_kfile_name(r->k.file_class));
+		if (r->k.relfilenode)
+			trace_rec_u64(out, "relfilenode", r->k.relfilenode);
+		if (r->k.dev)
+			trace_rec_str(out, "dev", dev_str(r->k.dev, dbuf, sizeof(dbuf)));
+		trace_rec_u64(out, "calls", r->v.calls);
+		trace_rec_u64(out, "bytes", r->v.bytes);
+		trace_rec_u64(out, "errors", r->v.errors);
+		trace_rec_f64(out, "total_ms", (double) r->v.total_ns / 1e6);
+		trace_rec_f64(out, "avg_us", r->v.calls ? (double) r->v.total_ns / 1e3 / (double) r->v.calls : 0);
+		trace_rec_f64(out, "max_us", (double) r->v.max_ns / 1e3);
+		trace_rec_end(out);
+	}
+	for (i = 0; i < ks->nproc && ks->desc->proc_names; i++)
+	{
+		const kproc_row *r = &ks->proc[i];
+
+		trace_rec_begin(out, in->set->name, "stats", r->k.pid, r->k.queryid, 0);
+		for (j = 0; j < PGT_KPROC_NVALS && ks->desc->proc_names[j]; j++)
+		{
+			if (ks->desc->proc_signed_last && (j + 1 == PGT_KPROC_NVALS ||
+											   !ks->desc->proc_names[j + 1]))
+				trace_rec_i64(out, ks->desc->proc_names[j], (int64_t) r->v.v[j]);
+			else
+				trace_rec_u64(out, ks->desc->proc_names[j], r->v.v[j]);
+		}
+		trace_rec_end(out);
+	}
+}
+
+/*
+ * kset_histograms
+ *		trace --histogram: every histogram of the set.
+ */
+void
+kset_histograms(pset_inst *in, trace_out *out)
+{
+	kset	   *ks = in->priv;
+	size_t		i;
+
+	if (ks == NULL)
+		return;
+	for (i = 0; i < ks->nhist; i++)
+	{
+		const khist_row *r = &ks->hist[i];
+		char		label[96];
+
+		snprintf(label, sizeof(label), "%s %s dev %u:%u", pgt_khist_name(r->k.metric),
+				 r->k.op ? pgt_kop_name(r->k.op) : "-", r->k.dev >> 20,
+				 r->k.dev & ((1U << 20) - 1));
+		trace_hist(out, in->set->name, pgt_khist_name(r->k.metric), r->k.pid, 0, label,
+				   (const uint64_t *) r->v.slots, 32, "usecs");
+	}
+}

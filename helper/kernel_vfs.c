@@ -1,0 +1,108 @@
+/*
+ * helper/kernel_vfs.c
+ *	  Probe set "vfs": page-cache misses per backend everywhere
+ *	  (bpf/kernel_vfs.bpf.c, filemap tracepoint), and vfs_read / vfs_write /
+ *	  vfs_fsync latency and bytes through kprobes where the kernel has them
+ *	  (bpf/kernel_vfs_kprobe.bpf.c, sharing the same `kio` map).  Without
+ *	  kprobes the set is degraded and says why.
+ */
+#include "kernel_set.h"
+#include "kernel_vfs.skel.h"
+#include "kernel_vfs_kprobe.skel.h"
+
+#include <bpf/libbpf.h>
+#include <stdio.h>
+#include <string.h>
+
+static const kset_desc desc = {0, NULL, 0};
+
+static void
+destroy_tp(void *skel)
+{
+	kernel_vfs_bpf__destroy(skel);
+}
+
+static void
+destroy_kp(void *skel)
+{
+	kernel_vfs_kprobe_bpf__destroy(skel);
+}
+
+#define MECH "tp/filemap+kprobe/vfs_*"
+
+/*
+ * start
+ *		The page-cache object first; then the kprobe object on the same kio
+ *		map.  The state says which parts run.
+ */
+static int
+start(pset_inst *in, const pset_ctx *ctx)
+{
+	struct kernel_vfs_bpf *tp;
+	struct kernel_vfs_kprobe_bpf *kp;
+	kset	   *ks;
+	kset_attach a;
+	kset_attach b;
+	char		kreason[512];
+
+	ks = kset_new(in, &desc);
+	if (ks == NULL)
+		return -1;
+	tp = kernel_vfs_bpf__open();
+	if (tp == NULL)
+	{
+		pset_set_status(in, PGT_PROBE_UNAVAILABLE, MECH, "BPF open failed");
+		return 0;
+	}
+	tp->rodata->pgt_stream = ctx->stream;
+	(void) kset_load_attach(in, ctx, tp->obj, tp, destroy_tp, &a);
+
+	/* kprobes: tried everywhere, so the reason is the kernel's own answer */
+	memset(&b, 0, sizeof(b));
+	kp = kernel_vfs_kprobe_bpf__open();
+	if (kp == NULL)
+		snprintf(kreason, sizeof(kreason), "kprobe object did not open");
+	else
+	{
+		kp->rodata->pgt_stream = ctx->stream;
+		if (ks->kio_fd >= 0)
+			(void) bpf_map__reuse_fd(kp->maps.kio, ks->kio_fd);
+		(void) kset_load_attach(in, ctx, kp->obj, kp, destroy_kp, &b);
+		if (b.load_err < 0 || b.attached == 0)
+			snprintf(kreason, sizeof(kreason), "vfs_read/write/fsync kprobes unavailable: %s (attach: %s)",
+					 ctx->kprobes ? "attach failed" : ctx->kprobes_reason, b.first_error);
+		else if (b.failed > 0)
+			snprintf(kreason, sizeof(kreason), "kprobes %s did not attach: %s",
+					 b.failed_names, b.first_error);
+		else
+			kreason[0] = '\0';
+	}
+
+	if (a.load_err < 0 || a.attached == 0)
+		pset_set_status(in, kreason[0] ? PGT_PROBE_UNAVAILABLE : PGT_PROBE_DEGRADED, MECH,
+						"page-cache tracepoint: %s; %s", a.first_error,
+						kreason[0] ? kreason : "kprobes attached");
+	else if (kreason[0])
+		pset_set_status(in, PGT_PROBE_DEGRADED, MECH,
+						"page-cache misses only; %s", kreason);
+	else
+		pset_set_status(in, PGT_PROBE_AVAILABLE, MECH,
+						"page-cache misses and vfs_read/vfs_write/vfs_fsync kprobes");
+	return 0;
+}
+
+static const probe_set vfs_set = {
+	.name = "vfs",
+	.description = "page-cache misses per backend; vfs_read/write/fsync via kprobes where available",
+	.id = PGT_SET_VFS,
+	.order = 20,
+	.start = start,
+	.stop = kset_stop,
+	.collect = kset_collect,
+	.publish = kset_publish,
+	.event = kset_event,
+	.stats = kset_stats,
+	.histograms = kset_histograms,
+};
+
+PGT_REGISTER_PROBE_SET(vfs_set);

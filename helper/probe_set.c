@@ -1,0 +1,550 @@
+/*
+ * helper/probe_set.c
+ *	  The probe-set registry (linker section "pgt_probe_sets"), the shared
+ *	  maps every set's object reuses, the lifecycle of a set of running
+ *	  probe sets, segment publication and query-id slots.
+ *
+ * See probe_set.h for how a set plugs in.  Single-threaded.
+ */
+#include "probe_set.h"
+
+#include "log.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Bounds of the registry section (provided by the linker). */
+extern const probe_set *const __start_pgt_probe_sets[] __attribute__((weak));
+extern const probe_set *const __stop_pgt_probe_sets[] __attribute__((weak));
+
+static const probe_set **sorted_sets;
+static size_t nsorted;
+
+/* Daemon mode: no stream, so the shared ring buffer can be tiny. */
+#define DAEMON_RINGBUF_BYTES	4096
+
+/*
+ * cmp_set
+ *		Order of the registry: `order`, then name.
+ */
+static int
+cmp_set(const void *a, const void *b)
+{
+	const probe_set *x = *(const probe_set *const *) a;
+	const probe_set *y = *(const probe_set *const *) b;
+
+	if (x->order != y->order)
+		return x->order < y->order ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+/*
+ * load_registry
+ *		Sort the registered sets once.
+ */
+static void
+load_registry(void)
+{
+	size_t		n;
+
+	if (sorted_sets != NULL || __start_pgt_probe_sets == NULL)
+		return;
+	n = (size_t) (__stop_pgt_probe_sets - __start_pgt_probe_sets);
+	sorted_sets = calloc(n ? n : 1, sizeof(*sorted_sets));
+	if (sorted_sets == NULL)
+		return;
+	memcpy(sorted_sets, __start_pgt_probe_sets, n * sizeof(*sorted_sets));
+	qsort(sorted_sets, n, sizeof(*sorted_sets), cmp_set);
+	nsorted = n;
+}
+
+/*
+ * pset_count / pset_get / pset_find
+ *		The registry, sorted.
+ */
+size_t
+pset_count(void)
+{
+	load_registry();
+	return nsorted;
+}
+
+const probe_set *
+pset_get(size_t i)
+{
+	load_registry();
+	return i < nsorted ? sorted_sets[i] : NULL;
+}
+
+const probe_set *
+pset_find(const char *name)
+{
+	size_t		i;
+
+	load_registry();
+	for (i = 0; i < nsorted; i++)
+		if (strcmp(sorted_sets[i]->name, name) == 0)
+			return sorted_sets[i];
+	return NULL;
+}
+
+/*
+ * pset_parse_list
+ *		"a,b,c" or "all" into sets (no duplicates).  Returns 0, or -1 with err
+ *		naming the unknown set and the known ones.
+ */
+int
+pset_parse_list(const char *list, const probe_set **out, size_t max, size_t *n,
+				char *err, size_t errlen)
+{
+	char	   *copy = strdup(list);
+	char	   *save = NULL;
+	char	   *tok;
+	size_t		i;
+
+	*n = 0;
+	if (copy == NULL)
+	{
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+	{
+		const probe_set *s;
+
+		while (isspace((unsigned char) *tok))
+			tok++;
+		if (strcmp(tok, "all") == 0)
+		{
+			for (i = 0; i < pset_count(); i++)
+			{
+				size_t		j;
+				int			dup = 0;
+
+				for (j = 0; j < *n; j++)
+					dup |= out[j] == pset_get(i);
+				if (!dup && *n < max)
+					out[(*n)++] = pset_get(i);
+			}
+			continue;
+		}
+		s = pset_find(tok);
+		if (s == NULL)
+		{
+			size_t		off;
+
+			off = (size_t) snprintf(err, errlen, "unknown probe set \"%s\"; known: all", tok);
+			for (i = 0; i < pset_count() && off < errlen; i++)
+				off += (size_t) snprintf(err + off, errlen - off, ", %s", pset_get(i)->name);
+			free(copy);
+			return -1;
+		}
+		for (i = 0; i < *n && out[i] != s; i++)
+			;
+		if (i == *n && *n < max)
+			out[(*n)++] = s;
+	}
+	free(copy);
+	if (*n == 0)
+	{
+		snprintf(err, errlen, "no probe set named");
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * pset_errstr
+ *		libbpf's text for a negative error code.
+ */
+const char *
+pset_errstr(int err, char *buf, size_t buflen)
+{
+	if (libbpf_strerror(err, buf, buflen) != 0)
+		snprintf(buf, buflen, "%s", strerror(err < 0 ? -err : err));
+	return buf;
+}
+
+/*
+ * pset_set_status
+ *		Fill a set's state, mechanism and reason.
+ */
+void
+pset_set_status(pset_inst *inst, uint32_t state, const char *mechanism,
+				const char *fmt,...)
+{
+	va_list		ap;
+
+	inst->status.state = state;
+	snprintf(inst->status.mechanism, sizeof(inst->status.mechanism), "%s", mechanism);
+	va_start(ap, fmt);
+	vsnprintf(inst->status.reason, sizeof(inst->status.reason), fmt, ap);
+	va_end(ap);
+}
+
+/*
+ * pset_prepare_object
+ *		Before load: make obj's `tracked`, `pgt_qid` and `pgt_events` the
+ *		shared maps.  Returns 0 or a negative error code.
+ */
+int
+pset_prepare_object(const pset_ctx *ctx, struct bpf_object *obj)
+{
+	struct bpf_map *m;
+
+	bpf_object__for_each_map(m, obj)
+	{
+		const char *name = bpf_map__name(m);
+		int			fd = -1;
+		int			err;
+
+		if (strcmp(name, "tracked") == 0)
+			fd = ctx->tracked_fd;
+		else if (strcmp(name, "pgt_qid") == 0)
+			fd = ctx->qid_fd;
+		else if (strcmp(name, "pgt_events") == 0)
+			fd = ctx->events_fd;
+		else
+			continue;
+		if (fd < 0)
+			return -EBADF;
+		err = bpf_map__reuse_fd(m, fd);
+		if (err != 0)
+			return err;
+	}
+	return 0;
+}
+
+/*
+ * detect_kprobes
+ *		Is there a kprobe PMU (CONFIG_KPROBES)?
+ */
+static void
+detect_kprobes(pset_ctx *ctx)
+{
+	struct stat st;
+
+	ctx->kprobes = stat("/sys/bus/event_source/devices/kprobe", &st) == 0;
+	snprintf(ctx->kprobes_reason, sizeof(ctx->kprobes_reason), "%s",
+			 ctx->kprobes ? "kprobe PMU present"
+			 : "kernel built without CONFIG_KPROBES");
+}
+
+/*
+ * pset_runtime_start
+ *		Create the shared maps and start each set.  A set that cannot run
+ *		says so in its status; returns -1 only when nothing can start.
+ */
+int
+pset_runtime_start(pset_runtime *rt, int mode, int stream, int tracked_fd,
+				   const probe_set *const *sets, size_t nsets)
+{
+	size_t		i;
+
+	memset(rt, 0, sizeof(*rt));
+	rt->ctx.mode = mode;
+	rt->ctx.stream = stream;
+	rt->ctx.tracked_fd = tracked_fd;
+	rt->ctx.qid_fd = -1;
+	rt->ctx.events_fd = -1;
+	rt->qid_state = PGT_PROBE_UNAVAILABLE;
+	snprintf(rt->qid_reason, sizeof(rt->qid_reason),
+			 "no layout file yet: query ids are 0");
+	detect_kprobes(&rt->ctx);
+	rt->insts = calloc(nsets ? nsets : 1, sizeof(*rt->insts));
+	if (rt->insts == NULL)
+		return -1;
+	if (tracked_fd >= 0)
+	{
+		rt->ctx.qid_fd = bpf_map_create(BPF_MAP_TYPE_HASH, "pgt_qid", sizeof(__u32),
+										sizeof(struct pgt_qid_slot),
+										PGT_BPF_MAX_TRACKED, NULL);
+		rt->ctx.events_fd = bpf_map_create(BPF_MAP_TYPE_RINGBUF, "pgt_events", 0, 0,
+										   stream ? PGT_EVENTS_RINGBUF_BYTES
+										   : DAEMON_RINGBUF_BYTES, NULL);
+		if (rt->ctx.qid_fd < 0 || rt->ctx.events_fd < 0)
+			log_warn("probe sets: cannot create shared maps: %s", strerror(errno));
+	}
+	for (i = 0; i < nsets; i++)
+	{
+		pset_inst  *in = &rt->insts[rt->ninsts++];
+		char		ebuf[128];
+
+		in->set = sets[i];
+		if (tracked_fd < 0 || rt->ctx.qid_fd < 0 || rt->ctx.events_fd < 0)
+		{
+			pset_set_status(in, PGT_PROBE_UNAVAILABLE, "none",
+							"the pid filter (BPF) is unavailable");
+			continue;
+		}
+		if (in->set->start(in, &rt->ctx) < 0)
+			pset_set_status(in, PGT_PROBE_UNAVAILABLE, in->status.mechanism,
+							"start failed: %s", pset_errstr(-ENOMEM, ebuf, sizeof(ebuf)));
+		log_info("probe set %s: %s (%s)", in->set->name,
+				 pgt_probe_state_name(in->status.state), in->status.reason);
+	}
+	return 0;
+}
+
+/*
+ * pset_runtime_stop
+ *		Stop every set, close the shared maps.
+ */
+void
+pset_runtime_stop(pset_runtime *rt)
+{
+	size_t		i;
+
+	for (i = 0; i < rt->ninsts; i++)
+		if (rt->insts[i].set->stop)
+			rt->insts[i].set->stop(&rt->insts[i]);
+	free(rt->insts);
+	rt->insts = NULL;
+	rt->ninsts = 0;
+	if (rt->ctx.qid_fd >= 0)
+		close(rt->ctx.qid_fd);
+	if (rt->ctx.events_fd >= 0)
+		close(rt->ctx.events_fd);
+	rt->ctx.qid_fd = rt->ctx.events_fd = -1;
+}
+
+/*
+ * pset_runtime_collect
+ *		Every running set copies its aggregates.
+ */
+void
+pset_runtime_collect(pset_runtime *rt)
+{
+	size_t		i;
+
+	for (i = 0; i < rt->ninsts; i++)
+		if (rt->insts[i].status.state != PGT_PROBE_UNAVAILABLE && rt->insts[i].set->collect)
+			rt->insts[i].set->collect(&rt->insts[i]);
+}
+
+/*
+ * pset_runtime_find
+ *		The running set with id, or NULL.
+ */
+pset_inst *
+pset_runtime_find(pset_runtime *rt, uint16_t id)
+{
+	size_t		i;
+
+	for (i = 0; i < rt->ninsts; i++)
+		if (rt->insts[i].set->id == id)
+			return &rt->insts[i];
+	return NULL;
+}
+
+/*
+ * pset_pub_add
+ *		Append one row of `size` bytes (the table's row struct) to kind.
+ */
+int
+pset_pub_add(pset_pub *pub, uint32_t kind, const void *row, size_t size)
+{
+	pset_table_rows *t;
+
+	if (kind >= PGT_SEC_KIND_MAX)
+		return -1;
+	t = &pub->tables[kind];
+	if (t->size != 0 && t->size != size)
+		return -1;
+	if (t->count == t->cap)
+	{
+		uint32_t	ncap = t->cap ? t->cap * 2 : 256;
+		unsigned char *n = realloc(t->rows, (size_t) ncap * size);
+
+		if (n == NULL)
+			return -1;
+		t->rows = n;
+		t->cap = ncap;
+	}
+	t->size = (uint32_t) size;
+	memcpy(t->rows + (size_t) t->count * size, row, size);
+	t->count++;
+	return 0;
+}
+
+/*
+ * pset_pub_nspid
+ *		The pid PostgreSQL (and pg_stat_activity) knows pid by.
+ */
+uint32_t
+pset_pub_nspid(const pset_pub *pub, uint32_t pid)
+{
+	return pub->nspid ? pub->nspid(pub->nspid_arg, pid) : pid;
+}
+
+void
+pset_pub_reset(pset_pub *pub)
+{
+	uint32_t	k;
+
+	for (k = 0; k < PGT_SEC_KIND_MAX; k++)
+		pub->tables[k].count = 0;
+}
+
+void
+pset_pub_free(pset_pub *pub)
+{
+	uint32_t	k;
+
+	for (k = 0; k < PGT_SEC_KIND_MAX; k++)
+	{
+		free(pub->tables[k].rows);
+		memset(&pub->tables[k], 0, sizeof(pub->tables[k]));
+	}
+}
+
+/*
+ * pset_runtime_publish
+ *		Every running set adds its rows for pub->postmaster.
+ */
+void
+pset_runtime_publish(pset_runtime *rt, pset_pub *pub)
+{
+	size_t		i;
+
+	pset_pub_reset(pub);
+	for (i = 0; i < rt->ninsts; i++)
+		if (rt->insts[i].status.state != PGT_PROBE_UNAVAILABLE && rt->insts[i].set->publish)
+			rt->insts[i].set->publish(&rt->insts[i], pub);
+}
+
+/*
+ * pset_runtime_status_rows
+ *		One pg_tracer_probes row per set (plus "queryid" tagging).
+ */
+size_t
+pset_runtime_status_rows(pset_runtime *rt, struct pgt_probeset_entry *out, size_t max)
+{
+	size_t		n = 0;
+	size_t		i;
+
+	for (i = 0; i < rt->ninsts && n < max; i++, n++)
+	{
+		pset_inst  *in = &rt->insts[i];
+
+		memset(&out[n], 0, sizeof(out[n]));
+		snprintf(out[n].name, sizeof(out[n].name), "%s", in->set->name);
+		out[n].state = in->status.state;
+		out[n].events = in->events;
+		snprintf(out[n].mechanism, sizeof(out[n].mechanism), "%s",
+				 in->status.mechanism[0] ? in->status.mechanism : "none");
+		snprintf(out[n].reason, sizeof(out[n].reason), "%s", in->status.reason);
+	}
+	if (rt->ninsts > 0 && n < max)
+	{
+		memset(&out[n], 0, sizeof(out[n]));
+		snprintf(out[n].name, sizeof(out[n].name), "queryid-tagging");
+		out[n].state = rt->qid_state;
+		snprintf(out[n].mechanism, sizeof(out[n].mechanism), "layout+/proc/pid/mem");
+		snprintf(out[n].reason, sizeof(out[n].reason), "%s", rt->qid_reason);
+		n++;
+	}
+	return n;
+}
+
+/*
+ * pset_qid_refresh
+ *		Read the cluster's BackendStatusArray from the postmaster's memory
+ *		(shared memory sits at the same address in every process) and point
+ *		each pid's `pgt_qid` slot at its PgBackendStatus.  Entries of the
+ *		given pids that are not found are removed.  Returns the number of
+ *		pids mapped, or -1 when the array cannot be read.
+ */
+int
+pset_qid_refresh(pset_runtime *rt, pid_t postmaster, const pgt_layout *layout,
+				 const uint32_t *pids, const uint32_t *nspids, size_t npids)
+{
+	char		path[64];
+	unsigned char *buf;
+	size_t		len;
+	ssize_t		got;
+	int			fd;
+	int			mapped = 0;
+	size_t		i;
+	uint32_t	s;
+
+	if (rt->ctx.qid_fd < 0)
+		return -1;
+	if (layout == NULL || layout->beentry_array == 0 || layout->beentry_stride == 0 ||
+		layout->beentry_count == 0 || layout->beentry_count > 1000000 ||
+		layout->beentry_off_procpid + 4 > layout->beentry_stride ||
+		layout->beentry_off_query_id + 8 > layout->beentry_stride)
+	{
+		rt->qid_state = PGT_PROBE_UNAVAILABLE;
+		snprintf(rt->qid_reason, sizeof(rt->qid_reason),
+				 "no usable layout file (extension not preloaded): query ids are 0");
+		return -1;
+	}
+	len = (size_t) layout->beentry_count * layout->beentry_stride;
+	buf = malloc(len);
+	if (buf == NULL)
+		return -1;
+	snprintf(path, sizeof(path), "/proc/%d/mem", (int) postmaster);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	got = fd >= 0 ? pread(fd, buf, len, (off_t) layout->beentry_array) : -1;
+	if (fd >= 0)
+		close(fd);
+	if (got != (ssize_t) len)
+	{
+		rt->qid_state = PGT_PROBE_DEGRADED;
+		snprintf(rt->qid_reason, sizeof(rt->qid_reason),
+				 "cannot read BackendStatusArray in %s: %s", path,
+				 got < 0 ? strerror(errno) : "short read");
+		free(buf);
+		return -1;
+	}
+	for (i = 0; i < npids; i++)
+	{
+		struct pgt_qid_slot slot;
+		int			found = 0;
+
+		for (s = 0; s < layout->beentry_count && !found; s++)
+		{
+			int32_t		procpid;
+
+			memcpy(&procpid, buf + (size_t) s * layout->beentry_stride +
+				   layout->beentry_off_procpid, sizeof(procpid));
+			if (procpid <= 0 || (uint32_t) procpid != nspids[i])
+				continue;
+			found = 1;
+			memset(&slot, 0, sizeof(slot));
+			slot.procpid_addr = layout->beentry_array + (uint64_t) s * layout->beentry_stride +
+				layout->beentry_off_procpid;
+			slot.queryid_addr = layout->beentry_array + (uint64_t) s * layout->beentry_stride +
+				layout->beentry_off_query_id;
+			slot.nspid = nspids[i];
+			{
+				struct pgt_qid_slot old;
+
+				/* keep the cached id BPF wrote when the slot did not move */
+				if (bpf_map_lookup_elem(rt->ctx.qid_fd, &pids[i], &old) == 0 &&
+					old.queryid_addr == slot.queryid_addr && old.nspid == slot.nspid)
+					continue;
+			}
+			if (bpf_map_update_elem(rt->ctx.qid_fd, &pids[i], &slot, BPF_ANY) == 0)
+				mapped++;
+		}
+		if (!found)
+			(void) bpf_map_delete_elem(rt->ctx.qid_fd, &pids[i]);
+	}
+	free(buf);
+	rt->qid_state = PGT_PROBE_AVAILABLE;
+	snprintf(rt->qid_reason, sizeof(rt->qid_reason),
+			 "st_query_id of BackendStatusArray (pg %u); 0 when compute_query_id is off",
+			 layout->pg_version_num);
+	return mapped;
+}

@@ -1,0 +1,728 @@
+/*
+ * helper/trace_cmd.c
+ *	  `pg-tracer trace --probes LIST [--pid PID | --pgdata DIR] [--stats]
+ *	  [--histogram] [--interval 2s] [--duration 30s] [--format text|json]
+ *	  [--log-level LEVEL]`.
+ *
+ * Finds the PostgreSQL processes itself (every postmaster on the host, the
+ * cluster of --pgdata, a postmaster given with --pid and its children, or a
+ * single backend given with --pid), loads the foundation's pid filter and
+ * the selected probe sets, and then either streams every event (default) or,
+ * with --stats / --histogram, prints cumulative summaries every --interval.
+ * At the end (--duration, SIGINT, SIGTERM) it prints a final summary.  The
+ * extension is not needed; with its layout file present, events carry query
+ * ids.  One thread, one epoll loop.  Logs go to stderr, records to stdout.
+ */
+#include "trace_cmd.h"
+
+#include "bpf_probes.h"
+#include "discovery.h"
+#include "engine_probes.h"
+#include "layout_file.h"
+#include "log.h"
+#include "privileges.h"
+#include "probe_set.h"
+#include "procfs.h"
+#include "trace_out.h"
+#include "tracefs.h"
+
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#define EXIT_USAGE		2
+#define MAX_SETS		64
+#define REFRESH_MS		1000
+
+static const char trace_usage[] =
+"Usage: pg-tracer trace --probes SET[,SET...]|all [--pid PID | --pgdata DIR]\n"
+"                       [--stats] [--histogram] [--interval 2s] [--duration 30s]\n"
+"                       [--format text|json] [--log-level error|warn|info|debug]\n"
+"\n"
+"Trace PostgreSQL processes with probe sets, without the extension.  By\n"
+"default every event is printed as it happens; with --stats and/or\n"
+"--histogram, cumulative per-process summaries and log2 histograms are\n"
+"printed every --interval instead.  A final summary is printed at the end\n"
+"(--duration elapsed, Ctrl-C or SIGTERM).  Query ids are filled in when the\n"
+"cluster preloads pg_tracer (its layout file), 0 otherwise.\n"
+"\n"
+"Options:\n"
+"  --probes LIST      comma-separated probe sets, or all (--probes help lists them)\n"
+"  --pid PID          a postmaster (its cluster) or one backend\n"
+"  --pgdata DIR       the cluster running in DIR\n"
+"                     (neither: every PostgreSQL cluster on the host)\n"
+"  --stats            periodic per-process summaries instead of events\n"
+"  --histogram        periodic log2 histograms instead of events\n"
+"  --interval TIME    summary period (default 2s; units ms, s, m)\n"
+"  --duration TIME    stop after TIME (default: until Ctrl-C)\n"
+"  --format FORMAT    text (default) or json (JSON Lines: every record has\n"
+"                     ts, set, event, pid, backend_type, queryid)\n"
+"  --log-level LEVEL  error, warn (default), info or debug (stderr)\n"
+"  -h, --help         show this help\n";
+
+typedef struct trace_opts
+{
+	const char *probes;
+	const char *pgdata;
+	pid_t		pid;
+	int			stats;
+	int			histogram;
+	int64_t		interval_ms;
+	int64_t		duration_ms;
+	int			json;
+	enum log_level log_level;
+} trace_opts;
+
+/* One target cluster (or the parent of a single traced backend). */
+typedef struct trace_target
+{
+	pm_info		pm;
+	int			single;			/* only `pid` is traced, not the cluster */
+	pid_t		pid;
+	pgt_layout	layout;
+	int			layout_ok;
+} trace_target;
+
+typedef struct trace_state
+{
+	trace_opts	o;
+	trace_out	out;
+	bpf_probes	bpf;
+	pset_runtime rt;
+	trace_target *targets;
+	size_t		ntargets;
+	uint32_t   *pm_pids;
+	struct ring_buffer *rb;
+	uint64_t	bad_records;
+} trace_state;
+
+/*
+ * usage_error
+ *		Message + usage on stderr, exit status 2.
+ */
+static int
+usage_error(const char *fmt, const char *arg)
+{
+	fprintf(stderr, "pg-tracer trace: ");
+	fprintf(stderr, fmt, arg);
+	fprintf(stderr, "\n\n%s", trace_usage);
+	return EXIT_USAGE;
+}
+
+/*
+ * parse_duration
+ *		"250ms", "2s", "2", "1m" into ms (> 0).  Returns 0 or -1.
+ */
+static int
+parse_duration(const char *s, int64_t *ms)
+{
+	char	   *end;
+	double		v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno != 0 || end == s || v <= 0 || v > 1e9)
+		return -1;
+	if (*end == '\0' || strcmp(end, "s") == 0)
+		*ms = (int64_t) (v * 1000);
+	else if (strcmp(end, "ms") == 0)
+		*ms = (int64_t) v;
+	else if (strcmp(end, "m") == 0 || strcmp(end, "min") == 0)
+		*ms = (int64_t) (v * 60000);
+	else
+		return -1;
+	return *ms > 0 ? 0 : -1;
+}
+
+/*
+ * list_sets
+ *		--probes help.
+ */
+static void
+list_sets(void)
+{
+	size_t		i;
+
+	printf("Probe sets:\n");
+	for (i = 0; i < pset_count(); i++)
+		printf("  %-14s %s\n", pset_get(i)->name, pset_get(i)->description);
+}
+
+/*
+ * add_target
+ *		Remember a cluster (or a single backend's parent) to trace.
+ */
+static int
+add_target(trace_state *t, const pm_info *pm, int single, pid_t pid)
+{
+	trace_target *n = realloc(t->targets, (t->ntargets + 1) * sizeof(*n));
+
+	if (n == NULL)
+		return -1;
+	t->targets = n;
+	memset(&n[t->ntargets], 0, sizeof(n[0]));
+	n[t->ntargets].pm = *pm;
+	n[t->ntargets].single = single;
+	n[t->ntargets].pid = pid;
+	t->ntargets++;
+	return 0;
+}
+
+/*
+ * find_targets
+ *		What to trace, from --pid / --pgdata / the whole host.  Returns 0 or
+ *		-1 with a message logged.
+ */
+static int
+find_targets(trace_state *t)
+{
+	pm_info    *pms = NULL;
+	size_t		n = 0;
+	size_t		i;
+	char		why[512];
+
+	if (t->o.pid != 0)
+	{
+		pm_info		pm;
+		proc_stat	st;
+
+		if (discovery_check_postmaster(t->o.pid, &pm, why, sizeof(why)) == 0)
+			return add_target(t, &pm, 0, 0);
+		if (procfs_read_stat(t->o.pid, &st) < 0)
+		{
+			log_error("--pid %d: no such process", (int) t->o.pid);
+			return -1;
+		}
+		if (discovery_check_postmaster(st.ppid, &pm, why, sizeof(why)) < 0)
+		{
+			log_error("--pid %d is neither a PostgreSQL postmaster nor a child of one",
+					  (int) t->o.pid);
+			return -1;
+		}
+		return add_target(t, &pm, 1, t->o.pid);
+	}
+	if (t->o.pgdata != NULL)
+	{
+		struct stat st;
+
+		if (stat(t->o.pgdata, &st) < 0 || !S_ISDIR(st.st_mode))
+		{
+			log_error("--pgdata %s is not a directory", t->o.pgdata);
+			return -1;
+		}
+		if (discovery_scan(&pms, &n, 1, (uint64_t) st.st_dev, (uint64_t) st.st_ino) < 0)
+			return -1;
+		if (n == 0)
+		{
+			log_error("no postmaster is running in %s", t->o.pgdata);
+			free(pms);
+			return -1;
+		}
+	}
+	else if (discovery_scan(&pms, &n, 0, 0, 0) < 0)
+		return -1;
+	for (i = 0; i < n; i++)
+		if (add_target(t, &pms[i], 0, 0) < 0)
+		{
+			free(pms);
+			return -1;
+		}
+	free(pms);
+	if (t->ntargets == 0)
+		log_warn("no PostgreSQL cluster is running: waiting for none (tracing nothing)");
+	return 0;
+}
+
+/*
+ * load_layouts
+ *		The extension's layout file of each target, when it has one and it
+ *		belongs to the running postmaster.
+ */
+static void
+load_layouts(trace_state *t)
+{
+	size_t		i;
+
+	for (i = 0; i < t->ntargets; i++)
+	{
+		trace_target *tg = &t->targets[i];
+		char		path[PATH_MAX];
+		char		err[512];
+		struct stat st;
+
+		snprintf(path, sizeof(path), "/proc/%d/cwd/%s", (int) tg->pm.pid, PGT_LAYOUT_FILENAME);
+		if (layout_load(path, tg->pm.uid, &tg->layout, &st, err, sizeof(err)) < 0)
+		{
+			log_info("%s: no usable layout file (%s): query ids will be 0",
+					 tg->pm.data_dir, err);
+			continue;
+		}
+		if (tg->layout.postmaster_pid != (uint32_t) tg->pm.nspid)
+		{
+			log_info("%s: stale layout file: query ids will be 0", tg->pm.data_dir);
+			layout_free(&tg->layout);
+			continue;
+		}
+		tg->layout_ok = 1;
+	}
+}
+
+/*
+ * track_targets
+ *		Put the target processes into the pid filter: whole clusters enter
+ *		through their postmaster (children at fork) plus a scan of the
+ *		children that exist; a single backend alone.  Also refreshes the
+ *		query-id slots.
+ */
+static void
+track_targets(trace_state *t, int first)
+{
+	uint64_t	now = bpf_probes_boot_ns();
+	size_t		i;
+
+	for (i = 0; i < t->ntargets; i++)
+	{
+		trace_target *tg = &t->targets[i];
+		pid_t	   *kids = NULL;
+		size_t		nk = 0;
+		size_t		k;
+		uint32_t   *pids;
+		uint32_t   *nspids;
+		size_t		np = 0;
+
+		if (tg->single)
+		{
+			kids = malloc(sizeof(pid_t));
+			if (kids == NULL)
+				continue;
+			kids[0] = tg->pid;
+			nk = 1;
+			if (first)
+				engine_core_target((uint32_t) tg->pm.pid);	/* engine sets: its binary */
+		}
+		else
+		{
+			if (first)
+			{
+				(void) bpf_probes_add_postmaster(&t->bpf, (uint32_t) tg->pm.pid);
+				(void) bpf_probes_track(&t->bpf, (uint32_t) tg->pm.pid, (uint32_t) tg->pm.pid,
+										PGT_TRACKED_POSTMASTER | PGT_TRACKED_SCANNED, now);
+				engine_core_target((uint32_t) tg->pm.pid);	/* engine sets: its binary */
+			}
+			if (discovery_children(tg->pm.pid, &kids, &nk) < 0)
+				continue;
+		}
+		pids = calloc(nk ? nk : 1, sizeof(*pids));
+		nspids = calloc(nk ? nk : 1, sizeof(*nspids));
+		for (k = 0; pids && nspids && k < nk; k++)
+		{
+			int32_t		ns = 0;
+
+			if (first || t->bpf.process.state != PGT_PROBE_AVAILABLE)
+				(void) bpf_probes_track(&t->bpf, (uint32_t) kids[k], (uint32_t) tg->pm.pid,
+										PGT_TRACKED_SCANNED, now);
+			if (procfs_read_nspid(kids[k], &ns) < 0)
+				continue;
+			pids[np] = (uint32_t) kids[k];
+			nspids[np++] = (uint32_t) ns;
+		}
+		if (tg->layout_ok && pids && nspids)
+			(void) pset_qid_refresh(&t->rt, tg->pm.pid, &tg->layout, pids, nspids, np);
+		free(pids);
+		free(nspids);
+		free(kids);
+	}
+}
+
+/*
+ * on_record
+ *		ring_buffer__poll callback: check the record and hand it to its set.
+ */
+static int
+on_record(void *arg, void *data, size_t len)
+{
+	trace_state *t = arg;
+	const struct pgt_event_hdr *h = data;
+	pset_inst  *in;
+
+	if (len < sizeof(*h) || h->size < sizeof(*h) || h->size > len)
+	{
+		t->bad_records++;
+		return 0;
+	}
+	in = pset_runtime_find(&t->rt, h->set);
+	if (in == NULL || in->set->event == NULL)
+	{
+		t->bad_records++;
+		return 0;
+	}
+	in->set->event(in, &t->out, h, (const unsigned char *) data + sizeof(*h),
+				   h->size - sizeof(*h));
+	return 0;
+}
+
+/*
+ * print_status
+ *		One "status" record per selected set (and query-id tagging), so the
+ *		output says which sets run and why others do not.
+ */
+static void
+print_status(trace_state *t)
+{
+	struct pgt_probeset_entry rows[MAX_SETS + 1];
+	size_t		n = pset_runtime_status_rows(&t->rt, rows, MAX_SETS + 1);
+	size_t		i;
+
+	for (i = 0; i < n; i++)
+	{
+		trace_rec_begin(&t->out, rows[i].name, "status", 0, 0, 0);
+		trace_rec_str(&t->out, "state", pgt_probe_state_name(rows[i].state));
+		trace_rec_str(&t->out, "mechanism", rows[i].mechanism);
+		trace_rec_str(&t->out, "reason", rows[i].reason);
+		trace_rec_end(&t->out);
+		if (rows[i].state != PGT_PROBE_AVAILABLE)
+			log_warn("%s: %s: %s", rows[i].name, pgt_probe_state_name(rows[i].state),
+					 rows[i].reason);
+	}
+}
+
+/*
+ * print_summary
+ *		Stats and/or histograms of every running set.
+ */
+static void
+print_summary(trace_state *t, int stats, int hist)
+{
+	size_t		i;
+
+	pset_runtime_collect(&t->rt);
+	for (i = 0; i < t->rt.ninsts; i++)
+	{
+		pset_inst  *in = &t->rt.insts[i];
+
+		if (in->status.state == PGT_PROBE_UNAVAILABLE)
+			continue;
+		if (stats && in->set->stats)
+			in->set->stats(in, &t->out);
+		if (hist && in->set->histograms)
+			in->set->histograms(in, &t->out);
+	}
+}
+
+/*
+ * make_timer
+ *		Periodic timerfd (ms).
+ */
+static int
+make_timer(int64_t ms, int periodic)
+{
+	struct itimerspec its;
+	int			fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+
+	if (fd < 0)
+		return -1;
+	memset(&its, 0, sizeof(its));
+	its.it_value.tv_sec = ms / 1000;
+	its.it_value.tv_nsec = (long) (ms % 1000) * 1000000L;
+	if (periodic)
+		its.it_interval = its.it_value;
+	if (timerfd_settime(fd, 0, &its, NULL) < 0)
+	{
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/*
+ * run_loop
+ *		Events, summaries and refreshes until the end.
+ */
+static int
+run_loop(trace_state *t)
+{
+	sigset_t	mask;
+	int			sigfd = -1;
+	int			epfd = -1;
+	int			ivfd = -1;
+	int			endfd = -1;
+	int			reffd = -1;
+	int			streaming = !t->o.stats && !t->o.histogram;
+	int			ret = 1;
+	int			stop = 0;
+	struct epoll_event ev;
+
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0 ||
+		(sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK)) < 0 ||
+		(epfd = epoll_create1(EPOLL_CLOEXEC)) < 0 ||
+		(ivfd = make_timer(t->o.interval_ms, 1)) < 0 ||
+		(reffd = make_timer(REFRESH_MS, 1)) < 0 ||
+		(t->o.duration_ms > 0 && (endfd = make_timer(t->o.duration_ms, 0)) < 0))
+	{
+		log_error("cannot set up the event loop: %s", strerror(errno));
+		goto cleanup;
+	}
+	memset(&ev, 0, sizeof(ev));
+	ev.events = EPOLLIN;
+	ev.data.fd = sigfd;
+	epoll_ctl(epfd, EPOLL_CTL_ADD, sigfd, &ev);
+	ev.data.fd = ivfd;
+	epoll_ctl(epfd, EPOLL_CTL_ADD, ivfd, &ev);
+	ev.data.fd = reffd;
+	epoll_ctl(epfd, EPOLL_CTL_ADD, reffd, &ev);
+	if (endfd >= 0)
+	{
+		ev.data.fd = endfd;
+		epoll_ctl(epfd, EPOLL_CTL_ADD, endfd, &ev);
+	}
+	if (t->rb != NULL)
+	{
+		ev.data.fd = ring_buffer__epoll_fd(t->rb);
+		epoll_ctl(epfd, EPOLL_CTL_ADD, ev.data.fd, &ev);
+	}
+
+	while (!stop)
+	{
+		struct epoll_event evs[8];
+		int			n = epoll_wait(epfd, evs, 8, 500);
+		int			k;
+
+		if (n < 0 && errno != EINTR)
+		{
+			log_error("epoll_wait: %s", strerror(errno));
+			goto cleanup;
+		}
+		if (t->rb != NULL)
+			(void) ring_buffer__consume(t->rb);
+		for (k = 0; k < n; k++)
+		{
+			int			fd = evs[k].data.fd;
+			uint64_t	v;
+
+			if (fd == sigfd)
+				stop = 1;
+			else if (fd == endfd)
+				stop = 1;
+			else if (fd == ivfd)
+			{
+				if (read(ivfd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+					log_debug("timerfd: %s", strerror(errno));
+				if (!streaming)
+					print_summary(t, t->o.stats, t->o.histogram);
+			}
+			else if (fd == reffd)
+			{
+				if (read(reffd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+					log_debug("timerfd: %s", strerror(errno));
+				track_targets(t, 0);
+			}
+		}
+	}
+	if (t->rb != NULL)
+		(void) ring_buffer__consume(t->rb);
+	/* the final summary: stats always, histograms when asked */
+	print_summary(t, 1, t->o.histogram);
+	if (t->bad_records > 0)
+		log_warn("%llu malformed ring-buffer records ignored",
+				 (unsigned long long) t->bad_records);
+	ret = 0;
+
+cleanup:
+	if (sigfd >= 0)
+		close(sigfd);
+	if (epfd >= 0)
+		close(epfd);
+	if (ivfd >= 0)
+		close(ivfd);
+	if (reffd >= 0)
+		close(reffd);
+	if (endfd >= 0)
+		close(endfd);
+	return ret;
+}
+
+/*
+ * trace_run
+ *		Everything after option parsing.
+ */
+static int
+trace_run(trace_state *t, const probe_set *const *sets, size_t nsets)
+{
+	char		err[512];
+	char		detail[256];
+	int			streaming = !t->o.stats && !t->o.histogram;
+	int			ret = 1;
+	size_t		i;
+
+	log_set_level(t->o.log_level);
+	if (privileges_check(err, sizeof(err)) < 0)
+	{
+		log_error("%s", err);
+		return 1;
+	}
+	if (tracefs_ensure(detail, sizeof(detail)) == TRACEFS_FAILED)
+		log_warn("tracefs: %s", detail);
+	if (find_targets(t) < 0)
+		return 1;
+	load_layouts(t);
+	t->pm_pids = calloc(t->ntargets ? t->ntargets : 1, sizeof(uint32_t));
+	if (t->pm_pids == NULL)
+		goto cleanup;
+	for (i = 0; i < t->ntargets; i++)
+		t->pm_pids[i] = (uint32_t) t->targets[i].pm.pid;
+	trace_out_init(&t->out, stdout, t->o.json);
+	t->out.postmasters = t->pm_pids;
+	t->out.npostmasters = t->ntargets;
+
+	if (bpf_probes_start(&t->bpf) < 0)
+	{
+		log_error("cannot load the BPF pid filter: %s", t->bpf.process.reason);
+		goto cleanup;
+	}
+	if (pset_runtime_start(&t->rt, PSET_MODE_TRACE, streaming, t->bpf.tracked_fd,
+						   sets, nsets) < 0)
+	{
+		log_error("out of memory");
+		goto cleanup;
+	}
+	track_targets(t, 1);
+	if (streaming)
+	{
+		t->rb = ring_buffer__new(t->rt.ctx.events_fd, on_record, t, NULL);
+		if (t->rb == NULL)
+		{
+			log_error("cannot open the event ring buffer: %s", strerror(errno));
+			goto cleanup;
+		}
+	}
+	print_status(t);
+	ret = run_loop(t);
+
+cleanup:
+	if (t->rb != NULL)
+		ring_buffer__free(t->rb);
+	pset_runtime_stop(&t->rt);
+	bpf_probes_stop(&t->bpf);
+	for (i = 0; i < t->ntargets; i++)
+		if (t->targets[i].layout_ok)
+			layout_free(&t->targets[i].layout);
+	free(t->targets);
+	free(t->pm_pids);
+	return ret;
+}
+
+/*
+ * trace_main
+ *		Parse `trace` options and run it.
+ */
+int
+trace_main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"probes", required_argument, NULL, 'P'},
+		{"pid", required_argument, NULL, 'p'},
+		{"pgdata", required_argument, NULL, 'D'},
+		{"stats", no_argument, NULL, 's'},
+		{"histogram", no_argument, NULL, 'H'},
+		{"interval", required_argument, NULL, 'i'},
+		{"duration", required_argument, NULL, 'd'},
+		{"format", required_argument, NULL, 'f'},
+		{"log-level", required_argument, NULL, 'l'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0}
+	};
+	static trace_state t;
+	const probe_set *sets[MAX_SETS];
+	size_t		nsets = 0;
+	char		err[512];
+	char	   *end;
+	long		v;
+	int			c;
+
+	memset(&t, 0, sizeof(t));
+	t.o.interval_ms = 2000;
+	t.o.log_level = LOG_LEVEL_WARN;
+	opterr = 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "+:h", longopts, NULL)) != -1)
+	{
+		switch (c)
+		{
+			case 'P':
+				t.o.probes = optarg;
+				break;
+			case 'p':
+				errno = 0;
+				v = strtol(optarg, &end, 10);
+				if (errno != 0 || end == optarg || *end != '\0' || v <= 0 || v > INT_MAX)
+					return usage_error("--pid %s is not a pid", optarg);
+				t.o.pid = (pid_t) v;
+				break;
+			case 'D':
+				if (optarg[0] == '\0')
+					return usage_error("--pgdata needs a directory%s", "");
+				t.o.pgdata = optarg;
+				break;
+			case 's':
+				t.o.stats = 1;
+				break;
+			case 'H':
+				t.o.histogram = 1;
+				break;
+			case 'i':
+				if (parse_duration(optarg, &t.o.interval_ms) < 0)
+					return usage_error("--interval %s: use e.g. 500ms, 2s, 1m", optarg);
+				break;
+			case 'd':
+				if (parse_duration(optarg, &t.o.duration_ms) < 0)
+					return usage_error("--duration %s: use e.g. 500ms, 30s, 1m", optarg);
+				break;
+			case 'f':
+				if (strcmp(optarg, "json") == 0)
+					t.o.json = 1;
+				else if (strcmp(optarg, "text") == 0)
+					t.o.json = 0;
+				else
+					return usage_error("--format %s: use text or json", optarg);
+				break;
+			case 'l':
+				if (log_parse_level(optarg, &t.o.log_level) < 0)
+					return usage_error("--log-level %s: use error, warn, info or debug", optarg);
+				break;
+			case 'h':
+				fputs(trace_usage, stdout);
+				return 0;
+			case ':':
+				return usage_error("option %s needs a value", argv[optind - 1]);
+			default:
+				return usage_error("unknown option %s", argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		return usage_error("unexpected argument %s", argv[optind]);
+	if (t.o.probes == NULL)
+		return usage_error("--probes is required%s", "");
+	if (strcmp(t.o.probes, "help") == 0)
+	{
+		list_sets();
+		return 0;
+	}
+	if (t.o.pid != 0 && t.o.pgdata != NULL)
+		return usage_error("--pid and --pgdata are exclusive%s", "");
+	if (pset_parse_list(t.o.probes, sets, MAX_SETS, &nsets, err, sizeof(err)) < 0)
+		return usage_error("--probes: %s", err);
+	return trace_run(&t, sets, nsets);
+}

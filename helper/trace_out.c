@@ -1,0 +1,270 @@
+/*
+ * helper/trace_out.c
+ *	  Text and JSON Lines writers of `pg-tracer trace`, backend-type lookup
+ *	  of a pid (cached), and ASCII log2 histograms.  Single-threaded.
+ */
+#include "trace_out.h"
+
+#include "procfs.h"
+#include "pgt_segment.h"
+
+#include <inttypes.h>
+#include <string.h>
+#include <time.h>
+
+/*
+ * now_ms
+ *		CLOCK_MONOTONIC in ms (cache ages).
+ */
+static int64_t
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/*
+ * trace_out_init
+ *		Start writing to f.
+ */
+void
+trace_out_init(trace_out *o, FILE *f, int json)
+{
+	memset(o, 0, sizeof(*o));
+	o->f = f;
+	o->json = json;
+	o->boot_to_real_us = procfs_boot_to_real_us();
+}
+
+/*
+ * trace_backend_type
+ *		PostgreSQL's name for pid's role, from its process title (cached; a
+ *		title not set yet is looked at again a second later).
+ */
+const char *
+trace_backend_type(trace_out *o, uint32_t pid)
+{
+	trace_type_entry *e;
+	char		buf[PROCFS_CMDLINE_MAX];
+	size_t		len = 0;
+	size_t		i;
+	int64_t		now = now_ms();
+
+	if (pid == 0)
+		return "kernel";
+	for (i = 0; i < o->npostmasters; i++)
+		if (o->postmasters[i] == pid)
+			return pgt_role_name(PGT_ROLE_POSTMASTER);
+	e = &o->cache[pid % TRACE_TYPE_CACHE];
+	if (e->pid == pid && (e->role != PGT_ROLE_UNKNOWN || now - e->checked_ms < 1000))
+		return pgt_role_name(e->role);
+	e->pid = pid;
+	e->checked_ms = now;
+	e->role = PGT_ROLE_UNKNOWN;
+	if (procfs_read_cmdline((pid_t) pid, buf, sizeof(buf), &len) == 0)
+		e->role = procfs_classify_title(buf, len);
+	return pgt_role_name(e->role);
+}
+
+/*
+ * trace_json_string
+ *		A JSON string literal; control and non-ASCII bytes escaped.
+ */
+void
+trace_json_string(FILE *f, const char *s)
+{
+	const unsigned char *p;
+
+	fputc('"', f);
+	for (p = (const unsigned char *) s; *p; p++)
+	{
+		if (*p == '"' || *p == '\\')
+			fprintf(f, "\\%c", *p);
+		else if (*p < 0x20 || *p >= 0x7f)
+			fprintf(f, "\\u%04x", *p);
+		else
+			fputc(*p, f);
+	}
+	fputc('"', f);
+}
+
+/*
+ * key
+ *		Start a field: separator and key.
+ */
+static void
+key(trace_out *o, const char *k)
+{
+	if (o->json)
+	{
+		fputc(',', o->f);
+		trace_json_string(o->f, k);
+		fputc(':', o->f);
+	}
+	else
+		fprintf(o->f, " %s=", k);
+	o->nfields++;
+}
+
+/*
+ * trace_rec_begin
+ *		The common fields of a record.
+ */
+void
+trace_rec_begin(trace_out *o, const char *set, const char *event,
+				uint32_t pid, uint64_t queryid, uint64_t ts_ns)
+{
+	int64_t		us;
+	time_t		secs;
+	struct tm	tm;
+	char		ts[64];
+	const char *btype = trace_backend_type(o, pid);
+
+	if (ts_ns == 0)
+		us = procfs_realtime_us();
+	else
+		us = o->boot_to_real_us + (int64_t) (ts_ns / 1000);
+	secs = (time_t) (us / 1000000);
+	gmtime_r(&secs, &tm);
+	snprintf(ts, sizeof(ts), "%04d-%02d-%02dT%02d:%02d:%02d.%06dZ",
+			 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+			 tm.tm_min, tm.tm_sec, (int) (us % 1000000));
+	o->in_record = 1;
+	o->nfields = 0;
+	if (o->json)
+	{
+		fprintf(o->f, "{\"ts\":\"%s\",\"set\":", ts);
+		trace_json_string(o->f, set);
+		fputs(",\"event\":", o->f);
+		trace_json_string(o->f, event);
+		fprintf(o->f, ",\"pid\":%u,\"backend_type\":", pid);
+		trace_json_string(o->f, btype);
+		/* query ids are signed in PostgreSQL: print them as it does */
+		fprintf(o->f, ",\"queryid\":%" PRId64, (int64_t) queryid);
+	}
+	else
+		fprintf(o->f, "%s %-8s %-14s pid=%u type=\"%s\" queryid=%" PRId64,
+				ts + 11, set, event, pid, btype, (int64_t) queryid);
+}
+
+void
+trace_rec_u64(trace_out *o, const char *k, uint64_t v)
+{
+	key(o, k);
+	fprintf(o->f, "%" PRIu64, v);
+}
+
+void
+trace_rec_i64(trace_out *o, const char *k, int64_t v)
+{
+	key(o, k);
+	fprintf(o->f, "%" PRId64, v);
+}
+
+void
+trace_rec_f64(trace_out *o, const char *k, double v)
+{
+	key(o, k);
+	fprintf(o->f, "%.3f", v);
+}
+
+void
+trace_rec_str(trace_out *o, const char *k, const char *v)
+{
+	key(o, k);
+	if (o->json)
+		trace_json_string(o->f, v);
+	else if (strchr(v, ' ') != NULL)
+		fprintf(o->f, "\"%s\"", v);
+	else
+		fputs(v, o->f);
+}
+
+/*
+ * trace_rec_end
+ *		Close the record and flush (streams are read live).
+ */
+void
+trace_rec_end(trace_out *o)
+{
+	fputs(o->json ? "}\n" : "\n", o->f);
+	fflush(o->f);
+	o->in_record = 0;
+}
+
+/*
+ * print_stars
+ *		The bar of one text histogram row.
+ */
+static void
+print_stars(FILE *f, uint64_t val, uint64_t max, int width)
+{
+	int			n = max ? (int) ((double) val * width / (double) max) : 0;
+	int			i;
+
+	if (val > 0 && n == 0)
+		n = 1;
+	for (i = 0; i < width; i++)
+		fputc(i < n ? '*' : ' ', f);
+}
+
+/*
+ * trace_hist
+ *		One log2 histogram (see trace_out.h).
+ */
+void
+trace_hist(trace_out *o, const char *set, const char *metric, uint32_t pid,
+		   uint64_t queryid, const char *label, const uint64_t *slots,
+		   int nslots, const char *unit)
+{
+	uint64_t	max = 0;
+	uint64_t	total = 0;
+	int			last = -1;
+	int			i;
+	int			first = 1;
+
+	for (i = 0; i < nslots; i++)
+	{
+		if (slots[i] > max)
+			max = slots[i];
+		if (slots[i] > 0)
+			last = i;
+		total += slots[i];
+	}
+	trace_rec_begin(o, set, "histogram", pid, queryid, 0);
+	trace_rec_str(o, "metric", metric);
+	trace_rec_str(o, "unit", unit);
+	trace_rec_str(o, "label", label);
+	trace_rec_u64(o, "total", total);
+	if (o->json)
+	{
+		fputs(",\"buckets\":[", o->f);
+		for (i = 0; i <= last; i++)
+		{
+			if (slots[i] == 0)
+				continue;
+			fprintf(o->f, "%s{\"lo\":%" PRIu64 ",\"hi\":%" PRIu64 ",\"count\":%" PRIu64 "}",
+					first ? "" : ",", i == 0 ? 0 : (UINT64_C(1) << i),
+					(UINT64_C(1) << (i + 1)) - 1, slots[i]);
+			first = 0;
+		}
+		fputc(']', o->f);
+		trace_rec_end(o);
+		return;
+	}
+	fputc('\n', o->f);
+	fprintf(o->f, "%24s : %-10s |%-40s|\n", unit, "count", "distribution");
+	for (i = 0; i <= last; i++)
+	{
+		uint64_t	lo = i == 0 ? 0 : (UINT64_C(1) << i);
+		uint64_t	hi = (UINT64_C(1) << (i + 1)) - 1;
+
+		fprintf(o->f, "%10" PRIu64 " -> %-10" PRIu64 " : %-10" PRIu64 " |", lo, hi, slots[i]);
+		print_stars(o->f, slots[i], max, 40);
+		fputs("|\n", o->f);
+	}
+	fflush(o->f);
+	o->in_record = 0;
+}

@@ -1,0 +1,60 @@
+/*
+ * helper/trace_out.h
+ *	  Output of `pg-tracer trace`: one record per line, as text or as JSON
+ *	  Lines, every record starting with the common fields (ts, set, event,
+ *	  pid, backend_type, queryid; see probe_set.h), and ASCII log2
+ *	  histograms.  Probe sets write through these functions only, so the
+ *	  two formats stay identical in content.
+ */
+#ifndef PGT_HELPER_TRACE_OUT_H
+#define PGT_HELPER_TRACE_OUT_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#define TRACE_TYPE_CACHE	512
+
+typedef struct trace_type_entry
+{
+	uint32_t	pid;
+	uint32_t	role;
+	int64_t		checked_ms;
+} trace_type_entry;
+
+typedef struct trace_out
+{
+	FILE	   *f;
+	int			json;
+	int			in_record;
+	int			nfields;
+	int64_t		boot_to_real_us;
+	const uint32_t *postmasters;	/* pids that are postmasters */
+	size_t		npostmasters;
+	trace_type_entry cache[TRACE_TYPE_CACHE];
+} trace_out;
+
+extern void trace_out_init(trace_out *o, FILE *f, int json);
+extern const char *trace_backend_type(trace_out *o, uint32_t pid);
+
+/* ts_ns: CLOCK_BOOTTIME ns (bpf_ktime_get_boot_ns); 0 = now. */
+extern void trace_rec_begin(trace_out *o, const char *set, const char *event,
+							uint32_t pid, uint64_t queryid, uint64_t ts_ns);
+extern void trace_rec_u64(trace_out *o, const char *key, uint64_t v);
+extern void trace_rec_i64(trace_out *o, const char *key, int64_t v);
+extern void trace_rec_f64(trace_out *o, const char *key, double v);
+extern void trace_rec_str(trace_out *o, const char *key, const char *v);
+extern void trace_rec_end(trace_out *o);
+
+/*
+ * A log2 histogram record: text prints a bcc-style ASCII chart, JSON one
+ * line with "metric", "unit", "label" and the non-empty "buckets".
+ * Bucket i counts values in [2^i, 2^(i+1)) (bucket 0: [0, 2)).
+ */
+extern void trace_hist(trace_out *o, const char *set, const char *metric,
+					   uint32_t pid, uint64_t queryid, const char *label,
+					   const uint64_t *slots, int nslots, const char *unit);
+
+/* Write a JSON string literal (escaped) to f. */
+extern void trace_json_string(FILE *f, const char *s);
+
+#endif							/* PGT_HELPER_TRACE_OUT_H */

@@ -1,0 +1,301 @@
+/*-------------------------------------------------------------------------
+ *
+ * sql_kernel.c
+ *	  SQL functions of the kernel probe sets: pg_tracer_kernel_io(),
+ *	  pg_tracer_kernel_proc(probe_set) (behind the pg_tracer_kernel_sched,
+ *	  _memory and _net views) and pg_tracer_kernel_histogram(metric).
+ *
+ * Rows come from the helper's segment (tables PGT_SEC_KERNEL_IO, _PROC,
+ * _HIST), read and validated in the calling backend; codes are turned into
+ * names with common/pgt_kernel.c, and anything out of range reads as
+ * "unknown" rather than failing.  When the helper is not connected the
+ * result is empty (pg_tracer_probes says why).
+ *
+ * Visibility follows pg_stat_activity: pg_read_all_stats (and superusers)
+ * see every row, including the kernel's (pid 0); other roles see only rows
+ * of client backends whose session user they have the privileges of.
+ *
+ * Locking: none of its own; pgstat_fetch_stat_local_beentry() takes the
+ * backend status snapshot the way pg_stat_activity does.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_authid_d.h"
+#include "catalog/pg_type_d.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
+#include "utils/array.h"
+#include "utils/backend_status.h"
+#include "utils/builtins.h"
+
+#include "pg_tracer.h"
+#include "pgt_kernel.h"
+
+PG_FUNCTION_INFO_V1(pg_tracer_kernel_io);
+PG_FUNCTION_INFO_V1(pg_tracer_kernel_proc);
+PG_FUNCTION_INFO_V1(pg_tracer_kernel_histogram);
+
+#define KIO_COLS	13
+#define KPROC_COLS	3
+#define KHIST_COLS	6
+
+/* Who the caller may see. */
+typedef struct KernelVis
+{
+	bool		see_all;
+	int32	   *pids;			/* sorted, when !see_all */
+	int			n;
+} KernelVis;
+
+/*
+ * cmp_int32
+ *		qsort/bsearch comparator.
+ */
+static int
+cmp_int32(const void *a, const void *b)
+{
+	int32		x = *(const int32 *) a;
+	int32		y = *(const int32 *) b;
+
+	return (x > y) - (x < y);
+}
+
+/*
+ * kernel_vis_init
+ *		pg_stat_activity's rule: everything with pg_read_all_stats, else the
+ *		client backends of roles the caller has the privileges of.
+ */
+static void
+kernel_vis_init(KernelVis *vis)
+{
+	int			nbackends;
+	int			beid;
+
+	vis->see_all = has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS);
+	vis->pids = NULL;
+	vis->n = 0;
+	if (vis->see_all)
+		return;
+	nbackends = pgstat_fetch_stat_numbackends();
+	vis->pids = palloc(sizeof(int32) * Max(nbackends, 1));
+	for (beid = 1; beid <= nbackends; beid++)
+	{
+		LocalPgBackendStatus *local = pgstat_fetch_stat_local_beentry(beid);
+		PgBackendStatus *be;
+
+		if (local == NULL)
+			continue;
+		be = &local->backendStatus;
+		if (be->st_backendType == B_BACKEND && be->st_procpid > 0 &&
+			has_privs_of_role(GetUserId(), be->st_userid))
+			vis->pids[vis->n++] = be->st_procpid;
+	}
+	qsort(vis->pids, vis->n, sizeof(int32), cmp_int32);
+}
+
+/*
+ * kernel_visible
+ *		May the caller see a row of pid (0 = the kernel)?
+ */
+static bool
+kernel_visible(const KernelVis *vis, uint32 pid)
+{
+	int32		p;
+
+	if (pid > (uint32) PG_INT32_MAX)
+		return false;
+	if (vis->see_all)
+		return true;
+	p = (int32) pid;
+	return p != 0 && vis->n > 0 &&
+		bsearch(&p, vis->pids, vis->n, sizeof(int32), cmp_int32) != NULL;
+}
+
+/*
+ * device_text
+ *		"major:minor" of a kernel dev_t, NULL datum for 0.
+ */
+static Datum
+device_text(uint32 dev, bool *isnull)
+{
+	*isnull = dev == 0;
+	if (dev == 0)
+		return (Datum) 0;
+	return CStringGetTextDatum(psprintf("%u:%u", dev >> 20, dev & ((1U << 20) - 1)));
+}
+
+/*
+ * pg_tracer_kernel_io
+ *		One row per I/O aggregate (syscall, vfs, pagecache, block layers).
+ */
+Datum
+pg_tracer_kernel_io(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	PgtLink		link;
+	KernelVis	vis;
+	uint32		i;
+
+	pgt_require_preload();
+	InitMaterializedSRF(fcinfo, 0);
+	pgt_link_read(&link);
+	if (!link.connected || pgt_view_count(&link.view, PGT_SEC_KERNEL_IO) == 0)
+		return (Datum) 0;
+	kernel_vis_init(&vis);
+	for (i = 0; i < pgt_view_count(&link.view, PGT_SEC_KERNEL_IO); i++)
+	{
+		const struct pgt_kernel_io_entry *e =
+			pgt_view_row(&link.view, PGT_SEC_KERNEL_IO, i);
+		Datum		values[KIO_COLS];
+		bool		nulls[KIO_COLS];
+		uint64		calls = e->calls;
+
+		if (!kernel_visible(&vis, e->pid))
+			continue;
+		memset(nulls, false, sizeof(nulls));
+		values[0] = Int32GetDatum((int32) e->pid);
+		values[1] = Int64GetDatum(e->queryid);
+		values[2] = CStringGetTextDatum(pgt_klayer_name(e->layer));
+		values[3] = CStringGetTextDatum(pgt_kop_name(e->op));
+		values[4] = CStringGetTextDatum(pgt_kfile_name(e->file_class));
+		values[5] = ObjectIdGetDatum((Oid) e->relfilenode);
+		nulls[5] = e->relfilenode == 0;
+		values[6] = device_text(e->dev, &nulls[6]);
+		values[7] = Int64GetDatum(pgt_uint64_to_int64(calls));
+		values[8] = Int64GetDatum(pgt_uint64_to_int64(e->bytes));
+		values[9] = Int64GetDatum(pgt_uint64_to_int64(e->errors));
+		values[10] = Float8GetDatum((double) e->total_ns / 1e6);
+		values[11] = Float8GetDatum(calls ? (double) e->total_ns / 1e3 / (double) calls : 0.0);
+		values[12] = Float8GetDatum((double) e->max_ns / 1e3);
+		/* latency is not measured for page-cache misses */
+		if (e->layer == PGT_KLAYER_PAGECACHE)
+			nulls[10] = nulls[11] = nulls[12] = true;
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	pfree(link.buf);
+	return (Datum) 0;
+}
+
+/*
+ * pg_tracer_kernel_proc
+ *		Per (pid, query id) counters of one set ('sched', 'memory',
+ *		'network') as a bigint array indexed like PGT_KSCHED_* / PGT_KMEM_*
+ *		/ PGT_KNET_* (+1).  The views name the elements.
+ */
+Datum
+pg_tracer_kernel_proc(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	char	   *set = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	uint32		flag;
+	PgtLink		link;
+	KernelVis	vis;
+	uint32		i;
+
+	if (strcmp(set, "sched") == 0)
+		flag = PGT_KPROC_SCHED;
+	else if (strcmp(set, "memory") == 0)
+		flag = PGT_KPROC_MEMORY;
+	else if (strcmp(set, "network") == 0)
+		flag = PGT_KPROC_NET;
+	else
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("unknown kernel probe set \"%s\"", set),
+				 errhint("Use one of: sched, memory, network.")));
+
+	pgt_require_preload();
+	InitMaterializedSRF(fcinfo, 0);
+	pgt_link_read(&link);
+	if (!link.connected || pgt_view_count(&link.view, PGT_SEC_KERNEL_PROC) == 0)
+		return (Datum) 0;
+	kernel_vis_init(&vis);
+	for (i = 0; i < pgt_view_count(&link.view, PGT_SEC_KERNEL_PROC); i++)
+	{
+		const struct pgt_kernel_proc_entry *e =
+			pgt_view_row(&link.view, PGT_SEC_KERNEL_PROC, i);
+		Datum		values[KPROC_COLS];
+		bool		nulls[KPROC_COLS];
+		Datum		elems[PGT_KPROC_NVALS];
+		int			j;
+
+		if (e->sets != flag || !kernel_visible(&vis, e->pid))
+			continue;
+		memset(nulls, false, sizeof(nulls));
+		for (j = 0; j < PGT_KPROC_NVALS; j++)
+		{
+			/* oom_score_adj is signed; every other value a counter */
+			if (flag == PGT_KPROC_MEMORY && j == PGT_KMEM_OOM_SCORE_ADJ)
+				elems[j] = Int64GetDatum((int64) e->vals[j]);
+			else
+				elems[j] = Int64GetDatum(pgt_uint64_to_int64(e->vals[j]));
+		}
+		values[0] = Int32GetDatum((int32) e->pid);
+		values[1] = Int64GetDatum(e->queryid);
+		values[2] = PointerGetDatum(construct_array(elems, PGT_KPROC_NVALS, INT8OID,
+													sizeof(int64), FLOAT8PASSBYVAL,
+													TYPALIGN_DOUBLE));
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	pfree(link.buf);
+	return (Datum) 0;
+}
+
+/*
+ * pg_tracer_kernel_histogram
+ *		The non-empty buckets of every histogram of one metric ('block',
+ *		'runq', 'fsync'), in microseconds.
+ */
+Datum
+pg_tracer_kernel_histogram(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	int			metric = pgt_khist_parse(name);
+	PgtLink		link;
+	KernelVis	vis;
+	uint32		i;
+
+	if (metric < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("unknown kernel histogram metric \"%s\"", name),
+				 errhint("Use one of: block (block I/O latency), runq (run-queue latency), fsync (fsync/fdatasync latency).")));
+
+	pgt_require_preload();
+	InitMaterializedSRF(fcinfo, 0);
+	pgt_link_read(&link);
+	if (!link.connected || pgt_view_count(&link.view, PGT_SEC_KERNEL_HIST) == 0)
+		return (Datum) 0;
+	kernel_vis_init(&vis);
+	for (i = 0; i < pgt_view_count(&link.view, PGT_SEC_KERNEL_HIST); i++)
+	{
+		const struct pgt_kernel_hist_entry *e =
+			pgt_view_row(&link.view, PGT_SEC_KERNEL_HIST, i);
+		int			b;
+
+		if (e->metric != (uint32) metric || !kernel_visible(&vis, e->pid))
+			continue;
+		for (b = 0; b < 32; b++)
+		{
+			Datum		values[KHIST_COLS];
+			bool		nulls[KHIST_COLS];
+
+			if (e->slots[b] == 0)
+				continue;
+			memset(nulls, false, sizeof(nulls));
+			values[0] = Int32GetDatum((int32) e->pid);
+			values[1] = device_text(e->dev, &nulls[1]);
+			values[2] = CStringGetTextDatum(e->op ? pgt_kop_name(e->op) : "-");
+			values[3] = Int64GetDatum(b == 0 ? 0 : (INT64CONST(1) << b));
+			values[4] = Int64GetDatum((INT64CONST(1) << (b + 1)) - 1);
+			values[5] = Int64GetDatum(pgt_uint64_to_int64(e->slots[b]));
+			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+		}
+	}
+	pfree(link.buf);
+	return (Datum) 0;
+}

@@ -1,0 +1,225 @@
+# 020_kernel_sets.pl — the kernel probe sets of the daemon, through SQL,
+# against ground truth the kernel and the client measure on their own.
+#
+#   - cold table scan (caches dropped): block reads and page-cache misses on
+#     the scanning backend and its query id; block read bytes within 10% of
+#     /proc/<pid>/io read_bytes over the same span
+#   - commit-heavy work: fdatasync of WAL with latency, on that backend
+#     only, and in the fsync histogram
+#   - a CPU hog pinned to the backend's CPU: run-queue latency for it,
+#     within tolerance of /proc/<pid>/schedstat's run delay
+#   - a large in-memory sort: page faults ~ /proc/<pid>/stat minflt+majflt
+#   - bytes a backend sends ~ bytes the client received (±10%)
+#   - vfs: kprobes unavailable here, with the reason; bad arguments refused
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use PgTracerTest;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use IPC::Run ();
+use Time::HiRes qw(time usleep);
+
+plan skip_all => 'root helper not reachable (run through scripts/test.sh)'
+  unless helper_available();
+
+my @CTL = split ' ', $ENV{PG_TRACER_CTL};
+
+my ($node, $rt) = tracer_node('kernel',
+	conf => "compute_query_id = on\nshared_buffers = 16MB\nfsync = on\n");
+$node->safe_psql('postgres', 'CREATE EXTENSION pg_tracer');
+my $helper = start_helper($node, $rt);
+ok(defined wait_until(sub {
+	$node->safe_psql('postgres', 'SELECT helper_connected FROM pg_tracer_status()') eq 't'
+}, 15), 'helper connected');
+
+# --- probe set states -------------------------------------------------------
+my %state = map { split /\|/, $_, 2 } split /\n/, $node->safe_psql('postgres',
+	"SELECT probe_set, state FROM pg_tracer_probes");
+is($state{$_}, 'available', "probe set $_ available")
+  for qw(syscall block sched memory network);
+my $vfs = $node->safe_psql('postgres',
+	"SELECT state || ': ' || reason FROM pg_tracer_probes WHERE probe_set = 'vfs'");
+if (-e '/sys/bus/event_source/devices/kprobe')
+{
+	is($vfs, 'available: page-cache misses and vfs_read/vfs_write/vfs_fsync kprobes',
+		'vfs: kprobes attached on a kernel that has them');
+}
+else
+{
+	like($vfs, qr/^degraded: page-cache misses only; vfs_read\/write\/fsync kprobes unavailable: kernel built without CONFIG_KPROBES \(attach: .+\)$/,
+		'vfs: kprobes reported unavailable with the reason, page cache still traced');
+}
+
+# --- bad arguments ----------------------------------------------------------
+my ($ret, $out, $err) = $node->psql('postgres', "SELECT * FROM pg_tracer_kernel_histogram('nope')");
+like($err, qr/unknown kernel histogram metric "nope".*HINT:  Use one of: block/s,
+	'histogram: unknown metric refused with a hint');
+($ret, $out, $err) = $node->psql('postgres', "SELECT * FROM pg_tracer_kernel_proc('disk')");
+like($err, qr/unknown kernel probe set "disk"/, 'kernel_proc: unknown set refused');
+
+# A session that exists long enough for the helper to map its query-id slot.
+sub session
+{
+	my $s = $node->background_psql('postgres');
+	my $pid = $s->query_safe('SELECT pg_backend_pid()');
+	# the helper maps new backends once a second
+	usleep(2_200_000);
+	return ($s, $pid);
+}
+
+sub proc_field
+{
+	my ($path, $re) = @_;
+	open my $fh, '<', $path or die "$path: $!";
+	local $/;
+	my $t = <$fh>;
+	close $fh;
+	return $t =~ $re ? $1 : die "no match in $path";
+}
+
+sub stat_faults
+{
+	my ($pid) = @_;
+	open my $fh, '<', "/proc/$pid/stat" or die $!;
+	my $l = <$fh>;
+	close $fh;
+	$l =~ s/^.*\) //;
+	my @f = split ' ', $l;
+	# after "pid (comm) ": state=0 ... minflt=7 majflt=9
+	return $f[7] + $f[9];
+}
+
+# --- cold table scan ----------------------------------------------------------
+$node->safe_psql('postgres',
+	"CREATE TABLE cold AS SELECT g, repeat(md5(g::text), 4) AS pad
+	   FROM generate_series(1, 200000) g; CHECKPOINT");
+my ($s1, $pid1) = session();
+IPC::Run::run([ @CTL, 'drop-caches' ]) or die 'drop-caches failed';
+my $io0 = proc_field("/proc/$pid1/io", qr/^read_bytes: (\d+)/m);
+$s1->query_safe('SELECT count(*) FROM cold');
+my $io1 = proc_field("/proc/$pid1/io", qr/^read_bytes: (\d+)/m);
+my $truth = $io1 - $io0;
+cmp_ok($truth, '>', 10_000_000, "ground truth: the scan read ${truth} bytes from disk");
+my $q = "SELECT coalesce(sum(bytes), 0) FROM pg_tracer_kernel_io
+          WHERE pid = $pid1 AND layer = 'block' AND op = 'read'";
+my $blk;
+wait_until(sub {
+	$blk = $node->safe_psql('postgres', $q);
+	abs($blk - $truth) <= 0.10 * $truth
+}, 10);
+ok(abs($blk - $truth) <= 0.10 * $truth,
+	"block read bytes of the backend ($blk) within 10% of /proc io read_bytes ($truth)");
+my ($bq, $bqcount) = split /\|/, $node->safe_psql('postgres',
+	"SELECT queryid, sum(bytes) FROM pg_tracer_kernel_io
+	  WHERE pid = $pid1 AND layer = 'block' AND op = 'read'
+	  GROUP BY queryid ORDER BY 2 DESC LIMIT 1");
+isnt($bq, '0', "block reads carry the scan's query id ($bq)");
+my $miss = $node->safe_psql('postgres',
+	"SELECT coalesce(sum(bytes), 0) FROM pg_tracer_kernel_io
+	  WHERE pid = $pid1 AND queryid = $bq AND layer = 'pagecache' AND op = 'miss'");
+cmp_ok($miss, '>', 0.5 * $truth, "page-cache misses on the backend and query id ($miss bytes)");
+is($node->safe_psql('postgres',
+		"SELECT relation::text FROM pg_tracer_kernel_io
+		  WHERE pid = $pid1 AND queryid = $bq AND layer = 'syscall'
+		    AND file_class = 'data' ORDER BY bytes DESC LIMIT 1"),
+	'cold', 'syscall reads resolved to the relation');
+is($node->safe_psql('postgres',
+		"SELECT count(*) > 0 FROM pg_tracer_kernel_histogram('block') WHERE op = 'read'"),
+	't', 'block latency histogram has read buckets');
+$s1->quit;
+
+# --- fsync-heavy work ----------------------------------------------------------
+my ($s2, $pid2) = session();
+my ($s3, $pid3) = session();	# an idle bystander
+$s2->query_safe("CREATE TABLE f (i int)");
+$s2->query_safe("INSERT INTO f VALUES ($_)") for 1 .. 150;
+my $fq = "SELECT coalesce(sum(calls), 0), coalesce(sum(total_ms), 0) > 0
+            FROM pg_tracer_kernel_io
+           WHERE pid = %d AND layer = 'syscall' AND op IN ('fdatasync', 'fsync')
+             AND file_class = 'wal'";
+my ($syncs, $timed);
+wait_until(sub {
+	($syncs, $timed) = split /\|/, $node->safe_psql('postgres', sprintf($fq, $pid2));
+	$syncs >= 75
+}, 10);
+cmp_ok($syncs, '>=', 75, "commits fsync WAL on their own backend ($syncs of 150 commits)");
+is($timed, 't', 'fsync latency measured');
+is((split /\|/, $node->safe_psql('postgres', sprintf($fq, $pid3)))[0], '0',
+	'the idle backend has no WAL fsync');
+cmp_ok($node->safe_psql('postgres',
+		"SELECT coalesce(sum(count), 0) FROM pg_tracer_kernel_histogram('fsync') WHERE pid = $pid2"),
+	'>=', $syncs, 'fsync histogram of the backend holds its syncs');
+$s2->quit;
+$s3->quit;
+
+# --- run-queue latency -----------------------------------------------------------
+SKIP:
+{
+	skip 'taskset not installed', 3 unless -x '/usr/bin/taskset';
+	my ($s4, $pid4) = session();
+	system('taskset', '-pc', '0', $pid4) == 0 or die 'taskset failed';
+	my $hog = IPC::Run::start([ 'taskset', '-c', '0', 'perl', '-e', '1 while 1' ]);
+	usleep(200_000);
+	my $rd0 = (split ' ', proc_field("/proc/$pid4/schedstat", qr/^(.*)$/))[1];
+	$s4->query_safe('SELECT count(*) FROM generate_series(1, 6000000)');
+	my $rd1 = (split ' ', proc_field("/proc/$pid4/schedstat", qr/^(.*)$/))[1];
+	$hog->kill_kill;
+	my $truth_ms = ($rd1 - $rd0) / 1e6;
+	cmp_ok($truth_ms, '>', 50, "ground truth: schedstat run delay ${truth_ms} ms");
+	my $runq;
+	wait_until(sub {
+		$runq = $node->safe_psql('postgres',
+			"SELECT coalesce(sum(runq_ms), 0) FROM pg_tracer_kernel_sched WHERE pid = $pid4");
+		$runq >= 0.75 * $truth_ms && $runq <= 1.25 * $truth_ms + 20
+	}, 10);
+	ok($runq >= 0.75 * $truth_ms && $runq <= 1.25 * $truth_ms + 20,
+		"run-queue latency of the backend ($runq ms) ~ schedstat ($truth_ms ms)");
+	cmp_ok($node->safe_psql('postgres',
+			"SELECT coalesce(sum(count), 0) FROM pg_tracer_kernel_histogram('runq') WHERE pid = $pid4"),
+		'>', 0, 'run-queue histogram of the backend');
+	$s4->quit;
+}
+
+# --- page faults of a large sort -----------------------------------------------------
+my ($s5, $pid5) = session();
+$s5->query_safe("SET work_mem = '512MB'");
+my $f0 = stat_faults($pid5);
+$s5->query_safe('SELECT count(*) FROM (SELECT md5(g::text) m FROM generate_series(1, 600000) g ORDER BY 1) s');
+my $f1 = stat_faults($pid5);
+my $ftruth = $f1 - $f0;
+cmp_ok($ftruth, '>', 5000, "ground truth: the sort took $ftruth page faults");
+my $faults;
+wait_until(sub {
+	$faults = $node->safe_psql('postgres',
+		"SELECT coalesce(sum(faults_user + faults_kernel), 0) FROM pg_tracer_kernel_memory
+		  WHERE pid = $pid5");
+	$faults >= 0.9 * $ftruth && $faults <= 1.25 * $ftruth + 500
+}, 10);
+ok($faults >= 0.9 * $ftruth && $faults <= 1.25 * $ftruth + 500,
+	"page faults of the backend ($faults) ~ /proc stat ($ftruth, since its session start a few more)");
+is($node->safe_psql('postgres',
+		"SELECT sum(faults_user) > 1000 FROM pg_tracer_kernel_memory
+		  WHERE pid = $pid5 AND queryid <> 0"), 't', 'faults carry the sort\'s query id');
+$s5->quit;
+
+# --- network bytes --------------------------------------------------------------------
+my ($s6, $pid6) = session();
+my $n0 = $node->safe_psql('postgres',
+	"SELECT coalesce(sum(send_bytes), 0) FROM pg_tracer_kernel_net WHERE pid = $pid6");
+my $got = $s6->query_safe("SELECT repeat('x', 3000000) FROM generate_series(1, 2)");
+my $client = length($got);
+my $sent;
+wait_until(sub {
+	$sent = $node->safe_psql('postgres',
+		"SELECT coalesce(sum(send_bytes), 0) FROM pg_tracer_kernel_net WHERE pid = $pid6") - $n0;
+	abs($sent - $client) <= 0.10 * $client
+}, 10);
+ok(abs($sent - $client) <= 0.10 * $client,
+	"bytes the backend sent ($sent) ~ bytes the client received ($client) ±10%");
+$s6->quit;
+
+signal_helper($helper, 'TERM');
+$node->stop;
+done_testing();

@@ -1,0 +1,130 @@
+# 021_kernel_trace_cli.pl — `pg-tracer trace` with the kernel probe sets,
+# on a cluster WITHOUT the extension (it finds the processes itself).
+#
+#   - JSON Lines: every line parses and carries ts, set, event, pid,
+#     backend_type, queryid; a status record per set says what runs (vfs:
+#     kprobes unavailable with the reason here); a workload's file reads
+#     show as events of its backend; a final summary follows
+#   - --pid BACKEND traces that backend only
+#   - text --stats --histogram: periodic summaries and ASCII histograms
+#   - bad options: usage errors (exit 2), a pid that is not PostgreSQL (exit 1)
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use PgTracerTest;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use IPC::Run ();
+use JSON::PP ();
+use Time::HiRes qw(usleep);
+
+plan skip_all => 'root helper not reachable (run through scripts/test.sh)'
+  unless helper_available();
+
+my @CTL = split ' ', $ENV{PG_TRACER_CTL};
+my ($node, $rt) = tracer_node('trace', preload => 0);
+$node->safe_psql('postgres',
+	"CREATE TABLE r AS SELECT g, md5(g::text) m FROM generate_series(1, 50000) g");
+
+# Start `pg-tracer trace ARGS` as root in the background; returns (harness, \$out, \$err).
+sub start_trace
+{
+	my @args = @_;
+	my ($out, $err) = ('', '');
+	my $h = IPC::Run::start([ @CTL, 'run', 'trace', @args ],
+		'<', \undef, '>', \$out, '2>', \$err, IPC::Run::timeout(60));
+	return ($h, \$out, \$err);
+}
+
+# --- JSON stream of all sets ---------------------------------------------------------
+my $s = $node->background_psql('postgres');
+my $pid = $s->query_safe('SELECT pg_backend_pid()');
+my ($h, $out, $err) = start_trace('--probes', 'all', '--pgdata', $node->data_dir,
+	'--format', 'json', '--duration', '4s');
+# wait for the status records: the probes are attached then
+for (1 .. 100) { $h->pump_nb; last if $$out =~ /"queryid-tagging"/; usleep(100_000) }
+like($$out, qr/"queryid-tagging"/, 'trace started');
+$s->query_safe('SELECT count(*) FROM r');
+$s->query_safe("SELECT pg_sleep(0.2)");
+$h->finish;
+is($h->result(0), 0, 'trace exits 0 after --duration');
+
+my @lines = split /\n/, $$out;
+cmp_ok(scalar(@lines), '>', 20, scalar(@lines) . ' JSON lines');
+my ($bad, $missing, %status, %events_of_pid, $final) = (0, 0);
+for my $l (@lines)
+{
+	my $r = eval { JSON::PP::decode_json($l) };
+	if (!$r) { $bad++; diag("unparsable: $l"); next; }
+	for my $f (qw(ts set event pid backend_type queryid))
+	{
+		$missing++, diag("no $f: $l") unless exists $r->{$f};
+	}
+	$missing++, diag("bad ts: $l")
+	  unless ($r->{ts} // '') =~ /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/;
+	$status{ $r->{set} } = $r if $r->{event} eq 'status';
+	$events_of_pid{"$r->{set}/$r->{event}"}++ if $r->{pid} == $pid && $r->{event} ne 'stats';
+	$final++ if $r->{event} eq 'stats';
+}
+is($bad, 0, 'every line parses as JSON');
+is($missing, 0, 'every record has ts, set, event, pid, backend_type, queryid');
+is($status{$_}{state}, 'available', "status: $_ available")
+  for qw(syscall block sched memory network);
+if (-e '/sys/bus/event_source/devices/kprobe')
+{
+	is($status{vfs}{state}, 'available', 'status: vfs with kprobes');
+}
+else
+{
+	is($status{vfs}{state}, 'degraded', 'status: vfs degraded');
+	like($status{vfs}{reason}, qr/kprobes unavailable: kernel built without CONFIG_KPROBES/,
+		'status: vfs says kprobes are unavailable and why');
+}
+is($status{'queryid-tagging'}{state}, 'unavailable',
+	'without the extension query ids are reported unavailable');
+ok($events_of_pid{'syscall/pread64'}, 'the scan\'s preads are events of its backend');
+ok($events_of_pid{'network/send'}, 'the result is a network send of its backend');
+ok($final, 'a final summary follows the stream');
+my ($one) = grep { /"pid":$pid,/ && /"event":"pread64"/ } @lines;
+like($one, qr/"backend_type":"client backend".*"bytes":8192.*"latency_us":[\d.]+.*"file_class":"data","relfilenode":\d+/,
+	'a pread64 event: backend type, bytes, latency, data file and relfilenode');
+
+# --- one backend only --------------------------------------------------------------------
+($h, $out, $err) = start_trace('--probes', 'syscall', '--pid', $pid, '--format', 'json',
+	'--duration', '3s');
+for (1 .. 100) { $h->pump_nb; last if $$out =~ /"queryid-tagging"/; usleep(100_000) }
+$s->query_safe('SELECT count(*) FROM r');
+$node->safe_psql('postgres', 'SELECT count(*) FROM r');	# another backend
+$h->finish;
+my %pids = map { /"pid":(\d+)/ ? ($1 => 1) : () } grep { !/"event":"status"/ } split /\n/, $$out;
+is(join(',', sort keys %pids), $pid, '--pid BACKEND: only that backend');
+$s->quit;
+
+# --- text stats and histograms ----------------------------------------------------------------
+($h, $out, $err) = start_trace('--probes', 'syscall,block,sched', '--pgdata', $node->data_dir,
+	'--stats', '--histogram', '--interval', '1s', '--duration', '3500ms');
+for (1 .. 100) { $h->pump_nb; last if $$out =~ /queryid-tagging/; usleep(100_000) }
+$node->safe_psql('postgres', "CREATE TABLE w AS SELECT g FROM generate_series(1, 20000) g; CHECKPOINT");
+$h->finish;
+my $stats = () = $$out =~ /^\S+ syscall\s+stats\s+pid=\d+ type="[^"]+" queryid=-?\d+ layer=syscall op=\S+ .*calls=\d+/mg;
+cmp_ok($stats, '>', 3, "text: periodic stats lines ($stats)");
+like($$out, qr/^\s+usecs : count\s+\|distribution\s+\|\n(\s+\d+ -> \d+\s+: \d+\s+\|[* ]{40}\|\n)*\s+\d+ -> \d+\s+: [1-9]\d*\s+\|\*+ *\|/m,
+	'text: ASCII log2 histogram');
+unlike($$out, qr/ pread64 .*latency_us=/, 'text --stats: no per-event stream');
+
+# --- bad input ------------------------------------------------------------------------------
+my ($rc, $o, $e) = run_helper('trace', '--probes', 'disk');
+is($rc, 2, 'unknown probe set: usage error');
+like($e, qr/unknown probe set "disk"; known: all, syscall, vfs, block, sched, memory, network/,
+	'unknown probe set: lists the known ones');
+($rc, $o, $e) = run_helper('trace', '--probes', 'all', '--interval', 'soon');
+is($rc, 2, 'bad --interval: usage error');
+($rc, $o, $e) = run_helper('trace', '--probes', 'all', '--pid', '1', '--duration', '1s');
+is($rc, 1, '--pid of a non-PostgreSQL process: exit 1');
+like($e, qr/neither a PostgreSQL postmaster nor a child of one/, '... with the reason');
+($rc, $o, $e) = run_helper('trace', '--probes', 'help');
+like($o, qr/^  network\s+socket send/m, '--probes help lists the sets');
+
+$node->stop;
+done_testing();

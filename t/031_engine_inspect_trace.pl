@@ -1,0 +1,105 @@
+# 031_engine_inspect_trace.pl — `pg-tracer inspect` on a real server
+# (processes and roles, the executable through /proc/<pid>/root, its USDT
+# notes against readelf, symbol availability) and `pg-tracer trace` with
+# the engine sets (events, --stats, --probes all, bad input).
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use PgTracerTest;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use JSON::PP;
+
+plan skip_all => 'root helper not reachable (run through scripts/test.sh)'
+  unless helper_available();
+
+my ($node, $rt) = tracer_node('inspect', conf => "compute_query_id = on\n");
+my $pm = $node->safe_psql('postgres', "SELECT pid FROM pg_stat_activity WHERE backend_type = 'checkpointer'");
+my $bg = $node->background_psql('postgres');
+my $bg_pid = $bg->query_safe('SELECT pg_backend_pid()');
+
+# --- inspect, JSON
+my ($rc, $out, $err) = run_helper('inspect', '--pgdata', $node->data_dir, '--format', 'json');
+is($rc, 0, 'inspect --pgdata exits 0') or diag($err);
+my $j = eval { decode_json($out) };
+ok($j, 'inspect --format json is valid JSON') or diag($@);
+is($j->{postmaster_pid}, $node->{_pid}, 'the postmaster of the data directory');
+my %roles = map { $_->{pid} => $_->{role} } @{ $j->{processes} };
+is($roles{ $node->{_pid} }, 'postmaster', 'role: postmaster');
+is($roles{$pm}, 'checkpointer', 'role: checkpointer');
+is($roles{$bg_pid}, 'client backend', 'role: client backend');
+my %seen = map { $_ => 1 } values %roles;
+ok($seen{'background writer'} && $seen{'walwriter'}, 'roles: background writer, walwriter');
+ok(!grep({ $_ eq 'other' } values %roles), 'every process classified');
+like($j->{binary}, qr{^/proc/$node->{_pid}/root/.+/postgres$},
+	'executable resolved through /proc/PID/root');
+
+# readelf's count of SDT notes is the independent ground truth
+my $bin = $j->{binary};
+my $readelf = `readelf -n '$bin' | grep -c NT_STAPSDT`;
+chomp $readelf;
+cmp_ok($readelf, '>', 50, "readelf sees $readelf SDT notes");
+is($j->{usdt_notes}, $readelf, 'inspect lists every SDT note');
+is(scalar(@{ $j->{usdt} }), $readelf, 'one entry per note');
+my ($qs) = grep { $_->{name} eq 'query__start' } @{ $j->{usdt} };
+ok($qs && $qs->{provider} eq 'postgresql' && $qs->{semaphore} ne '0x0' && $qs->{args} eq '8@%rbx',
+	'query__start: provider, semaphore, argument spec');
+my %sym = map { $_->{name} => $_ } @{ $j->{symbols} };
+ok(!$sym{exec_simple_query}{resolvable}, 'exec_simple_query flagged unresolvable');
+ok($sym{$_}{resolvable}, "$_ resolvable") for qw(LockAcquire LWLockAcquire XLogInsert XLogFlush
+  ReadBufferExtended CreateCheckPoint);
+is($j->{pie} ? 1 : 0, 1, 'PIE');
+is($j->{dwarf} ? 1 : 0, 0, 'no DWARF (Debian strips it)');
+like($j->{build_id}, qr/^[0-9a-f]{40}$/, 'build id');
+like($j->{debuglink}, qr/\.debug$/, 'debuglink');
+my %ps = map { $_->{name} => $_ } @{ $j->{probe_sets} };
+is($ps{'pg-query'}{mechanism}, 'usdt', 'pg-query would use USDT');
+is($ps{'pg-wal'}{mechanism}, 'usdt+uprobe', 'pg-wal: USDT and a uprobe');
+
+# --- inspect, text, by pid of a backend; --binary
+($rc, $out) = run_helper('inspect', '--pid', $bg_pid);
+is($rc, 0, 'inspect --pid of a backend inspects its server');
+like($out, qr/^\s+exec_simple_query\s+unresolvable$/m, 'text: exec_simple_query unresolvable');
+like($out, qr/^USDT:\s+$readelf probe sites/m, 'text: probe count');
+($rc, $out, $err) = run_helper('inspect', '--binary', '/etc/hostname');
+is($rc, 1, 'a non-ELF file: exit 1');
+like($err, qr/not an ELF file/, 'with the reason');
+($rc, $out, $err) = run_helper('inspect', '--pid', '1');
+is($rc, 1, 'pid 1 is not a server: exit 1');
+($rc, $out, $err) = run_helper('inspect', '--pid', 'abc');
+is($rc, 2, 'bad --pid: usage error');
+
+# --- trace: the statement of a live session as an event with its text
+$bg->query_until(qr/go/, "\\echo go\nSELECT pg_sleep(2.5);\nSELECT 'engine-trace-mark', pg_sleep(0.3);\n");
+($rc, $out, $err) = run_helper('trace', '--probes', 'pg-query,pg-locks', '--pgdata', $node->data_dir,
+	'--duration', '4s', '--format', 'json');
+is($rc, 0, 'trace exits 0 after --duration') or diag($err);
+my @recs = map { decode_json($_) } grep { /^\{/ } split /\n/, $out;
+my ($st) = grep { $_->{event} eq 'status' && $_->{set} eq 'pg-query' } @recs;
+is("$st->{state} $st->{mechanism}", 'available usdt', 'trace: pg-query status');
+my ($ev) = grep { $_->{set} eq 'pg-query' && $_->{event} eq 'query'
+	  && ($_->{query} // '') =~ /engine-trace-mark/ } @recs;
+ok($ev, 'trace: statement event with its text');
+SKIP:
+{
+	skip 'no event', 3 unless $ev;
+	is($ev->{pid}, $bg_pid, 'event pid');
+	cmp_ok($ev->{latency_us}, '>=', 300_000, 'event latency >= the sleep');
+	cmp_ok($ev->{latency_us}, '<', 600_000, 'event latency plausible');
+}
+$bg->query_safe('SELECT 1');
+
+# --- trace --probes all --stats: kernel and engine sets together
+($rc, $out, $err) = run_helper('trace', '--probes', 'all', '--pgdata', $node->data_dir,
+	'--duration', '2s', '--stats', '--format', 'json');
+is($rc, 0, 'trace --probes all --stats exits 0') or diag($err);
+my %st = map { my $r = decode_json($_); $r->{event} eq 'status' ? ($r->{set} => $r->{state}) : () }
+  grep { /^\{/ } split /\n/, $out;
+is($st{$_}, 'available', "--probes all runs $_") for qw(pg-query pg-locks pg-wal pg-buffer pg-checkpoint pg-usdt pg-lwlock);
+($rc, $out, $err) = run_helper('trace', '--probes', 'pg-nope', '--pgdata', $node->data_dir);
+is($rc, 2, 'unknown set: usage error');
+
+$bg->quit;
+$node->stop;
+done_testing();
