@@ -26,6 +26,7 @@
 #include "utils/guc.h"
 
 #include "pg_tracer.h"
+#include "ash.h"
 
 PG_MODULE_MAGIC;
 
@@ -68,6 +69,7 @@ _PG_init(void)
 	if (!process_shared_preload_libraries_in_progress)
 		return;
 
+	pgt_ash_define_gucs();
 	pgt_define_gucs();
 
 	prev_shmem_request_hook = shmem_request_hook;
@@ -76,6 +78,7 @@ _PG_init(void)
 	shmem_startup_hook = pgt_shmem_startup;
 
 	pgt_register_worker();
+	pgt_register_sampler();
 	pgt_preloaded = true;
 }
 
@@ -147,6 +150,7 @@ pgt_shmem_request(void)
 		prev_shmem_request_hook();
 
 	RequestAddinShmemSpace(MAXALIGN(sizeof(PgtSharedState)));
+	RequestAddinShmemSpace(pgt_ash_shmem_size());
 }
 
 /*
@@ -174,6 +178,8 @@ pgt_shmem_startup(void)
 				PGT_REASON_LEN);
 	}
 	LWLockRelease(AddinShmemInitLock);
+
+	pgt_ash_shmem_startup();
 }
 
 /*

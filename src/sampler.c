@@ -1,0 +1,900 @@
+/*-------------------------------------------------------------------------
+ *
+ * sampler.c
+ *	  The "pg_tracer sampler" background worker: the always-on sampled
+ *	  wait-event tier.  pg_tracer.sample_rate times a second it reads, for
+ *	  every process with a PGPROC and a backend status slot, its pid,
+ *	  backend type, state, wait_event_info and query id, and adds the time
+ *	  since the previous tick (measured, so a late tick loses nothing) to
+ *	  the (event), (session, event) and (query id, event) rows of the
+ *	  cumulative tables and of the current history buckets (ash.h).
+ *
+ * It is a separate worker from the helper link so that sampling never
+ * waits on the helper.  SIGTERM (die) ends it; the postmaster restarts it
+ * after a second, and a crash of any process restarts it with the cluster.
+ *
+ * What a sample means (README "Sampled wait events"):
+ *	- Activity class, Client:ClientRead: idle (kept, not DB time).
+ *	- no wait event: CPU*, except a client backend that is not inside a
+ *	  statement (state idle / idle in transaction): that is the pseudo event
+ *	  CPU:OutsideStatement, idle.  pg_stat_activity's "active" state is the
+ *	  statement boundary, as for pg_stat_database.active_time.
+ *	- pg_tracer's own workers are not sampled.
+ *
+ * Query ids.  st_query_id is reset to 0 whenever a backend reports a new
+ * running state (every Parse/Bind/Execute message of the extended protocol)
+ * and is set only once parse analysis or ExecutorStart ran, so a statement
+ * waiting on a lock during parse analysis, or planning at Bind, shows 0.
+ * Such samples of a running backend are held per backend ("pending") and
+ * given to the next non-zero query id the backend shows, which is the
+ * statement's own: st_query_id is not cleared when the backend goes idle.
+ * A statement that ends without any query id gets 0.
+ *
+ * Locking: the sampler reads PGPROCs and PgBackendStatus entries without
+ * locks (the latter with the changecount protocol, retrying a torn read),
+ * so no backend ever waits for it.  The only lock is BackgroundWorkerLock,
+ * in shared mode, once per new background-worker process to learn its
+ * bgw_type, outside the write sections.  Its writes to shared memory are seqlock write sections
+ * (ash.h); it never waits on a reader.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "portability/instr_time.h"
+#include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "storage/proc.h"
+#include "tcop/tcopprot.h"
+#include "utils/backend_status.h"
+#include "utils/guc.h"
+#include "utils/memutils.h"
+#include "utils/timestamp.h"
+#include "utils/wait_event.h"
+
+#include "pg_tracer.h"
+#include "ash.h"
+
+/* The most a single tick may weigh; the rest counts as lost. */
+#define PGT_TICK_CAP_US			2000000
+/* Distinct pending events kept per backend before folding into query 0. */
+#define PGT_MAX_PENDING			8
+/* Torn reads of a status entry retried before skipping it this tick. */
+#define PGT_BEENTRY_RETRIES		10
+
+/* Time a held query-id-less sample waits for its query id. */
+typedef struct PendingEvent
+{
+	uint32		event;
+	uint64		time_us;
+	uint64		waits;
+	uint64		samples;
+	uint64		max_us;
+} PendingEvent;
+
+/* What the sampler remembers about the process in one status slot. */
+typedef struct Tracker
+{
+	int32		pid;			/* 0 = nothing tracked */
+	TimestampTz proc_start;
+	uint64		key;			/* session key */
+	int			session;		/* directory index, -1 if none */
+	bool		ignored;		/* one of pg_tracer's own workers */
+	Oid			userid;
+	uint32		event;			/* event of the current run */
+	uint64		run_qid;		/* query id the current run went to */
+	uint64		run_us;			/* length of the current run */
+	uint64		db_time_us;
+	int			npending;
+	PendingEvent pending[PGT_MAX_PENDING];
+} Tracker;
+
+/* One process as read this tick. */
+typedef struct Sample
+{
+	int32		pid;
+	BackendType bt;
+	BackendState state;
+	uint64		qid;
+	Oid			userid;
+	Oid			dbid;
+	TimestampTz proc_start;
+	uint32		event;
+} Sample;
+
+/* pid -> PGPROC, from the PGPROC array. */
+typedef struct ProcWait
+{
+	int32		pid;
+	volatile PGPROC *proc;
+} ProcWait;
+
+static PgBackendStatus *beentries;
+static Tracker *trackers;
+static Sample *samples;
+static bool *seen;
+static bool *torn;
+static char (*typenames)[64];
+static ProcWait *procwaits;
+static int	nslots;
+static int64 last_gc_second;
+
+static void sampler_shutdown(int code, Datum arg);
+static void ask_short_slice(void);
+static void sampler_tick(uint64 weight_us, TimestampTz now);
+static int	read_procs(void);
+static bool read_beentry(int slot, Sample *s, bool *torn);
+static int	cmp_procwait(const void *a, const void *b);
+static void handle_reset(void);
+static PgtAshBucket *rotate(bool fine, int64 period, TimestampTz now);
+static void session_begin(int slot, const Sample *s, TimestampTz now);
+static void session_end(int slot, TimestampTz now);
+static void account(int slot, const Sample *s, uint64 w, PgtAshBucket *fb,
+					PgtAshBucket *cb, TimestampTz now);
+static void add_everywhere(PgtAshTable *cum, PgtAshBucket *fb,
+						   PgtAshBucket *cb, const PgtAshRow *d, uint64 run);
+static void add_query(PgtAshBucket *fb, PgtAshBucket *cb, uint64 qid,
+					  Oid userid, uint32 event, uint64 time_us, uint64 waits,
+					  uint64 nsamples, uint64 max_us, bool idle);
+static void pending_add(Tracker *t, uint32 event, uint64 w, bool new_run);
+static void pending_flush(Tracker *t, uint64 qid, PgtAshBucket *fb,
+						  PgtAshBucket *cb);
+static void gc_sessions(TimestampTz now);
+
+/*
+ * pgt_register_sampler
+ *		Register the sampler; called from _PG_init.
+ */
+void
+pgt_register_sampler(void)
+{
+	BackgroundWorker worker;
+
+	memset(&worker, 0, sizeof(worker));
+	worker.bgw_flags = BGWORKER_SHMEM_ACCESS |
+		BGWORKER_BACKEND_DATABASE_CONNECTION;
+	worker.bgw_start_time = BgWorkerStart_ConsistentState;
+	worker.bgw_restart_time = 1;
+	strlcpy(worker.bgw_library_name, "pg_tracer", BGW_MAXLEN);
+	strlcpy(worker.bgw_function_name, "pgt_sampler_main", BGW_MAXLEN);
+	strlcpy(worker.bgw_name, "pg_tracer sampler", BGW_MAXLEN);
+	strlcpy(worker.bgw_type, "pg_tracer sampler", BGW_MAXLEN);
+	RegisterBackgroundWorker(&worker);
+}
+
+/*
+ * pgt_sampler_main
+ *		Entry point: tick at pg_tracer.sample_rate until told to stop.
+ */
+void
+pgt_sampler_main(Datum main_arg)
+{
+	instr_time	prev;
+	bool		have_prev = false;
+
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	pqsignal(SIGTERM, die);
+	BackgroundWorkerUnblockSignals();
+
+	/* no database; gives MyBackendId/MyBEEntry to find the status array */
+	BackgroundWorkerInitializeConnection(NULL, NULL, 0);
+	if (MyBEEntry == NULL || MyBackendId == InvalidBackendId || pgt_ash == NULL)
+		ereport(FATAL,
+				(errmsg("pg_tracer sampler: no backend status slot or shared memory")));
+	beentries = MyBEEntry - (MyBackendId - 1);
+	ask_short_slice();
+	nslots = pgt_ash->nslots;
+
+	trackers = MemoryContextAllocZero(TopMemoryContext, sizeof(Tracker) * nslots);
+	samples = MemoryContextAllocZero(TopMemoryContext, sizeof(Sample) * nslots);
+	seen = MemoryContextAllocZero(TopMemoryContext, sizeof(bool) * nslots);
+	torn = MemoryContextAllocZero(TopMemoryContext, sizeof(bool) * nslots);
+	typenames = MemoryContextAllocZero(TopMemoryContext, 64 * nslots);
+	procwaits = MemoryContextAllocZero(TopMemoryContext,
+									   sizeof(ProcWait) * ProcGlobal->allProcCount);
+
+	pgt_seq_begin_write(&pgt_ash->seq);
+	pgt_ash->sampler_pid = MyProcPid;
+	pgt_ash->sampler_started = GetCurrentTimestamp();
+	memset(pgt_ash_live(pgt_ash), 0, sizeof(PgtAshLive) * nslots);
+	pgt_seq_end_write(&pgt_ash->seq);
+	before_shmem_exit(sampler_shutdown, (Datum) 0);
+
+	for (;;)
+	{
+		long		timeout_ms;
+
+		CHECK_FOR_INTERRUPTS();
+		if (ConfigReloadPending)
+		{
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
+		}
+
+		if (pgt_sampler_enabled)
+		{
+			instr_time	now;
+			instr_time	spent;
+			uint64		weight;
+			uint64		period_us = 1000000 / Max(pgt_sample_rate, 1);
+
+			INSTR_TIME_SET_CURRENT(now);
+			if (have_prev)
+			{
+				instr_time	d = now;
+
+				INSTR_TIME_SUBTRACT(d, prev);
+				weight = INSTR_TIME_GET_MICROSEC(d);
+			}
+			else
+				weight = period_us;
+			prev = now;
+			have_prev = true;
+
+			sampler_tick(weight, GetCurrentTimestamp());
+
+			INSTR_TIME_SET_CURRENT(spent);
+			INSTR_TIME_SUBTRACT(spent, now);
+			pgt_ash->tick_cpu_us += INSTR_TIME_GET_MICROSEC(spent);	/* sampler-only field */
+			timeout_ms = (long) ((period_us > (uint64) INSTR_TIME_GET_MICROSEC(spent) ?
+								  period_us - INSTR_TIME_GET_MICROSEC(spent) : 0) + 500) / 1000;
+			timeout_ms = Max(timeout_ms, 1);
+		}
+		else
+		{
+			/* time while disabled is not sampled time */
+			have_prev = false;
+			timeout_ms = 1000;
+		}
+
+		(void) WaitLatch(MyLatch,
+						 WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 timeout_ms, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+	}
+}
+
+/*
+ * ask_short_slice
+ *		Ask the scheduler (Linux EEVDF, 6.12 and later) for a short time
+ *		slice, which lets the sampler's wakeup preempt a running backend
+ *		at once.  Without it, on a saturated host the sampler runs when a
+ *		CPU frees up, which is when a backend blocks, mostly for its
+ *		client: samples would lean towards idle.  Weight and priority are
+ *		unchanged, so no privilege is needed; where the kernel does not
+ *		know the request it is ignored.
+ */
+static void
+ask_short_slice(void)
+{
+#ifdef SYS_sched_setattr
+	struct
+	{
+		uint32		size;
+		uint32		sched_policy;
+		uint64		sched_flags;
+		int32		sched_nice;
+		uint32		sched_priority;
+		uint64		sched_runtime;
+		uint64		sched_deadline;
+		uint64		sched_period;
+		uint32		sched_util_min;
+		uint32		sched_util_max;
+	}			attr;
+
+	memset(&attr, 0, sizeof(attr));
+	attr.size = sizeof(attr);
+	attr.sched_policy = 0;		/* SCHED_OTHER */
+	errno = 0;
+	attr.sched_nice = getpriority(PRIO_PROCESS, 0);
+	attr.sched_runtime = 100000;	/* 100 us slice */
+	if (syscall(SYS_sched_setattr, 0, &attr, 0) != 0)
+		ereport(DEBUG1,
+				(errmsg_internal("pg_tracer sampler: sched_setattr: %m")));
+#endif
+}
+
+/*
+ * sampler_shutdown
+ *		before_shmem_exit: say that nobody samples any more.
+ */
+static void
+sampler_shutdown(int code, Datum arg)
+{
+	int			i;
+
+	/* an error inside a write section must not leave a counter odd */
+	for (i = 0; i < PGT_ASH_FINE_BUCKETS + PGT_ASH_COARSE_BUCKETS; i++)
+	{
+		PgtAshBucket *b = i < PGT_ASH_FINE_BUCKETS ? pgt_ash_fine(pgt_ash, i) :
+		pgt_ash_coarse(pgt_ash, i - PGT_ASH_FINE_BUCKETS);
+
+		if (pg_atomic_read_u32(&b->seq) & 1)
+			pg_atomic_fetch_add_u32(&b->seq, 1);
+	}
+	if (pg_atomic_read_u32(&pgt_ash->seq) & 1)
+		pg_atomic_fetch_add_u32(&pgt_ash->seq, 1);
+	pgt_seq_begin_write(&pgt_ash->seq);
+	pgt_ash->sampler_pid = 0;
+	memset(pgt_ash_live(pgt_ash), 0, sizeof(PgtAshLive) * nslots);
+	pgt_seq_end_write(&pgt_ash->seq);
+}
+
+/*
+ * cmp_procwait
+ *		qsort/bsearch by pid.
+ */
+static int
+cmp_procwait(const void *a, const void *b)
+{
+	int32		x = ((const ProcWait *) a)->pid;
+	int32		y = ((const ProcWait *) b)->pid;
+
+	return (x > y) - (x < y);
+}
+
+/*
+ * read_procs
+ *		pid -> PGPROC of every PGPROC in use, sorted by pid.  Unlocked
+ *		reads of aligned 32-bit fields: a process that comes or goes
+ *		meanwhile is seen or missed for one tick.  wait_event_info is read
+ *		later, right after the process's status entry, so that the state
+ *		and the wait event describe the same moment.
+ */
+static int
+read_procs(void)
+{
+	uint32		n = ProcGlobal->allProcCount;
+	int			count = 0;
+	uint32		i;
+
+	for (i = 0; i < n; i++)
+	{
+		volatile PGPROC *proc = &ProcGlobal->allProcs[i];
+		int32		pid = proc->pid;
+
+		if (pid == 0)
+			continue;
+		procwaits[count].pid = pid;
+		procwaits[count].proc = proc;
+		count++;
+	}
+	qsort(procwaits, count, sizeof(ProcWait), cmp_procwait);
+	return count;
+}
+
+/*
+ * read_beentry
+ *		Consistent copy of the fields of one status slot that the sampler
+ *		needs (changecount protocol, as pg_stat_activity reads them).
+ *		False when the slot is unused, or stayed torn (*torn: the owner
+ *		was preempted inside its update; try again next tick).
+ */
+static bool
+read_beentry(int slot, Sample *s, bool *torn)
+{
+	volatile PgBackendStatus *be = &beentries[slot];
+	int			attempt;
+
+	for (attempt = 0; attempt < PGT_BEENTRY_RETRIES; attempt++)
+	{
+		int			before;
+		int			after;
+
+		pgstat_begin_read_activity(be, before);
+		s->pid = be->st_procpid;
+		s->bt = be->st_backendType;
+		s->state = be->st_state;
+		s->qid = be->st_query_id;
+		s->userid = be->st_userid;
+		s->dbid = be->st_databaseid;
+		s->proc_start = be->st_proc_start_timestamp;
+		pgstat_end_read_activity(be, after);
+		if (pgstat_read_activity_complete(before, after))
+			return s->pid != 0;
+	}
+	*torn = true;
+	return false;
+}
+
+/*
+ * sampler_tick
+ *		Take one sample of every process and account it with weight_us.
+ */
+static void
+sampler_tick(uint64 weight_us, TimestampTz now)
+{
+	int			nprocs = read_procs();
+	int64		second = now / USECS_PER_SEC;
+	uint64		lost = 0;
+	PgtAshBucket *fb;
+	PgtAshBucket *cb;
+	int			i;
+
+	if (weight_us > PGT_TICK_CAP_US)
+	{
+		lost = weight_us - PGT_TICK_CAP_US;
+		weight_us = PGT_TICK_CAP_US;
+	}
+
+	for (i = 0; i < nslots; i++)
+	{
+		Sample	   *s = &samples[i];
+		ProcWait	key;
+		ProcWait   *pw;
+
+		seen[i] = false;
+		torn[i] = false;
+		if (!read_beentry(i, s, &torn[i]) || s->pid == MyProcPid)
+			continue;
+		key.pid = s->pid;
+		pw = bsearch(&key, procwaits, nprocs, sizeof(ProcWait), cmp_procwait);
+		if (pw == NULL)
+			continue;
+		/* right after the state: the two must describe the same moment */
+		s->event = pw->proc->wait_event_info;
+		if (pw->proc->pid != s->pid)
+			continue;
+		seen[i] = true;
+
+		/* a new background worker: learn its type before the write section */
+		if (s->bt == B_BG_WORKER &&
+			(trackers[i].pid != s->pid || trackers[i].proc_start != s->proc_start))
+		{
+			const char *bgw = GetBackgroundWorkerTypeByPid(s->pid);
+
+			strlcpy(typenames[i], bgw ? bgw : GetBackendTypeDesc(s->bt),
+					sizeof(typenames[i]));
+		}
+	}
+
+	pgt_seq_begin_write(&pgt_ash->seq);
+	if (pg_atomic_read_u32(&pgt_ash->reset_requests) != pgt_ash->reset_served)
+		handle_reset();
+	fb = rotate(true, second, now);
+	cb = rotate(false, second / PGT_ASH_COARSE_SECS, now);
+	pgt_seq_begin_write(&fb->seq);
+	pgt_seq_begin_write(&cb->seq);
+
+	for (i = 0; i < nslots; i++)
+	{
+		Tracker    *t = &trackers[i];
+
+		if (torn[i])
+			continue;			/* mid-update: skip this tick, keep the session */
+		if (t->pid != 0 &&
+			(!seen[i] || t->pid != samples[i].pid ||
+			 t->proc_start != samples[i].proc_start))
+			session_end(i, now);
+		if (!seen[i])
+			continue;
+		if (t->pid == 0)
+			session_begin(i, &samples[i], now);
+		if (!t->ignored)
+			account(i, &samples[i], weight_us, fb, cb, now);
+	}
+
+	fb->last_tick = now;
+	fb->elapsed_us += weight_us;
+	cb->last_tick = now;
+	cb->elapsed_us += weight_us;
+	pgt_seq_end_write(&cb->seq);
+	pgt_seq_end_write(&fb->seq);
+
+	if (second != last_gc_second)
+	{
+		gc_sessions(now);
+		last_gc_second = second;
+	}
+	pgt_ash->ticks++;
+	pgt_ash->sampled_us += weight_us;
+	pgt_ash->lost_us += lost;
+	pgt_ash->last_tick = now;
+	pgt_ash->rate_hz = pgt_sample_rate;
+	pgt_seq_end_write(&pgt_ash->seq);
+}
+
+/*
+ * handle_reset
+ *		Serve pg_tracer_reset(): empty the counters and the history, keep
+ *		the sessions.  Inside the write section.
+ */
+static void
+handle_reset(void)
+{
+	PgtAshLive *live = pgt_ash_live(pgt_ash);
+	PgtAshTable *t;
+	int			i;
+
+	t = pgt_ash_events(pgt_ash);
+	pgt_ash_table_init(t, t->size, t->limit);
+	t = pgt_ash_sessions_tab(pgt_ash);
+	pgt_ash_table_init(t, t->size, t->limit);
+	t = pgt_ash_queries_tab(pgt_ash);
+	pgt_ash_table_init(t, t->size, t->limit);
+	for (i = 0; i < PGT_ASH_FINE_BUCKETS + PGT_ASH_COARSE_BUCKETS; i++)
+	{
+		PgtAshBucket *b = i < PGT_ASH_FINE_BUCKETS ? pgt_ash_fine(pgt_ash, i) :
+		pgt_ash_coarse(pgt_ash, i - PGT_ASH_FINE_BUCKETS);
+
+		pgt_seq_begin_write(&b->seq);
+		b->period = 0;
+		b->elapsed_us = 0;
+		pgt_ash_table_init(&b->table, b->table.size, b->table.limit);
+		pgt_seq_end_write(&b->seq);
+	}
+	for (i = 0; i < nslots; i++)
+	{
+		trackers[i].npending = 0;
+		trackers[i].db_time_us = 0;
+		live[i].db_time_us = 0;
+	}
+	pgt_ash->ticks = 0;
+	pgt_ash->sampled_us = 0;
+	pgt_ash->lost_us = 0;
+	pgt_ash->tick_cpu_us = 0;
+	pgt_ash->session_overflow = 0;
+	pgt_ash->reset_at = GetCurrentTimestamp();
+	pgt_ash->reset_served = pg_atomic_read_u32(&pgt_ash->reset_requests);
+}
+
+/*
+ * rotate
+ *		The bucket for this period, emptied first if it held an older one.
+ */
+static PgtAshBucket *
+rotate(bool fine, int64 period, TimestampTz now)
+{
+	PgtAshBucket *b;
+
+	if (fine)
+		b = pgt_ash_fine(pgt_ash, (int) (period % PGT_ASH_FINE_BUCKETS));
+	else
+		b = pgt_ash_coarse(pgt_ash, (int) (period % PGT_ASH_COARSE_BUCKETS));
+	if (b->period != period)
+	{
+		pgt_seq_begin_write(&b->seq);
+		pgt_ash_table_init(&b->table, b->table.size, b->table.limit);
+		b->period = period;
+		b->first_tick = now;
+		b->last_tick = now;
+		b->elapsed_us = 0;
+		pgt_seq_end_write(&b->seq);
+	}
+	return b;
+}
+
+/*
+ * session_begin
+ *		A new process in this slot: give it a directory entry (the oldest
+ *		exited one if none is free) and learn its type name.
+ */
+static void
+session_begin(int slot, const Sample *s, TimestampTz now)
+{
+	Tracker    *t = &trackers[slot];
+	PgtAshSession *dir = pgt_ash_directory(pgt_ash);
+	const char *type_name;
+	int			best = -1;
+	int			i;
+
+	memset(t, 0, sizeof(*t));
+	t->pid = s->pid;
+	t->proc_start = s->proc_start;
+	t->key = ((uint64) (uint32) s->pid << 32) |
+		((uint64) s->proc_start & UINT64CONST(0xFFFFFFFF));
+	t->userid = s->userid;
+	t->event = PG_UINT32_MAX;	/* no run yet */
+
+	if (s->bt == B_BG_WORKER)
+	{
+		type_name = typenames[slot];
+		t->ignored = strncmp(type_name, "pg_tracer ", 10) == 0;
+	}
+	else
+		type_name = GetBackendTypeDesc(s->bt);
+
+	for (i = 0; i < pgt_ash->nsessions; i++)
+	{
+		if (dir[i].key == 0)
+		{
+			best = i;
+			break;
+		}
+		if (dir[i].exited && (best < 0 || dir[i].last_seen < dir[best].last_seen))
+			best = i;
+	}
+	t->session = best;
+	if (best < 0)
+	{
+		pgt_ash->session_overflow++;
+		return;
+	}
+	memset(&dir[best], 0, sizeof(PgtAshSession));
+	dir[best].key = t->key;
+	dir[best].pid = s->pid;
+	dir[best].backend_type = (int32) s->bt;
+	dir[best].userid = s->userid;
+	dir[best].dbid = s->dbid;
+	dir[best].proc_start = s->proc_start;
+	dir[best].last_seen = now;
+	strlcpy(dir[best].type_name, type_name, sizeof(dir[best].type_name));
+}
+
+/*
+ * session_end
+ *		The process in this slot is gone: its held samples get query id 0
+ *		(no query id ever came), its directory entry is marked exited.
+ */
+static void
+session_end(int slot, TimestampTz now)
+{
+	Tracker    *t = &trackers[slot];
+	PgtAshLive *live = pgt_ash_live(pgt_ash);
+
+	if (t->npending > 0)
+		pending_flush(t, 0, NULL, NULL);
+	if (t->session >= 0)
+	{
+		PgtAshSession *d = &pgt_ash_directory(pgt_ash)[t->session];
+
+		if (d->key == t->key)
+		{
+			d->exited = true;
+			d->last_seen = now;
+		}
+	}
+	live[slot].pid = 0;
+	memset(t, 0, sizeof(*t));
+}
+
+/*
+ * account
+ *		Add one sample of the process in `slot`, weighing w microseconds.
+ */
+static void
+account(int slot, const Sample *s, uint64 w, PgtAshBucket *fb, PgtAshBucket *cb,
+		TimestampTz now)
+{
+	Tracker    *t = &trackers[slot];
+	PgtAshLive *live = &pgt_ash_live(pgt_ash)[slot];
+	uint32		ev = s->event;
+	bool		running = (s->state == STATE_RUNNING || s->state == STATE_FASTPATH);
+	bool		new_run;
+	bool		idle;
+	PgtAshRow	d;
+
+	if (ev == 0)
+		ev = (s->bt == B_BACKEND &&
+			  (s->state == STATE_IDLE || s->state == STATE_IDLEINTRANSACTION ||
+			   s->state == STATE_IDLEINTRANSACTION_ABORTED)) ?
+			PGT_EV_IDLE_CPU : PGT_EV_CPU;
+	idle = pgt_event_is_idle(ev);
+
+	/* a process that started since the last tick weighs its own age */
+	if (t->event == PG_UINT32_MAX && s->proc_start > 0 &&
+		now > s->proc_start && (uint64) (now - s->proc_start) < w)
+		w = (uint64) (now - s->proc_start);
+
+	new_run = (ev != t->event);
+	if (new_run)
+	{
+		t->event = ev;
+		t->run_us = 0;
+	}
+	t->run_us += w;
+
+	memset(&d, 0, sizeof(d));
+	d.event = ev;
+	d.idle = idle;
+	d.time_us = w;
+	d.waits = new_run ? 1 : 0;
+	d.samples = 1;
+
+	d.kind = PGT_ASH_EVENT;
+	add_everywhere(pgt_ash_events(pgt_ash), fb, cb, &d, t->run_us);
+	if (t->session >= 0)
+	{
+		d.kind = PGT_ASH_SESSION;
+		d.key = t->key;
+		add_everywhere(pgt_ash_sessions_tab(pgt_ash), fb, cb, &d, t->run_us);
+		pgt_ash_directory(pgt_ash)[t->session].last_seen = now;
+	}
+
+	/* query attribution: DB time only */
+	if (idle)
+	{
+		/* st_query_id still holds the statement that just ended */
+		if (t->npending > 0)
+			pending_flush(t, s->qid, fb, cb);
+		t->run_qid = 0;
+	}
+	else if (s->qid != 0)
+	{
+		if (t->npending > 0)
+			pending_flush(t, s->qid, fb, cb);
+		add_query(fb, cb, s->qid, t->userid, ev, w,
+				  (new_run || t->run_qid != s->qid) ? 1 : 0, 1, t->run_us, false);
+		t->run_qid = s->qid;
+	}
+	else if (running && (s->bt == B_BACKEND || s->bt == B_BG_WORKER ||
+						 s->bt == B_WAL_SENDER))
+		pending_add(t, ev, w, new_run);
+	else
+		add_query(fb, cb, 0, t->userid, ev, w, new_run ? 1 : 0, 1,
+				  t->run_us, false);
+
+	if (!idle)
+		t->db_time_us += w;
+	live->pid = s->pid;
+	live->session = t->session;
+	live->event = ev;
+	live->state = idle ? PGT_LIVE_IDLE :
+		(ev == PGT_EV_CPU ? PGT_LIVE_ON_CPU : PGT_LIVE_WAITING);
+	live->state_us = t->run_us;
+	live->db_time_us = t->db_time_us;
+}
+
+/*
+ * add_everywhere
+ *		Add a delta row to a cumulative table and the two current buckets.
+ */
+static void
+add_everywhere(PgtAshTable *cum, PgtAshBucket *fb, PgtAshBucket *cb,
+			   const PgtAshRow *d, uint64 run)
+{
+	pgt_ash_table_add(cum, d, run);
+	pgt_ash_table_add(&fb->table, d, run);
+	pgt_ash_table_add(&cb->table, d, run);
+}
+
+/*
+ * add_query
+ *		Add to the (query id, user, event) rows.
+ */
+static void
+add_query(PgtAshBucket *fb, PgtAshBucket *cb, uint64 qid, Oid userid,
+		  uint32 event, uint64 time_us, uint64 waits, uint64 nsamples,
+		  uint64 max_us, bool idle)
+{
+	PgtAshRow	d;
+
+	memset(&d, 0, sizeof(d));
+	d.kind = PGT_ASH_QUERY;
+	d.key = qid;
+	d.aux = userid;
+	d.event = event;
+	d.idle = idle;
+	d.time_us = time_us;
+	d.waits = waits;
+	d.samples = nsamples;
+	d.max_us = max_us;
+	pgt_ash_table_add(pgt_ash_queries_tab(pgt_ash), &d, max_us);
+	if (fb != NULL)
+	{
+		pgt_ash_table_add(&fb->table, &d, max_us);
+		pgt_ash_table_add(&cb->table, &d, max_us);
+	}
+}
+
+/*
+ * pending_add
+ *		Hold a sample until the statement's query id is known.
+ */
+static void
+pending_add(Tracker *t, uint32 event, uint64 w, bool new_run)
+{
+	PendingEvent *p = NULL;
+	int			i;
+
+	for (i = 0; i < t->npending; i++)
+		if (t->pending[i].event == event)
+			p = &t->pending[i];
+	if (p == NULL)
+	{
+		if (t->npending == PGT_MAX_PENDING)
+		{
+			/* too many kinds: the oldest goes to query id 0 now */
+			PendingEvent *o = &t->pending[0];
+
+			add_query(NULL, NULL, 0, t->userid, o->event, o->time_us,
+					  o->waits, o->samples, o->max_us, false);
+			memmove(&t->pending[0], &t->pending[1],
+					sizeof(PendingEvent) * (PGT_MAX_PENDING - 1));
+			t->npending--;
+		}
+		p = &t->pending[t->npending++];
+		memset(p, 0, sizeof(*p));
+		p->event = event;
+	}
+	p->time_us += w;
+	p->waits += new_run ? 1 : 0;
+	p->samples++;
+	p->max_us = Max(p->max_us, t->run_us);
+}
+
+/*
+ * pending_flush
+ *		Give the held samples to query id qid (0: none came).  With no
+ *		buckets (the process has gone) only the cumulative table gets them.
+ */
+static void
+pending_flush(Tracker *t, uint64 qid, PgtAshBucket *fb, PgtAshBucket *cb)
+{
+	int			i;
+
+	for (i = 0; i < t->npending; i++)
+	{
+		PendingEvent *p = &t->pending[i];
+
+		add_query(fb, cb, qid, t->userid, p->event, p->time_us, p->waits,
+				  p->samples, p->max_us, false);
+	}
+	t->npending = 0;
+	t->run_qid = qid;
+}
+
+/*
+ * gc_sessions
+ *		Forget sessions that exited longer ago than the longest window:
+ *		free their directory entries and drop their cumulative rows (the
+ *		(session, event) table would otherwise fill with the dead).
+ */
+static void
+gc_sessions(TimestampTz now)
+{
+	PgtAshSession *dir = pgt_ash_directory(pgt_ash);
+	PgtAshTable *tab = pgt_ash_sessions_tab(pgt_ash);
+	TimestampTz horizon = now - (TimestampTz) (PGT_ASH_MAX_WINDOW_S + PGT_ASH_COARSE_SECS) * USECS_PER_SEC;
+	uint64	   *gone = NULL;
+	int			ngone = 0;
+	PgtAshTable *copy;
+	uint32		i;
+	int			j;
+
+	for (j = 0; j < pgt_ash->nsessions; j++)
+	{
+		if (dir[j].key != 0 && dir[j].exited && dir[j].last_seen < horizon)
+		{
+			if (gone == NULL)
+				gone = palloc(sizeof(uint64) * pgt_ash->nsessions);
+			gone[ngone++] = dir[j].key;
+			memset(&dir[j], 0, sizeof(PgtAshSession));
+		}
+	}
+	if (ngone == 0)
+		return;
+
+	copy = palloc(pgt_ash_table_bytes(tab->size));
+	memcpy(copy, tab, pgt_ash_table_bytes(tab->size));
+	pgt_ash_table_init(tab, copy->size, copy->limit);
+	tab->overflow_rows = copy->overflow_rows;
+	tab->overflow_us = copy->overflow_us;
+	for (i = 0; i < copy->size; i++)
+	{
+		PgtAshRow  *r = &copy->rows[i];
+		bool		drop = false;
+
+		if (r->kind == PGT_ASH_EMPTY)
+			continue;
+		for (j = 0; j < ngone && !drop; j++)
+			drop = (r->key == gone[j]);
+		if (!drop)
+		{
+			PgtAshRow  *n = pgt_ash_table_get(tab, r->kind, r->key, r->event, r->aux);
+
+			if (n != NULL)
+				*n = *r;
+		}
+	}
+	pfree(copy);
+	pfree(gone);
+}

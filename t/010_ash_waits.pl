@@ -1,0 +1,233 @@
+# 010_ash_waits.pl — the sampled wait-event tier against known waits.
+#
+# Ground truths are measured independently of the sampler: pg_sleep()'s own
+# duration, a lock wait timed from this script (the locker's COMMIT ends it),
+# an idle period timed by this script, pg_stat_activity's query_id.  Also:
+# windows against cumulative totals, what a non-privileged role sees, the
+# settings' validation, and the sampler's restart.  No helper is running.
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use PgTracerTest;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(time sleep);
+
+my ($node) = tracer_node('ash_waits');
+$node->safe_psql('postgres', 'CREATE EXTENSION pg_tracer');
+
+ok( $node->poll_query_until('postgres',
+		'SELECT sampler_running AND ticks > 10 FROM pg_tracer_ash_status'),
+	'sampler is running');
+is($node->safe_psql('postgres',
+		"SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'pg_tracer sampler'"),
+	'1', 'sampler is its own background worker');
+$node->safe_psql('postgres', 'SELECT pg_tracer_reset()');
+
+# within(got, want, fraction)
+sub within
+{
+	my ($got, $want, $frac) = @_;
+	return defined $got && $got ne '' && abs($got - $want) <= $want * $frac;
+}
+
+sub q1 { return $node->safe_psql('postgres', $_[0]); }
+
+# ---- pg_sleep(3): Timeout:PgSleep on that pid
+my $s = $node->background_psql('postgres');
+my $pid = $s->query_safe('SELECT pg_backend_pid()');
+my $t0 = time();
+$s->query_safe('SELECT pg_sleep(3)');
+note sprintf('pg_sleep(3) took %.3f s in psql', time() - $t0);
+my $slept = q1("SELECT total_ms FROM pg_tracer_session_events
+	WHERE pid = $pid AND wait_event_type = 'Timeout' AND wait_event = 'PgSleep'");
+ok(within($slept, 3000, 0.15), "pg_sleep(3): Timeout:PgSleep = $slept ms (3000 +-15%)");
+is(q1("SELECT waits FROM pg_tracer_session_events WHERE pid = $pid AND wait_event = 'PgSleep'"),
+	'1', 'one sampled wait');
+my $maxus = q1("SELECT max_us FROM pg_tracer_session_events WHERE pid = $pid AND wait_event = 'PgSleep'");
+ok(within($maxus, 3_000_000, 0.15), "its longest run is the whole sleep ($maxus us)");
+is(q1("SELECT top_wait FROM pg_tracer_sessions WHERE pid = $pid"),
+	'Timeout:PgSleep', 'sessions: top wait of that pid');
+my $sys_sleep = q1("SELECT total_ms FROM pg_tracer_wait_events WHERE wait_event = 'PgSleep'");
+ok(within($sys_sleep, 3000, 0.15), "wait_events: PgSleep $sys_sleep ms, fidelity "
+	  . q1("SELECT fidelity FROM pg_tracer_wait_events WHERE wait_event = 'PgSleep'"));
+
+# ---- an idle session adds no DB time (its ClientRead is visible, as idle)
+my ($db1, $idle1) = split /\|/, q1("SELECT db_time_ms, idle_ms FROM pg_tracer_sessions WHERE pid = $pid");
+$t0 = time();
+sleep(3);
+my ($db2, $idle2) = split /\|/, q1("SELECT db_time_ms, idle_ms FROM pg_tracer_sessions WHERE pid = $pid");
+my $idle_truth = (time() - $t0) * 1000;
+cmp_ok($db2 - $db1, '<', 30, sprintf('idle session: DB time grew %.1f ms in 3 s', $db2 - $db1));
+ok(within($idle2 - $idle1, $idle_truth, 0.15),
+	sprintf('idle session: idle time grew %.0f ms (%.0f +-15%%)', $idle2 - $idle1, $idle_truth));
+is(q1("SELECT state || ' ' || wait_event_type || ':' || wait_event FROM pg_tracer_active WHERE pid = $pid"),
+	'idle Client:ClientRead', 'active: the idle session is idle in ClientRead');
+is(q1("SELECT idle AND pct_db_time IS NULL FROM pg_tracer_wait_events WHERE wait_event = 'ClientRead'"),
+	't', 'ClientRead is listed, as idle, outside DB time');
+
+# ---- a session blocked ~3 s behind LOCK TABLE
+q1('CREATE TABLE locked(a int); INSERT INTO locked VALUES (1)');
+my $locker = $node->background_psql('postgres');
+$locker->query_safe('BEGIN; LOCK TABLE locked IN ACCESS EXCLUSIVE MODE');
+my $blocked = $node->background_psql('postgres');
+my $bpid = $blocked->query_safe('SELECT pg_backend_pid()');
+my $sent = time();
+$blocked->query_until(qr/sent/, "\\echo sent\nSELECT count(*) FROM locked;\n");
+ok($node->poll_query_until('postgres',
+		"SELECT wait_event = 'relation' FROM pg_stat_activity WHERE pid = $bpid"),
+	'the select waits for the lock');
+sleep(3 - (time() - $sent)) if time() - $sent < 3;
+$locker->query_safe('COMMIT');
+my $lock_truth = (time() - $sent) * 1000;
+$blocked->query_safe('SELECT 1');
+my $qid = q1("SELECT query_id FROM pg_stat_activity WHERE pid = $bpid");
+note "blocked pid $bpid, query id $qid, waited about $lock_truth ms";
+my $lk = q1("SELECT total_ms FROM pg_tracer_session_events
+	WHERE pid = $bpid AND wait_event_type = 'Lock' AND wait_event = 'relation'");
+ok(within($lk, $lock_truth, 0.15), "blocked pid: Lock:relation = $lk ms ($lock_truth +-15%)");
+isnt($qid, '', 'the blocked statement has a query id');
+my $qlk = q1("SELECT total_ms FROM pg_tracer_query_events
+	WHERE queryid = $qid AND wait_event_type = 'Lock' AND wait_event = 'relation'");
+ok(within($qlk, $lock_truth, 0.15),
+	"query_events: Lock:relation under the blocked statement's query id = $qlk ms");
+my $q0 = q1("SELECT coalesce(sum(total_ms), 0) FROM pg_tracer_query_events
+	WHERE queryid = 0 AND wait_event = 'relation'");
+cmp_ok($q0, '<', 0.05 * $lock_truth, "almost nothing of it under query id 0 ($q0 ms)");
+is(q1("SELECT top_wait FROM pg_tracer_sessions WHERE pid = $bpid"), 'Lock:relation',
+	'sessions: top wait of the blocked pid');
+my $tm = q1("SELECT time_ms FROM pg_tracer_time_model WHERE stat_name = 'Lock:relation' AND depth = 2");
+ok(within($tm, $lock_truth, 0.15), "time model: Lock:relation under Lock ($tm ms)");
+
+# ---- windows against cumulative totals
+# The sleep and the lock wait ended; 6 s later the 5-second window has
+# neither, the 1-minute window and the 5-minute window (every bucket since
+# the reset) have all of it.
+sleep(6);
+is(q1("SELECT count(*) FROM pg_tracer_session_events_since('5 s')
+	WHERE pid IN ($pid, $bpid) AND NOT idle"), '0',
+	'5 s window: no DB time of the finished waits');
+$s->query_safe('SELECT pg_sleep(1)');
+my $w5s = q1("SELECT total_ms FROM pg_tracer_session_events_since('5 s') WHERE pid = $pid AND wait_event = 'PgSleep'");
+ok(within($w5s, 1000, 0.15), "5 s window: only the latest pg_sleep(1) of that pid ($w5s ms)");
+ok(within(q1("SELECT total_ms FROM pg_tracer_session_events WHERE pid = $pid AND wait_event = 'PgSleep'"), 4000, 0.15),
+	'cumulative: both sleeps of that pid');
+my $w1m = q1("SELECT total_ms FROM pg_tracer_wait_events_since('1 min') WHERE wait_event = 'relation'");
+ok(within($w1m, $lk, 0.02), "1 min window: Lock:relation $w1m ms = cumulative $lk ms");
+my $w5m = q1("SELECT total_ms FROM pg_tracer_wait_events_since('5 min') WHERE wait_event = 'PgSleep'");
+my $cum = q1("SELECT total_ms FROM pg_tracer_wait_events WHERE wait_event = 'PgSleep'");
+$cum += 0;
+ok(within($w5m, $cum, 0.001), "5 min window (10 s buckets): PgSleep $w5m ms = cumulative $cum ms");
+my ($db5, $db60) = split /\|/, q1("SELECT
+	(SELECT time_ms FROM pg_tracer_time_model_since('5 s') WHERE stat_name = 'DB Time'),
+	(SELECT time_ms FROM pg_tracer_time_model_since('1 min') WHERE stat_name = 'DB Time')");
+cmp_ok($db5, '<', $db60 - 5000, "time model: DB time of the last 5 s ($db5) well below the last minute's ($db60)");
+is(q1("SELECT string_agg(window_length || ' ' || (time_ms > 0), ', ' ORDER BY window_length) FROM pg_tracer_time_model_windows
+	WHERE stat_name = 'Lock:relation'"), '00:01:00 true, 00:05:00 true',
+	'time model windows: the lock wait is in the last minute and the last 5 minutes, not the last 5 s');
+is(q1("SELECT count(*) FROM pg_tracer_query_events_since('1 min') WHERE queryid = $qid AND wait_event = 'relation'"),
+	'1', 'query events over a window');
+my ($rc, $out, $err) = $node->psql('postgres', "SELECT * FROM pg_tracer_wait_events_since('0 s')");
+like($err, qr/window must be greater than 0 and at most 300 seconds/, 'empty window refused');
+($rc, $out, $err) = $node->psql('postgres', "SELECT * FROM pg_tracer_time_model_since('1 hour')");
+like($err, qr/at most 300 seconds.*\n.*HINT:/s, 'too long a window refused, with a hint');
+
+# ---- visibility: a plain role sees its own sessions only
+q1("CREATE ROLE alice LOGIN; CREATE ROLE mona LOGIN IN ROLE pg_monitor");
+my $as = $node->background_psql('postgres', extra_params => [ '-U', 'alice' ]);
+my $apid = $as->query_safe('SELECT pg_backend_pid()');
+$as->query_safe('SELECT pg_sleep(1)');
+sub as_user { return $node->safe_psql('postgres', $_[1], extra_params => [ '-U', $_[0] ]); }
+is(as_user('alice', "SELECT count(*) FROM pg_tracer_sessions WHERE pid = $apid"), '1',
+	'alice sees her session');
+is(as_user('alice', "SELECT count(*) FROM pg_tracer_sessions WHERE usename IS DISTINCT FROM 'alice'"), '0',
+	'alice sees no other session');
+is(as_user('alice', "SELECT count(*) FROM pg_tracer_session_events WHERE pid IN ($pid, $bpid)"), '0',
+	"alice sees none of the superuser's session events");
+is(as_user('alice', "SELECT count(*) FROM pg_tracer_active WHERE usename IS DISTINCT FROM 'alice'"), '0',
+	'alice: active shows only her sessions');
+is(as_user('alice', "SELECT count(*) FROM pg_tracer_query_events WHERE queryid = $qid"), '0',
+	"alice does not see the superuser's query");
+my $asleep = as_user('alice', "SELECT total_ms FROM pg_tracer_wait_events WHERE wait_event = 'PgSleep'");
+ok(within($asleep, 1000, 0.15), "alice's wait events are her own: PgSleep $asleep ms (1000 +-15%)");
+is(as_user('alice', "SELECT count(*) FROM pg_tracer_wait_events WHERE wait_event = 'relation'"), '0',
+	"alice's wait events do not include others' lock wait");
+cmp_ok(as_user('mona', "SELECT count(*) FROM pg_tracer_sessions WHERE pid IN ($pid, $bpid, $apid)"), '==', 3,
+	'a pg_monitor member sees every session');
+ok(within(as_user('mona', "SELECT total_ms FROM pg_tracer_wait_events WHERE wait_event = 'PgSleep'"),
+		$cum + 1000, 0.1), 'a pg_monitor member sees system-wide totals');
+($rc, $out, $err) = $node->psql('postgres', 'SELECT pg_tracer_reset()', extra_params => [ '-U', 'alice' ]);
+like($err, qr/permission denied for function pg_tracer_reset/, 'reset is not granted to PUBLIC');
+$as->quit;
+
+# ---- settings are validated
+for my $bad ([ 'pg_tracer.sample_rate', '0', qr/0 is outside the valid range for parameter "pg_tracer.sample_rate" \(1 \.\. 1000\)/ ],
+	[ 'pg_tracer.sample_rate', '1001', qr/1001 is outside the valid range/ ],
+	[ 'pg_tracer.sample_rate', "'fast'", qr/invalid value for parameter "pg_tracer.sample_rate": "fast"/ ],
+	[ 'pg_tracer.ash_max_entries', '10', qr/10 is outside the valid range for parameter "pg_tracer.ash_max_entries" \(256 \.\. 1000000\)/ ],
+	[ 'pg_tracer.sampler_enabled', "'maybe'", qr/parameter "pg_tracer.sampler_enabled" requires a Boolean value/ ])
+{
+	($rc, $out, $err) = $node->psql('postgres', "ALTER SYSTEM SET $bad->[0] = $bad->[1]");
+	like($err, $bad->[2], "ALTER SYSTEM SET $bad->[0] = $bad->[1] refused");
+}
+($rc, $out, $err) = $node->psql('postgres', 'SET pg_tracer.sample_rate = 50');
+like($err, qr/parameter "pg_tracer.sample_rate" cannot be changed now/, 'sample_rate is not a session setting');
+
+# a reload changes the rate: ticks per second follow it
+q1('ALTER SYSTEM SET pg_tracer.sample_rate = 20');
+$node->reload;
+ok($node->poll_query_until('postgres', 'SELECT sample_rate = 20 FROM pg_tracer_ash_status'),
+	'reload: rate 20');
+sleep(0.3);
+my ($k1, $t1) = split /\|/, q1('SELECT ticks, extract(epoch from clock_timestamp()) FROM pg_tracer_ash_status');
+sleep(2);
+my ($k2, $t2) = split /\|/, q1('SELECT ticks, extract(epoch from clock_timestamp()) FROM pg_tracer_ash_status');
+my $hz = ($k2 - $k1) / ($t2 - $t1);
+ok($hz > 14 && $hz < 22, sprintf('%.1f ticks per second at sample_rate = 20', $hz));
+q1('ALTER SYSTEM SET pg_tracer.sampler_enabled = off');
+$node->reload;
+ok($node->poll_query_until('postgres', 'SELECT NOT sampler_enabled FROM pg_tracer_ash_status'),
+	'reload: sampler disabled');
+sleep(1.2);
+$k1 = q1('SELECT ticks FROM pg_tracer_ash_status');
+sleep(1.5);
+is(q1('SELECT ticks FROM pg_tracer_ash_status'), $k1, 'a disabled sampler takes no samples');
+q1('ALTER SYSTEM RESET pg_tracer.sample_rate; ALTER SYSTEM RESET pg_tracer.sampler_enabled');
+$node->reload;
+
+# ---- the sampler restarts; the counters survive it
+my $spid = q1('SELECT sampler_pid FROM pg_tracer_ash_status');
+kill 'TERM', $spid;
+ok($node->poll_query_until('postgres',
+		"SELECT sampler_running AND sampler_pid <> $spid AND ticks > $k1 + 5 FROM pg_tracer_ash_status"),
+	'the sampler is restarted after it exits');
+ok(within(q1("SELECT total_ms FROM pg_tracer_wait_events WHERE wait_event = 'relation'"), $lk, 0.001),
+	'the totals survive a sampler restart');
+is(q1("SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'pg_tracer helper link'"), '1',
+	'the helper link worker keeps running');
+
+# ---- reading never waits on the sampler, even a stopped one
+$spid = q1('SELECT sampler_pid FROM pg_tracer_ash_status');
+kill 'STOP', $spid;
+my $tr = time();
+my $n = q1("SELECT (SELECT count(*) FROM pg_tracer_wait_events) + (SELECT count(*) FROM pg_tracer_sessions)
+	+ (SELECT count(*) FROM pg_tracer_time_model_since('5 min')) + (SELECT count(*) FROM pg_tracer_active)");
+my $took = time() - $tr;
+kill 'CONT', $spid;
+ok($n > 0 && $took < 2, sprintf('views answer while the sampler is stopped (%.3f s)', $took));
+
+# ---- reset empties counters and history
+ok(q1('SELECT pg_tracer_reset()') eq 't', 'reset confirmed by the sampler');
+is(q1("SELECT count(*) FROM pg_tracer_wait_events WHERE wait_event IN ('PgSleep', 'relation')"), '0',
+	'reset: cumulative rows gone');
+is(q1("SELECT count(*) FROM pg_tracer_wait_events_since('1 min') WHERE wait_event IN ('PgSleep', 'relation')"), '0',
+	'reset: history gone');
+is(q1('SELECT overflow_rows + history_overflow_rows + session_overflow FROM pg_tracer_ash_status'), '0',
+	'no overflow');
+
+$s->quit;
+$locker->quit;
+$blocked->quit;
+$node->stop;
+done_testing();

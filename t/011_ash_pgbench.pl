@@ -1,0 +1,121 @@
+# 011_ash_pgbench.pl — the sampled tier under a real OLTP load.
+#
+# pgbench -S with 4 clients, simple and extended protocol.  Checked against
+# independent ground truths: wall-clock time (DB time cannot exceed
+# clients x elapsed), pg_stat_database.active_time (the server's own
+# account of time spent inside statements, the same boundary the sampler
+# uses for client backends), and pg_stat_activity.query_id of the pgbench
+# statement.  Shares of DB time must add up to 100 %.
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use PgTracerTest;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use IPC::Run ();
+use Time::HiRes qw(time sleep);
+
+my ($node) = tracer_node('ash_pgbench', conf => "shared_buffers = 16MB\n");
+$node->safe_psql('postgres', 'CREATE EXTENSION pg_tracer');
+$node->command_ok([ 'pgbench', '-i', '-s', '5', '-q', '-p', $node->port, '-h', $node->host, 'postgres' ],
+	'pgbench -i');
+
+sub q1 { return $node->safe_psql('postgres', $_[0]); }
+
+my $clients = 4;
+my $secs = 8;
+
+# Run pgbench in the background; while it runs, learn the query id of its
+# SELECT from pg_stat_activity.  Returns (elapsed s, query id).
+sub run_pgbench
+{
+	my ($mode) = @_;
+	my ($out, $err) = ('', '');
+	my $h = IPC::Run::start(
+		[ 'pgbench', '-S', '-M', $mode, '-c', $clients, '-j', '2', '-T', $secs,
+			'-p', $node->port, '-h', $node->host, 'postgres' ],
+		'>', \$out, '2>', \$err);
+	my $t0 = time();
+	my $qid = '';
+	for (1 .. 100)
+	{
+		$qid = q1("SELECT query_id FROM pg_stat_activity
+			WHERE query LIKE 'SELECT abalance%'
+			  AND query_id IS NOT NULL AND query_id <> 0 LIMIT 1");
+		last if $qid ne '';
+		sleep(0.1);
+	}
+	$h->finish;
+	my $elapsed = time() - $t0;
+	note "pgbench -M $mode: " . join(' ', grep { /^(tps|number of transactions actually)/ } split /\n/, $out);
+	return ($elapsed, $qid);
+}
+
+for my $mode ('simple', 'extended')
+{
+	my $active0 = q1("SELECT active_time FROM pg_stat_database WHERE datname = 'postgres'");
+	my $reset_at = q1("SELECT pg_tracer_reset(), clock_timestamp()");
+	$reset_at =~ s/^t\|//;
+	my $t_reset = time();
+	my ($elapsed, $qid) = run_pgbench($mode);
+	sleep(0.3);		# the sessions' exits reach both the sampler and the stats
+	my $since_reset = time() - $t_reset;
+	isnt($qid, '', "$mode: pgbench's SELECT has a query id ($qid)");
+
+	my $active = q1("SELECT active_time - $active0 FROM pg_stat_database WHERE datname = 'postgres'");
+	my $sessions_db = q1("SELECT sum(db_time_ms) FROM pg_tracer_sessions
+		WHERE backend_type = 'client backend' AND exited AND backend_start > '$reset_at'");
+	my $db = q1("SELECT time_ms FROM pg_tracer_time_model WHERE stat_name = 'DB Time'");
+	note sprintf('%s: DB time %.0f ms, pgbench sessions %.0f ms, active_time %.0f ms, %.2f s since reset, pgbench %.2f s',
+		$mode, $db, $sessions_db, $active, $since_reset, $elapsed);
+
+	cmp_ok($db, '<=', $clients * $since_reset * 1000 * 1.05,
+		"$mode: DB time $db ms <= clients x elapsed x 1.05");
+	cmp_ok($sessions_db, '<=', $clients * $elapsed * 1000 * 1.05,
+		"$mode: pgbench sessions' DB time <= clients x elapsed x 1.05");
+	# active_time adds up the time between changes of state only; under the
+	# extended protocol Parse, Bind and Execute each restart the "active"
+	# state's clock without a change, so it undercounts there: simple only.
+	ok(abs($sessions_db - $active) <= 0.25 * $active,
+		sprintf('%s: pgbench sessions\' DB time %.0f ms matches pg_stat_database.active_time %.0f ms (+-25%%)',
+			$mode, $sessions_db, $active))
+	  if $mode eq 'simple';
+
+	my $sum = q1("SELECT sum(pct_db_time) FROM pg_tracer_wait_events WHERE NOT idle");
+	ok(abs($sum - 100) <= 2, "$mode: wait events' pct_db_time sums to $sum");
+	$sum = q1("SELECT sum(pct_db_time) FROM pg_tracer_time_model WHERE depth = 1 AND NOT idle");
+	ok(abs($sum - 100) <= 2, "$mode: time model classes sum to $sum %");
+	is(q1("SELECT count(*) FROM pg_tracer_wait_events WHERE idle AND pct_db_time IS NOT NULL"), '0',
+		"$mode: idle events have no share of DB time");
+	is(q1("SELECT idle FROM pg_tracer_wait_events WHERE wait_event = 'OutsideStatement'"), 't',
+		"$mode: on-CPU time between statements is reported, as idle");
+	my $cpu = q1("SELECT pct_db_time FROM pg_tracer_wait_events WHERE wait_event = 'CPU*'");
+	cmp_ok($cpu, '>', 30, "$mode: select-only load is mostly CPU* ($cpu %)");
+
+	# the statement's query id carries its DB time, whatever the protocol
+	my $q = q1("SELECT coalesce(sum(total_ms), 0) FROM pg_tracer_query_events WHERE queryid = $qid");
+	ok($q >= 0.9 * $sessions_db,
+		sprintf('%s: %.0f of the sessions\' %.0f ms DB time under the SELECT\'s query id', $mode, $q, $sessions_db));
+	my $q0 = q1("SELECT coalesce(sum(total_ms), 0) FROM pg_tracer_query_events WHERE queryid = 0");
+	cmp_ok($q0, '<', 0.05 * $db, "$mode: query id 0 has $q0 ms");
+}
+
+# while pgbench runs, the active view shows it working
+my $h = IPC::Run::start([ 'pgbench', '-S', '-c', '2', '-T', '3', '-p', $node->port, '-h', $node->host, 'postgres' ],
+	'>', \my $o, '2>', \my $e);
+my $busy = 0;
+for (1 .. 20)
+{
+	$busy = q1("SELECT count(*) FROM pg_tracer_active WHERE backend_type = 'client backend' AND state <> 'idle'
+		AND db_time_ms > 0");
+	last if $busy > 0;
+	sleep(0.1);
+}
+$h->finish;
+cmp_ok($busy, '>', 0, 'active: pgbench backends seen on cpu or waiting');
+is(q1('SELECT overflow_rows + history_overflow_rows + session_overflow FROM pg_tracer_ash_status'), '0',
+	'no overflow');
+
+$node->stop;
+done_testing();
