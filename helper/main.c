@@ -7,6 +7,7 @@
  */
 #include "daemon.h"
 #include "engine_probes.h"
+#include "escalation.h"
 #include "inspect_cmd.h"
 #include "log.h"
 #include "pgt_segment.h"
@@ -44,6 +45,7 @@ static const char main_usage[] =
 static const char daemon_usage[] =
 "Usage: pg-tracer daemon [--pgdata DIR | --pid PID] [--runtime-dir DIR]\n"
 "                        [--log-level error|warn|info|debug] [--probes LIST]\n"
+"                        [--mode tiered|sampled|full] [--exact-budget S]\n"
 "\n"
 "Run the helper in the foreground until SIGTERM or SIGINT.  Without a\n"
 "target it serves every PostgreSQL cluster on the host as it appears;\n"
@@ -60,6 +62,10 @@ static const char daemon_usage[] =
 "                     pg-usdt); default: all but pg-lwlock\n"
 "  --slow-ms MS       statements slower than this are kept with their text (1000)\n"
 "  --probes LIST      always-on probe sets: all (default), none, or a list\n"
+"  --mode MODE        wait-event tiers: tiered (default: exact timing only in\n"
+"                     escalation windows), sampled (never exact), full (always)\n"
+"  --exact-budget S   exact seconds per rolling hour for escalations: 0..3600\n"
+"                     (default 300; 0 disables escalation) or unlimited\n"
 "  -h, --help         show this help\n"
 "\n"
 "Needs root, or CAP_BPF + CAP_PERFMON + CAP_SYS_PTRACE.  Never install it setuid.\n"
@@ -223,6 +229,8 @@ cmd_daemon(int argc, char **argv)
 		{"engine-probes", required_argument, NULL, 'E'},
 		{"slow-ms", required_argument, NULL, 'S'},
 		{"probes", required_argument, NULL, 'P'},
+		{"mode", required_argument, NULL, 'M'},
+		{"exact-budget", required_argument, NULL, 'B'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0}
 	};
@@ -273,6 +281,14 @@ cmd_daemon(int argc, char **argv)
 				break;
 			case 'P':
 				o.probes = optarg;
+				break;
+			case 'M':
+				if (escalation_configure_mode(optarg, eerr, sizeof(eerr)) < 0)
+					return usage_error(daemon_usage, "--mode: %s", eerr);
+				break;
+			case 'B':
+				if (escalation_configure_budget(optarg, eerr, sizeof(eerr)) < 0)
+					return usage_error(daemon_usage, "--exact-budget: %s", eerr);
 				break;
 			case 'h':
 				fputs(daemon_usage, stdout);
