@@ -391,6 +391,29 @@ escalate(const pgt_request *r, int64_t now_us, char *out, size_t outlen)
 }
 
 /*
+ * escalation_auto
+ *		Open (or extend) a window on the helper's own behalf, as ESCALATE
+ *		would; 0 when granted.
+ */
+int
+escalation_auto(int64_t now_us, int seconds, const char *reason)
+{
+	pgt_request r;
+	char		out[PGT_PROTO_MAX_RESPONSE];
+
+	memset(&r, 0, sizeof(r));
+	snprintf(r.verb, sizeof(r.verb), "ESCALATE");
+	r.nargs = 3;
+	snprintf(r.args[0], sizeof(r.args[0]), "%d", seconds);
+	snprintf(r.args[1], sizeof(r.args[1]), "helper");
+	snprintf(r.args[2], sizeof(r.args[2]), "%s", reason);
+	escalation_tick(now_us);
+	(void) escalate(&r, now_us, out, sizeof(out));
+	log_info("anomaly %s: %s", reason, out);
+	return strncmp(out, "OK ", 3) == 0 ? 0 : -1;
+}
+
+/*
  * escalation_respond
  *		The answer text ("OK ..."/"ERR ...", without the protocol tag and
  *		LF) to ESCALATE, DEESCALATE and BUDGET; -1 for other verbs.

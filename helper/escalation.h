@@ -47,6 +47,32 @@ extern int	escalation_respond(const pgt_request *r, int64_t now_us,
 							   char *out, size_t outlen);
 extern size_t escalation_windows(struct pgt_exact_window_entry *out, size_t max);
 
+/*
+ * Anomaly rules (helper/escalation_anomaly.c): fed once a second with the
+ * number of active sessions (a wait event that is not idle, or on CPU) and
+ * of those in the Lock class; open a window of ESC_ANOMALY_WINDOW_S seconds
+ * (budget permitting) when active sessions exceed ESC_ANOMALY_MULT times a
+ * baseline (an average that freezes during anomalies) and at least
+ * ESC_ANOMALY_MIN_ACTIVE, or when at least ESC_ANOMALY_MIN_LOCK sessions
+ * wait on locks and they are ESC_ANOMALY_LOCK_SHARE of the active ones;
+ * then nothing for the cooldown.
+ */
+#define ESC_ANOMALY_WINDOW_S	60
+#define ESC_ANOMALY_MULT		3.0
+#define ESC_ANOMALY_MIN_ACTIVE	4
+#define ESC_ANOMALY_MIN_LOCK	3
+#define ESC_ANOMALY_LOCK_SHARE	0.5
+#define ESC_ANOMALY_WARMUP_S	5
+#define ESC_ANOMALY_BASE_S		60		/* baseline: moving average over ~60 samples */
+#define ESC_DEFAULT_COOLDOWN_S	300
+
+extern int	escalation_configure_anomaly(const char *s, char *err, size_t errlen);
+extern int	escalation_configure_cooldown(const char *s, char *err, size_t errlen);
+extern const char *escalation_anomaly_sample(int64_t now_us, uint32_t active,
+											 uint32_t locked);
+extern double escalation_anomaly_baseline(void);
+extern int	escalation_auto(int64_t now_us, int seconds, const char *reason);
+
 /* for unit tests: forget every window, back to the configured mode */
 extern void escalation_reset(void);
 

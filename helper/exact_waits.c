@@ -11,6 +11,10 @@
  * entry starting now, which its next system-call exit ends (the enter
  * program drops it when the process starts a new call instead).
  *
+ * Once a second (collect) in tiered mode the sessions are sampled for the
+ * anomaly rules (helper/escalation_anomaly.c): each mapped process's
+ * wait_event_info, read like the seeds.
+ *
  * Single-threaded (the daemon's loop).
  */
 #include "escalation.h"
@@ -173,6 +177,40 @@ seed_waits(exact_priv *p)
 			n++;
 	}
 	return n;
+}
+
+/*
+ * sample_sessions
+ *		The anomaly rules' sample: mapped processes whose wait event is not
+ *		idle (Activity class, Client:ClientRead) count as active (0, no
+ *		event, is on CPU), those in the Lock class as locked.
+ */
+static void
+sample_sessions(exact_priv *p, uint32_t *active, uint32_t *locked)
+{
+	uint32_t	key;
+	uint32_t	next;
+	uint32_t   *prev = NULL;
+
+	*active = *locked = 0;
+	if (p->qid_fd < 0)
+		return;
+	while (bpf_map_get_next_key(p->qid_fd, prev, &next) == 0)
+	{
+		struct pgt_qid_slot slot;
+		uint32_t	wei = 0;
+
+		key = next;
+		prev = &key;
+		if (bpf_map_lookup_elem(p->qid_fd, &key, &slot) != 0 || slot.wait_addr == 0 ||
+			read_mem(key, slot.wait_addr, &wei, sizeof(wei)) != 0)
+			continue;
+		if ((wei & 0xFF000000) == 0x05000000 || wei == 0x06000000)
+			continue;			/* Activity, Client:ClientRead: idle */
+		(*active)++;
+		if ((wei & 0xFF000000) == 0x03000000)
+			(*locked)++;
+	}
 }
 
 /*
@@ -342,6 +380,14 @@ collect(pset_inst *in)
 	if (p->skel->bss->seeds_pending &&
 		bpf_map_get_next_key(bpf_map__fd(p->skel->maps.exact_seeds), NULL, &k) != 0)
 		p->skel->bss->seeds_pending = 0;
+	if (escalation_mode() == ESC_MODE_TIERED)
+	{
+		uint32_t	active;
+		uint32_t	locked;
+
+		sample_sessions(p, &active, &locked);
+		(void) escalation_anomaly_sample(procfs_realtime_us(), active, locked);
+	}
 	in->events = 0;
 	for (k = 0; k < p->n; k++)
 		in->events += p->vals[k].count;

@@ -46,6 +46,7 @@ static const char daemon_usage[] =
 "Usage: pg-tracer daemon [--pgdata DIR | --pid PID] [--runtime-dir DIR]\n"
 "                        [--log-level error|warn|info|debug] [--probes LIST]\n"
 "                        [--mode tiered|sampled|full] [--exact-budget S]\n"
+"                        [--anomaly on|off] [--anomaly-cooldown S]\n"
 "\n"
 "Run the helper in the foreground until SIGTERM or SIGINT.  Without a\n"
 "target it serves every PostgreSQL cluster on the host as it appears;\n"
@@ -66,6 +67,9 @@ static const char daemon_usage[] =
 "                     escalation windows), sampled (never exact), full (always)\n"
 "  --exact-budget S   exact seconds per rolling hour for escalations: 0..3600\n"
 "                     (default 300; 0 disables escalation) or unlimited\n"
+"  --anomaly on|off   tiered mode: anomaly rules on the sessions open windows\n"
+"                     (default on)\n"
+"  --anomaly-cooldown S  seconds without rule-opened windows after one (300)\n"
 "  -h, --help         show this help\n"
 "\n"
 "Needs root, or CAP_BPF + CAP_PERFMON + CAP_SYS_PTRACE.  Never install it setuid.\n"
@@ -231,6 +235,8 @@ cmd_daemon(int argc, char **argv)
 		{"probes", required_argument, NULL, 'P'},
 		{"mode", required_argument, NULL, 'M'},
 		{"exact-budget", required_argument, NULL, 'B'},
+		{"anomaly", required_argument, NULL, 'A'},
+		{"anomaly-cooldown", required_argument, NULL, 'C'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0}
 	};
@@ -289,6 +295,14 @@ cmd_daemon(int argc, char **argv)
 			case 'B':
 				if (escalation_configure_budget(optarg, eerr, sizeof(eerr)) < 0)
 					return usage_error(daemon_usage, "--exact-budget: %s", eerr);
+				break;
+			case 'A':
+				if (escalation_configure_anomaly(optarg, eerr, sizeof(eerr)) < 0)
+					return usage_error(daemon_usage, "--anomaly: %s", eerr);
+				break;
+			case 'C':
+				if (escalation_configure_cooldown(optarg, eerr, sizeof(eerr)) < 0)
+					return usage_error(daemon_usage, "--anomaly-cooldown: %s", eerr);
 				break;
 			case 'h':
 				fputs(daemon_usage, stdout);

@@ -201,6 +201,50 @@ test_modes(void)
 	CHECK(escalation_configure_mode("tiered", err, sizeof(err)) == 0);
 }
 
+static void
+test_anomaly(void)
+{
+	char		err[256];
+	int64_t		t = T0;
+	int			i;
+
+	escalation_reset();
+	CHECK(escalation_configure_budget("300", err, sizeof(err)) == 0);
+	CHECK(escalation_configure_cooldown("100", err, sizeof(err)) == 0);
+	CHECK(escalation_configure_cooldown("0", err, sizeof(err)) < 0);
+	CHECK(escalation_configure_anomaly("maybe", err, sizeof(err)) < 0);
+	escalation_attach(fake_switch, NULL);
+	/* a calm minute: baseline ~1 */
+	for (i = 0; i < 60; i++, t += S)
+		CHECK(escalation_anomaly_sample(t, 1, 0) == NULL);
+	CHECK(escalation_anomaly_baseline() > 0.9 && escalation_anomaly_baseline() < 1.1);
+	/* 3 active is under the floor of 4 */
+	CHECK(escalation_anomaly_sample(t, 3, 0) == NULL);
+	t += S;
+	/* a lock pile-up: 3 of 4 active wait on locks */
+	CHECK_STR(escalation_anomaly_sample(t, 4, 3), "anomaly-active");
+	CHECK(escalation_active());
+	CHECK(escalation_anomaly_baseline() < 1.1, "frozen during the anomaly");
+	CHECK_STR(ask(t, "DEESCALATE", 1, "alice", NULL, NULL),
+			  "OK closed=1 remaining=300 budget=300 mode=tiered");
+	/* cooldown: the next pile-up opens nothing for 100 s */
+	t += 10 * S;
+	CHECK(escalation_anomaly_sample(t, 3, 3) == NULL);
+	CHECK(!escalation_active());
+	t += 95 * S;
+	CHECK_STR(escalation_anomaly_sample(t, 3, 3), "anomaly-lock");
+	CHECK(escalation_active());
+	escalation_detach();
+	/* off: nothing opens */
+	escalation_reset();
+	CHECK(escalation_configure_anomaly("off", err, sizeof(err)) == 0);
+	escalation_attach(fake_switch, NULL);
+	t += 1000 * S;
+	CHECK(escalation_anomaly_sample(t, 50, 40) == NULL && !escalation_active());
+	escalation_detach();
+	CHECK(escalation_configure_anomaly("on", err, sizeof(err)) == 0);
+}
+
 int
 main(void)
 {
@@ -208,5 +252,6 @@ main(void)
 	test_not_running();
 	test_budget();
 	test_modes();
+	test_anomaly();
 	UNIT_MAIN_END("test_escalation");
 }
