@@ -191,3 +191,30 @@ CREATE OR REPLACE VIEW pg_tracer_sessions AS
 
 GRANT SELECT ON pg_tracer_exact_wait_events, pg_tracer_exact_session_events,
     pg_tracer_exact_query_events, pg_tracer_escalations TO PUBLIC;
+
+-- The exact time model per live process: of the wall time exact windows
+-- covered since the process started, idle = waits with an idle event
+-- (Activity, Client:ClientRead), waits = the other blocking waits, CPU* =
+-- the rest (non-idle wall time minus the waits).  A wait still in progress
+-- counts once its system call returns.
+CREATE VIEW pg_tracer_exact_time_model AS
+    SELECT a.pid, a.backend_type,
+           c.covered_ms,
+           coalesce(x.idle_ms, 0) AS idle_ms,
+           coalesce(x.wait_ms, 0) AS wait_ms,
+           greatest(c.covered_ms - coalesce(x.idle_ms, 0) - coalesce(x.wait_ms, 0), 0) AS cpu_ms
+      FROM pg_stat_activity a
+      CROSS JOIN LATERAL (
+          SELECT coalesce(pg_tracer_exact_coverage(a.backend_start), 0)
+                 * extract(epoch FROM clock_timestamp() - a.backend_start) * 1000 AS covered_ms
+      ) c
+      LEFT JOIN (SELECT pid, sum(total_ms) FILTER (WHERE idle) AS idle_ms,
+                        sum(total_ms) FILTER (WHERE NOT idle) AS wait_ms
+                   FROM pg_tracer_exact_waits()
+                  GROUP BY pid) x ON x.pid = a.pid
+     WHERE a.backend_start IS NOT NULL AND c.covered_ms > 0;
+
+COMMENT ON VIEW pg_tracer_exact_time_model IS
+    'Per process, over the time exact windows covered: idle, blocking waits and CPU* (the rest)';
+
+GRANT SELECT ON pg_tracer_exact_time_model TO PUBLIC;
