@@ -92,10 +92,10 @@ trap 'sysctl -qw kernel.bpf_stats_enabled=$old_stats; cleanup' EXIT
 declare -A rate_sum ns_sum cnt_sum
 sel_r=() tpcb_r=() sel_a=() sel_b=() tpcb_a=() tpcb_b=()
 run select >/dev/null	# warm the cache
-full_run() { # full_run MODE -> tps; adds waits/s and BPF costs
+full_run() { # full_run MODE: full_tps; adds waits/s and BPF costs (no subshell)
 	start_helper exact --mode full
-	local tps w p c t
-	tps=$(run "$1")
+	local w p c t
+	full_tps=$(run "$1")
 	w=$(waits)
 	for p in pgt_exact_enter pgt_exact_exit; do
 		read -r c t < <(prog_stat "$p")
@@ -104,15 +104,14 @@ full_run() { # full_run MODE -> tps; adds waits/s and BPF costs
 	done
 	stop_helper
 	rate_sum[$1]=$(echo "${rate_sum[$1]:-0} + $w / $secs" | bc -l)
-	echo "$tps"
 }
 for i in $(seq "$pairs"); do
 	for mode in select tpcb; do
 		if [ $((i % 2)) -eq 1 ]; then
 			start_helper none; ta=$(run "$mode"); stop_helper
-			tb=$(full_run "$mode")
+			full_run "$mode"; tb=$full_tps
 		else
-			tb=$(full_run "$mode")
+			full_run "$mode"; tb=$full_tps
 			start_helper none; ta=$(run "$mode"); stop_helper
 		fi
 		ratio=$(echo "$tb / $ta" | bc -l)
