@@ -117,8 +117,8 @@ mono_ns(void)
 }
 
 /*
- * read_u(pid, addr, buf, len)
- *		Read len bytes of a process's memory; 0 on success.
+ * read_mem
+ *		Read len bytes at addr of process pid's memory; 0 on success.
  */
 static int
 read_mem(uint32_t pid, uint64_t addr, void *buf, size_t len)
