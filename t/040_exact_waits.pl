@@ -229,11 +229,15 @@ is(q1("SELECT reason || '|' || requested_by FROM pg_tracer_escalations"), 'full|
 # exact time model of the sleeping session: a CPU burn it timed itself
 my ($c0, $w0) = split /\|/, q1("SELECT cpu_ms, wait_ms FROM pg_tracer_exact_time_model WHERE pid = $pid");
 $s->query_safe('SELECT pg_sleep(1)');
+my $lt0 = time();
 $s->query_safe('DO $$ DECLARE x bigint := 0; BEGIN FOR i IN 1..3000000 LOOP x := x + i; END LOOP; END $$');
+my $loop_t = time() - $lt0;
 sleep(1.3);
 my ($c1, $w1) = split /\|/, q1("SELECT cpu_ms, wait_ms FROM pg_tracer_exact_time_model WHERE pid = $pid");
 ok($w1 - $w0 >= 950 && $w1 - $w0 <= 1100, sprintf('time model: blocking waits grew %.0f ms (the 1 s sleep)', $w1 - $w0));
-ok($c1 - $c0 > 100, sprintf('time model: CPU* grew %.0f ms (a PL/pgSQL loop)', $c1 - $c0));
+my $loop_ms = $loop_t * 1000;
+ok($c1 - $c0 >= 0.7 * $loop_ms && $c1 - $c0 <= $loop_ms + 150,
+	sprintf('time model: CPU* grew %.0f ms (a PL/pgSQL loop the client timed at %.0f ms)', $c1 - $c0, $loop_ms));
 is(q1('SELECT granted_s || mode FROM pg_tracer_exact_budget(), pg_tracer_escalate(5)'), '5full',
 	'escalate in full mode is granted without budget');
 

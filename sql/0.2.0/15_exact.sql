@@ -195,18 +195,24 @@ GRANT SELECT ON pg_tracer_exact_wait_events, pg_tracer_exact_session_events,
 -- The exact time model per live process: of the wall time exact windows
 -- covered since the process started, idle = waits with an idle event
 -- (Activity, Client:ClientRead), waits = the other blocking waits, CPU* =
--- the rest (non-idle wall time minus the waits).  A wait still in progress
--- counts once its system call returns.
+-- the rest (non-idle wall time minus the waits).  The helper counts a wait
+-- when its system call returns; an idle session's ClientRead in progress
+-- is added from pg_stat_activity.state_change when windows covered it.
 CREATE VIEW pg_tracer_exact_time_model AS
     SELECT a.pid, a.backend_type,
            c.covered_ms,
-           coalesce(x.idle_ms, 0) AS idle_ms,
+           coalesce(x.idle_ms, 0) + c.idle_now_ms AS idle_ms,
            coalesce(x.wait_ms, 0) AS wait_ms,
-           greatest(c.covered_ms - coalesce(x.idle_ms, 0) - coalesce(x.wait_ms, 0), 0) AS cpu_ms
+           greatest(c.covered_ms - coalesce(x.idle_ms, 0) - c.idle_now_ms
+                    - coalesce(x.wait_ms, 0), 0) AS cpu_ms
       FROM pg_stat_activity a
       CROSS JOIN LATERAL (
           SELECT coalesce(pg_tracer_exact_coverage(a.backend_start), 0)
-                 * extract(epoch FROM clock_timestamp() - a.backend_start) * 1000 AS covered_ms
+                 * extract(epoch FROM clock_timestamp() - a.backend_start) * 1000 AS covered_ms,
+                 CASE WHEN a.state = 'idle' AND a.wait_event = 'ClientRead'
+                           AND coalesce(pg_tracer_exact_coverage(a.state_change), 0) >= 0.999
+                      THEN extract(epoch FROM clock_timestamp() - a.state_change) * 1000
+                      ELSE 0 END AS idle_now_ms
       ) c
       LEFT JOIN (SELECT pid, sum(total_ms) FILTER (WHERE idle) AS idle_ms,
                         sum(total_ms) FILTER (WHERE NOT idle) AS wait_ms
