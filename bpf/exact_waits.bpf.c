@@ -13,8 +13,9 @@
  *
  * Cost when a system call has no wait event set: the `exact_on` check, one
  * hash lookup (`pgt_qid`) and one user read at entry; one task-storage
- * lookup at exit.  When timing is off (sampled tier, or tiered mode
- * outside windows) every program returns after reading `exact_on`.
+ * lookup at exit.  In tiered mode the helper attaches the programs only
+ * during windows (nothing at all is paid outside them); `exact_on` covers
+ * the moments around attaching and detaching.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -31,6 +32,14 @@ __u32		exact_on = 0;
 
 /* Written by the helper: 1 while `exact_seeds` may hold entries. */
 __u32		seeds_pending = 0;
+
+/*
+ * Written by the helper: incremented each time timing is switched on.  In
+ * tiered mode the programs are detached between windows, so a start left
+ * in task storage by a call that never reached sys_exit while attached is
+ * stale: starts of an older generation are dropped.
+ */
+__u32		exact_gen = 0;
 
 struct
 {
@@ -61,7 +70,7 @@ struct wait_start
 	__u64		ts;				/* 0 = no wait in progress */
 	__u64		qid;
 	__u32		event;
-	__u32		pad;
+	__u32		gen;			/* exact_gen when it started */
 };
 
 struct
@@ -157,6 +166,7 @@ int BPF_PROG(pgt_exact_enter, struct pt_regs *regs, long id)
 	if (!s)
 		return 0;
 	s->event = wei;
+	s->gen = exact_gen;
 	s->qid = pgt_current_qid(tgid);
 	s->ts = bpf_ktime_get_ns();
 	return 0;
@@ -176,7 +186,7 @@ int BPF_PROG(pgt_exact_exit, struct pt_regs *regs, long ret)
 	{
 		now = bpf_ktime_get_ns();
 		pm = pgt_tracked_pm(tgid);
-		if (pm)
+		if (pm && s->gen == exact_gen)
 			record_wait(tgid, pm, s->event, s->qid, now - s->ts);
 		s->ts = 0;
 		return 0;

@@ -214,6 +214,34 @@ sample_sessions(exact_priv *p, uint32_t *active, uint32_t *locked)
 }
 
 /*
+ * attach_progs
+ *		Attach sys_enter and sys_exit (when not attached); 0 or -errno.
+ */
+static int
+attach_progs(exact_priv *p)
+{
+	char		ebuf[128];
+	int			err = 0;
+
+	if (p->exit == NULL)
+	{
+		p->exit = bpf_program__attach(p->skel->progs.pgt_exact_exit);
+		if (p->exit == NULL)
+			err = -errno;
+	}
+	if (err == 0 && p->enter == NULL)
+	{
+		p->enter = bpf_program__attach(p->skel->progs.pgt_exact_enter);
+		if (p->enter == NULL)
+			err = -errno;
+	}
+	if (err != 0)
+		log_error("exact: cannot attach the system-call programs: %s",
+				  pset_errstr(err, ebuf, sizeof(ebuf)));
+	return err;
+}
+
+/*
  * exact_switch
  *		escalation callback: exact timing on or off.
  */
@@ -226,14 +254,25 @@ exact_switch(int on)
 		return;
 	if (on)
 	{
-		int			n = seed_waits(p);
+		int			n;
 
+		/* starts left from an earlier window are stale from now on */
+		__atomic_add_fetch(&p->skel->bss->exact_gen, 1, __ATOMIC_SEQ_CST);
+		if (attach_progs(p) < 0)
+			return;
+		n = seed_waits(p);
 		p->skel->bss->seeds_pending = n > 0;
 		__atomic_store_n(&p->skel->bss->exact_on, 1, __ATOMIC_SEQ_CST);
 		log_debug("exact: on, %d waits in progress seeded", n);
 	}
 	else
+	{
 		__atomic_store_n(&p->skel->bss->exact_on, 0, __ATOMIC_SEQ_CST);
+		/* no tracepoint cost between windows */
+		bpf_link__destroy(p->enter);
+		bpf_link__destroy(p->exit);
+		p->enter = p->exit = NULL;
+	}
 }
 
 /*
@@ -270,15 +309,14 @@ start(pset_inst *in, const pset_ctx *ctx)
 	err = pset_prepare_object(ctx, p->skel->obj);
 	if (err == 0)
 		err = exact_waits_bpf__load(p->skel);
+	/* attach once to prove it works; tiered mode re-attaches per window */
 	if (err == 0)
+		err = attach_progs(p);
+	if (err == 0 && escalation_mode() != ESC_MODE_FULL)
 	{
-		p->enter = bpf_program__attach(p->skel->progs.pgt_exact_enter);
-		err = p->enter ? 0 : -errno;
-	}
-	if (err == 0)
-	{
-		p->exit = bpf_program__attach(p->skel->progs.pgt_exact_exit);
-		err = p->exit ? 0 : -errno;
+		bpf_link__destroy(p->enter);
+		bpf_link__destroy(p->exit);
+		p->enter = p->exit = NULL;
 	}
 	if (err != 0)
 	{
