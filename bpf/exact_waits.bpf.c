@@ -138,6 +138,26 @@ record_wait(__u32 tgid, __u32 pm, __u32 event, __u64 qid, __u64 ns)
 		__sync_fetch_and_add(&h->slots[slot], 1);
 }
 
+/*
+ * slot_qid
+ *		pgt_current_qid() for a slot already looked up (saves the second
+ *		hash lookup on every wait).
+ */
+static __always_inline __u64
+slot_qid(struct pgt_qid_slot *slot)
+{
+	__s32		procpid = 0;
+	__u64		qid = 0;
+
+	if (bpf_probe_read_user(&procpid, sizeof(procpid), (void *) slot->procpid_addr) != 0 ||
+		(__u32) procpid != slot->nspid)
+		return 0;
+	if (bpf_probe_read_user(&qid, sizeof(qid), (void *) slot->queryid_addr) != 0)
+		return 0;
+	slot->last_qid = qid;
+	return qid;
+}
+
 SEC("tp_btf/sys_enter")
 int BPF_PROG(pgt_exact_enter, struct pt_regs *regs, long id)
 {
@@ -167,7 +187,7 @@ int BPF_PROG(pgt_exact_enter, struct pt_regs *regs, long id)
 		return 0;
 	s->event = wei;
 	s->gen = exact_gen;
-	s->qid = pgt_current_qid(tgid);
+	s->qid = slot_qid(slot);
 	s->ts = bpf_ktime_get_ns();
 	return 0;
 }
