@@ -127,6 +127,34 @@ typedef struct PgtAshLive
 	uint64		db_time_us;		/* the session's DB time since reset */
 } PgtAshLive;
 
+/*
+ * Query ids a backend learned, by statement (ash_hooks.c writes, the
+ * sampler reads).  PostgreSQL publishes a statement's query id only once
+ * parse analysis (or ExecutorStart) is done, and clears it at the next
+ * protocol message, so a sampler can miss it entirely between two ticks;
+ * this per-backend ring keeps the last PGT_STMT_RING (statement start, query
+ * id) pairs so that samples taken before the id existed (a lock wait inside
+ * parse analysis, planning at Bind) still find it.  Each entry is a tiny
+ * seqlock written only by its backend.
+ */
+#define PGT_STMT_RING		64
+
+typedef struct PgtStmtEntry
+{
+	pg_atomic_uint32 seq;
+	int32		pid;
+	TimestampTz stmt_ts;		/* GetCurrentStatementStartTimestamp() */
+	TimestampTz xact_ts;		/* GetCurrentTransactionStartTimestamp() */
+	uint64		qid;
+} PgtStmtEntry;
+
+typedef struct PgtStmtRing
+{
+	pg_atomic_uint32 next;		/* entries written so far */
+	uint32		pad;
+	PgtStmtEntry e[PGT_STMT_RING];
+} PgtStmtRing;
+
 /* The fixed part of the shared area. */
 typedef struct PgtAshShared
 {
@@ -152,6 +180,7 @@ typedef struct PgtAshShared
 	Size		off_queries_tab;
 	Size		off_directory;
 	Size		off_live;
+	Size		off_stmt;		/* MaxBackends statement rings */
 	Size		off_fine;
 	Size		off_coarse;
 	Size		fine_stride;
@@ -202,6 +231,11 @@ pgt_ash_live(PgtAshShared *a)
 {
 	return (PgtAshLive *) ((char *) a + a->off_live);
 }
+static inline PgtStmtRing *
+pgt_ash_stmt_ring(PgtAshShared *a, int slot)
+{
+	return (PgtStmtRing *) ((char *) a + a->off_stmt) + slot;
+}
 static inline PgtAshBucket *
 pgt_ash_fine(PgtAshShared *a, int i)
 {
@@ -237,6 +271,11 @@ typedef struct PgtCopyRegion
 
 extern void pgt_seq_copy(pg_atomic_uint32 *seq, PgtCopyRegion *regions,
 						 int nregions);
+
+/* ash_hooks.c */
+extern void pgt_ash_install_hooks(void);
+extern bool pgt_stmt_lookup(int slot, int32 pid, TimestampTz stmt_ts,
+							TimestampTz xact_ts, uint64 *qid);
 
 /* sampler.c */
 extern PGDLLEXPORT void pgt_sampler_main(Datum main_arg);

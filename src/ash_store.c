@@ -127,6 +127,8 @@ ash_layout(PgtAshShared *hdr)
 	off = add_size(off, MAXALIGN(mul_size(sizeof(PgtAshSession), hdr->nsessions)));
 	hdr->off_live = off;
 	off = add_size(off, MAXALIGN(mul_size(sizeof(PgtAshLive), hdr->nslots)));
+	hdr->off_stmt = off;
+	off = add_size(off, MAXALIGN(mul_size(sizeof(PgtStmtRing), MaxBackends)));
 	hdr->fine_stride = MAXALIGN(offsetof(PgtAshBucket, table) +
 								pgt_ash_table_bytes(PGT_ASH_FINE_SLOTS));
 	hdr->coarse_stride = MAXALIGN(offsetof(PgtAshBucket, table) +
@@ -180,6 +182,15 @@ pgt_ash_shmem_startup(void)
 						   (uint32) pgt_ash_max_entries);
 		pgt_ash_table_init(pgt_ash_queries_tab(pgt_ash), keyed,
 						   (uint32) pgt_ash_max_entries);
+		for (i = 0; i < MaxBackends; i++)
+		{
+			PgtStmtRing *r = pgt_ash_stmt_ring(pgt_ash, i);
+			int			j;
+
+			pg_atomic_init_u32(&r->next, 0);
+			for (j = 0; j < PGT_STMT_RING; j++)
+				pg_atomic_init_u32(&r->e[j].seq, 0);
+		}
 		for (i = 0; i < PGT_ASH_FINE_BUCKETS; i++)
 		{
 			PgtAshBucket *b = pgt_ash_fine(pgt_ash, i);

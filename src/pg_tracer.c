@@ -79,6 +79,7 @@ _PG_init(void)
 
 	pgt_register_worker();
 	pgt_register_sampler();
+	pgt_ash_install_hooks();
 	pgt_preloaded = true;
 }
 

@@ -25,9 +25,11 @@
  * running state (every Parse/Bind/Execute message of the extended protocol)
  * and is set only once parse analysis or ExecutorStart ran, so a statement
  * waiting on a lock during parse analysis, or planning at Bind, shows 0.
- * Such samples of a running backend are held per backend ("pending") and
- * given to the next non-zero query id the backend shows, which is the
- * statement's own: st_query_id is not cleared when the backend goes idle.
+ * Such samples of a running backend are held per backend ("pending"),
+ * tagged with the statement's start timestamp, until the backend records
+ * that statement's query id in its statement ring (ash_hooks.c, written
+ * from post_parse_analyze_hook and ExecutorStart_hook).  A Bind message,
+ * which plans without analysing, takes its Execute's id (same transaction).
  * A statement that ends without any query id gets 0.
  *
  * Locking: the sampler reads PGPROCs and PgBackendStatus entries without
@@ -74,6 +76,8 @@
 typedef struct PendingEvent
 {
 	uint32		event;
+	TimestampTz stmt_ts;		/* the statement the samples belong to */
+	TimestampTz xact_ts;
 	uint64		time_us;
 	uint64		waits;
 	uint64		samples;
@@ -107,6 +111,8 @@ typedef struct Sample
 	Oid			userid;
 	Oid			dbid;
 	TimestampTz proc_start;
+	TimestampTz stmt_ts;		/* st_activity_start_timestamp */
+	TimestampTz xact_ts;		/* st_xact_start_timestamp */
 	uint32		event;
 } Sample;
 
@@ -136,7 +142,8 @@ static int	cmp_procwait(const void *a, const void *b);
 static void handle_reset(void);
 static PgtAshBucket *rotate(bool fine, int64 period, TimestampTz now);
 static void session_begin(int slot, const Sample *s, TimestampTz now);
-static void session_end(int slot, TimestampTz now);
+static void session_end(int slot, TimestampTz now, PgtAshBucket *fb,
+						PgtAshBucket *cb);
 static void account(int slot, const Sample *s, uint64 w, PgtAshBucket *fb,
 					PgtAshBucket *cb, TimestampTz now);
 static void add_everywhere(PgtAshTable *cum, PgtAshBucket *fb,
@@ -144,9 +151,12 @@ static void add_everywhere(PgtAshTable *cum, PgtAshBucket *fb,
 static void add_query(PgtAshBucket *fb, PgtAshBucket *cb, uint64 qid,
 					  Oid userid, uint32 event, uint64 time_us, uint64 waits,
 					  uint64 nsamples, uint64 max_us, bool idle);
-static void pending_add(Tracker *t, uint32 event, uint64 w, bool new_run);
-static void pending_flush(Tracker *t, uint64 qid, PgtAshBucket *fb,
-						  PgtAshBucket *cb);
+static void pending_add(int slot, const Sample *s, uint32 event, uint64 w,
+						bool new_run);
+static void pending_resolve(int slot, const Sample *s, bool gone,
+							PgtAshBucket *fb, PgtAshBucket *cb);
+static void pending_give(Tracker *t, int i, uint64 qid, PgtAshBucket *fb,
+						 PgtAshBucket *cb);
 static void gc_sessions(TimestampTz now);
 
 /*
@@ -397,6 +407,8 @@ read_beentry(int slot, Sample *s, bool *torn)
 		s->userid = be->st_userid;
 		s->dbid = be->st_databaseid;
 		s->proc_start = be->st_proc_start_timestamp;
+		s->stmt_ts = be->st_activity_start_timestamp;
+		s->xact_ts = be->st_xact_start_timestamp;
 		pgstat_end_read_activity(be, after);
 		if (pgstat_read_activity_complete(before, after))
 			return s->pid != 0;
@@ -473,13 +485,16 @@ sampler_tick(uint64 weight_us, TimestampTz now)
 		if (t->pid != 0 &&
 			(!seen[i] || t->pid != samples[i].pid ||
 			 t->proc_start != samples[i].proc_start))
-			session_end(i, now);
+			session_end(i, now, fb, cb);
 		if (!seen[i])
 			continue;
 		if (t->pid == 0)
 			session_begin(i, &samples[i], now);
-		if (!t->ignored)
-			account(i, &samples[i], weight_us, fb, cb, now);
+		if (t->ignored)
+			continue;
+		account(i, &samples[i], weight_us, fb, cb, now);
+		if (t->npending > 0)
+			pending_resolve(i, &samples[i], false, fb, cb);
 	}
 
 	fb->last_tick = now;
@@ -631,17 +646,18 @@ session_begin(int slot, const Sample *s, TimestampTz now)
 
 /*
  * session_end
- *		The process in this slot is gone: its held samples get query id 0
- *		(no query id ever came), its directory entry is marked exited.
+ *		The process in this slot is gone: its held samples get their
+ *		statement's query id if one was recorded, else 0; its directory
+ *		entry is marked exited.
  */
 static void
-session_end(int slot, TimestampTz now)
+session_end(int slot, TimestampTz now, PgtAshBucket *fb, PgtAshBucket *cb)
 {
 	Tracker    *t = &trackers[slot];
 	PgtAshLive *live = pgt_ash_live(pgt_ash);
 
 	if (t->npending > 0)
-		pending_flush(t, 0, NULL, NULL);
+		pending_resolve(slot, NULL, true, fb, cb);
 	if (t->session >= 0)
 	{
 		PgtAshSession *d = &pgt_ash_directory(pgt_ash)[t->session];
@@ -711,23 +727,17 @@ account(int slot, const Sample *s, uint64 w, PgtAshBucket *fb, PgtAshBucket *cb,
 
 	/* query attribution: DB time only */
 	if (idle)
-	{
-		/* st_query_id still holds the statement that just ended */
-		if (t->npending > 0)
-			pending_flush(t, s->qid, fb, cb);
 		t->run_qid = 0;
-	}
 	else if (s->qid != 0)
 	{
-		if (t->npending > 0)
-			pending_flush(t, s->qid, fb, cb);
 		add_query(fb, cb, s->qid, t->userid, ev, w,
 				  (new_run || t->run_qid != s->qid) ? 1 : 0, 1, t->run_us, false);
 		t->run_qid = s->qid;
 	}
-	else if (running && (s->bt == B_BACKEND || s->bt == B_BG_WORKER ||
-						 s->bt == B_WAL_SENDER))
-		pending_add(t, ev, w, new_run);
+	else if (running && slot < MaxBackends &&
+			 (s->bt == B_BACKEND || s->bt == B_BG_WORKER ||
+			  s->bt == B_WAL_SENDER))
+		pending_add(slot, s, ev, w, new_run);
 	else
 		add_query(fb, cb, 0, t->userid, ev, w, new_run ? 1 : 0, 1,
 				  t->run_us, false);
@@ -787,33 +797,34 @@ add_query(PgtAshBucket *fb, PgtAshBucket *cb, uint64 qid, Oid userid,
 
 /*
  * pending_add
- *		Hold a sample until the statement's query id is known.
+ *		Hold a sample of a statement whose query id is not known yet.
  */
 static void
-pending_add(Tracker *t, uint32 event, uint64 w, bool new_run)
+pending_add(int slot, const Sample *s, uint32 event, uint64 w, bool new_run)
 {
+	Tracker    *t = &trackers[slot];
 	PendingEvent *p = NULL;
 	int			i;
 
 	for (i = 0; i < t->npending; i++)
-		if (t->pending[i].event == event)
+		if (t->pending[i].event == event && t->pending[i].stmt_ts == s->stmt_ts)
 			p = &t->pending[i];
 	if (p == NULL)
 	{
 		if (t->npending == PGT_MAX_PENDING)
 		{
-			/* too many kinds: the oldest goes to query id 0 now */
-			PendingEvent *o = &t->pending[0];
+			/* too many: the oldest goes to its query id if known, else 0 */
+			uint64		qid = 0;
 
-			add_query(NULL, NULL, 0, t->userid, o->event, o->time_us,
-					  o->waits, o->samples, o->max_us, false);
-			memmove(&t->pending[0], &t->pending[1],
-					sizeof(PendingEvent) * (PGT_MAX_PENDING - 1));
-			t->npending--;
+			(void) pgt_stmt_lookup(slot, t->pid, t->pending[0].stmt_ts,
+								   t->pending[0].xact_ts, &qid);
+			pending_give(t, 0, qid, NULL, NULL);
 		}
 		p = &t->pending[t->npending++];
 		memset(p, 0, sizeof(*p));
 		p->event = event;
+		p->stmt_ts = s->stmt_ts;
+		p->xact_ts = s->xact_ts;
 	}
 	p->time_us += w;
 	p->waits += new_run ? 1 : 0;
@@ -822,24 +833,50 @@ pending_add(Tracker *t, uint32 event, uint64 w, bool new_run)
 }
 
 /*
- * pending_flush
- *		Give the held samples to query id qid (0: none came).  With no
- *		buckets (the process has gone) only the cumulative table gets them.
+ * pending_resolve
+ *		Give held samples to their statement's query id once the backend
+ *		recorded it (ash_hooks.c).  Samples whose statement is over, and
+ *		whose transaction too (a Bind waits for its Execute, same
+ *		transaction), with no id recorded, go to query id 0; so does
+ *		everything of a process that is gone (gone = true, s = NULL).
  */
 static void
-pending_flush(Tracker *t, uint64 qid, PgtAshBucket *fb, PgtAshBucket *cb)
+pending_resolve(int slot, const Sample *s, bool gone, PgtAshBucket *fb,
+				PgtAshBucket *cb)
 {
-	int			i;
+	Tracker    *t = &trackers[slot];
+	int			i = 0;
 
-	for (i = 0; i < t->npending; i++)
+	while (i < t->npending)
 	{
 		PendingEvent *p = &t->pending[i];
+		uint64		qid = 0;
 
-		add_query(fb, cb, qid, t->userid, p->event, p->time_us, p->waits,
-				  p->samples, p->max_us, false);
+		if (pgt_stmt_lookup(slot, t->pid, p->stmt_ts, p->xact_ts, &qid) ||
+			gone ||
+			!(s->state == STATE_RUNNING || s->state == STATE_FASTPATH) ||
+			s->xact_ts != p->xact_ts)
+			pending_give(t, i, qid, fb, cb);
+		else
+			i++;
 	}
-	t->npending = 0;
-	t->run_qid = qid;
+}
+
+/*
+ * pending_give
+ *		Account held entry i to query id qid and drop it.  With no buckets
+ *		only the cumulative table gets it.
+ */
+static void
+pending_give(Tracker *t, int i, uint64 qid, PgtAshBucket *fb, PgtAshBucket *cb)
+{
+	PendingEvent *p = &t->pending[i];
+
+	add_query(fb, cb, qid, t->userid, p->event, p->time_us, p->waits,
+			  p->samples, p->max_us, false);
+	memmove(&t->pending[i], &t->pending[i + 1],
+			sizeof(PendingEvent) * (t->npending - i - 1));
+	t->npending--;
 }
 
 /*

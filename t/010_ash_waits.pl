@@ -81,8 +81,14 @@ ok($node->poll_query_until('postgres',
 sleep(3 - (time() - $sent)) if time() - $sent < 3;
 $locker->query_safe('COMMIT');
 my $lock_truth = (time() - $sent) * 1000;
-$blocked->query_safe('SELECT 1');
+# its result, and nothing after it, so that pg_stat_activity still shows
+# this statement's query id
+$blocked->query_until(qr/^1$/m, '');
 my $qid = q1("SELECT query_id FROM pg_stat_activity WHERE pid = $bpid");
+my $explained = q1('EXPLAIN (VERBOSE, COSTS OFF) SELECT count(*) FROM locked');
+$explained =~ /Query Identifier: (-?\d+)/;
+is($qid, $1, 'pg_stat_activity and EXPLAIN agree on the blocked statement\'s query id');
+$blocked->query_safe('SELECT 1');
 note "blocked pid $bpid, query id $qid, waited about $lock_truth ms";
 my $lk = q1("SELECT total_ms FROM pg_tracer_session_events
 	WHERE pid = $bpid AND wait_event_type = 'Lock' AND wait_event = 'relation'");
@@ -95,6 +101,9 @@ ok(within($qlk, $lock_truth, 0.15),
 my $q0 = q1("SELECT coalesce(sum(total_ms), 0) FROM pg_tracer_query_events
 	WHERE queryid = 0 AND wait_event = 'relation'");
 cmp_ok($q0, '<', 0.05 * $lock_truth, "almost nothing of it under query id 0 ($q0 ms)");
+my $next_qid = q1("SELECT query_id FROM pg_stat_activity WHERE pid = $bpid");
+is(q1("SELECT count(*) FROM pg_tracer_query_events WHERE queryid = $next_qid AND wait_event = 'relation'"), '0',
+	'the statement after it does not inherit the lock wait');
 is(q1("SELECT top_wait FROM pg_tracer_sessions WHERE pid = $bpid"), 'Lock:relation',
 	'sessions: top wait of the blocked pid');
 my $tm = q1("SELECT time_ms FROM pg_tracer_time_model WHERE stat_name = 'Lock:relation' AND depth = 2");
