@@ -9,7 +9,11 @@
 # ON/OFF, and the event rate of each set (pg_tracer_probes.events per
 # second during the ON runs).  Then each set alone against OFF (select-only)
 # to find a set that costs more than 5% by itself.  A benchmark, not a
-# test: it asserts nothing.  Run as root after `make install`.
+# test: it asserts nothing.  Last, the in-kernel cost of every program of
+# the sets during one select-only run with all sets on (kernel.bpf_stats_enabled
+# for that run only: calls per second, ns per call, share of one CPU), a
+# figure other load on the host does not blur.  Run as root after
+# `make install`.
 #
 #   bench/kernel_overhead.sh [PAIRS (5)] [SECONDS per run (15)] [SOLO_PAIRS (2)]
 #
@@ -115,3 +119,36 @@ for s in syscall vfs block sched memory network; do
 	flag=$(echo "$m < 0.95" | bc -l)
 	printf '  %-8s median ratio %.3f%s\n' "$s" "$m" "$([ "$flag" = 1 ] && echo '  (costs more than 5% alone)')"
 done
+
+echo
+echo "in-kernel cost per program, select-only, all sets on (bpf_stats for this run only):"
+old_stats=$(sysctl -n kernel.bpf_stats_enabled)
+# programs loaded before our helper (other helpers on the host) are not ours
+others=$(bpftool prog show -j)
+start_helper all
+sysctl -qw kernel.bpf_stats_enabled=1
+before=$(bpftool prog show -j)
+tps=$(run select)
+after=$(bpftool prog show -j)
+sysctl -qw kernel.bpf_stats_enabled="$old_stats"
+stop_helper
+python3 - "$secs" "$tps" "$before" "$after" "$others" <<'PY'
+import json, sys
+secs, tps = float(sys.argv[1]), float(sys.argv[2])
+b = {p["id"]: p for p in json.loads(sys.argv[3])}
+skip = {p["id"] for p in json.loads(sys.argv[5])}
+a = [p for p in json.loads(sys.argv[4]) if p["id"] in b and p["id"] not in skip]
+tot = 0.0
+for p in sorted(a, key=lambda p: p.get("name", "")):
+    n = p.get("name", "")
+    if not n.startswith("pgt_k"):
+        continue
+    q = b.get(p["id"], {})
+    cnt = p.get("run_cnt", 0) - q.get("run_cnt", 0)
+    ns = p.get("run_time_ns", 0) - q.get("run_time_ns", 0)
+    tot += ns
+    print("  %-24s %10.0f calls/s %8.0f ns/call %6.2f%% of a CPU" %
+          (n, cnt / secs, ns / cnt if cnt else 0, ns / secs / 1e7))
+print("  total %.2f%% of a CPU at %.0f tps (%.0f ns of BPF per transaction)" %
+      (tot / secs / 1e7, tps, tot / secs / tps if tps else 0))
+PY

@@ -102,9 +102,12 @@ int BPF_PROG(pgt_knet_enter, struct pt_regs *regs, long id)
 		if (sk)
 		{
 			__u64		key = (__u64) sk;
+			struct sock_owner *cur = bpf_map_lookup_elem(&owners, &key);
 			struct sock_owner o = {.pid = tgid, .pm = pm};
 
-			bpf_map_update_elem(&owners, &key, &o, BPF_ANY);
+			/* an update takes the LRU's lock: only when the owner changed */
+			if (!cur || cur->pid != tgid)
+				bpf_map_update_elem(&owners, &key, &o, BPF_ANY);
 		}
 	}
 	return 0;
@@ -122,6 +125,12 @@ int BPF_PROG(pgt_knet_exit, struct pt_regs *regs, long ret)
 	__u64		ns;
 	int			send;
 
+	{
+		long		nr = pgt_exit_nr(regs);
+
+		if (nr >= 0 && !net_op(nr))
+			return 0;
+	}
 	s = bpf_task_storage_get(&nstarts, bpf_get_current_task_btf(), 0, 0);
 	if (!s || !s->ts)
 		return 0;

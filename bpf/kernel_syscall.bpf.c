@@ -45,6 +45,63 @@ struct
 } starts SEC(".maps");
 
 /*
+ * Class of the file behind (tgid, fd), valid while the descriptor still
+ * points at the same struct file: PostgreSQL keeps its files open, so the
+ * dentry walk of pgt_classify_file runs once per open file, not per call.
+ */
+struct fd_key
+{
+	__u32		tgid;
+	__u32		fd;
+};
+
+struct fd_class
+{
+	__u64		file;
+	__u32		relfilenode;
+	__u32		dev;
+	__u8		cls;
+	__u8		pad[7];
+};
+
+struct
+{
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct fd_key);
+	__type(value, struct fd_class);
+} fdcache SEC(".maps");
+
+/*
+ * classify_fd
+ *		File class of the current task's fd, through the cache.
+ */
+static __always_inline void
+classify_fd(__u32 tgid, struct call_start *s)
+{
+	struct fd_key k = {.tgid = tgid, .fd = s->fd};
+	struct file *f = pgt_fd_file(s->fd);
+	struct fd_class *c = bpf_map_lookup_elem(&fdcache, &k);
+	struct fd_class n = {};
+
+	if (c && f && c->file == (__u64) f)
+	{
+		s->file_class = c->cls;
+		s->relfilenode = c->relfilenode;
+		s->dev = c->dev;
+		return;
+	}
+	s->file_class = pgt_classify_file(f, &s->relfilenode, &s->dev);
+	if (!f)
+		return;
+	n.file = (__u64) f;
+	n.cls = s->file_class;
+	n.relfilenode = s->relfilenode;
+	n.dev = s->dev;
+	bpf_map_update_elem(&fdcache, &k, &n, BPF_ANY);
+}
+
+/*
  * syscall_op
  *		PGT_KOP_* of a system call number, 0 for calls this set ignores.
  */
@@ -112,10 +169,11 @@ int BPF_PROG(pgt_ksys_enter, struct pt_regs *regs, long id)
 	struct call_start *s;
 	__u8		op;
 
-	if (!pgt_tracked_pm(tgid))
-		return 0;
+	/* the cheap test first: most system calls are not file I/O */
 	op = syscall_op(id);
 	if (!op)
+		return 0;
+	if (!pgt_tracked_pm(tgid))
 		return 0;
 	s = bpf_task_storage_get(&starts, bpf_get_current_task_btf(), 0,
 							 BPF_LOCAL_STORAGE_GET_F_CREATE);
@@ -131,7 +189,7 @@ int BPF_PROG(pgt_ksys_enter, struct pt_regs *regs, long id)
 		s->dev = 0;
 	}
 	else
-		s->file_class = pgt_classify_file(pgt_fd_file(s->fd), &s->relfilenode, &s->dev);
+		classify_fd(tgid, s);
 	s->ts = bpf_ktime_get_ns();
 	return 0;
 }
@@ -147,6 +205,12 @@ int BPF_PROG(pgt_ksys_exit, struct pt_regs *regs, long ret)
 	__u64		ns;
 	__u32		pm;
 
+	{
+		long		nr = pgt_exit_nr(regs);
+
+		if (nr >= 0 && !syscall_op(nr))
+			return 0;
+	}
 	s = bpf_task_storage_get(&starts, bpf_get_current_task_btf(), 0, 0);
 	if (!s || !s->ts)
 		return 0;

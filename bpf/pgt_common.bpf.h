@@ -72,7 +72,32 @@ pgt_current_qid(__u32 tgid)
 	__u64		qid = 0;
 
 	if (!s)
-		return 0;
+	{
+		/* no slot yet: the postmaster's MyBEEntry slot, if any */
+		struct pgt_tracked *t = bpf_map_lookup_elem(&tracked, &tgid);
+		struct pgt_qid_slot *pm;
+		struct pgt_qid_slot n = {};
+		__u64		be = 0;
+
+		if (!t)
+			return 0;
+		pm = bpf_map_lookup_elem(&pgt_qid, &t->postmaster);
+		if (!pm || !(pm->flags & PGT_QID_INDIRECT) || t->postmaster == tgid)
+			return 0;
+		if (bpf_probe_read_user(&be, sizeof(be), (void *) pm->queryid_addr) != 0 || !be)
+			return 0;
+		n.procpid_addr = be + pm->nspid;
+		n.queryid_addr = be + pm->procpid_addr;
+		if (bpf_probe_read_user(&procpid, sizeof(procpid), (void *) n.procpid_addr) != 0 ||
+			procpid <= 0)
+			return 0;
+		n.nspid = (__u32) procpid;
+		if (bpf_probe_read_user(&qid, sizeof(qid), (void *) n.queryid_addr) != 0)
+			return 0;
+		n.last_qid = qid;
+		bpf_map_update_elem(&pgt_qid, &tgid, &n, BPF_NOEXIST);
+		return qid;
+	}
 	if (bpf_probe_read_user(&procpid, sizeof(procpid), (void *) s->procpid_addr) != 0 ||
 		(__u32) procpid != s->nspid)
 		return 0;

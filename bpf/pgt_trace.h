@@ -74,4 +74,14 @@ struct pgt_qid_slot
 };
 _Static_assert(sizeof(struct pgt_qid_slot) == 40, "pgt_qid_slot size");
 
+/*
+ * pgt_qid_slot.flags: PGT_QID_INDIRECT marks a slot keyed by a POSTMASTER's
+ * tgid that serves every tracked child without a slot of its own:
+ * queryid_addr is the address of the `MyBEEntry` pointer variable (the same
+ * in every child), procpid_addr holds offsetof(PgBackendStatus,
+ * st_query_id) and nspid offsetof(PgBackendStatus, st_procpid).  The first
+ * read in a child's context creates the child's own (direct) slot.
+ */
+#define PGT_QID_INDIRECT	0x1
+
 #endif							/* PGT_BPF_PGT_TRACE_H */

@@ -9,6 +9,7 @@
 #include "probe_set.h"
 
 #include "log.h"
+#include "pg_symbols.h"
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -518,6 +519,42 @@ pset_wait_addr(pid_t postmaster, const pgt_layout *layout, uint32_t nspid)
 }
 
 /*
+ * install_indirect
+ *		Once per postmaster: a PGT_QID_INDIRECT slot keyed by its pid, so a
+ *		new backend's first events carry its query id before the next
+ *		refresh maps it (needs the exported MyBEEntry; silently skipped
+ *		when the binary does not export it: the refresh still works).
+ */
+static void
+install_indirect(pset_runtime *rt, pid_t postmaster, const pgt_layout *layout)
+{
+	struct pgt_qid_slot slot;
+	uint32_t	key = (uint32_t) postmaster;
+	uint64_t	addr;
+	char		err[256];
+
+	if (bpf_map_lookup_elem(rt->ctx.qid_fd, &key, &slot) == 0 &&
+		(slot.flags & PGT_QID_INDIRECT))
+		return;
+	if (pg_symbol_addr(postmaster, "MyBEEntry", &addr, err, sizeof(err)) < 0)
+	{
+		log_debug("query ids: no MyBEEntry in postmaster %d (%s): new backends "
+				  "are tagged from the next refresh", (int) postmaster, err);
+		return;
+	}
+	memset(&slot, 0, sizeof(slot));
+	slot.flags = PGT_QID_INDIRECT;
+	slot.queryid_addr = addr;
+	slot.procpid_addr = layout->beentry_off_query_id;
+	slot.nspid = layout->beentry_off_procpid;
+	if (bpf_map_update_elem(rt->ctx.qid_fd, &key, &slot, BPF_ANY) != 0)
+		log_warn("query ids: cannot install the MyBEEntry slot: %s", strerror(errno));
+	else
+		log_debug("query ids: MyBEEntry of postmaster %d at 0x%llx", (int) postmaster,
+				  (unsigned long long) addr);
+}
+
+/*
  * pset_qid_refresh
  *		Read the cluster's BackendStatusArray from the postmaster's memory
  *		(shared memory sits at the same address in every process) and point
@@ -540,6 +577,8 @@ pset_qid_refresh(pset_runtime *rt, pid_t postmaster, const pgt_layout *layout,
 
 	if (rt->ctx.qid_fd < 0)
 		return -1;
+	if (layout != NULL)
+		install_indirect(rt, postmaster, layout);
 	if (layout == NULL || layout->beentry_array == 0 || layout->beentry_stride == 0 ||
 		layout->beentry_count == 0 || layout->beentry_count > 1000000 ||
 		layout->beentry_off_procpid + 4 > layout->beentry_stride ||
@@ -573,8 +612,11 @@ pset_qid_refresh(pset_runtime *rt, pid_t postmaster, const pgt_layout *layout,
 	{
 		struct pgt_qid_slot slot;
 		int			found = 0;
-		uint64_t	wait_addr = pset_wait_addr(postmaster, layout, nspids[i]);
+		uint64_t	wait_addr;
 
+		if (pids[i] == (uint32_t) postmaster)
+			continue;			/* its key holds the MyBEEntry slot */
+		wait_addr = pset_wait_addr(postmaster, layout, nspids[i]);
 		for (s = 0; s < layout->beentry_count && !found; s++)
 		{
 			int32_t		procpid;

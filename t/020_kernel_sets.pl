@@ -59,13 +59,14 @@ like($err, qr/unknown kernel histogram metric "nope".*HINT:  Use one of: block/s
 ($ret, $out, $err) = $node->psql('postgres', "SELECT * FROM pg_tracer_kernel_proc('disk')");
 like($err, qr/unknown kernel probe set "disk"/, 'kernel_proc: unknown set refused');
 
-# A session that exists long enough for the helper to map its query-id slot.
+# A new session, traced from its first query.
 sub session
 {
 	my $s = $node->background_psql('postgres');
 	my $pid = $s->query_safe('SELECT pg_backend_pid()');
-	# the helper maps new backends once a second
-	usleep(2_200_000);
+	# query ids come from MyBEEntry at once (the per-second BackendStatusArray
+	# scan would take up to a second); just let the title settle
+	usleep(200_000);
 	return ($s, $pid);
 }
 

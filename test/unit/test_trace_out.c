@@ -1,0 +1,127 @@
+/*
+ * test/unit/test_trace_out.c
+ *	  The trace output helpers (helper/trace_out.c): JSON records carry the
+ *	  common fields first and escape strings, text records, log2 histogram
+ *	  rendering in both formats; the probe-set list parser
+ *	  (helper/probe_set.c) and the kernel code names (common/pgt_kernel.c).
+ */
+#include "pgt_kernel.h"
+#include "probe_set.h"
+#include "trace_out.h"
+#include "unit.h"
+
+#include <stdlib.h>
+
+/* Render with fn into a string (caller frees). */
+static char *
+render(int json, void (*fn) (trace_out *o))
+{
+	char	   *buf = NULL;
+	size_t		len = 0;
+	FILE	   *f = open_memstream(&buf, &len);
+	trace_out	o;
+
+	trace_out_init(&o, f, json);
+	fn(&o);
+	fclose(f);
+	return buf;
+}
+
+static void
+one_record(trace_out *o)
+{
+	trace_rec_begin(o, "syscall", "pread64", 0, (uint64_t) -42, 1);
+	trace_rec_u64(o, "bytes", 8192);
+	trace_rec_i64(o, "ret", -5);
+	trace_rec_f64(o, "latency_us", 12.5);
+	trace_rec_str(o, "note", "a \"quoted\"\\ \x01 word");
+	trace_rec_end(o);
+}
+
+static void
+one_hist(trace_out *o)
+{
+	uint64_t	slots[32] = {0};
+
+	slots[0] = 1;
+	slots[3] = 4;
+	trace_hist(o, "block", "block", 0, 0, "block read dev 8:0", slots, 32, "usecs");
+}
+
+static void
+test_json_record(void)
+{
+	char	   *s = render(1, one_record);
+
+	CHECK(strncmp(s, "{\"ts\":\"", 7) == 0, "%s", s);
+	CHECK(strstr(s, "Z\",\"set\":\"syscall\",\"event\":\"pread64\",\"pid\":0,"
+				 "\"backend_type\":\"kernel\",\"queryid\":-42,") != NULL, "%s", s);
+	CHECK(strstr(s, "\"bytes\":8192,\"ret\":-5,\"latency_us\":12.500,") != NULL, "%s", s);
+	CHECK(strstr(s, "\"note\":\"a \\\"quoted\\\"\\\\ \\u0001 word\"}\n") != NULL, "%s", s);
+	free(s);
+}
+
+static void
+test_text_record(void)
+{
+	char	   *s = render(0, one_record);
+
+	CHECK(strstr(s, " syscall  pread64        pid=0 type=\"kernel\" queryid=-42 bytes=8192 ret=-5 latency_us=12.500") != NULL, "%s", s);
+	free(s);
+}
+
+static void
+test_hist(void)
+{
+	char	   *j = render(1, one_hist);
+	char	   *t = render(0, one_hist);
+
+	CHECK(strstr(j, "\"event\":\"histogram\"") != NULL, "%s", j);
+	CHECK(strstr(j, "\"total\":5,\"buckets\":[{\"lo\":0,\"hi\":1,\"count\":1},"
+				 "{\"lo\":8,\"hi\":15,\"count\":4}]}") != NULL, "%s", j);
+	CHECK(strstr(t, "usecs : count      |distribution") != NULL, "%s", t);
+	CHECK(strstr(t, "         8 -> 15         : 4          |****************************************|") != NULL, "%s", t);
+	CHECK(strstr(t, "         4 -> 7          : 0          |                                        |") != NULL, "%s", t);
+	free(j);
+	free(t);
+}
+
+static void
+test_names(void)
+{
+	CHECK_STR(pgt_kop_name(PGT_KOP_FDATASYNC), "fdatasync");
+	CHECK_STR(pgt_kop_name(200), "unknown");
+	CHECK_STR(pgt_kfile_name(PGT_KFILE_WAL), "wal");
+	CHECK_STR(pgt_klayer_name(PGT_KLAYER_PAGECACHE), "pagecache");
+	CHECK_INT(pgt_khist_parse("runq"), PGT_KHIST_RUNQ);
+	CHECK_INT(pgt_khist_parse("Runq"), -1);
+}
+
+static void
+test_parse_list(void)
+{
+	const probe_set *sets[16];
+	size_t		n = 0;
+	char		err[512] = "";
+
+	CHECK_INT(pset_parse_list("all", sets, 16, &n, err, sizeof(err)), 0);
+	CHECK_INT(n, pset_count());
+	CHECK(n >= 6, "six kernel sets registered, got %zu", n);
+	CHECK_INT(pset_parse_list("block,syscall,block", sets, 16, &n, err, sizeof(err)), 0);
+	CHECK_INT(n, 2);
+	CHECK_STR(sets[0]->name, "block");
+	CHECK_INT(pset_parse_list("sched,nope", sets, 16, &n, err, sizeof(err)), -1);
+	CHECK(strstr(err, "unknown probe set \"nope\"; known: all, syscall") != NULL, "%s", err);
+	CHECK_INT(pset_parse_list(",", sets, 16, &n, err, sizeof(err)), -1);
+}
+
+int
+main(void)
+{
+	test_json_record();
+	test_text_record();
+	test_hist();
+	test_names();
+	test_parse_list();
+	UNIT_MAIN_END("test_trace_out");
+}
