@@ -18,14 +18,22 @@
 #include <stdio.h>
 #include <string.h>
 
+/*
+ * default_on: whether the daemon runs the set unless --engine-probes says
+ * otherwise.  Off: the sets that cost more than 5% alone in
+ * bench/engine_overhead.sh where they fire at >= 1000 events/s (sets that
+ * fire ~0 events show the same +-20% spread on the shared 2-core VM, so
+ * their ratios are noise), and pg-lwlock (fires per contended LWLock
+ * wait: unbounded under contention).  README "Overhead" has the figures.
+ */
 const engine_set engine_sets[] = {
-	{"pg-query", "statement latency, query id, slow statements with text", 1},
+	{"pg-query", "statement latency, query id, slow statements with text", 0},
 	{"pg-locks", "heavyweight lock waits by lock type, mode and object", 1},
-	{"pg-lwlock", "LWLock waits by tranche (off by default: cost, see bench/)", 0},
+	{"pg-lwlock", "LWLock waits by tranche", 0},
 	{"pg-wal", "WAL inserts; XLogFlush calls and duration", 1},
-	{"pg-buffer", "buffer reads, hits, misses; dirty buffer flushes", 1},
+	{"pg-buffer", "buffer reads, hits, misses; dirty buffer flushes", 0},
 	{"pg-checkpoint", "checkpoints: duration, buffers written, sync phase", 1},
-	{"pg-usdt", "transaction commits/aborts, deadlocks, sorts", 1},
+	{"pg-usdt", "transaction commits/aborts, deadlocks, sorts", 0},
 };
 const size_t engine_nsets = sizeof(engine_sets) / sizeof(engine_sets[0]);
 

@@ -340,7 +340,7 @@ ENGINE_SET(pset_pg_locks, "pg-locks",
 		   "heavyweight lock waits: lock type, mode, object (USDT lock__wait__start/done)",
 		   PGT_SET_PG_LOCKS, 101);
 ENGINE_SET(pset_pg_lwlock, "pg-lwlock",
-		   "LWLock waits by tranche (USDT lwlock__wait__start/done; costly, off in the daemon)",
+		   "LWLock waits by tranche (USDT lwlock__wait__start/done)",
 		   PGT_SET_PG_LWLOCK, 102);
 ENGINE_SET(pset_pg_wal, "pg-wal",
 		   "WAL inserts (USDT wal__insert), XLogFlush calls and duration (uprobe)",

@@ -3,7 +3,9 @@
 -- (test/regress.conf points at a runtime directory that never has one):
 -- empty results, clean errors for bad input, privileges.
 --
+SET client_min_messages = warning;	-- whether an earlier test created it or not
 CREATE EXTENSION IF NOT EXISTS pg_tracer;
+RESET client_min_messages;
 
 SELECT count(*) FROM pg_tracer_engine_events;
 SELECT count(*) FROM pg_tracer_engine_buffers;

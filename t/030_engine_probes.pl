@@ -19,7 +19,9 @@ my ($node, $rt) = tracer_node('engine', conf => "compute_query_id = on\n"
 	  . "autovacuum = off\nshared_buffers = 16MB\n");
 $node->safe_psql('postgres', 'CREATE EXTENSION pg_tracer');
 $node->safe_psql('postgres', 'CREATE DATABASE coldb');
-my $helper = start_helper($node, $rt, '--slow-ms', '300');
+# every set but pg-lwlock, whatever the defaults are
+my $helper = start_helper($node, $rt, '--slow-ms', '300', '--engine-probes',
+	'pg-query,pg-locks,pg-wal,pg-buffer,pg-checkpoint,pg-usdt');
 
 my %sets;
 ok(defined wait_until(sub {
