@@ -24,7 +24,7 @@ OBJS        = $(EXT_SRCS:.c=.o) $(COMMON_SRCS:.c=.o)
 DATA        = sql/pg_tracer--0.1.0.sql
 DATA_built  = sql/pg_tracer--0.1.0--0.2.0.sql
 
-REGRESS      = pg_tracer_api pg_tracer_ash pg_tracer_kernel pg_tracer_engine
+REGRESS      = pg_tracer_api pg_tracer_ash pg_tracer_kernel pg_tracer_engine pg_tracer_exact
 REGRESS_OPTS = --temp-config=$(CURDIR)/test/regress.conf --temp-instance=$(CURDIR)/tmp_check_regress
 TAP_TESTS    = 1
 

@@ -29,6 +29,7 @@
 #define PGT_SET_SCHED		4
 #define PGT_SET_MEMORY		5
 #define PGT_SET_NETWORK		6
+#define PGT_SET_EXACT		32	/* exact wait events (issue 4) */
 #define PGT_SET_ID_MAX		64
 
 /* Buckets of every in-kernel log2 histogram: bucket i counts [2^i, 2^(i+1)) */
@@ -69,8 +70,9 @@ struct pgt_qid_slot
 	__u32		nspid;			/* the pid PostgreSQL knows the process by */
 	__u32		flags;			/* reserved, 0 */
 	__u64		last_qid;		/* written by BPF */
+	__u64		wait_addr;		/* &PGPROC.wait_event_info of the process, 0 = unknown */
 };
-_Static_assert(sizeof(struct pgt_qid_slot) == 32, "pgt_qid_slot size");
+_Static_assert(sizeof(struct pgt_qid_slot) == 40, "pgt_qid_slot size");
 
 /*
  * pgt_qid_slot.flags: PGT_QID_INDIRECT marks a slot keyed by a POSTMASTER's

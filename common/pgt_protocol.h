@@ -25,6 +25,18 @@
  *	  PING				-> OK pong version=<v> generation=<g> pid=<p>
  *	  STATUS			-> OK attached=<0|1> postmaster=<pid> backends=<n>
  *						   generation=<g>
+ *	  ESCALATE <seconds> <who> [reason]
+ *						-> OK granted=<s> remaining=<s|-1> budget=<s|-1|0>
+ *						   mode=<tiered|full>
+ *						   (exact wait timing for up to <seconds>, 1..86400,
+ *						   clamped to the budget of the rolling hour; an open
+ *						   window is re-planned to end <granted> s from now;
+ *						   remaining -1 = unlimited; ERR denied ... remaining=0
+ *						   when the budget is spent or 0)
+ *	  DEESCALATE <who>	-> OK closed=<0|1> remaining=<s> budget=<s> mode=<m>
+ *						   (idempotent)
+ *	  BUDGET			-> OK mode=<m> budget=<s> used=<s> remaining=<s>
+ *						   active=<0|1> until=<unix us, 0 = none>
  * Errors: "ERR <code> <message>", code one of bad-request, unknown-verb,
  * bad-argument, denied, unavailable.
  *

@@ -84,6 +84,12 @@ pgt_section_entry_size(uint32_t kind)
 			return sizeof(struct pgt_engine_hist_entry);
 		case PGT_SEC_ENGINE_STREAM:
 			return sizeof(struct pgt_engine_stream_entry);
+		case PGT_SEC_EXACT_WAITS:
+			return sizeof(struct pgt_exact_wait_entry);
+		case PGT_SEC_EXACT_HIST:
+			return sizeof(struct pgt_exact_hist_entry);
+		case PGT_SEC_EXACT_WINDOWS:
+			return sizeof(struct pgt_exact_window_entry);
 		case PGT_SEC_KERNEL_IO:
 			return sizeof(struct pgt_kernel_io_entry);
 		case PGT_SEC_KERNEL_PROC:

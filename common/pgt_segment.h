@@ -73,6 +73,9 @@
 #define PGT_SEC_KIND_MAX		64	/* kinds are 1 .. PGT_SEC_KIND_MAX - 1 */
 #define PGT_SEC_PROBESETS		1	/* struct pgt_probeset_entry */
 #define PGT_SEC_BACKENDS		2	/* struct pgt_backend_entry */
+#define PGT_SEC_EXACT_WAITS		10	/* struct pgt_exact_wait_entry */
+#define PGT_SEC_EXACT_HIST		11	/* struct pgt_exact_hist_entry */
+#define PGT_SEC_EXACT_WINDOWS	12	/* struct pgt_exact_window_entry */
 #define PGT_SEC_KERNEL_IO		20	/* struct pgt_kernel_io_entry */
 #define PGT_SEC_KERNEL_PROC		21	/* struct pgt_kernel_proc_entry */
 #define PGT_SEC_KERNEL_HIST		22	/* struct pgt_kernel_hist_entry */
@@ -267,6 +270,59 @@ struct pgt_kernel_hist_entry
 	uint64_t	reserved[2];
 };
 _Static_assert(sizeof(struct pgt_kernel_hist_entry) == 288, "kernel hist entry size");
+
+/*
+ * Exact wait events (kinds 10..19, helper/exact_waits.c and
+ * helper/escalation.c).  Wait rows are per (pid, query id, wait_event_info)
+ * totals of blocking waits timed from system-call entry to exit while exact
+ * timing was on; histograms are per event, bucket 0 = under 1 us, bucket
+ * i >= 1 = [2^(i-1), 2^i) us, the last bucket open-ended (>= 2^24 us).
+ * Windows are the exact-timing windows of the last hour (newest last).
+ */
+#define PGT_EXACT_HIST_SLOTS	26
+
+struct pgt_exact_wait_entry
+{
+	uint32_t	pid;
+	uint32_t	event;			/* wait_event_info */
+	int64_t		queryid;		/* 0 = unknown */
+	uint64_t	count;
+	uint64_t	total_ns;
+	uint64_t	max_ns;
+	uint64_t	reserved[2];
+};
+_Static_assert(sizeof(struct pgt_exact_wait_entry) == 56, "exact wait entry size");
+
+struct pgt_exact_hist_entry
+{
+	uint32_t	event;			/* wait_event_info */
+	uint32_t	nslots;			/* PGT_EXACT_HIST_SLOTS */
+	uint64_t	count;
+	uint64_t	total_ns;
+	uint64_t	slots[PGT_EXACT_HIST_SLOTS];
+	uint64_t	reserved[2];
+};
+_Static_assert(sizeof(struct pgt_exact_hist_entry) == 248, "exact hist entry size");
+
+#define PGT_EXACT_WHO_LEN		64
+#define PGT_EXACT_REASON_LEN	32
+
+struct pgt_exact_window_entry
+{
+	int64_t		start_us;		/* unix microseconds */
+	int64_t		end_us;			/* 0 while the window is open */
+	int64_t		planned_end_us;	/* when it closes unless extended/ended */
+	uint32_t	granted_s;
+	uint32_t	flags;			/* reserved, 0 */
+	char		reason[PGT_EXACT_REASON_LEN];	/* manual, full, anomaly, ... */
+	char		who[PGT_EXACT_WHO_LEN];			/* requesting role, or "helper" */
+	char		end_reason[PGT_EXACT_REASON_LEN];	/* expired, deescalated, budget, stop */
+};
+_Static_assert(sizeof(struct pgt_exact_window_entry) == 160, "exact window entry size");
+
+#define PGT_DEFAULT_EXACT_WAITS_CAP		4096
+#define PGT_DEFAULT_EXACT_HIST_CAP		512
+#define PGT_DEFAULT_EXACT_WINDOWS_CAP	64
 
 #define PGT_DEFAULT_KERNEL_IO_CAP	4096
 #define PGT_DEFAULT_KERNEL_PROC_CAP	2048

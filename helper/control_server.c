@@ -18,7 +18,9 @@
  */
 #include "control_server.h"
 
+#include "escalation.h"
 #include "log.h"
+#include "procfs.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -105,6 +107,13 @@ control_respond(const char *req, size_t len, const control_info *info,
 		return respond(out, outlen, "OK attached=%d postmaster=%u backends=%u generation=%llu",
 					   info->attached ? 1 : 0, info->postmaster_pid, info->backends,
 					   (unsigned long long) info->generation);
+	}
+	{
+		/* ESCALATE, DEESCALATE, BUDGET (helper/escalation.c) */
+		char		text[PGT_PROTO_MAX_RESPONSE - 8];
+
+		if (escalation_respond(&r, procfs_realtime_us(), text, sizeof(text)) >= 0)
+			return respond(out, outlen, "%s", text);
 	}
 	return respond(out, outlen, "ERR unknown-verb %s", r.verb);
 }

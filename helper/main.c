@@ -7,6 +7,7 @@
  */
 #include "daemon.h"
 #include "engine_probes.h"
+#include "escalation.h"
 #include "inspect_cmd.h"
 #include "log.h"
 #include "pgt_segment.h"
@@ -44,6 +45,8 @@ static const char main_usage[] =
 static const char daemon_usage[] =
 "Usage: pg-tracer daemon [--pgdata DIR | --pid PID] [--runtime-dir DIR]\n"
 "                        [--log-level error|warn|info|debug] [--probes LIST]\n"
+"                        [--mode tiered|sampled|full] [--exact-budget S]\n"
+"                        [--anomaly on|off] [--anomaly-cooldown S]\n"
 "\n"
 "Run the helper in the foreground until SIGTERM or SIGINT.  Without a\n"
 "target it serves every PostgreSQL cluster on the host as it appears;\n"
@@ -61,6 +64,13 @@ static const char daemon_usage[] =
 "                     others cost more than 5%: see bench/engine_overhead.sh)\n"
 "  --slow-ms MS       statements slower than this are kept with their text (1000)\n"
 "  --probes LIST      always-on probe sets: all (default), none, or a list\n"
+"  --mode MODE        wait-event tiers: tiered (default: exact timing only in\n"
+"                     escalation windows), sampled (never exact), full (always)\n"
+"  --exact-budget S   exact seconds per rolling hour for escalations: 0..3600\n"
+"                     (default 300; 0 disables escalation) or unlimited\n"
+"  --anomaly on|off   tiered mode: anomaly rules on the sessions open windows\n"
+"                     (default on)\n"
+"  --anomaly-cooldown S  seconds without rule-opened windows after one (300)\n"
 "  -h, --help         show this help\n"
 "\n"
 "Needs root, or CAP_BPF + CAP_PERFMON + CAP_SYS_PTRACE.  Never install it setuid.\n"
@@ -224,6 +234,10 @@ cmd_daemon(int argc, char **argv)
 		{"engine-probes", required_argument, NULL, 'E'},
 		{"slow-ms", required_argument, NULL, 'S'},
 		{"probes", required_argument, NULL, 'P'},
+		{"mode", required_argument, NULL, 'M'},
+		{"exact-budget", required_argument, NULL, 'B'},
+		{"anomaly", required_argument, NULL, 'A'},
+		{"anomaly-cooldown", required_argument, NULL, 'C'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0}
 	};
@@ -274,6 +288,22 @@ cmd_daemon(int argc, char **argv)
 				break;
 			case 'P':
 				o.probes = optarg;
+				break;
+			case 'M':
+				if (escalation_configure_mode(optarg, eerr, sizeof(eerr)) < 0)
+					return usage_error(daemon_usage, "--mode: %s", eerr);
+				break;
+			case 'B':
+				if (escalation_configure_budget(optarg, eerr, sizeof(eerr)) < 0)
+					return usage_error(daemon_usage, "--exact-budget: %s", eerr);
+				break;
+			case 'A':
+				if (escalation_configure_anomaly(optarg, eerr, sizeof(eerr)) < 0)
+					return usage_error(daemon_usage, "--anomaly: %s", eerr);
+				break;
+			case 'C':
+				if (escalation_configure_cooldown(optarg, eerr, sizeof(eerr)) < 0)
+					return usage_error(daemon_usage, "--anomaly-cooldown: %s", eerr);
 				break;
 			case 'h':
 				fputs(daemon_usage, stdout);

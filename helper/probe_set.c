@@ -458,6 +458,67 @@ pset_runtime_status_rows(pset_runtime *rt, struct pgt_probeset_entry *out, size_
 }
 
 /*
+ * pset_wait_addr
+ *		Address of PGPROC.wait_event_info of the process PostgreSQL knows as
+ *		nspid, found in the cluster's PGPROC array (ProcGlobal->allProcs,
+ *		from the layout file) read from the postmaster's memory; 0 when the
+ *		layout has no PGPROC array or the pid is not in it.  The array is
+ *		read once per refresh (cached by postmaster and call generation).
+ */
+static unsigned char *wait_buf;
+static size_t wait_buf_len;
+static pid_t wait_buf_pm;
+static uint64_t wait_buf_gen;
+static uint64_t wait_refresh_gen;
+
+static uint64_t
+pset_wait_addr(pid_t postmaster, const pgt_layout *layout, uint32_t nspid)
+{
+	size_t		len;
+	uint32_t	s;
+
+	if (layout->proc_array == 0 || layout->proc_stride == 0 || layout->proc_count == 0 ||
+		layout->proc_count > 1000000 || layout->proc_off_pid + 4 > layout->proc_stride ||
+		layout->proc_off_wait_event_info + 4 > layout->proc_stride)
+		return 0;
+	len = (size_t) layout->proc_count * layout->proc_stride;
+	if (wait_buf == NULL || wait_buf_pm != postmaster || wait_buf_gen != wait_refresh_gen ||
+		wait_buf_len != len)
+	{
+		char		path[64];
+		unsigned char *nb = realloc(wait_buf, len);
+		ssize_t		got;
+		int			fd;
+
+		if (nb == NULL)
+			return 0;
+		wait_buf = nb;
+		wait_buf_len = 0;
+		snprintf(path, sizeof(path), "/proc/%d/mem", (int) postmaster);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		got = fd >= 0 ? pread(fd, wait_buf, len, (off_t) layout->proc_array) : -1;
+		if (fd >= 0)
+			close(fd);
+		if (got != (ssize_t) len)
+			return 0;
+		wait_buf_len = len;
+		wait_buf_pm = postmaster;
+		wait_buf_gen = wait_refresh_gen;
+	}
+	for (s = 0; s < layout->proc_count; s++)
+	{
+		int32_t		pid;
+
+		memcpy(&pid, wait_buf + (size_t) s * layout->proc_stride + layout->proc_off_pid,
+			   sizeof(pid));
+		if (pid > 0 && (uint32_t) pid == nspid)
+			return layout->proc_array + (uint64_t) s * layout->proc_stride +
+				layout->proc_off_wait_event_info;
+	}
+	return 0;
+}
+
+/*
  * install_indirect
  *		Once per postmaster: a PGT_QID_INDIRECT slot keyed by its pid, so a
  *		new backend's first events carry its query id before the next
@@ -528,6 +589,7 @@ pset_qid_refresh(pset_runtime *rt, pid_t postmaster, const pgt_layout *layout,
 				 "no usable layout file (extension not preloaded): query ids are 0");
 		return -1;
 	}
+	wait_refresh_gen++;			/* PGPROC array: read afresh this time */
 	len = (size_t) layout->beentry_count * layout->beentry_stride;
 	buf = malloc(len);
 	if (buf == NULL)
@@ -550,9 +612,11 @@ pset_qid_refresh(pset_runtime *rt, pid_t postmaster, const pgt_layout *layout,
 	{
 		struct pgt_qid_slot slot;
 		int			found = 0;
+		uint64_t	wait_addr;
 
 		if (pids[i] == (uint32_t) postmaster)
 			continue;			/* its key holds the MyBEEntry slot */
+		wait_addr = pset_wait_addr(postmaster, layout, nspids[i]);
 		for (s = 0; s < layout->beentry_count && !found; s++)
 		{
 			int32_t		procpid;
@@ -568,12 +632,14 @@ pset_qid_refresh(pset_runtime *rt, pid_t postmaster, const pgt_layout *layout,
 			slot.queryid_addr = layout->beentry_array + (uint64_t) s * layout->beentry_stride +
 				layout->beentry_off_query_id;
 			slot.nspid = nspids[i];
+			slot.wait_addr = wait_addr;
 			{
 				struct pgt_qid_slot old;
 
 				/* keep the cached id BPF wrote when the slot did not move */
 				if (bpf_map_lookup_elem(rt->ctx.qid_fd, &pids[i], &old) == 0 &&
-					old.queryid_addr == slot.queryid_addr && old.nspid == slot.nspid)
+					old.queryid_addr == slot.queryid_addr && old.nspid == slot.nspid &&
+					old.wait_addr == slot.wait_addr)
 					continue;
 			}
 			if (bpf_map_update_elem(rt->ctx.qid_fd, &pids[i], &slot, BPF_ANY) == 0)

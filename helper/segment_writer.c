@@ -53,6 +53,9 @@ const seg_table_spec seg_tables[] = {
 	{PGT_SEC_KERNEL_IO, sizeof(struct pgt_kernel_io_entry), PGT_DEFAULT_KERNEL_IO_CAP},
 	{PGT_SEC_KERNEL_PROC, sizeof(struct pgt_kernel_proc_entry), PGT_DEFAULT_KERNEL_PROC_CAP},
 	{PGT_SEC_KERNEL_HIST, sizeof(struct pgt_kernel_hist_entry), PGT_DEFAULT_KERNEL_HIST_CAP},
+	{PGT_SEC_EXACT_WAITS, sizeof(struct pgt_exact_wait_entry), PGT_DEFAULT_EXACT_WAITS_CAP},
+	{PGT_SEC_EXACT_HIST, sizeof(struct pgt_exact_hist_entry), PGT_DEFAULT_EXACT_HIST_CAP},
+	{PGT_SEC_EXACT_WINDOWS, sizeof(struct pgt_exact_window_entry), PGT_DEFAULT_EXACT_WINDOWS_CAP},
 };
 const uint32_t seg_ntables = sizeof(seg_tables) / sizeof(seg_tables[0]);
 

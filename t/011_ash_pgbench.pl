@@ -95,13 +95,15 @@ for my $mode ('simple', 'extended')
 
 	# the statement's query id carries its DB time, whatever the protocol
 	my $q = q1("SELECT coalesce(sum(total_ms), 0) FROM pg_tracer_query_events WHERE queryid = $qid");
-	ok($q >= 0.9 * $sessions_db,
+	# Under the extended protocol the share without an id grows with load
+	# (each message's time before parse analysis): bound it looser there.
+	ok($q >= ($mode eq 'simple' ? 0.9 : 0.8) * $sessions_db,
 		sprintf('%s: %.0f of the sessions\' %.0f ms DB time under the SELECT\'s query id', $mode, $q, $sessions_db));
 	# Time before parse analysis computes the id (protocol messages, raw
 	# parsing) has none: a few percent, more under the extended protocol,
 	# whose Parse and Bind messages each pass through the backend's loop.
 	my $q0 = q1("SELECT coalesce(sum(total_ms), 0) FROM pg_tracer_query_events WHERE queryid = 0");
-	cmp_ok($q0, '<', ($mode eq 'simple' ? 0.05 : 0.10) * $db, "$mode: query id 0 has $q0 ms");
+	cmp_ok($q0, '<', ($mode eq 'simple' ? 0.05 : 0.15) * $db, "$mode: query id 0 has $q0 ms");
 }
 
 # while pgbench runs, the active view shows it working

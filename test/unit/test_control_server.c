@@ -41,7 +41,9 @@ test_respond(void)
 	CHECK_STR(answer("PGT/1 STATUS\n"),
 			  "PGT/1 OK attached=1 postmaster=4242 backends=9 generation=5\n");
 	CHECK_STR(answer("PGT/1 PING extra\n"), "PGT/1 ERR bad-argument PING takes no arguments\n");
-	CHECK_STR(answer("PGT/1 ESCALATE 10\n"), "PGT/1 ERR unknown-verb ESCALATE\n");
+	CHECK_STR(answer("PGT/1 ESCALATE 10\n"),
+			  "PGT/1 ERR bad-argument usage: ESCALATE <seconds> <who> [reason]\n");
+	CHECK_STR(answer("PGT/1 FROBNICATE 10\n"), "PGT/1 ERR unknown-verb FROBNICATE\n");
 	CHECK_CONTAINS(answer("PGT/2 PING\n"), "PGT/1 ERR bad-request ");
 	CHECK_CONTAINS(answer("PGT/1 PING"), "PGT/1 ERR bad-request ");
 	CHECK_CONTAINS(answer("PGT/1  PING\n"), "PGT/1 ERR bad-request ");

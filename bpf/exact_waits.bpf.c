@@ -1,0 +1,229 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * bpf/exact_waits.bpf.c
+ *	  Probe set "exact": exact timing of every blocking PostgreSQL wait.
+ *	  Every wait that blocks goes through a system call (epoll_wait for
+ *	  latches, futex/semop for semaphores, pread/pwrite/fsync for I/O,
+ *	  recv/send for the client).  At sys_enter of a tracked process that has
+ *	  a wait event set (PGPROC.wait_event_info, address in its `pgt_qid`
+ *	  slot) the event, the query id and the time go to task storage; at
+ *	  sys_exit the duration is added to the (pid, query id, event)
+ *	  aggregate and the (postmaster, event) log2 histogram.  No ring-buffer
+ *	  record per system call.
+ *
+ * Cost when a system call has no wait event set: the `exact_on` check, one
+ * hash lookup (`pgt_qid`) and one user read at entry; one task-storage
+ * lookup at exit.  In tiered mode the helper attaches the programs only
+ * during windows (nothing at all is paid outside them); `exact_on` covers
+ * the moments around attaching and detaching.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+
+#include "pgt_common.bpf.h"
+#include "exact_waits.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+/* Written by the helper: 1 while exact timing is on. */
+__u32		exact_on = 0;
+
+/* Written by the helper: 1 while `exact_seeds` may hold entries. */
+__u32		seeds_pending = 0;
+
+/*
+ * Written by the helper: incremented each time timing is switched on.  In
+ * tiered mode the programs are detached between windows, so a start left
+ * in task storage by a call that never reached sys_exit while attached is
+ * stale: starts of an older generation are dropped.
+ */
+__u32		exact_gen = 0;
+
+struct
+{
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, PGT_EXACT_WAITS_MAX);
+	__type(key, struct pgt_exact_key);
+	__type(value, struct pgt_exact_val);
+} exact_waits SEC(".maps");
+
+struct
+{
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, PGT_EXACT_HISTS_MAX);
+	__type(key, struct pgt_exact_hkey);
+	__type(value, struct pgt_exact_hval);
+} exact_hists SEC(".maps");
+
+struct
+{
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, PGT_EXACT_SEEDS_MAX);
+	__type(key, __u32);
+	__type(value, struct pgt_exact_seed);
+} exact_seeds SEC(".maps");
+
+struct wait_start
+{
+	__u64		ts;				/* 0 = no wait in progress */
+	__u64		qid;
+	__u32		event;
+	__u32		gen;			/* exact_gen when it started */
+};
+
+struct
+{
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct wait_start);
+} exact_starts SEC(".maps");
+
+/*
+ * hist_slot
+ *		0 for under 1 us, i for [2^(i-1), 2^i) us, capped at the last slot.
+ */
+static __always_inline __u32
+hist_slot(__u64 ns)
+{
+	__u64		us = ns / 1000;
+	__u32		s;
+
+	if (us == 0)
+		return 0;
+	s = pgt_log2(us) + 1;
+	return s < PGT_EXACT_NSLOTS ? s : PGT_EXACT_NSLOTS - 1;
+}
+
+/*
+ * record_wait
+ *		Add one finished wait to the aggregate and the histogram.
+ */
+static __always_inline void
+record_wait(__u32 tgid, __u32 pm, __u32 event, __u64 qid, __u64 ns)
+{
+	struct pgt_exact_key k = {.pid = tgid, .event = event, .queryid = qid};
+	struct pgt_exact_hkey hk = {.pm = pm, .event = event};
+	struct pgt_exact_val *v;
+	struct pgt_exact_hval *h;
+	__u32		slot;
+
+	v = bpf_map_lookup_elem(&exact_waits, &k);
+	if (!v)
+	{
+		struct pgt_exact_val init = {.pm = pm};
+
+		bpf_map_update_elem(&exact_waits, &k, &init, BPF_NOEXIST);
+		v = bpf_map_lookup_elem(&exact_waits, &k);
+	}
+	if (v)
+	{
+		__sync_fetch_and_add(&v->count, 1);
+		__sync_fetch_and_add(&v->total_ns, ns);
+		if (ns > v->max_ns)
+			v->max_ns = ns;		/* backends are single-threaded: no race */
+	}
+	h = bpf_map_lookup_elem(&exact_hists, &hk);
+	if (!h)
+	{
+		struct pgt_exact_hval hinit = {};
+
+		bpf_map_update_elem(&exact_hists, &hk, &hinit, BPF_NOEXIST);
+		h = bpf_map_lookup_elem(&exact_hists, &hk);
+	}
+	slot = hist_slot(ns);
+	if (h && slot < PGT_EXACT_NSLOTS)
+		__sync_fetch_and_add(&h->slots[slot], 1);
+}
+
+/*
+ * slot_qid
+ *		pgt_current_qid() for a slot already looked up (saves the second
+ *		hash lookup on every wait).
+ */
+static __always_inline __u64
+slot_qid(struct pgt_qid_slot *slot)
+{
+	__s32		procpid = 0;
+	__u64		qid = 0;
+
+	if (bpf_probe_read_user(&procpid, sizeof(procpid), (void *) slot->procpid_addr) != 0 ||
+		(__u32) procpid != slot->nspid)
+		return 0;
+	if (bpf_probe_read_user(&qid, sizeof(qid), (void *) slot->queryid_addr) != 0)
+		return 0;
+	slot->last_qid = qid;
+	return qid;
+}
+
+SEC("tp_btf/sys_enter")
+int BPF_PROG(pgt_exact_enter, struct pt_regs *regs, long id)
+{
+	__u32		tgid;
+	struct pgt_qid_slot *slot;
+	struct wait_start *s;
+	__u32		wei = 0;
+
+	if (!exact_on)
+		return 0;
+	tgid = bpf_get_current_pid_tgid() >> 32;
+	slot = bpf_map_lookup_elem(&pgt_qid, &tgid);
+	if (!slot || !slot->wait_addr)
+		return 0;
+	if (seeds_pending)
+	{
+		/* a new system call: the wait seeded for this thread is over */
+		__u32		tid = (__u32) bpf_get_current_pid_tgid();
+
+		bpf_map_delete_elem(&exact_seeds, &tid);
+	}
+	if (bpf_probe_read_user(&wei, sizeof(wei), (void *) slot->wait_addr) != 0 || wei == 0)
+		return 0;
+	s = bpf_task_storage_get(&exact_starts, bpf_get_current_task_btf(), 0,
+							 BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!s)
+		return 0;
+	s->event = wei;
+	s->gen = exact_gen;
+	s->qid = slot_qid(slot);
+	s->ts = bpf_ktime_get_ns();
+	return 0;
+}
+
+SEC("tp_btf/sys_exit")
+int BPF_PROG(pgt_exact_exit, struct pt_regs *regs, long ret)
+{
+	__u64		id = bpf_get_current_pid_tgid();
+	__u32		tgid = id >> 32;
+	struct wait_start *s;
+	__u64		now;
+	__u32		pm;
+
+	s = bpf_task_storage_get(&exact_starts, bpf_get_current_task_btf(), 0, 0);
+	if (s && s->ts)
+	{
+		now = bpf_ktime_get_ns();
+		pm = pgt_tracked_pm(tgid);
+		if (pm && s->gen == exact_gen)
+			record_wait(tgid, pm, s->event, s->qid, now - s->ts);
+		s->ts = 0;
+		return 0;
+	}
+	if (seeds_pending)
+	{
+		__u32		tid = (__u32) id;
+		struct pgt_exact_seed *seed = bpf_map_lookup_elem(&exact_seeds, &tid);
+
+		if (seed)
+		{
+			now = bpf_ktime_get_ns();
+			pm = pgt_tracked_pm(tgid);
+			if (pm && now > seed->start_ns)
+				record_wait(tgid, pm, seed->event, seed->queryid, now - seed->start_ns);
+			bpf_map_delete_elem(&exact_seeds, &tid);
+		}
+	}
+	return 0;
+}

@@ -1,0 +1,478 @@
+/*
+ * helper/escalation.c
+ *	  Tiers and escalation windows of exact wait timing.
+ *
+ * In tiered mode exact timing is on only inside windows: one opened by
+ * ESCALATE <seconds> <who> [reason] lasts at most the seconds granted,
+ * which are clamped to what is left of the budget of exact seconds per
+ * rolling hour (time spent in windows during the last hour, the open one
+ * included).  Each tick closes a window that reached its planned end or
+ * used up the budget (so the budget holds mid-window).  DEESCALATE closes
+ * the open window and is idempotent.  In full mode exact timing is always
+ * on and the budget does not apply; in sampled mode it is never on.
+ *
+ * A budget of 0 disables escalation; ESC_BUDGET_UNLIMITED removes the
+ * limit.  Windows of the last hour (and the open one) are kept for
+ * pg_tracer_escalations.
+ *
+ * Single-threaded: everything runs on the daemon's loop.
+ */
+#include "escalation.h"
+
+#include "log.h"
+#include "procfs.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct esc_state
+{
+	int			mode;
+	int			budget_s;		/* ESC_BUDGET_UNLIMITED, 0 or 1..3600 */
+	esc_switch_fn sw;			/* NULL while the exact set is not running */
+	char		unavailable[160];
+	int			on;				/* what sw was last told */
+	struct pgt_exact_window_entry win[ESC_MAX_WINDOWS];	/* oldest first */
+	size_t		nwin;
+	int			open;			/* win[nwin - 1] is open */
+} esc_state;
+
+static esc_state esc = {.mode = ESC_MODE_TIERED, .budget_s = ESC_DEFAULT_BUDGET_S};
+
+/*
+ * escalation_configure_mode
+ *		--mode tiered|sampled|full.
+ */
+int
+escalation_configure_mode(const char *s, char *err, size_t errlen)
+{
+	if (strcmp(s, "tiered") == 0)
+		esc.mode = ESC_MODE_TIERED;
+	else if (strcmp(s, "sampled") == 0)
+		esc.mode = ESC_MODE_SAMPLED;
+	else if (strcmp(s, "full") == 0)
+		esc.mode = ESC_MODE_FULL;
+	else
+	{
+		snprintf(err, errlen, "unknown mode \"%s\": use tiered, sampled or full", s);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * escalation_configure_budget
+ *		--exact-budget SECONDS (0 = escalation disabled, at most 3600) or
+ *		"unlimited".
+ */
+int
+escalation_configure_budget(const char *s, char *err, size_t errlen)
+{
+	char	   *end;
+	long		v;
+
+	if (strcmp(s, "unlimited") == 0)
+	{
+		esc.budget_s = ESC_BUDGET_UNLIMITED;
+		return 0;
+	}
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno != 0 || end == s || *end != '\0' || v < 0 || v > ESC_MAX_BUDGET_S)
+	{
+		snprintf(err, errlen,
+				 "\"%s\": give seconds of exact timing per rolling hour, 0..%d, or unlimited",
+				 s, ESC_MAX_BUDGET_S);
+		return -1;
+	}
+	esc.budget_s = (int) v;
+	return 0;
+}
+
+int
+escalation_mode(void)
+{
+	return esc.mode;
+}
+
+const char *
+escalation_mode_name(void)
+{
+	switch (esc.mode)
+	{
+		case ESC_MODE_SAMPLED:
+			return "sampled";
+		case ESC_MODE_FULL:
+			return "full";
+	}
+	return "tiered";
+}
+
+int
+escalation_budget(void)
+{
+	return esc.budget_s;
+}
+
+/*
+ * set_on
+ *		Tell the exact set whether to time waits.
+ */
+static void
+set_on(int on)
+{
+	if (esc.sw != NULL && esc.on != on)
+		esc.sw(on);
+	esc.on = on;
+}
+
+/*
+ * open_window
+ *		Append an open window (dropping the oldest when full).
+ */
+static void
+open_window(int64_t now_us, int64_t planned_end_us, uint32_t granted_s,
+			const char *reason, const char *who)
+{
+	struct pgt_exact_window_entry *w;
+
+	if (esc.nwin == ESC_MAX_WINDOWS)
+	{
+		memmove(&esc.win[0], &esc.win[1], sizeof(esc.win[0]) * (ESC_MAX_WINDOWS - 1));
+		esc.nwin--;
+	}
+	w = &esc.win[esc.nwin++];
+	memset(w, 0, sizeof(*w));
+	w->start_us = now_us;
+	w->planned_end_us = planned_end_us;
+	w->granted_s = granted_s;
+	snprintf(w->reason, sizeof(w->reason), "%s", reason);
+	snprintf(w->who, sizeof(w->who), "%s", who);
+	esc.open = 1;
+	set_on(1);
+	log_info("exact timing on: %s window of %u s for %s", reason, granted_s, who);
+}
+
+/*
+ * close_window
+ *		End the open window now.
+ */
+static void
+close_window(int64_t now_us, const char *why)
+{
+	struct pgt_exact_window_entry *w;
+
+	if (!esc.open)
+		return;
+	w = &esc.win[esc.nwin - 1];
+	w->end_us = now_us > w->start_us ? now_us : w->start_us;
+	snprintf(w->end_reason, sizeof(w->end_reason), "%s", why);
+	esc.open = 0;
+	set_on(0);
+	log_info("exact timing off (%s) after %.1f s", why,
+			 (double) (w->end_us - w->start_us) / 1e6);
+}
+
+/*
+ * escalation_attach
+ *		The exact set is running (sw != NULL) or could not start (reason):
+ *		in full mode open the unbudgeted window at once.
+ */
+void
+escalation_attach(esc_switch_fn sw, const char *unavailable_reason)
+{
+	esc.sw = sw;
+	esc.on = 0;
+	snprintf(esc.unavailable, sizeof(esc.unavailable), "%s",
+			 unavailable_reason ? unavailable_reason : "");
+	if (sw != NULL && esc.mode == ESC_MODE_FULL && !esc.open)
+	{
+		int64_t		now = procfs_realtime_us();
+
+		open_window(now, 0, 0, "full", "helper");
+	}
+}
+
+/*
+ * escalation_detach
+ *		The exact set stops: close the open window.
+ */
+void
+escalation_detach(void)
+{
+	close_window(procfs_realtime_us(), "stop");
+	esc.sw = NULL;
+}
+
+/*
+ * used_us
+ *		Exact time spent in budgeted windows during the last hour.
+ */
+static int64_t
+used_us(int64_t now_us)
+{
+	int64_t		since = now_us - ESC_HOUR_US;
+	int64_t		total = 0;
+	size_t		i;
+
+	for (i = 0; i < esc.nwin; i++)
+	{
+		const struct pgt_exact_window_entry *w = &esc.win[i];
+		int64_t		s = w->start_us;
+		int64_t		e = w->end_us ? w->end_us : now_us;
+
+		if (strcmp(w->reason, "full") == 0)
+			continue;
+		if (s < since)
+			s = since;
+		if (e > s)
+			total += e - s;
+	}
+	return total;
+}
+
+int
+escalation_used_s(int64_t now_us)
+{
+	return (int) (used_us(now_us) / 1000000);
+}
+
+int
+escalation_active(void)
+{
+	return esc.open;
+}
+
+/*
+ * avail_s
+ *		Whole seconds of budget left now (ignoring the open window's
+ *		planned future, counting its elapsed part); -1 = unlimited.
+ */
+static int
+avail_s(int64_t now_us)
+{
+	int64_t		left;
+
+	if (esc.budget_s == ESC_BUDGET_UNLIMITED)
+		return -1;
+	left = (int64_t) esc.budget_s * 1000000 - used_us(now_us);
+	return left > 0 ? (int) (left / 1000000) : 0;
+}
+
+/*
+ * escalation_tick
+ *		Close the open window when it reached its planned end or the budget
+ *		is spent; drop windows that ended more than an hour ago.
+ */
+void
+escalation_tick(int64_t now_us)
+{
+	size_t		drop = 0;
+
+	if (esc.open && esc.win[esc.nwin - 1].planned_end_us != 0)
+	{
+		if (now_us >= esc.win[esc.nwin - 1].planned_end_us)
+			close_window(now_us, "expired");
+		else if (esc.budget_s != ESC_BUDGET_UNLIMITED &&
+				 used_us(now_us) >= (int64_t) esc.budget_s * 1000000)
+			close_window(now_us, "budget");
+	}
+	while (drop < esc.nwin && esc.win[drop].end_us != 0 &&
+		   esc.win[drop].end_us < now_us - ESC_HOUR_US)
+		drop++;
+	if (drop > 0)
+	{
+		memmove(&esc.win[0], &esc.win[drop], sizeof(esc.win[0]) * (esc.nwin - drop));
+		esc.nwin -= drop;
+	}
+}
+
+static int
+respond(char *out, size_t outlen, const char *fmt,...)
+{
+	va_list		ap;
+	int			n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(out, outlen, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		n = 0;
+	if ((size_t) n >= outlen)
+		n = (int) outlen - 1;
+	return n;
+}
+
+/*
+ * parse_seconds
+ *		A decimal 1..ESC_MAX_REQUEST_S, or -1.
+ */
+static int
+parse_seconds(const char *s)
+{
+	char	   *end;
+	long		v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno != 0 || end == s || *end != '\0' || v < 1 || v > ESC_MAX_REQUEST_S)
+		return -1;
+	return (int) v;
+}
+
+/*
+ * word_ok
+ *		A who/reason word: letters, digits and _.-@ only.
+ */
+static int
+word_ok(const char *s)
+{
+	if (*s == '\0')
+		return 0;
+	for (; *s; s++)
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
+			  (*s >= '0' && *s <= '9') || *s == '_' || *s == '.' || *s == '-' || *s == '@'))
+			return 0;
+	return 1;
+}
+
+/*
+ * escalate
+ *		ESCALATE <seconds> <who> [reason].
+ */
+static int
+escalate(const pgt_request *r, int64_t now_us, char *out, size_t outlen)
+{
+	int			want;
+	int			avail;
+	int			granted;
+	const char *reason = r->nargs >= 3 ? r->args[2] : "manual";
+
+	if (r->nargs < 2 || r->nargs > 3)
+		return respond(out, outlen, "ERR bad-argument usage: ESCALATE <seconds> <who> [reason]");
+	want = parse_seconds(r->args[0]);
+	if (want < 0)
+		return respond(out, outlen, "ERR bad-argument seconds must be 1..%d", ESC_MAX_REQUEST_S);
+	if (!word_ok(r->args[1]) || !word_ok(reason) || strlen(reason) >= PGT_EXACT_REASON_LEN)
+		return respond(out, outlen, "ERR bad-argument who and reason: letters, digits, _.-@");
+	if (esc.sw == NULL)
+		return respond(out, outlen, "ERR unavailable exact timing is not running: %s",
+					   esc.unavailable[0] ? esc.unavailable : "probe set exact not started");
+	if (esc.mode == ESC_MODE_SAMPLED)
+		return respond(out, outlen,
+					   "ERR unavailable helper runs with --mode sampled: exact timing is off");
+	if (esc.mode == ESC_MODE_FULL)
+		return respond(out, outlen, "OK granted=%d remaining=-1 budget=%d mode=full",
+					   want, esc.budget_s);
+	if (esc.budget_s == 0)
+		return respond(out, outlen,
+					   "ERR denied budget disabled (--exact-budget 0) remaining=0 budget=0");
+	avail = avail_s(now_us);
+	if (avail == 0)
+		return respond(out, outlen, "ERR denied budget exhausted remaining=0 budget=%d",
+					   esc.budget_s);
+	granted = (avail < 0 || want < avail) ? want : avail;
+	if (esc.open)
+	{
+		struct pgt_exact_window_entry *w = &esc.win[esc.nwin - 1];
+
+		/* the open window now ends `granted` seconds from now */
+		w->planned_end_us = now_us + (int64_t) granted * 1000000;
+		w->granted_s = (uint32_t) ((w->planned_end_us - w->start_us + 999999) / 1000000);
+	}
+	else
+		open_window(now_us, now_us + (int64_t) granted * 1000000, (uint32_t) granted,
+					reason, r->args[1]);
+	return respond(out, outlen, "OK granted=%d remaining=%d budget=%d mode=tiered",
+				   granted, avail < 0 ? -1 : avail - granted, esc.budget_s);
+}
+
+/*
+ * escalation_auto
+ *		Open (or extend) a window on the helper's own behalf, as ESCALATE
+ *		would; 0 when granted.
+ */
+int
+escalation_auto(int64_t now_us, int seconds, const char *reason)
+{
+	pgt_request r;
+	char		out[PGT_PROTO_MAX_RESPONSE];
+
+	memset(&r, 0, sizeof(r));
+	snprintf(r.verb, sizeof(r.verb), "ESCALATE");
+	r.nargs = 3;
+	snprintf(r.args[0], sizeof(r.args[0]), "%d", seconds);
+	snprintf(r.args[1], sizeof(r.args[1]), "helper");
+	snprintf(r.args[2], sizeof(r.args[2]), "%s", reason);
+	escalation_tick(now_us);
+	(void) escalate(&r, now_us, out, sizeof(out));
+	log_info("anomaly %s: %s", reason, out);
+	return strncmp(out, "OK ", 3) == 0 ? 0 : -1;
+}
+
+/*
+ * escalation_respond
+ *		The answer text ("OK ..."/"ERR ...", without the protocol tag and
+ *		LF) to ESCALATE, DEESCALATE and BUDGET; -1 for other verbs.
+ */
+int
+escalation_respond(const pgt_request *r, int64_t now_us, char *out, size_t outlen)
+{
+	escalation_tick(now_us);
+	if (strcmp(r->verb, "ESCALATE") == 0)
+		return escalate(r, now_us, out, outlen);
+	if (strcmp(r->verb, "DEESCALATE") == 0)
+	{
+		int			was = esc.open && esc.mode == ESC_MODE_TIERED;
+		int			avail;
+
+		if (r->nargs != 1 || !word_ok(r->args[0]))
+			return respond(out, outlen, "ERR bad-argument usage: DEESCALATE <who>");
+		if (was)
+		{
+			char		why[PGT_EXACT_REASON_LEN];
+
+			snprintf(why, sizeof(why), "deescalated");
+			close_window(now_us, why);
+		}
+		avail = avail_s(now_us);
+		return respond(out, outlen, "OK closed=%d remaining=%d budget=%d mode=%s",
+					   was, avail, esc.budget_s, escalation_mode_name());
+	}
+	if (strcmp(r->verb, "BUDGET") == 0)
+	{
+		int64_t		until = esc.open ? esc.win[esc.nwin - 1].planned_end_us : 0;
+
+		if (r->nargs != 0)
+			return respond(out, outlen, "ERR bad-argument BUDGET takes no arguments");
+		return respond(out, outlen,
+					   "OK mode=%s budget=%d used=%d remaining=%d active=%d until=%lld",
+					   escalation_mode_name(), esc.budget_s, escalation_used_s(now_us),
+					   avail_s(now_us), esc.open, (long long) until);
+	}
+	return -1;
+}
+
+/*
+ * escalation_windows
+ *		Copy the windows of the last hour (oldest first).
+ */
+size_t
+escalation_windows(struct pgt_exact_window_entry *out, size_t max)
+{
+	size_t		n = esc.nwin < max ? esc.nwin : max;
+
+	memcpy(out, &esc.win[esc.nwin - n], sizeof(*out) * n);
+	return n;
+}
+
+void
+escalation_reset(void)
+{
+	esc.nwin = 0;
+	esc.open = 0;
+	esc.on = 0;
+}

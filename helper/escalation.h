@@ -1,0 +1,79 @@
+/*
+ * helper/escalation.h
+ *	  Tiers and escalation windows of exact wait timing: the --mode
+ *	  (tiered, sampled, full), the budget of exact seconds per rolling hour,
+ *	  the windows of the last hour, and the control verbs ESCALATE,
+ *	  DEESCALATE and BUDGET (common/pgt_protocol.h).
+ *
+ * One state per helper process (the exact set's BPF switch is global to
+ * the helper); single-threaded (the daemon's loop).
+ */
+#ifndef PGT_HELPER_ESCALATION_H
+#define PGT_HELPER_ESCALATION_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pgt_protocol.h"
+#include "pgt_segment.h"
+
+#define ESC_MODE_TIERED		0	/* sampled always, exact during windows */
+#define ESC_MODE_SAMPLED	1	/* never exact */
+#define ESC_MODE_FULL		2	/* exact always */
+
+#define ESC_BUDGET_UNLIMITED	(-1)
+#define ESC_DEFAULT_BUDGET_S	300
+#define ESC_MAX_BUDGET_S		3600	/* a rolling hour cannot hold more */
+#define ESC_MAX_REQUEST_S		86400	/* longest window one request may ask */
+#define ESC_HOUR_US				(INT64_C(3600) * 1000000)
+#define ESC_MAX_WINDOWS			64
+
+/* Turns exact timing on (1) or off (0); set by the exact probe set. */
+typedef void (*esc_switch_fn) (int on);
+
+extern int	escalation_configure_mode(const char *s, char *err, size_t errlen);
+extern int	escalation_configure_budget(const char *s, char *err, size_t errlen);
+extern int	escalation_mode(void);
+extern const char *escalation_mode_name(void);
+extern int	escalation_budget(void);
+
+extern void escalation_attach(esc_switch_fn fn, const char *unavailable_reason);
+extern void escalation_detach(void);
+extern void escalation_tick(int64_t now_us);
+extern int	escalation_active(void);
+extern int	escalation_used_s(int64_t now_us);
+
+extern int	escalation_respond(const pgt_request *r, int64_t now_us,
+							   char *out, size_t outlen);
+extern size_t escalation_windows(struct pgt_exact_window_entry *out, size_t max);
+
+/*
+ * Anomaly rules (helper/escalation_anomaly.c): fed once a second with the
+ * number of active sessions (a wait event that is not idle, or on CPU) and
+ * of those in the Lock class; open a window of ESC_ANOMALY_WINDOW_S seconds
+ * (budget permitting) when active sessions exceed ESC_ANOMALY_MULT times a
+ * baseline (an average that freezes during anomalies) and at least
+ * ESC_ANOMALY_MIN_ACTIVE, or when at least ESC_ANOMALY_MIN_LOCK sessions
+ * wait on locks and they are ESC_ANOMALY_LOCK_SHARE of the active ones;
+ * then nothing for the cooldown.
+ */
+#define ESC_ANOMALY_WINDOW_S	60
+#define ESC_ANOMALY_MULT		3.0
+#define ESC_ANOMALY_MIN_ACTIVE	4
+#define ESC_ANOMALY_MIN_LOCK	3
+#define ESC_ANOMALY_LOCK_SHARE	0.5
+#define ESC_ANOMALY_WARMUP_S	5
+#define ESC_ANOMALY_BASE_S		60		/* baseline: moving average over ~60 samples */
+#define ESC_DEFAULT_COOLDOWN_S	300
+
+extern int	escalation_configure_anomaly(const char *s, char *err, size_t errlen);
+extern int	escalation_configure_cooldown(const char *s, char *err, size_t errlen);
+extern const char *escalation_anomaly_sample(int64_t now_us, uint32_t active,
+											 uint32_t locked);
+extern double escalation_anomaly_baseline(void);
+extern int	escalation_auto(int64_t now_us, int seconds, const char *reason);
+
+/* for unit tests: forget every window, back to the configured mode */
+extern void escalation_reset(void);
+
+#endif							/* PGT_HELPER_ESCALATION_H */

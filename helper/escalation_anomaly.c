@@ -1,0 +1,112 @@
+/*
+ * helper/escalation_anomaly.c
+ *	  Anomaly rules that open exact-timing windows on their own (tiered
+ *	  mode): fed once a second with a sample of the cluster's sessions
+ *	  (how many are active, how many of those wait in the Lock class), see
+ *	  escalation.h for the rules and their constants.
+ *
+ * The baseline is an exponential moving average of active sessions over
+ * about ESC_ANOMALY_BASE_S samples; it does not move while a rule holds,
+ * so a long anomaly does not become the new normal.  After a window opened
+ * by a rule, rules are silent for the cooldown.
+ *
+ * Single-threaded (the daemon's loop).
+ */
+#include "escalation.h"
+
+#include "log.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int	anomaly_enabled = 1;
+static int	cooldown_s = ESC_DEFAULT_COOLDOWN_S;
+static double baseline = -1;	/* < 0: no sample yet */
+static int64_t first_us;
+static int64_t last_fire_us;
+
+/*
+ * escalation_configure_anomaly
+ *		--anomaly on|off.
+ */
+int
+escalation_configure_anomaly(const char *s, char *err, size_t errlen)
+{
+	if (strcmp(s, "on") == 0)
+		anomaly_enabled = 1;
+	else if (strcmp(s, "off") == 0)
+		anomaly_enabled = 0;
+	else
+	{
+		snprintf(err, errlen, "\"%s\": use on or off", s);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * escalation_configure_cooldown
+ *		--anomaly-cooldown SECONDS (1..86400).
+ */
+int
+escalation_configure_cooldown(const char *s, char *err, size_t errlen)
+{
+	char	   *end;
+	long		v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno != 0 || end == s || *end != '\0' || v < 1 || v > 86400)
+	{
+		snprintf(err, errlen, "\"%s\": give seconds, 1..86400", s);
+		return -1;
+	}
+	cooldown_s = (int) v;
+	return 0;
+}
+
+double
+escalation_anomaly_baseline(void)
+{
+	return baseline;
+}
+
+/*
+ * escalation_anomaly_sample
+ *		One sample; returns the rule that opened a window, else NULL.
+ */
+const char *
+escalation_anomaly_sample(int64_t now_us, uint32_t active, uint32_t locked)
+{
+	const char *rule = NULL;
+
+	if (baseline < 0)
+	{
+		baseline = active;
+		first_us = now_us;
+		return NULL;
+	}
+	if (active >= ESC_ANOMALY_MIN_ACTIVE &&
+		active >= ESC_ANOMALY_MULT * (baseline > 1 ? baseline : 1))
+		rule = "anomaly-active";
+	else if (locked >= ESC_ANOMALY_MIN_LOCK &&
+			 (double) locked >= ESC_ANOMALY_LOCK_SHARE * active)
+		rule = "anomaly-lock";
+	if (rule == NULL)
+	{
+		/* normal: the baseline follows */
+		baseline += ((double) active - baseline) / ESC_ANOMALY_BASE_S;
+		return NULL;
+	}
+	if (!anomaly_enabled || escalation_mode() != ESC_MODE_TIERED ||
+		now_us - first_us < (int64_t) ESC_ANOMALY_WARMUP_S * 1000000 ||
+		escalation_active() ||
+		(last_fire_us != 0 && now_us - last_fire_us < (int64_t) cooldown_s * 1000000))
+		return NULL;
+	last_fire_us = now_us;
+	log_info("anomaly: %s (active %u, in Lock %u, baseline %.1f)", rule, active, locked,
+			 baseline);
+	return escalation_auto(now_us, ESC_ANOMALY_WINDOW_S, rule) == 0 ? rule : NULL;
+}

@@ -1,0 +1,504 @@
+/*
+ * helper/exact_waits.c
+ *	  Probe set "exact" (bpf/exact_waits.bpf.c): exact timing of blocking
+ *	  wait events by system-call tagging, switched on and off by the tiers
+ *	  and escalation windows (helper/escalation.c); the hardware-watchpoint
+ *	  self-test; publication of the per-(pid, query id, event) totals, the
+ *	  per-event histograms and the windows (segment kinds 10..12).
+ *
+ * When timing is switched on, waits already in progress are seeded: each
+ * mapped process whose PGPROC.wait_event_info is set gets an `exact_seeds`
+ * entry starting now, which its next system-call exit ends (the enter
+ * program drops it when the process starts a new call instead).
+ *
+ * Once a second (collect) in tiered mode the sessions are sampled for the
+ * anomaly rules (helper/escalation_anomaly.c): each mapped process's
+ * wait_event_info, read like the seeds.
+ *
+ * Single-threaded (the daemon's loop).
+ */
+#include "escalation.h"
+#include "log.h"
+#include "procfs.h"
+#include "probe_set.h"
+#include "exact_waits.h"
+#include "exact_waits.skel.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/hw_breakpoint.h>
+#include <linux/perf_event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+typedef struct exact_priv
+{
+	struct exact_waits_bpf *skel;
+	struct bpf_link *enter;
+	struct bpf_link *exit;
+	int			qid_fd;
+	/* copies of the maps, refreshed by collect */
+	struct pgt_exact_key *keys;
+	struct pgt_exact_val *vals;
+	size_t		n;
+	struct pgt_exact_hkey *hkeys;
+	struct pgt_exact_hval *hvals;
+	size_t		nh;
+	char		watch[96];		/* watchpoint self-test result */
+} exact_priv;
+
+/* The running instance, for the escalation switch (one per helper). */
+static exact_priv *running;
+
+/*
+ * watch_test
+ *		Does a hardware write breakpoint on one of our own variables fire?
+ *		Returns 1 when it does; reason says what was seen.
+ */
+static int
+watch_test(char *reason, size_t len)
+{
+	static volatile uint32_t target;
+	struct perf_event_attr attr;
+	uint64_t	hits = 0;
+	int			fd;
+	int			i;
+
+	memset(&attr, 0, sizeof(attr));
+	attr.type = PERF_TYPE_BREAKPOINT;
+	attr.size = sizeof(attr);
+	attr.bp_type = HW_BREAKPOINT_W;
+	attr.bp_addr = (uint64_t) (uintptr_t) &target;
+	attr.bp_len = HW_BREAKPOINT_LEN_4;
+	attr.sample_period = 1;
+	attr.disabled = 1;
+	attr.exclude_kernel = 1;
+	attr.exclude_hv = 1;
+	fd = (int) syscall(SYS_perf_event_open, &attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	if (fd < 0)
+	{
+		snprintf(reason, len, "watchpoints unavailable: perf_event_open(BREAKPOINT): %s",
+				 strerror(errno));
+		return 0;
+	}
+	(void) ioctl(fd, PERF_EVENT_IOC_RESET, 0);
+	(void) ioctl(fd, PERF_EVENT_IOC_ENABLE, 0);
+	for (i = 0; i < 100; i++)
+		target = (uint32_t) i;
+	(void) ioctl(fd, PERF_EVENT_IOC_DISABLE, 0);
+	if (read(fd, &hits, sizeof(hits)) != (ssize_t) sizeof(hits))
+		hits = 0;
+	close(fd);
+	if (hits == 0)
+	{
+		snprintf(reason, len,
+				 "watchpoints unavailable: breakpoint opened but never fired (0/100 writes)");
+		return 0;
+	}
+	snprintf(reason, len, "watchpoints fire (%llu/100) but watchpoint mode is not implemented",
+			 (unsigned long long) hits);
+	return 1;
+}
+
+static uint64_t
+mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t) ts.tv_sec * 1000000000ULL + (uint64_t) ts.tv_nsec;
+}
+
+/*
+ * read_mem
+ *		Read len bytes at addr of process pid's memory; 0 on success.
+ */
+static int
+read_mem(uint32_t pid, uint64_t addr, void *buf, size_t len)
+{
+	char		path[64];
+	ssize_t		got;
+	int			fd;
+
+	snprintf(path, sizeof(path), "/proc/%u/mem", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	got = pread(fd, buf, len, (off_t) addr);
+	close(fd);
+	return got == (ssize_t) len ? 0 : -1;
+}
+
+/*
+ * seed_waits
+ *		One `exact_seeds` entry per mapped process that is waiting now.
+ */
+static int
+seed_waits(exact_priv *p)
+{
+	int			seeds_fd = bpf_map__fd(p->skel->maps.exact_seeds);
+	uint32_t	key;
+	uint32_t	next;
+	uint32_t   *prev = NULL;
+	uint64_t	now = mono_ns();
+	int			n = 0;
+
+	if (p->qid_fd < 0)
+		return 0;
+	while (bpf_map_get_next_key(p->qid_fd, prev, &next) == 0)
+	{
+		struct pgt_qid_slot slot;
+		struct pgt_exact_seed seed;
+		uint32_t	wei = 0;
+		int32_t		procpid = 0;
+
+		key = next;
+		prev = &key;
+		if (bpf_map_lookup_elem(p->qid_fd, &key, &slot) != 0 || slot.wait_addr == 0)
+			continue;
+		if (read_mem(key, slot.wait_addr, &wei, sizeof(wei)) != 0 || wei == 0)
+			continue;
+		memset(&seed, 0, sizeof(seed));
+		seed.start_ns = now;
+		seed.event = wei;
+		seed.pid = key;
+		if (read_mem(key, slot.procpid_addr, &procpid, sizeof(procpid)) == 0 &&
+			(uint32_t) procpid == slot.nspid)
+			(void) read_mem(key, slot.queryid_addr, &seed.queryid, sizeof(seed.queryid));
+		/* backends are single-threaded: the thread id is the pid */
+		if (bpf_map_update_elem(seeds_fd, &key, &seed, BPF_ANY) == 0)
+			n++;
+	}
+	return n;
+}
+
+/*
+ * sample_sessions
+ *		The anomaly rules' sample: mapped processes whose wait event is not
+ *		idle (Activity class, Client:ClientRead) count as active (0, no
+ *		event, is on CPU), those in the Lock class as locked.
+ */
+static void
+sample_sessions(exact_priv *p, uint32_t *active, uint32_t *locked)
+{
+	uint32_t	key;
+	uint32_t	next;
+	uint32_t   *prev = NULL;
+
+	*active = *locked = 0;
+	if (p->qid_fd < 0)
+		return;
+	while (bpf_map_get_next_key(p->qid_fd, prev, &next) == 0)
+	{
+		struct pgt_qid_slot slot;
+		uint32_t	wei = 0;
+
+		key = next;
+		prev = &key;
+		if (bpf_map_lookup_elem(p->qid_fd, &key, &slot) != 0 || slot.wait_addr == 0 ||
+			read_mem(key, slot.wait_addr, &wei, sizeof(wei)) != 0)
+			continue;
+		if ((wei & 0xFF000000) == 0x05000000 || wei == 0x06000000)
+			continue;			/* Activity, Client:ClientRead: idle */
+		(*active)++;
+		if ((wei & 0xFF000000) == 0x03000000)
+			(*locked)++;
+	}
+}
+
+/*
+ * attach_progs
+ *		Attach sys_enter and sys_exit (when not attached); 0 or -errno.
+ */
+static int
+attach_progs(exact_priv *p)
+{
+	char		ebuf[128];
+	int			err = 0;
+
+	if (p->exit == NULL)
+	{
+		p->exit = bpf_program__attach(p->skel->progs.pgt_exact_exit);
+		if (p->exit == NULL)
+			err = -errno;
+	}
+	if (err == 0 && p->enter == NULL)
+	{
+		p->enter = bpf_program__attach(p->skel->progs.pgt_exact_enter);
+		if (p->enter == NULL)
+			err = -errno;
+	}
+	if (err != 0)
+		log_error("exact: cannot attach the system-call programs: %s",
+				  pset_errstr(err, ebuf, sizeof(ebuf)));
+	return err;
+}
+
+/*
+ * exact_switch
+ *		escalation callback: exact timing on or off.
+ */
+static void
+exact_switch(int on)
+{
+	exact_priv *p = running;
+
+	if (p == NULL)
+		return;
+	if (on)
+	{
+		int			n;
+
+		/* starts left from an earlier window are stale from now on */
+		__atomic_add_fetch(&p->skel->bss->exact_gen, 1, __ATOMIC_SEQ_CST);
+		if (attach_progs(p) < 0)
+			return;
+		n = seed_waits(p);
+		p->skel->bss->seeds_pending = n > 0;
+		__atomic_store_n(&p->skel->bss->exact_on, 1, __ATOMIC_SEQ_CST);
+		log_debug("exact: on, %d waits in progress seeded", n);
+	}
+	else
+	{
+		__atomic_store_n(&p->skel->bss->exact_on, 0, __ATOMIC_SEQ_CST);
+		/* no tracepoint cost between windows */
+		bpf_link__destroy(p->enter);
+		bpf_link__destroy(p->exit);
+		p->enter = p->exit = NULL;
+	}
+}
+
+/*
+ * start
+ *		open -> shared maps -> load -> attach; watchpoint self-test; hand
+ *		the switch to the escalation state.
+ */
+static int
+start(pset_inst *in, const pset_ctx *ctx)
+{
+	exact_priv *p = calloc(1, sizeof(*p));
+	char		ebuf[128];
+	int			err;
+
+	if (p == NULL)
+		return -1;
+	in->priv = p;
+	p->qid_fd = ctx->qid_fd;
+	(void) watch_test(p->watch, sizeof(p->watch));
+	if (ctx->mode != PSET_MODE_DAEMON)
+	{
+		pset_set_status(in, PGT_PROBE_UNAVAILABLE, "syscall tagging",
+						"exact timing runs in the daemon only; %s", p->watch);
+		return 0;
+	}
+	p->skel = exact_waits_bpf__open();
+	if (p->skel == NULL)
+	{
+		pset_set_status(in, PGT_PROBE_UNAVAILABLE, "syscall tagging", "BPF open failed");
+		escalation_attach(NULL, "BPF open failed");
+		return 0;
+	}
+	p->skel->rodata->pgt_stream = 0;
+	err = pset_prepare_object(ctx, p->skel->obj);
+	if (err == 0)
+		err = exact_waits_bpf__load(p->skel);
+	/* attach once to prove it works; tiered mode re-attaches per window */
+	if (err == 0)
+		err = attach_progs(p);
+	if (err == 0 && escalation_mode() != ESC_MODE_FULL)
+	{
+		bpf_link__destroy(p->enter);
+		bpf_link__destroy(p->exit);
+		p->enter = p->exit = NULL;
+	}
+	if (err != 0)
+	{
+		pset_set_status(in, PGT_PROBE_UNAVAILABLE, "syscall tagging",
+						"tp_btf/sys_enter+sys_exit: %s; %s",
+						pset_errstr(err, ebuf, sizeof(ebuf)), p->watch);
+		escalation_attach(NULL, in->status.reason);
+		return 0;
+	}
+	running = p;
+	pset_set_status(in, PGT_PROBE_AVAILABLE, "syscall tagging",
+					"mode %s, budget %d s/h; %s", escalation_mode_name(),
+					escalation_budget(), p->watch);
+	escalation_attach(exact_switch, NULL);
+	return 0;
+}
+
+/*
+ * stop
+ *		Close the open window, detach, free.
+ */
+static void
+stop(pset_inst *in)
+{
+	exact_priv *p = in->priv;
+
+	if (p == NULL)
+		return;
+	if (running == p)
+	{
+		escalation_detach();
+		running = NULL;
+	}
+	bpf_link__destroy(p->enter);
+	bpf_link__destroy(p->exit);
+	exact_waits_bpf__destroy(p->skel);
+	free(p->keys);
+	free(p->vals);
+	free(p->hkeys);
+	free(p->hvals);
+	free(p);
+	in->priv = NULL;
+}
+
+/*
+ * copy_map
+ *		All entries of a hash map into freshly allocated key/value arrays.
+ */
+static size_t
+copy_map(int fd, size_t max, size_t ksz, size_t vsz, void **keys, void **vals)
+{
+	unsigned char *k = malloc(max * ksz);
+	unsigned char *v = malloc(max * vsz);
+	unsigned char cur[64];
+	unsigned char nxt[64];
+	void	   *prev = NULL;
+	size_t		n = 0;
+
+	if (k == NULL || v == NULL)
+	{
+		free(k);
+		free(v);
+		return 0;
+	}
+	while (n < max && bpf_map_get_next_key(fd, prev, nxt) == 0)
+	{
+		memcpy(cur, nxt, ksz);
+		prev = cur;
+		if (bpf_map_lookup_elem(fd, cur, v + n * vsz) != 0)
+			continue;
+		memcpy(k + n * ksz, cur, ksz);
+		n++;
+	}
+	free(*keys);
+	free(*vals);
+	*keys = k;
+	*vals = v;
+	return n;
+}
+
+/*
+ * collect
+ *		Copy the aggregates; stop seeding once every seed was consumed.
+ */
+static void
+collect(pset_inst *in)
+{
+	exact_priv *p = in->priv;
+	uint32_t	k;
+
+	if (p == NULL || p->skel == NULL)
+		return;
+	p->n = copy_map(bpf_map__fd(p->skel->maps.exact_waits), PGT_EXACT_WAITS_MAX,
+					sizeof(struct pgt_exact_key), sizeof(struct pgt_exact_val),
+					(void **) &p->keys, (void **) &p->vals);
+	p->nh = copy_map(bpf_map__fd(p->skel->maps.exact_hists), PGT_EXACT_HISTS_MAX,
+					 sizeof(struct pgt_exact_hkey), sizeof(struct pgt_exact_hval),
+					 (void **) &p->hkeys, (void **) &p->hvals);
+	if (p->skel->bss->seeds_pending &&
+		bpf_map_get_next_key(bpf_map__fd(p->skel->maps.exact_seeds), NULL, &k) != 0)
+		p->skel->bss->seeds_pending = 0;
+	if (escalation_mode() == ESC_MODE_TIERED)
+	{
+		uint32_t	active;
+		uint32_t	locked;
+
+		sample_sessions(p, &active, &locked);
+		(void) escalation_anomaly_sample(procfs_realtime_us(), active, locked);
+	}
+	in->events = 0;
+	for (k = 0; k < p->n; k++)
+		in->events += p->vals[k].count;
+}
+
+/*
+ * publish
+ *		Rows of pub's cluster: waits (pids as PostgreSQL knows them),
+ *		histograms with their counts and totals, the windows.
+ */
+static void
+publish(pset_inst *in, pset_pub *pub)
+{
+	exact_priv *p = in->priv;
+	struct pgt_exact_window_entry win[ESC_MAX_WINDOWS];
+	size_t		nwin;
+	size_t		i;
+	size_t		j;
+
+	escalation_tick(procfs_realtime_us());
+	if (p == NULL)
+		return;
+	for (i = 0; i < p->n; i++)
+	{
+		struct pgt_exact_wait_entry e;
+
+		if (p->vals[i].pm != pub->postmaster)
+			continue;
+		memset(&e, 0, sizeof(e));
+		e.pid = pset_pub_nspid(pub, p->keys[i].pid);
+		e.event = p->keys[i].event;
+		e.queryid = (int64_t) p->keys[i].queryid;
+		e.count = p->vals[i].count;
+		e.total_ns = p->vals[i].total_ns;
+		e.max_ns = p->vals[i].max_ns;
+		(void) pset_pub_add(pub, PGT_SEC_EXACT_WAITS, &e, sizeof(e));
+	}
+	for (i = 0; i < p->nh; i++)
+	{
+		struct pgt_exact_hist_entry h;
+
+		if (p->hkeys[i].pm != pub->postmaster)
+			continue;
+		memset(&h, 0, sizeof(h));
+		h.event = p->hkeys[i].event;
+		h.nslots = PGT_EXACT_HIST_SLOTS;
+		for (j = 0; j < PGT_EXACT_HIST_SLOTS; j++)
+		{
+			h.slots[j] = p->hvals[i].slots[j];
+			h.count += h.slots[j];
+		}
+		/* the total of the event, from the per-process rows */
+		for (j = 0; j < p->n; j++)
+			if (p->vals[j].pm == pub->postmaster && p->keys[j].event == h.event)
+				h.total_ns += p->vals[j].total_ns;
+		(void) pset_pub_add(pub, PGT_SEC_EXACT_HIST, &h, sizeof(h));
+	}
+	nwin = escalation_windows(win, ESC_MAX_WINDOWS);
+	for (i = 0; i < nwin; i++)
+		(void) pset_pub_add(pub, PGT_SEC_EXACT_WINDOWS, &win[i], sizeof(win[i]));
+}
+
+static const probe_set exact_set = {
+	.name = "exact",
+	.description = "exact wait-event timing by system-call tagging (tiers, escalation windows)",
+	.id = PGT_SET_EXACT,
+	.order = 200,			/* after the kernel (10..60) and engine (100..) sets */
+	.start = start,
+	.stop = stop,
+	.collect = collect,
+	.publish = publish,
+};
+
+_Static_assert(PGT_EXACT_NSLOTS == PGT_EXACT_HIST_SLOTS, "histogram slots");
+
+PGT_REGISTER_PROBE_SET(exact_set);

@@ -1,0 +1,349 @@
+/*-------------------------------------------------------------------------
+ *
+ * exact_sql.c
+ *	  SQL functions over the helper's exact wait-event data (issue 4):
+ *	  pg_tracer_exact_waits() (per pid, query id and event, behind the
+ *	  pg_tracer_exact_* views and the exact columns of the sampled views),
+ *	  pg_tracer_histogram(wait_event), pg_tracer_escalations_srf() and
+ *	  pg_tracer_exact_coverage(since).
+ *
+ * Rows come from the helper's segment (tables PGT_SEC_EXACT_WAITS, _HIST,
+ * _WINDOWS), copied and validated in the calling backend; a helper that is
+ * not connected reads as no exact data.
+ *
+ * Visibility of per-process and per-query rows follows pg_stat_activity:
+ * pg_read_all_stats (and superusers) see every row, other roles the rows of
+ * client backends whose role they have the privileges of.  Histograms and
+ * windows carry no per-session detail and are visible to all.
+ *
+ * Locking: none of its own; pgstat_fetch_stat_local_beentry() takes the
+ * backend status snapshot the way pg_stat_activity does.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_authid_d.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
+#include "utils/backend_status.h"
+#include "utils/builtins.h"
+#include "utils/timestamp.h"
+
+#include <math.h>
+
+#include "ash.h"
+#include "pg_tracer.h"
+
+PG_FUNCTION_INFO_V1(pg_tracer_exact_waits);
+PG_FUNCTION_INFO_V1(pg_tracer_histogram);
+PG_FUNCTION_INFO_V1(pg_tracer_escalations_srf);
+PG_FUNCTION_INFO_V1(pg_tracer_exact_coverage);
+
+/* Difference between the unix epoch and PostgreSQL's, in microseconds. */
+#define EXACT_EPOCH_DIFF_US \
+	((int64) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * USECS_PER_DAY)
+
+#define EXACT_COLS	9
+#define HIST_COLS	5
+#define WIN_COLS	8
+
+/*
+ * visible_pid
+ *		pg_stat_activity's rule for one pid: everything with
+ *		pg_read_all_stats, else client backends of roles the caller has the
+ *		privileges of.
+ */
+static bool
+visible_pid(bool see_all, uint32 pid)
+{
+	int			nbackends;
+	int			beid;
+
+	if (see_all)
+		return true;
+	nbackends = pgstat_fetch_stat_numbackends();
+	for (beid = 1; beid <= nbackends; beid++)
+	{
+		LocalPgBackendStatus *local = pgstat_fetch_stat_local_beentry(beid);
+		PgBackendStatus *be;
+
+		if (local == NULL)
+			continue;
+		be = &local->backendStatus;
+		if (be->st_procpid > 0 && (uint32) be->st_procpid == pid)
+			return be->st_backendType == B_BACKEND &&
+				has_privs_of_role(GetUserId(), be->st_userid);
+	}
+	return false;
+}
+
+/*
+ * pg_tracer_exact_waits
+ *		One row per (pid, query id, wait event) timed exactly: pid, queryid,
+ *		wait_event_type, wait_event, waits, total_ms, avg_us, max_us, idle.
+ */
+Datum
+pg_tracer_exact_waits(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	PgtLink		link;
+	bool		see_all;
+	uint32		i;
+
+	pgt_require_preload();
+	InitMaterializedSRF(fcinfo, 0);
+	pgt_link_read(&link);
+	if (!link.connected || pgt_view_count(&link.view, PGT_SEC_EXACT_WAITS) == 0)
+		return (Datum) 0;
+	see_all = has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS);
+	for (i = 0; i < pgt_view_count(&link.view, PGT_SEC_EXACT_WAITS); i++)
+	{
+		const struct pgt_exact_wait_entry *e =
+			pgt_view_row(&link.view, PGT_SEC_EXACT_WAITS, i);
+		Datum		values[EXACT_COLS];
+		bool		nulls[EXACT_COLS];
+		const char *type;
+		const char *name;
+
+		/* a real wait event has a class byte; anything else is damage */
+		if ((e->event & 0xFF000000) == 0 || e->pid > (uint32) PG_INT32_MAX ||
+			e->count == 0 || !visible_pid(see_all, e->pid))
+			continue;
+		memset(nulls, false, sizeof(nulls));
+		pgt_event_names(e->event, &type, &name);
+		values[0] = Int32GetDatum((int32) e->pid);
+		values[1] = Int64GetDatum(e->queryid);
+		values[2] = CStringGetTextDatum(type);
+		values[3] = CStringGetTextDatum(name);
+		values[4] = Int64GetDatum(pgt_uint64_to_int64(e->count));
+		values[5] = Float8GetDatum((double) e->total_ns / 1e6);
+		values[6] = Float8GetDatum((double) e->total_ns / 1e3 / (double) e->count);
+		values[7] = Int64GetDatum(pgt_uint64_to_int64(e->max_ns / 1000));
+		values[8] = BoolGetDatum(pgt_event_is_idle(e->event));
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	pfree(link.buf);
+	return (Datum) 0;
+}
+
+/*
+ * resolve_event
+ *		wait_event_info of "Type:Event" or "Event" (case-insensitive), from
+ *		the running server's own table; raises the "unknown" error.
+ */
+static uint32
+resolve_event(const char *arg)
+{
+	pgt_wait_event_name *names = palloc(sizeof(pgt_wait_event_name) * PGT_LAYOUT_MAX_EVENTS);
+	int			n = pgt_collect_wait_events(names, PGT_LAYOUT_MAX_EVENTS);
+	const char *colon = strchr(arg, ':');
+	int			i;
+
+	for (i = 0; i < n; i++)
+	{
+		if (colon != NULL)
+		{
+			size_t		tl = colon - arg;
+
+			if (strlen(names[i].class_name) == tl &&
+				pg_strncasecmp(names[i].class_name, arg, tl) == 0 &&
+				pg_strcasecmp(names[i].event_name, colon + 1) == 0)
+				return names[i].info;
+		}
+		else if (pg_strcasecmp(names[i].event_name, arg) == 0)
+			return names[i].info;
+	}
+	ereport(ERROR,
+			(errcode(ERRCODE_UNDEFINED_OBJECT),
+			 errmsg("unknown wait event \"%s\"", arg),
+			 errhint("Give a wait event as wait_event or wait_event_type:wait_event, e.g. 'IO:DataFileRead'; "
+					 "names are listed by SELECT wait_event_type, wait_event FROM pg_tracer_wait_events.")));
+	return 0;
+}
+
+/*
+ * pg_tracer_histogram(wait_event text)
+ *		The exact latency histogram of one event: bucket_lo_us,
+ *		bucket_hi_us (NULL for the open-ended last bucket), waits, pct,
+ *		cumulative_pct, from the first to the last non-empty bucket.
+ */
+Datum
+pg_tracer_histogram(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	char	   *arg;
+	uint32		event;
+	uint64		slots[PGT_EXACT_HIST_SLOTS];
+	uint64		total = 0;
+	uint64		cum = 0;
+	PgtLink		link;
+	int			first = -1;
+	int			last = -1;
+	int			i;
+	uint32		r;
+
+	pgt_require_preload();
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("wait_event must not be NULL"),
+				 errhint("Give a wait event, e.g. pg_tracer_histogram('IO:DataFileRead').")));
+	arg = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	event = resolve_event(arg);
+	InitMaterializedSRF(fcinfo, 0);
+	memset(slots, 0, sizeof(slots));
+	pgt_link_read(&link);
+	if (link.connected)
+	{
+		for (r = 0; r < pgt_view_count(&link.view, PGT_SEC_EXACT_HIST); r++)
+		{
+			const struct pgt_exact_hist_entry *h =
+				pgt_view_row(&link.view, PGT_SEC_EXACT_HIST, r);
+
+			if (h->event != event || h->nslots != PGT_EXACT_HIST_SLOTS)
+				continue;
+			for (i = 0; i < PGT_EXACT_HIST_SLOTS; i++)
+				slots[i] += h->slots[i];
+		}
+	}
+	for (i = 0; i < PGT_EXACT_HIST_SLOTS; i++)
+	{
+		total += slots[i];
+		if (slots[i] != 0)
+		{
+			if (first < 0)
+				first = i;
+			last = i;
+		}
+	}
+	if (total == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("pg_tracer_histogram(%s) needs exact data: escalate", quote_literal_cstr(arg)),
+				 errdetail("%s", link.connected ?
+						   "The helper has timed no wait of this event exactly; the sampled tier has no latency distribution." :
+						   psprintf("The pg_tracer helper is not connected: %s.", link.reason)),
+				 errhint("Run SELECT * FROM pg_tracer_escalate(60) (or start the helper with --mode full), then retry while the event occurs.")));
+	for (i = first; i <= last; i++)
+	{
+		Datum		values[HIST_COLS];
+		bool		nulls[HIST_COLS];
+
+		memset(nulls, false, sizeof(nulls));
+		cum += slots[i];
+		values[0] = Float8GetDatum(i == 0 ? 0.0 : ldexp(1.0, i - 1));
+		values[1] = Float8GetDatum(ldexp(1.0, i));
+		nulls[1] = (i == PGT_EXACT_HIST_SLOTS - 1);
+		values[2] = Int64GetDatum(pgt_uint64_to_int64(slots[i]));
+		values[3] = Float8GetDatum(100.0 * (double) slots[i] / (double) total);
+		values[4] = Float8GetDatum(100.0 * (double) cum / (double) total);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	pfree(link.buf);
+	return (Datum) 0;
+}
+
+/*
+ * safe_text
+ *		A fixed-size string of the segment as text: cut at its NUL (or its
+ *		size), anything not printable ASCII replaced by '?'.
+ */
+static Datum
+safe_text(const char *s, size_t size)
+{
+	char	   *out = palloc(size + 1);
+	size_t		i;
+
+	for (i = 0; i < size && s[i] != '\0'; i++)
+		out[i] = (s[i] >= 0x20 && s[i] < 0x7f) ? s[i] : '?';
+	out[i] = '\0';
+	return CStringGetTextDatum(out);
+}
+
+/*
+ * pg_tracer_escalations_srf
+ *		The exact-timing windows of the last hour: start_time, end_time (NULL
+ *		while open), planned_end, granted_s, reason, requested_by,
+ *		end_reason, duration_s.
+ */
+Datum
+pg_tracer_escalations_srf(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	PgtLink		link;
+	int64		now_us = (int64) (GetCurrentTimestamp() + EXACT_EPOCH_DIFF_US);
+	uint32		i;
+
+	pgt_require_preload();
+	InitMaterializedSRF(fcinfo, 0);
+	pgt_link_read(&link);
+	if (!link.connected)
+		return (Datum) 0;
+	for (i = 0; i < pgt_view_count(&link.view, PGT_SEC_EXACT_WINDOWS); i++)
+	{
+		const struct pgt_exact_window_entry *w =
+			pgt_view_row(&link.view, PGT_SEC_EXACT_WINDOWS, i);
+		Datum		values[WIN_COLS];
+		bool		nulls[WIN_COLS];
+		bool		valid;
+		int64		end;
+
+		memset(nulls, false, sizeof(nulls));
+		values[0] = TimestampTzGetDatum(pgt_unix_us_to_timestamptz(w->start_us, &valid));
+		if (!valid)
+			continue;
+		values[1] = TimestampTzGetDatum(pgt_unix_us_to_timestamptz(w->end_us, &valid));
+		nulls[1] = !valid;
+		values[2] = TimestampTzGetDatum(pgt_unix_us_to_timestamptz(w->planned_end_us, &valid));
+		nulls[2] = !valid;
+		values[3] = Int32GetDatum((int32) Min(w->granted_s, (uint32) PG_INT32_MAX));
+		values[4] = safe_text(w->reason, sizeof(w->reason));
+		values[5] = safe_text(w->who, sizeof(w->who));
+		values[6] = safe_text(w->end_reason, sizeof(w->end_reason));
+		nulls[6] = (w->end_us == 0);
+		end = w->end_us ? w->end_us : now_us;
+		values[7] = Float8GetDatum(end > w->start_us ? (double) (end - w->start_us) / 1e6 : 0.0);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	pfree(link.buf);
+	return (Datum) 0;
+}
+
+/*
+ * pg_tracer_exact_coverage(since timestamptz)
+ *		Share (0..1) of the time from `since` to now that exact-timing
+ *		windows covered; 0 without a helper, NULL for a NULL or future since.
+ */
+Datum
+pg_tracer_exact_coverage(PG_FUNCTION_ARGS)
+{
+	int64		now_us = (int64) (GetCurrentTimestamp() + EXACT_EPOCH_DIFF_US);
+	int64		since_us;
+	int64		covered = 0;
+	PgtLink		link;
+	uint32		i;
+
+	pgt_require_preload();
+	if (PG_ARGISNULL(0))
+		PG_RETURN_NULL();
+	since_us = (int64) (PG_GETARG_TIMESTAMPTZ(0) + EXACT_EPOCH_DIFF_US);
+	if (since_us >= now_us)
+		PG_RETURN_NULL();
+	pgt_link_read(&link);
+	if (!link.connected)
+		PG_RETURN_FLOAT8(0.0);
+	for (i = 0; i < pgt_view_count(&link.view, PGT_SEC_EXACT_WINDOWS); i++)
+	{
+		const struct pgt_exact_window_entry *w =
+			pgt_view_row(&link.view, PGT_SEC_EXACT_WINDOWS, i);
+		int64		s = Max(w->start_us, since_us);
+		int64		e = Min(w->end_us ? w->end_us : now_us, now_us);
+
+		if (e > s)
+			covered += e - s;
+	}
+	pfree(link.buf);
+	PG_RETURN_FLOAT8(Min(1.0, (double) covered / (double) (now_us - since_us)));
+}

@@ -1,0 +1,249 @@
+# 040_exact_waits.pl — exact wait-event timing by the helper (system-call
+# tagging), escalation windows and their budget, against ground truth
+# measured independently of the helper:
+#
+#   - pg_sleep(2): Timeout:PgSleep exact total = the sleep (±5%)
+#   - a ~2 s lock wait timed by this script: Lock:relation (±5%) on the
+#     blocked pid and under its pg_stat_activity query id
+#   - a table scan larger than shared_buffers: IO:DataFileRead count close
+#     to the read system calls /proc/<pid>/io counted (syscr)
+#   - histogram buckets sum to the exact count
+#   - budget: a request clamped to the budget, the window ends when the
+#     budget is spent, then a denial with budget_remaining_s = 0
+#   - a wait already in progress when a window opens is timed from the
+#     window's start (seeded)
+#   - escalate/deescalate rights (superuser, pgtracer_admin, others
+#     denied), idempotent deescalate, argument errors, --mode full fidelity
+#   - hardware watchpoint self-test reported in pg_tracer_probes
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use PgTracerTest;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(time sleep);
+
+plan skip_all => 'root helper not reachable (run through scripts/test.sh)'
+  unless helper_available();
+
+my ($node, $rt) = tracer_node('exact',
+	conf => "compute_query_id = on\nshared_buffers = 16MB\n");
+$node->safe_psql('postgres', 'CREATE EXTENSION pg_tracer');
+sub q1 { return $node->safe_psql('postgres', $_[0]); }
+sub within
+{
+	my ($got, $want, $frac) = @_;
+	return defined $got && $got ne '' && abs($got - $want) <= $want * $frac;
+}
+sub connected
+{
+	return defined wait_until(sub {
+		q1('SELECT helper_connected FROM pg_tracer_status()') eq 't' }, 20);
+}
+
+# a table bigger than shared_buffers (16MB): every page is a read call
+q1('CREATE TABLE big AS SELECT g AS id, repeat(\'x\', 500) AS pad FROM generate_series(1, 60000) g');
+q1('CREATE TABLE locked(a int); INSERT INTO locked VALUES (1)');
+q1('CREATE ROLE alice LOGIN; CREATE ROLE bob LOGIN IN ROLE pgtracer_admin');
+
+# ---- no helper yet: clear errors
+my ($rc, $out, $err) = $node->psql('postgres', "SELECT * FROM pg_tracer_histogram('PgSleep')");
+like($err, qr/needs exact data: escalate.*not connected/s, 'histogram without a helper: needs exact data');
+
+my $helper = start_helper($node, $rt, '--mode', 'tiered', '--exact-budget', '20');
+ok(connected(), 'helper connected (tiered, budget 20 s)');
+
+my $probe = q1("SELECT state || ': ' || reason FROM pg_tracer_probes WHERE probe_set = 'exact'");
+like($probe, qr/^available: mode tiered, budget 20 s\/h; watchpoints (unavailable: .+|fire \(\d+\/100\) .+)$/,
+	"exact set available, watchpoint self-test reported ($probe)");
+is(q1('SELECT mode, budget_s, used_s, budget_remaining_s, active FROM pg_tracer_exact_budget()'),
+	'tiered|20|0|20|f', 'budget before any window');
+
+# ---- rights and arguments
+($rc, $out, $err) = $node->psql('postgres', 'SELECT * FROM pg_tracer_escalate(5)',
+	extra_params => [ '-U', 'alice' ]);
+like($err, qr/permission denied to escalate exact wait timing.*HINT:.*pgtracer_admin/s,
+	'a role outside pgtracer_admin is denied');
+($rc, $out, $err) = $node->psql('postgres', 'SELECT pg_tracer_deescalate()',
+	extra_params => [ '-U', 'alice' ]);
+like($err, qr/permission denied/, 'deescalate denied too');
+for my $bad ([ 'NULL', qr/seconds must not be NULL/ ], [ '0', qr/seconds must be positive/ ],
+	[ '-5', qr/seconds must be positive/ ], [ '100000', qr/at most 86400/ ])
+{
+	($rc, $out, $err) = $node->psql('postgres', "SELECT * FROM pg_tracer_escalate($bad->[0])");
+	like($err, $bad->[1], "escalate($bad->[0]) refused");
+}
+is(q1('SELECT active FROM pg_tracer_exact_budget()'), 'f', 'refusals opened no window');
+($rc, $out, $err) = $node->psql('postgres', "SELECT * FROM pg_tracer_histogram('NoSuchEvent')");
+like($err, qr/unknown wait event "NoSuchEvent".*HINT:.*pg_tracer_wait_events/s, 'histogram: unknown name');
+($rc, $out, $err) = $node->psql('postgres', "SELECT * FROM pg_tracer_histogram('Timeout:PgSleep')");
+like($err, qr/needs exact data: escalate/, 'histogram over sampled-only data: needs exact data');
+
+# sessions connect before the window so the helper has mapped them
+my $s = $node->background_psql('postgres');
+my $pid = $s->query_safe('SELECT pg_backend_pid()');
+my $locker = $node->background_psql('postgres');
+my $blocked = $node->background_psql('postgres');
+my $bpid = $blocked->query_safe('SELECT pg_backend_pid()');
+sleep(2.5);
+
+# ---- a window, clamped to the budget; bob is a pgtracer_admin member
+my $t_open = time();
+is($node->safe_psql('postgres', 'SELECT granted_s, budget_remaining_s FROM pg_tracer_escalate(25)',
+		extra_params => [ '-U', 'bob' ]),
+	'20|0', 'escalate(25) with a 20 s budget: granted 20, 0 remaining');
+
+# pg_sleep(2)
+my $t0 = time();
+$s->query_safe('SELECT pg_sleep(2)');
+my $slept_truth = (time() - $t0) * 1000;
+$s->query_safe('SELECT 1');
+sleep(1.3);    # the helper publishes its aggregates once a second
+my $slept = q1("SELECT total_ms FROM pg_tracer_exact_session_events
+	WHERE pid = $pid AND wait_event_type = 'Timeout' AND wait_event = 'PgSleep'");
+ok(within($slept, 2000, 0.05), "pg_sleep(2): exact Timeout:PgSleep = $slept ms (2000 +-5%; psql saw $slept_truth)");
+
+# a ~2 s lock wait.  LOCK TABLE waits after its query id is set (a SELECT
+# on the locked table would wait in parse analysis, before it has one).
+$locker->query_safe('BEGIN; LOCK TABLE locked IN ACCESS EXCLUSIVE MODE');
+$blocked->query_safe('BEGIN');
+my $sent = time();
+$blocked->query_until(qr/sent/, "\\echo sent\nLOCK TABLE locked IN ACCESS SHARE MODE;\n");
+ok($node->poll_query_until('postgres',
+		"SELECT wait_event = 'relation' FROM pg_stat_activity WHERE pid = $bpid"),
+	'the LOCK TABLE waits for the lock');
+my $waiting = time();
+my $qid = q1("SELECT query_id FROM pg_stat_activity WHERE pid = $bpid");
+sleep(2 - (time() - $sent)) if time() - $sent < 2;
+$locker->query_safe('COMMIT');
+my $lock_hi = (time() - $sent) * 1000;
+my $lock_lo = (time() - $waiting) * 1000;
+$blocked->query_safe('COMMIT');
+sleep(1.3);
+my $lk = q1("SELECT total_ms FROM pg_tracer_exact_session_events
+	WHERE pid = $bpid AND wait_event_type = 'Lock' AND wait_event = 'relation'");
+ok(defined $lk && $lk ne '' && $lk >= $lock_lo * 0.95 && $lk <= $lock_hi * 1.05,
+	sprintf('lock wait: exact Lock:relation = %s ms on the blocked pid (script saw %.0f..%.0f ms)',
+		$lk, $lock_lo, $lock_hi));
+ok($qid ne '' && $qid ne '0', "the waiting statement has a query id ($qid)");
+my $qlk = q1("SELECT sum(total_ms) FROM pg_tracer_exact_waits()
+	WHERE pid = $bpid AND queryid = $qid AND wait_event = 'relation'");
+ok(within($qlk, $lk, 0.01), "the wait is under the statement's query id ($qlk ms)");
+is(q1("SELECT exact_total_ms FROM pg_tracer_query_events
+	WHERE queryid = $qid AND wait_event = 'relation'"), $qlk eq '' ? '' : $qlk,
+	'pg_tracer_query_events: the exact columns of that query id')
+  if q1("SELECT count(*) FROM pg_tracer_query_events WHERE queryid = $qid AND wait_event = 'relation'") > 0;
+
+# a scan of a table larger than shared_buffers: reads vs IO:DataFileRead
+sub syscr
+{
+	open my $fh, '<', "/proc/$pid/io" or return undef;
+	my ($v) = map { /^syscr: (\d+)/ ? $1 : () } <$fh>;
+	return $v;
+}
+my $dfr0 = q1("SELECT coalesce(sum(waits), 0) FROM pg_tracer_exact_waits()
+	WHERE pid = $pid AND wait_event = 'DataFileRead'");
+my $r0 = syscr();
+$s->query_safe('SELECT count(*) FROM big');
+my $r1 = syscr();
+sleep(1.3);
+my $dfr1 = q1("SELECT coalesce(sum(waits), 0) FROM pg_tracer_exact_waits()
+	WHERE pid = $pid AND wait_event = 'DataFileRead'");
+my ($reads, $dfr) = ($r1 - $r0, $dfr1 - $dfr0);
+cmp_ok($reads, '>', 500, "the scan made $reads read calls");
+ok(within($dfr, $reads, 0.10), "IO:DataFileRead exact count $dfr ~ read calls $reads (+-10%)");
+
+# histogram buckets sum to the count
+my ($hsum, $hcum) = split /\|/, q1("SELECT sum(waits), max(cumulative_pct) FROM pg_tracer_histogram('Timeout:PgSleep')");
+my $cnt = q1("SELECT waits FROM pg_tracer_exact_wait_events WHERE wait_event = 'PgSleep'");
+is($hsum, $cnt, "PgSleep histogram buckets sum to the exact count ($cnt)");
+is($hcum, '100', 'cumulative_pct ends at 100');
+like(q1("SELECT string_agg(bucket_lo_us || '-' || coalesce(bucket_hi_us::text, 'inf'), ',')
+	FROM pg_tracer_histogram('PgSleep') WHERE waits > 0"), qr/1048576-2097152/,
+	'the 2 s sleep is in the [1.05 s, 2.1 s) bucket');
+
+# ---- the budget ends the window mid-way, then denies
+ok(defined wait_until(sub { q1('SELECT active FROM pg_tracer_exact_budget()') eq 'f' }, 25),
+	'the window ended when the budget was spent');
+my $elapsed = time() - $t_open;
+my ($used, $left) = split /\|/, q1('SELECT used_s, budget_remaining_s FROM pg_tracer_exact_budget()');
+ok($used >= 19 && $used <= 21 && $left == 0, "budget spent: used $used s of 20, $left left (window lasted about $elapsed s)");
+my $esc_row = '';
+wait_until(sub {
+	$esc_row = q1("SELECT reason || '|' || requested_by || '|' || coalesce(end_reason, 'open')
+		|| '|' || granted_s FROM pg_tracer_escalations");
+	return $esc_row ne 'manual|bob|open|20' }, 5);
+is($esc_row, 'manual|bob|expired|20', 'the window in pg_tracer_escalations');
+my $before = q1("SELECT coalesce(sum(total_ms), 0) FROM pg_tracer_exact_waits() WHERE pid = $pid AND wait_event = 'PgSleep'");
+$s->query_safe('SELECT pg_sleep(0.5)');
+sleep(1.3);
+is(q1("SELECT coalesce(sum(total_ms), 0) FROM pg_tracer_exact_waits() WHERE pid = $pid AND wait_event = 'PgSleep'"),
+	$before, 'outside the window nothing is timed exactly');
+($rc, $out, $err) = $node->psql('postgres', 'SELECT * FROM pg_tracer_escalate(10)');
+like($err, qr/budget exhausted \(budget_remaining_s = 0\)/, 'exhausted budget: a clear denial');
+is(q1('SELECT pg_tracer_deescalate()'), 'f', 'deescalate without a window: false');
+
+# ---- unlimited budget: idempotent deescalate, a wait in progress is seeded
+signal_helper($helper, 'TERM');
+ok(defined wait_until(sub { q1('SELECT helper_connected FROM pg_tracer_status()') eq 'f' }, 15),
+	'helper stopped');
+$helper = start_helper($node, $rt, '--exact-budget', 'unlimited');
+ok(connected(), 'helper restarted with an unlimited budget');
+sleep(2.5);
+$s->query_until(qr/sent/, "\\echo sent\nSELECT pg_sleep(3);\n");
+my $sleep_start = time();
+sleep(1);
+my $esc_at = time();
+is(q1('SELECT granted_s, budget_remaining_s IS NULL FROM pg_tracer_escalate(60)'), '60|t',
+	'unlimited: all 60 s granted, no remaining budget to report');
+$s->query_safe('SELECT 1');
+my $seed_truth = (time() - $esc_at) * 1000;
+sleep(1.3);
+my $seeded = q1("SELECT total_ms FROM pg_tracer_exact_session_events
+	WHERE pid = $pid AND wait_event = 'PgSleep'");
+ok(defined $seeded && $seeded ne '' && $seeded > 0.85 * (3000 - ($esc_at - $sleep_start) * 1000)
+	  && $seeded <= $seed_truth * 1.05,
+	sprintf('a sleep in progress at escalation is timed from the window start: %s ms (<= %.0f)',
+		$seeded // 'none', $seed_truth));
+is(q1('SELECT pg_tracer_deescalate()'), 't', 'deescalate closes the window');
+is(q1('SELECT pg_tracer_deescalate()'), 'f', 'deescalate again: false (idempotent)');
+ok(defined wait_until(sub {
+	q1("SELECT end_reason FROM pg_tracer_escalations ORDER BY start_time DESC LIMIT 1") eq 'deescalated' }, 5),
+	'pg_tracer_escalations: the window ended by deescalation');
+
+# ---- --mode full: exact always, fidelity exact
+signal_helper($helper, 'TERM');
+ok(defined wait_until(sub { q1('SELECT helper_connected FROM pg_tracer_status()') eq 'f' }, 15),
+	'helper stopped');
+$helper = start_helper($node, $rt, '--mode', 'full');
+ok(connected(), 'helper restarted in full mode');
+sleep(1.5);
+q1('SELECT pg_tracer_reset()');
+$s->query_safe('SELECT pg_sleep(1.5)');
+sleep(1.5);
+is(q1("SELECT fidelity FROM pg_tracer_wait_events WHERE wait_event = 'PgSleep'"), 'exact',
+	'full mode: pg_tracer_wait_events fidelity exact');
+is(q1("SELECT reason || '|' || requested_by FROM pg_tracer_escalations"), 'full|helper',
+	'full mode shows as one window');
+# exact time model of the sleeping session: a CPU burn it timed itself
+my ($c0, $w0) = split /\|/, q1("SELECT cpu_ms, wait_ms FROM pg_tracer_exact_time_model WHERE pid = $pid");
+$s->query_safe('SELECT pg_sleep(1)');
+my $lt0 = time();
+$s->query_safe('DO $$ DECLARE x bigint := 0; BEGIN FOR i IN 1..3000000 LOOP x := x + i; END LOOP; END $$');
+my $loop_t = time() - $lt0;
+sleep(1.3);
+my ($c1, $w1) = split /\|/, q1("SELECT cpu_ms, wait_ms FROM pg_tracer_exact_time_model WHERE pid = $pid");
+ok($w1 - $w0 >= 950 && $w1 - $w0 <= 1100, sprintf('time model: blocking waits grew %.0f ms (the 1 s sleep)', $w1 - $w0));
+my $loop_ms = $loop_t * 1000;
+ok($c1 - $c0 >= 0.7 * $loop_ms && $c1 - $c0 <= $loop_ms + 150,
+	sprintf('time model: CPU* grew %.0f ms (a PL/pgSQL loop the client timed at %.0f ms)', $c1 - $c0, $loop_ms));
+is(q1('SELECT granted_s || mode FROM pg_tracer_exact_budget(), pg_tracer_escalate(5)'), '5full',
+	'escalate in full mode is granted without budget');
+
+signal_helper($helper, 'TERM');
+$s->quit;
+$locker->quit;
+$blocked->quit;
+$node->stop;
+done_testing();

@@ -1,0 +1,257 @@
+/*
+ * test/unit/test_escalation.c
+ *	  Tiers and escalation windows (helper/escalation.c): option parsing,
+ *	  grants clamped to the budget of the rolling hour, re-planning an open
+ *	  window, expiry and mid-window enforcement by escalation_tick, budget
+ *	  freed as windows leave the hour, idempotent DEESCALATE, denials
+ *	  (exhausted, disabled, sampled mode, set not running), argument
+ *	  checks, full mode, the switch calls, the windows table.
+ */
+#include "escalation.h"
+#include "unit.h"
+
+#include <stdlib.h>
+
+#define S	INT64_C(1000000)
+#define T0	(INT64_C(1800000000) * S)	/* some wall-clock time */
+
+static int	sw_on;
+static int	sw_calls;
+
+static void
+fake_switch(int on)
+{
+	sw_on = on;
+	sw_calls++;
+}
+
+/* escalation_respond on a request line without tag. */
+static const char *
+ask(int64_t now, const char *verb, int nargs, const char *a0, const char *a1,
+	const char *a2)
+{
+	static char out[PGT_PROTO_MAX_RESPONSE];
+	pgt_request r;
+
+	memset(&r, 0, sizeof(r));
+	snprintf(r.verb, sizeof(r.verb), "%s", verb);
+	r.nargs = nargs;
+	if (a0)
+		snprintf(r.args[0], sizeof(r.args[0]), "%s", a0);
+	if (a1)
+		snprintf(r.args[1], sizeof(r.args[1]), "%s", a1);
+	if (a2)
+		snprintf(r.args[2], sizeof(r.args[2]), "%s", a2);
+	if (escalation_respond(&r, now, out, sizeof(out)) < 0)
+		return "(not ours)";
+	return out;
+}
+
+static void
+test_options(void)
+{
+	char		err[256];
+
+	CHECK(escalation_configure_mode("full", err, sizeof(err)) == 0);
+	CHECK(escalation_mode() == ESC_MODE_FULL);
+	CHECK(escalation_configure_mode("fast", err, sizeof(err)) < 0);
+	CHECK(strstr(err, "tiered, sampled or full") != NULL, "%s", err);
+	CHECK(escalation_configure_mode("tiered", err, sizeof(err)) == 0);
+	CHECK(escalation_configure_budget("unlimited", err, sizeof(err)) == 0);
+	CHECK(escalation_budget() == ESC_BUDGET_UNLIMITED);
+	CHECK(escalation_configure_budget("3601", err, sizeof(err)) < 0);
+	CHECK(escalation_configure_budget("-1", err, sizeof(err)) < 0);
+	CHECK(escalation_configure_budget("12x", err, sizeof(err)) < 0);
+	CHECK(escalation_configure_budget("", err, sizeof(err)) < 0);
+	CHECK(escalation_configure_budget("0", err, sizeof(err)) == 0);
+	CHECK(escalation_budget() == 0);
+	CHECK(escalation_configure_budget("300", err, sizeof(err)) == 0);
+}
+
+static void
+test_not_running(void)
+{
+	escalation_reset();
+	escalation_attach(NULL, "tp_btf: EPERM");
+	CHECK_STR(ask(T0, "ESCALATE", 2, "10", "alice", NULL),
+			  "ERR unavailable exact timing is not running: tp_btf: EPERM");
+	CHECK_STR(ask(T0, "PING", 0, NULL, NULL, NULL), "(not ours)");
+}
+
+static void
+test_budget(void)
+{
+	struct pgt_exact_window_entry w[ESC_MAX_WINDOWS];
+	size_t		n;
+
+	escalation_reset();
+	sw_calls = 0;
+	escalation_attach(fake_switch, NULL);
+	CHECK(sw_calls == 0, "tiered mode starts off");
+
+	/* arguments */
+	CHECK_STR(ask(T0, "ESCALATE", 1, "10", NULL, NULL),
+			  "ERR bad-argument usage: ESCALATE <seconds> <who> [reason]");
+	CHECK_STR(ask(T0, "ESCALATE", 2, "0", "alice", NULL), "ERR bad-argument seconds must be 1..86400");
+	CHECK_STR(ask(T0, "ESCALATE", 2, "86401", "alice", NULL), "ERR bad-argument seconds must be 1..86400");
+	CHECK_STR(ask(T0, "ESCALATE", 2, "1e3", "alice", NULL), "ERR bad-argument seconds must be 1..86400");
+	CHECK_STR(ask(T0, "ESCALATE", 2, "10", "al/ice", NULL),
+			  "ERR bad-argument who and reason: letters, digits, _.-@");
+	CHECK(sw_calls == 0, "refusals switch nothing on");
+
+	/* 100 s of 300 */
+	CHECK_STR(ask(T0, "ESCALATE", 2, "100", "alice", NULL),
+			  "OK granted=100 remaining=200 budget=300 mode=tiered");
+	CHECK(sw_on == 1 && sw_calls == 1);
+	CHECK(escalation_active());
+	/* 30 s later: re-planned to end 50 s from now, 30 s already used */
+	CHECK_STR(ask(T0 + 30 * S, "ESCALATE", 2, "50", "bob", NULL),
+			  "OK granted=50 remaining=220 budget=300 mode=tiered");
+	escalation_tick(T0 + 79 * S);
+	CHECK(escalation_active(), "still open before the planned end");
+	escalation_tick(T0 + 80 * S);
+	CHECK(!escalation_active() && sw_on == 0, "closed at the planned end");
+	CHECK_STR(ask(T0 + 81 * S, "BUDGET", 0, NULL, NULL, NULL),
+			  "OK mode=tiered budget=300 used=80 remaining=220 active=0 until=0");
+
+	/* idempotent deescalate */
+	CHECK_STR(ask(T0 + 82 * S, "DEESCALATE", 1, "alice", NULL, NULL),
+			  "OK closed=0 remaining=220 budget=300 mode=tiered");
+
+	/* a request larger than what is left is clamped, then enforced */
+	CHECK_STR(ask(T0 + 100 * S, "ESCALATE", 3, "3600", "carol", "anomaly-lock"),
+			  "OK granted=220 remaining=0 budget=300 mode=tiered");
+	CHECK_STR(ask(T0 + 101 * S, "ESCALATE", 2, "10", "dave", NULL),
+			  "OK granted=10 remaining=209 budget=300 mode=tiered");
+	CHECK_STR(ask(T0 + 105 * S, "DEESCALATE", 1, "dave", NULL, NULL),
+			  "OK closed=1 remaining=215 budget=300 mode=tiered");
+	CHECK_STR(ask(T0 + 106 * S, "DEESCALATE", 1, "dave", NULL, NULL),
+			  "OK closed=0 remaining=215 budget=300 mode=tiered");
+	CHECK_STR(ask(T0 + 200 * S, "ESCALATE", 2, "3600", "erin", NULL),
+			  "OK granted=215 remaining=0 budget=300 mode=tiered");
+	escalation_tick(T0 + 300 * S);
+	CHECK(escalation_active());
+	escalation_tick(T0 + 415 * S);
+	CHECK(!escalation_active(), "budget spent: closed mid-way through the request");
+	CHECK_STR(ask(T0 + 420 * S, "ESCALATE", 2, "10", "alice", NULL),
+			  "ERR denied budget exhausted remaining=0 budget=300");
+
+	/* the rolling hour frees the first window's 80 s */
+	CHECK_STR(ask(T0 + 3600 * S + 80 * S, "BUDGET", 0, NULL, NULL, NULL),
+			  "OK mode=tiered budget=300 used=220 remaining=80 active=0 until=0");
+
+	n = escalation_windows(w, ESC_MAX_WINDOWS);
+	CHECK(n == 3, "windows kept: %zu", n);
+	CHECK_STR(w[0].who, "alice");
+	CHECK_STR(w[0].end_reason, "expired");
+	CHECK_STR(w[1].reason, "anomaly-lock");
+	CHECK_STR(w[1].end_reason, "deescalated");
+	CHECK(w[2].end_us == T0 + 415 * S);
+	/* a window that ended over an hour ago is dropped */
+	escalation_tick(T0 + 3600 * S + 81 * S);
+	n = escalation_windows(w, ESC_MAX_WINDOWS);
+	CHECK(n == 2, "after the hour: %zu", n);
+	escalation_detach();
+}
+
+static void
+test_modes(void)
+{
+	char		err[256];
+
+	/* budget 0: escalation disabled */
+	escalation_reset();
+	CHECK(escalation_configure_budget("0", err, sizeof(err)) == 0);
+	escalation_attach(fake_switch, NULL);
+	CHECK_STR(ask(T0, "ESCALATE", 2, "10", "alice", NULL),
+			  "ERR denied budget disabled (--exact-budget 0) remaining=0 budget=0");
+	escalation_detach();
+
+	/* unlimited */
+	escalation_reset();
+	CHECK(escalation_configure_budget("unlimited", err, sizeof(err)) == 0);
+	escalation_attach(fake_switch, NULL);
+	CHECK_STR(ask(T0, "ESCALATE", 2, "7200", "alice", NULL),
+			  "OK granted=7200 remaining=-1 budget=-1 mode=tiered");
+	escalation_detach();
+	CHECK(!escalation_active() && sw_on == 0, "detach closes the window");
+
+	/* sampled: never exact */
+	escalation_reset();
+	CHECK(escalation_configure_mode("sampled", err, sizeof(err)) == 0);
+	escalation_attach(fake_switch, NULL);
+	CHECK_STR(ask(T0, "ESCALATE", 2, "10", "alice", NULL),
+			  "ERR unavailable helper runs with --mode sampled: exact timing is off");
+	escalation_detach();
+
+	/* full: on from the start, no budget, deescalate closes nothing */
+	escalation_reset();
+	sw_on = 0;
+	CHECK(escalation_configure_mode("full", err, sizeof(err)) == 0);
+	CHECK(escalation_configure_budget("300", err, sizeof(err)) == 0);
+	escalation_attach(fake_switch, NULL);
+	CHECK(sw_on == 1 && escalation_active(), "full mode: on at attach");
+	CHECK_STR(ask(T0, "ESCALATE", 2, "10", "alice", NULL),
+			  "OK granted=10 remaining=-1 budget=300 mode=full");
+	CHECK_STR(ask(T0, "DEESCALATE", 1, "alice", NULL, NULL),
+			  "OK closed=0 remaining=300 budget=300 mode=full");
+	CHECK(sw_on == 1, "still on");
+	escalation_detach();
+	CHECK(sw_on == 0);
+	CHECK(escalation_configure_mode("tiered", err, sizeof(err)) == 0);
+}
+
+static void
+test_anomaly(void)
+{
+	char		err[256];
+	int64_t		t = T0;
+	int			i;
+
+	escalation_reset();
+	CHECK(escalation_configure_budget("300", err, sizeof(err)) == 0);
+	CHECK(escalation_configure_cooldown("100", err, sizeof(err)) == 0);
+	CHECK(escalation_configure_cooldown("0", err, sizeof(err)) < 0);
+	CHECK(escalation_configure_anomaly("maybe", err, sizeof(err)) < 0);
+	escalation_attach(fake_switch, NULL);
+	/* a calm minute: baseline ~1 */
+	for (i = 0; i < 60; i++, t += S)
+		CHECK(escalation_anomaly_sample(t, 1, 0) == NULL);
+	CHECK(escalation_anomaly_baseline() > 0.9 && escalation_anomaly_baseline() < 1.1);
+	/* 3 active is under the floor of 4 */
+	CHECK(escalation_anomaly_sample(t, 3, 0) == NULL);
+	t += S;
+	/* a lock pile-up: 3 of 4 active wait on locks */
+	CHECK_STR(escalation_anomaly_sample(t, 4, 3), "anomaly-active");
+	CHECK(escalation_active());
+	CHECK(escalation_anomaly_baseline() < 1.1, "frozen during the anomaly");
+	CHECK_STR(ask(t, "DEESCALATE", 1, "alice", NULL, NULL),
+			  "OK closed=1 remaining=300 budget=300 mode=tiered");
+	/* cooldown: the next pile-up opens nothing for 100 s */
+	t += 10 * S;
+	CHECK(escalation_anomaly_sample(t, 3, 3) == NULL);
+	CHECK(!escalation_active());
+	t += 95 * S;
+	CHECK_STR(escalation_anomaly_sample(t, 3, 3), "anomaly-lock");
+	CHECK(escalation_active());
+	escalation_detach();
+	/* off: nothing opens */
+	escalation_reset();
+	CHECK(escalation_configure_anomaly("off", err, sizeof(err)) == 0);
+	escalation_attach(fake_switch, NULL);
+	t += 1000 * S;
+	CHECK(escalation_anomaly_sample(t, 50, 40) == NULL && !escalation_active());
+	escalation_detach();
+	CHECK(escalation_configure_anomaly("on", err, sizeof(err)) == 0);
+}
+
+int
+main(void)
+{
+	test_options();
+	test_not_running();
+	test_budget();
+	test_modes();
+	test_anomaly();
+	UNIT_MAIN_END("test_escalation");
+}
