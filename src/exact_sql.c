@@ -50,36 +50,6 @@ PG_FUNCTION_INFO_V1(pg_tracer_exact_coverage);
 #define WIN_COLS	8
 
 /*
- * visible_pid
- *		pg_stat_activity's rule for one pid: everything with
- *		pg_read_all_stats, else client backends of roles the caller has the
- *		privileges of.
- */
-static bool
-visible_pid(bool see_all, uint32 pid)
-{
-	int			nbackends;
-	int			beid;
-
-	if (see_all)
-		return true;
-	nbackends = pgstat_fetch_stat_numbackends();
-	for (beid = 1; beid <= nbackends; beid++)
-	{
-		LocalPgBackendStatus *local = pgstat_fetch_stat_local_beentry(beid);
-		PgBackendStatus *be;
-
-		if (local == NULL)
-			continue;
-		be = &local->backendStatus;
-		if (be->st_procpid > 0 && (uint32) be->st_procpid == pid)
-			return be->st_backendType == B_BACKEND &&
-				has_privs_of_role(GetUserId(), be->st_userid);
-	}
-	return false;
-}
-
-/*
  * pg_tracer_exact_waits
  *		One row per (pid, query id, wait event) timed exactly: pid, queryid,
  *		wait_event_type, wait_event, waits, total_ms, avg_us, max_us, idle.
@@ -89,7 +59,7 @@ pg_tracer_exact_waits(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	PgtLink		link;
-	bool		see_all;
+	PgtVisibility vis;
 	uint32		i;
 
 	pgt_require_preload();
@@ -97,7 +67,7 @@ pg_tracer_exact_waits(PG_FUNCTION_ARGS)
 	pgt_link_read(&link);
 	if (!link.connected || pgt_view_count(&link.view, PGT_SEC_EXACT_WAITS) == 0)
 		return (Datum) 0;
-	see_all = has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS);
+	pgt_visibility_init(&vis);
 	for (i = 0; i < pgt_view_count(&link.view, PGT_SEC_EXACT_WAITS); i++)
 	{
 		const struct pgt_exact_wait_entry *e =
@@ -109,7 +79,7 @@ pg_tracer_exact_waits(PG_FUNCTION_ARGS)
 
 		/* a real wait event has a class byte; anything else is damage */
 		if ((e->event & 0xFF000000) == 0 || e->pid > (uint32) PG_INT32_MAX ||
-			e->count == 0 || !visible_pid(see_all, e->pid))
+			e->count == 0 || !pgt_visible_pid(&vis, e->pid))
 			continue;
 		memset(nulls, false, sizeof(nulls));
 		pgt_event_names(e->event, &type, &name);
