@@ -13,6 +13,7 @@
 #include "pgt_segment.h"
 #include "status_cmd.h"
 #include "trace_cmd.h"
+#include "trace_out.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -198,11 +199,7 @@ cmd_inspect(int argc, char **argv)
 				targets++;
 				break;
 			case 'f':
-				if (strcmp(optarg, "json") == 0)
-					o.json = 1;
-				else if (strcmp(optarg, "text") == 0)
-					o.json = 0;
-				else
+				if (trace_parse_format(optarg, &o.json) < 0)
 					return usage_error(inspect_usage, "--format %s: use text or json", optarg);
 				break;
 			case 'h':
@@ -347,11 +344,7 @@ cmd_status(int argc, char **argv)
 				o.runtime_dir = optarg;
 				break;
 			case 'f':
-				if (strcmp(optarg, "json") == 0)
-					o.json = 1;
-				else if (strcmp(optarg, "text") == 0)
-					o.json = 0;
-				else
+				if (trace_parse_format(optarg, &o.json) < 0)
 					return usage_error(status_usage, "--format %s: use text or json", optarg);
 				break;
 			case 'h':

@@ -691,11 +691,7 @@ trace_main(int argc, char **argv)
 					return usage_error("--duration %s: use e.g. 500ms, 30s, 1m", optarg);
 				break;
 			case 'f':
-				if (strcmp(optarg, "json") == 0)
-					t.o.json = 1;
-				else if (strcmp(optarg, "text") == 0)
-					t.o.json = 0;
-				else
+				if (trace_parse_format(optarg, &t.o.json) < 0)
 					return usage_error("--format %s: use text or json", optarg);
 				break;
 			case 'l':

@@ -268,3 +268,20 @@ trace_hist(trace_out *o, const char *set, const char *metric, uint32_t pid,
 	fflush(o->f);
 	o->in_record = 0;
 }
+
+/*
+ * trace_parse_format
+ *		--format of every command: "text" -> 0, "json" -> 1 in *json.
+ *		Returns 0, or -1 for anything else (the caller reports it).
+ */
+int
+trace_parse_format(const char *arg, int *json)
+{
+	if (strcmp(arg, "json") == 0)
+		*json = 1;
+	else if (strcmp(arg, "text") == 0)
+		*json = 0;
+	else
+		return -1;
+	return 0;
+}

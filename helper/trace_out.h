@@ -34,6 +34,7 @@ typedef struct trace_out
 } trace_out;
 
 extern void trace_out_init(trace_out *o, FILE *f, int json);
+extern int	trace_parse_format(const char *arg, int *json);
 extern const char *trace_backend_type(trace_out *o, uint32_t pid);
 
 /* ts_ns: CLOCK_BOOTTIME ns (bpf_ktime_get_boot_ns); 0 = now. */
