@@ -13,16 +13,18 @@
 
 EXTENSION   = pg_tracer
 MODULE_big  = pg_tracer
-EXT_VERSION = 0.2.0
+EXT_VERSION = 0.3.0
 
 EXT_SRCS    = $(wildcard src/*.c)
 COMMON_SRCS = common/pgt_segment.c common/pgt_protocol.c common/pgt_kernel.c
 OBJS        = $(EXT_SRCS:.c=.o) $(COMMON_SRCS:.c=.o)
 
 # Install script of the first version, then one upgrade script per version,
-# each built from that version's folder of per-feature files (sql/0.2.0/).
+# each built from that version's folder of per-feature files (sql/0.2.0/,
+# sql/0.3.0/, ...).  A released folder is never edited again: new objects go
+# into the next version's folder.
 DATA        = sql/pg_tracer--0.1.0.sql
-DATA_built  = sql/pg_tracer--0.1.0--0.2.0.sql
+DATA_built  = sql/pg_tracer--0.1.0--0.2.0.sql sql/pg_tracer--0.2.0--0.3.0.sql
 
 REGRESS      = pg_tracer_api pg_tracer_ash pg_tracer_kernel pg_tracer_engine pg_tracer_exact
 REGRESS_OPTS = --temp-config=$(CURDIR)/test/regress.conf --temp-instance=$(CURDIR)/tmp_check_regress
@@ -33,10 +35,15 @@ PG_CONFIG  ?= pg_config
 PGXS       := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
-sql/pg_tracer--0.1.0--0.2.0.sql: $(sort $(wildcard sql/0.2.0/*.sql))
-	( echo "-- generated from sql/0.2.0/*.sql by the Makefile: edit those"; \
-	  printf '%s\n' '\echo Use "ALTER EXTENSION pg_tracer UPDATE TO '"'"'0.2.0'"'"'" to load this file. \quit'; \
-	  cat $^ ) > $@
+# upgrade_script(FROM,TO): sql/pg_tracer--FROM--TO.sql from sql/TO/*.sql
+define upgrade_script
+sql/pg_tracer--$(1)--$(2).sql: $$(sort $$(wildcard sql/$(2)/*.sql))
+	( echo "-- generated from sql/$(2)/*.sql by the Makefile: edit those"; \
+	  printf '%s\n' '\echo Use "ALTER EXTENSION pg_tracer UPDATE TO '"'"'$(2)'"'"'" to load this file. \quit'; \
+	  cat $$^ ) > $$@
+endef
+$(eval $(call upgrade_script,0.1.0,0.2.0))
+$(eval $(call upgrade_script,0.2.0,0.3.0))
 
 # ---------------------------------------------------------------- BPF + helper
 BUILD       = build

@@ -142,3 +142,9 @@ CREATE EXTENSION pg_tracer VERSION '0.1.0';
 ALTER EXTENSION pg_tracer UPDATE;
 SELECT extversion FROM pg_extension WHERE extname = 'pg_tracer';
 DROP EXTENSION pg_tracer;
+-- and so does one from 0.2.0, with the same set of functions
+CREATE EXTENSION pg_tracer VERSION '0.2.0';
+ALTER EXTENSION pg_tracer UPDATE;
+SELECT extversion FROM pg_extension WHERE extname = 'pg_tracer';
+SELECT count(*) FROM pg_proc WHERE proname LIKE 'pg\_tracer\_%';
+DROP EXTENSION pg_tracer;
