@@ -24,6 +24,7 @@ struct pgt_fault_state
 {
 	__u64		maj;
 	__u64		min;
+	__u64		slot_ok;		/* see pgt_task_qid */
 };
 
 struct
@@ -54,15 +55,15 @@ fault(unsigned long address, int kernel)
 
 	if (!pm)
 		return 0;
-	qid = pgt_current_qid(tgid);
+	task = bpf_get_current_task_btf();
+	fs = bpf_task_storage_get(&fstate, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	qid = fs ? pgt_task_qid(tgid, &fs->slot_ok) : pgt_current_qid(tgid);
 	v = pgt_kproc_get(&kproc, tgid, qid, pm);
 	if (!v)
 		return 0;
 	__sync_fetch_and_add(&v->v[kernel ? PGT_KMEM_FAULTS_KERNEL : PGT_KMEM_FAULTS_USER], 1);
-	task = bpf_get_current_task_btf();
-	maj = BPF_CORE_READ(task, maj_flt);
-	min = BPF_CORE_READ(task, min_flt);
-	fs = bpf_task_storage_get(&fstate, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	maj = task->maj_flt;
+	min = task->min_flt;
 	if (fs)
 	{
 		if (fs->maj || fs->min)
@@ -137,7 +138,7 @@ int BPF_PROG(pgt_kmem_page_free, struct page *page, unsigned int order)
 SEC("tp_btf/oom_score_adj_update")
 int BPF_PROG(pgt_kmem_oom_adj, struct task_struct *task)
 {
-	__u32		tgid = BPF_CORE_READ(task, tgid);
+	__u32		tgid = task->tgid;
 	__u32		pm = pgt_tracked_pm(tgid);
 	struct pgt_kproc_val *v;
 	struct pgt_kev_proc_rec *r;

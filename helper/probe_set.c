@@ -276,6 +276,9 @@ pset_runtime_start(pset_runtime *rt, int mode, int stream, int tracked_fd,
 			log_warn("probe sets: cannot create shared maps: %s", strerror(errno));
 	}
 	for (i = 0; i < nsets; i++)
+		if (sets[i]->id < 64)
+			rt->ctx.selected |= UINT64_C(1) << sets[i]->id;
+	for (i = 0; i < nsets; i++)
 	{
 		pset_inst  *in = &rt->insts[rt->ninsts++];
 		char		ebuf[128];
