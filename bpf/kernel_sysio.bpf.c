@@ -302,7 +302,14 @@ int BPF_PROG(pgt_ksys_enter, struct pt_regs *regs, long id)
 		return 0;
 	s->op = op;
 	s->pm = pm;
-	s->qid = pgt_task_qid(tgid, &s->slot_ok);
+	/*
+	 * A receive waits for the client's next message, whose statement has
+	 * no query id yet: it keeps the id of this thread's previous call (the
+	 * last statement, as pg_stat_activity shows for an idle session)
+	 * instead of reading user memory again.
+	 */
+	if (op != PGT_KOP_RECV)
+		s->qid = pgt_task_qid(tgid, &s->slot_ok);
 	s->fd = (__u32) PT_REGS_PARM1_SYSCALL(regs);
 	s->relfilenode = 0;
 	s->dev = 0;
@@ -410,16 +417,31 @@ int BPF_PROG(pgt_ksys_exit, struct pt_regs *regs, long ret)
 	return 0;
 }
 
-/* Loaded only when the network set is selected (the helper's autoload). */
+/*
+ * A TCP retransmission on a socket a tracked process owns.  Loaded only
+ * when the network set is selected (the helper's autoload).  Kernels from
+ * 6.12 on pass a third argument, the transmit's error, and fire for failed
+ * attempts too (-EBUSY while the original is still queued): those are not
+ * retransmissions the peer sees nor ones the socket's total_retrans counts,
+ * so they are skipped; retrans_err_arg says whether the argument exists
+ * (read from the kernel's BTF by the helper: the access is dead code and
+ * removed at load where it does not).
+ */
+const volatile __u8 retrans_err_arg = 0;
+
 SEC("tp_btf/tcp_retransmit_skb")
-int BPF_PROG(pgt_knet_retransmit, const struct sock *sk, const struct sk_buff *skb)
+int pgt_knet_retransmit(unsigned long long *ctx)
 {
+	const struct sock *sk = (const struct sock *) ctx[0];
 	__u64		key = (__u64) sk;
-	struct sock_owner *o = bpf_map_lookup_elem(&owners, &key);
+	struct sock_owner *o;
 	struct pgt_kproc_val *v;
 	struct pgt_kev_proc_rec *r;
 	__u64		qid;
 
+	if (retrans_err_arg && (int) ctx[2] != 0)
+		return 0;
+	o = bpf_map_lookup_elem(&owners, &key);
 	if (!o)
 		return 0;
 	qid = pgt_cached_qid(o->pid);

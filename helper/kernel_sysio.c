@@ -14,6 +14,7 @@
 
 #include "kernel_sysio.skel.h"
 
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include <errno.h>
 #include <stdio.h>
@@ -50,6 +51,35 @@ release(void *unused)
 }
 
 /*
+ * retransmit_has_err
+ *		Does this kernel's tcp_retransmit_skb tracepoint pass the transmit
+ *		error (sk, skb, err: 6.12 and later)?  Read from the running
+ *		kernel's BTF: the prototype of btf_trace_tcp_retransmit_skb
+ *		(its first parameter is the tracepoint's own context).
+ */
+static int
+retransmit_has_err(void)
+{
+	struct btf *btf = btf__load_vmlinux_btf();
+	const struct btf_type *t;
+	int			id;
+	int			has = 0;
+
+	if (btf == NULL)
+		return 0;
+	id = btf__find_by_name_kind(btf, "btf_trace_tcp_retransmit_skb", BTF_KIND_TYPEDEF);
+	t = id > 0 ? btf__type_by_id(btf, (uint32_t) id) : NULL;
+	if (t != NULL)
+		t = btf__type_by_id(btf, t->type);	/* pointer */
+	if (t != NULL && btf_is_ptr(t))
+		t = btf__type_by_id(btf, t->type);	/* function prototype */
+	if (t != NULL && btf_is_func_proto(t))
+		has = btf_vlen(t) >= 4;
+	btf__free(btf);
+	return has;
+}
+
+/*
  * acquire
  *		Load the object on first use, with each set's code enabled when
  *		that set is selected.  Returns -1 only when out of memory.
@@ -81,6 +111,7 @@ acquire(pset_inst *in, const pset_ctx *ctx)
 	skel->rodata->pgt_stream = ctx->stream;
 	skel->rodata->do_file = (uint8_t) file;
 	skel->rodata->do_net = (uint8_t) net;
+	skel->rodata->retrans_err_arg = (uint8_t) (net && retransmit_has_err());
 	(void) bpf_program__set_autoload(skel->progs.pgt_knet_retransmit, net);
 	(void) kset_load_attach(&shared.inst, ctx, skel->obj, skel, destroy_skel, &shared.att);
 	return 0;
