@@ -418,14 +418,15 @@ int BPF_PROG(pgt_ksys_exit, struct pt_regs *regs, long ret)
 }
 
 /*
- * A TCP retransmission on a socket a tracked process owns.  Loaded only
- * when the network set is selected (the helper's autoload).  Kernels from
- * 6.12 on pass a third argument, the transmit's error, and fire for failed
- * attempts too (-EBUSY while the original is still queued): those are not
- * retransmissions the peer sees nor ones the socket's total_retrans counts,
- * so they are skipped; retrans_err_arg says whether the argument exists
- * (read from the kernel's BTF by the helper: the access is dead code and
- * removed at load where it does not).
+ * A TCP retransmission on a socket a tracked process owns, counted in
+ * segments (the skb's tcp_skb_pcount), as the socket's total_retrans
+ * (tcp_info) counts them.  Loaded only when the network set is selected
+ * (the helper's autoload).  Kernels from 6.12 on pass a third argument,
+ * the transmit's error, and fire for attempts given up with -EBUSY (the
+ * original still queued), which total_retrans does not count: skipped.
+ * retrans_err_arg says whether the argument exists (read from the
+ * kernel's BTF by the helper: where it does not, the access is dead code,
+ * removed at load).
  */
 const volatile __u8 retrans_err_arg = 0;
 
@@ -438,8 +439,9 @@ int pgt_knet_retransmit(unsigned long long *ctx)
 	struct pgt_kproc_val *v;
 	struct pgt_kev_proc_rec *r;
 	__u64		qid;
+	__u16		segs;
 
-	if (retrans_err_arg && (int) ctx[2] != 0)
+	if (retrans_err_arg && (int) ctx[2] == -16)	/* -EBUSY */
 		return 0;
 	o = bpf_map_lookup_elem(&owners, &key);
 	if (!o)
@@ -447,7 +449,13 @@ int pgt_knet_retransmit(unsigned long long *ctx)
 	qid = pgt_cached_qid(o->pid);
 	v = pgt_kproc_get(&kproc, o->pid, qid, o->pm);
 	if (v)
-		__sync_fetch_and_add(&v->v[PGT_KNET_RETRANSMITS], 1);
+	{
+		const struct sk_buff *skb = (const struct sk_buff *) ctx[1];
+		struct tcp_skb_cb *cb = (struct tcp_skb_cb *) skb->cb;
+
+		segs = BPF_CORE_READ(cb, tcp_gso_segs);
+		__sync_fetch_and_add(&v->v[PGT_KNET_RETRANSMITS], segs ? segs : 1);
+	}
 	r = pgt_event_reserve(sizeof(*r), PGT_SET_NETWORK, PGT_KEV_RETRANSMIT, o->pid, o->pid, qid);
 	if (r)
 	{
