@@ -25,6 +25,9 @@ struct pgt_fault_state
 	__u64		maj;
 	__u64		min;
 	__u64		slot_ok;		/* see pgt_task_qid */
+	__u64		qid;			/* query id at the last fault */
+	__u32		pm;				/* postmaster: the task is tracked */
+	__u32		pad;
 };
 
 struct
@@ -58,6 +61,11 @@ fault(unsigned long address, int kernel)
 	task = bpf_get_current_task_btf();
 	fs = bpf_task_storage_get(&fstate, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	qid = fs ? pgt_task_qid(tgid, &fs->slot_ok) : pgt_current_qid(tgid);
+	if (fs)
+	{
+		fs->qid = qid;
+		fs->pm = pm;
+	}
 	v = pgt_kproc_get(&kproc, tgid, qid, pm);
 	if (!v)
 		return 0;
@@ -105,18 +113,22 @@ int BPF_PROG(pgt_kmem_fault_kernel, unsigned long address, struct pt_regs *regs,
 /*
  * pages
  *		Pages allocated (idx PGT_KMEM_PAGES_ALLOC) or freed by the current
- *		task; the cached query id keeps this hot path cheap.
+ *		task.  These fire for every task of the host, so the filter is one
+ *		task-storage probe, not a hash lookup: a tracked process has its
+ *		fault state from its first page fault (a forked process faults at
+ *		once, copy-on-write), and pages it moves before that are not
+ *		counted.  The query id is the one of its last fault.
  */
 static __always_inline int
 pages(unsigned int order, int idx)
 {
-	__u32		tgid = bpf_get_current_pid_tgid() >> 32;
-	__u32		pm = pgt_tracked_pm(tgid);
+	struct pgt_fault_state *fs = bpf_task_storage_get(&fstate, bpf_get_current_task_btf(),
+													  0, 0);
 	struct pgt_kproc_val *v;
 
-	if (!pm)
+	if (!fs || !fs->pm)
 		return 0;
-	v = pgt_kproc_get(&kproc, tgid, pgt_cached_qid(tgid), pm);
+	v = pgt_kproc_get(&kproc, bpf_get_current_pid_tgid() >> 32, fs->qid, fs->pm);
 	if (v)
 		__sync_fetch_and_add(&v->v[idx], 1ULL << (order & 31));
 	return 0;

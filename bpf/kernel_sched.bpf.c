@@ -16,9 +16,8 @@
  *
  * Cost for tasks that are not tracked: a context switch does one hash
  * lookup (prev, in `tracked`) and one task-storage probe (next: a task
- * without storage was never tracked); a wakeup or a migration does one
- * task-storage probe and one hash lookup.  No ring-buffer work unless a
- * stream was asked for.
+ * without storage was never tracked); a wakeup or a migration one
+ * task-storage probe.  No ring-buffer work unless a stream was asked for.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -55,16 +54,19 @@ struct
 
 /*
  * state_of
- *		p's state; created when p is tracked and has none yet; NULL for
- *		tasks that are not tracked.
+ *		p's state, NULL for tasks that are not tracked.  A tracked task has
+ *		state from its first switch-out on, and a task is switched out
+ *		before anything can wake it or move it, so one task-storage probe
+ *		(no hash lookup) settles wakeups and migrations of every task; only
+ *		a new task (create: its first wakeup) is looked up in `tracked`.
  */
 static __always_inline struct pgt_sched_state *
-state_of(struct task_struct *p)
+state_of(struct task_struct *p, int create)
 {
 	struct pgt_sched_state *s = bpf_task_storage_get(&sstate, p, 0, 0);
 	__u32		pm;
 
-	if (s)
+	if (s || !create)
 		return s;
 	pm = pgt_tracked_pm(p->tgid);
 	if (!pm)
@@ -81,7 +83,7 @@ state_of(struct task_struct *p)
 SEC("tp_btf/sched_wakeup")
 int BPF_PROG(pgt_ksched_wakeup, struct task_struct *p)
 {
-	struct pgt_sched_state *s = state_of(p);
+	struct pgt_sched_state *s = state_of(p, 0);
 
 	if (s)
 	{
@@ -94,7 +96,7 @@ int BPF_PROG(pgt_ksched_wakeup, struct task_struct *p)
 SEC("tp_btf/sched_wakeup_new")
 int BPF_PROG(pgt_ksched_wakeup_new, struct task_struct *p)
 {
-	struct pgt_sched_state *s = state_of(p);
+	struct pgt_sched_state *s = state_of(p, 1);
 
 	if (s)
 	{
@@ -107,7 +109,7 @@ int BPF_PROG(pgt_ksched_wakeup_new, struct task_struct *p)
 SEC("tp_btf/sched_migrate_task")
 int BPF_PROG(pgt_ksched_migrate, struct task_struct *p, int dest_cpu)
 {
-	struct pgt_sched_state *s = state_of(p);
+	struct pgt_sched_state *s = state_of(p, 0);
 
 	if (s)
 		s->migrations++;
