@@ -36,6 +36,25 @@
 	} khist SEC(".maps")
 
 /*
+ * pgt_kio_key_set
+ *		Every field of an I/O aggregate's key (the padding too: it is a
+ *		hash key).
+ */
+static __always_inline void
+pgt_kio_key_set(struct pgt_kio_key *k, __u32 pid, __u8 layer, __u8 op, __u8 file_class,
+				__u64 qid, __u32 relfilenode, __u32 dev)
+{
+	k->pid = pid;
+	k->layer = layer;
+	k->op = op;
+	k->file_class = file_class;
+	k->pad = 0;
+	k->queryid = qid;
+	k->relfilenode = relfilenode;
+	k->dev = dev;
+}
+
+/*
  * pgt_kio_add
  *		One operation into an I/O aggregate.
  */

@@ -363,13 +363,8 @@ file_done(__u32 tgid, struct call_start *s, long ret, __u64 ns)
 		s->fd = (__u32) ret;
 		s->file_class = pgt_classify_file(pgt_fd_file((__u32) ret), &s->relfilenode, &s->dev);
 	}
-	k.pid = tgid;
-	k.layer = PGT_KLAYER_SYSCALL;
-	k.op = s->op;
-	k.file_class = s->file_class;
-	k.queryid = s->qid;
-	k.relfilenode = s->relfilenode;
-	k.dev = s->dev;
+	pgt_kio_key_set(&k, tgid, PGT_KLAYER_SYSCALL, s->op, s->file_class, s->qid,
+					s->relfilenode, s->dev);
 	pgt_kio_add(&kio, &k, s->pm, (moves_bytes(s->op) && ret > 0) ? (__u64) ret : 0, ret < 0, ns);
 	if (is_sync(s->op))
 		pgt_khist_add(&khist, PGT_KHIST_FSYNC, tgid, s->dev, s->op, s->pm, ns);
