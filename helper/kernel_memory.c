@@ -8,7 +8,8 @@
 
 static const char *const names[] = {"faults_user", "faults_kernel", "faults_major", "faults_minor", "pages_alloc", "pages_free", "oom_score_adj_updates", "oom_score_adj", NULL};
 
-static const kset_desc desc = {PGT_KPROC_MEMORY, names, 1};
+static const kset_desc desc = {PGT_KPROC_MEMORY, names, 1,
+	"runs on every page fault and page allocation of the host"};
 
 KSET_SKELETON(kernel_memory)
 

@@ -8,7 +8,8 @@
 
 static const char *const names[] = {"offcpu_ns", "runq_ns", "runq_count", "runq_max_ns", "voluntary_switches", "involuntary_switches", "migrations", "wakeups", NULL};
 
-static const kset_desc desc = {PGT_KPROC_SCHED, names, 0};
+static const kset_desc desc = {PGT_KPROC_SCHED, names, 0,
+	"runs on every context switch and wakeup of the host"};
 
 KSET_SKELETON(kernel_sched)
 

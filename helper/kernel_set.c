@@ -151,8 +151,13 @@ kset_status_from(pset_inst *in, const char *mechanism, const kset_attach *a)
 		pset_set_status(in, PGT_PROBE_DEGRADED, mechanism, "%s did not attach: %s",
 						a->failed_names, a->first_error);
 	else
-		pset_set_status(in, PGT_PROBE_AVAILABLE, mechanism, "%d programs attached",
-						a->attached);
+	{
+		kset	   *ks = in->priv;
+
+		pset_set_status(in, PGT_PROBE_AVAILABLE, mechanism, "%d programs attached%s%s",
+						a->attached, ks && ks->desc->scope ? "; " : "",
+						ks && ks->desc->scope ? ks->desc->scope : "");
+	}
 }
 
 /*

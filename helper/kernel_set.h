@@ -25,6 +25,7 @@ typedef struct kset_desc
 	uint32_t	proc_flag;		/* PGT_KPROC_* for kproc rows, 0 if none */
 	const char *const *proc_names;	/* PGT_KPROC_NVALS field names */
 	int			proc_signed_last;	/* the last used value is signed */
+	const char *scope;			/* what the hooks fire on (status reason) */
 } kset_desc;
 
 typedef struct kio_row

@@ -6,7 +6,8 @@
  */
 #include "kernel_sysio.h"
 
-static const kset_desc desc = {0, NULL, 0};
+static const kset_desc desc = {0, NULL, 0,
+	"runs on every system call of the host (one pair shared with network)"};
 
 /*
  * start

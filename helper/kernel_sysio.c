@@ -28,7 +28,7 @@ static struct
 	kset_attach att;
 } shared;
 
-static const kset_desc shared_desc = {0, NULL, 0};
+static const kset_desc shared_desc = {0, NULL, 0, NULL};
 
 static void
 destroy_skel(void *skel)
