@@ -1,0 +1,151 @@
+# bench/lib.sh — what every bench/*_overhead.sh shares: a throwaway
+# cluster with pgbench data, pgbench runs that print TPS, the helper started
+# and stopped between runs, medians, and the in-kernel cost of BPF programs.
+#
+# Sourced, not run.  The caller sets `set -euo pipefail` and then calls
+# bench_cluster once; the cluster, the helper and kernel.bpf_stats_enabled
+# are put back by the EXIT trap this file installs.
+#
+# Environment (all optional):
+#   PG_BINDIR   server binaries (default Debian's PostgreSQL 15); pg_tracer
+#               must be installed in that server
+#   HELPER      helper binary (default /usr/local/sbin/pg-tracer)
+#   PORT        cluster port (default: the caller's)
+#   CLIENTS     pgbench clients and threads (default 2)
+#   SCALE       pgbench scale (default 10: 150 MB, larger than shared_buffers)
+
+[ "$(id -u)" -eq 0 ] || { echo "run as root" >&2; exit 1; }
+bench_bindir=${PG_BINDIR:-/usr/lib/postgresql/15/bin}
+bench_helper_bin=${HELPER:-/usr/local/sbin/pg-tracer}
+bench_clients=${CLIENTS:-2}
+bench_scale=${SCALE:-10}
+export PATH=$bench_bindir:$PATH
+bench_dir=
+bench_port=
+bench_rt=
+bench_helper_pid=
+bench_old_stats=
+
+as_pg() { runuser -u postgres -- "$@"; }
+
+bench_cleanup() {
+	[ -n "$bench_helper_pid" ] && kill "$bench_helper_pid" 2>/dev/null || true
+	[ -n "$bench_old_stats" ] && sysctl -qw kernel.bpf_stats_enabled="$bench_old_stats"
+	if [ -n "$bench_dir" ]; then
+		as_pg pg_ctl -D "$bench_dir/data" -m fast stop >/dev/null 2>&1 || true
+		rm -rf "$bench_dir"
+	fi
+}
+trap bench_cleanup EXIT
+
+# bench_cluster NAME DEFAULT_PORT [PRELOAD (yes|no)]
+#	initdb, start, pgbench -i, and (when preloaded) CREATE EXTENSION.
+#	Small shared_buffers on purpose: pgbench -S then reads most pages from
+#	the page cache, the path with the most wait-event transitions and
+#	system calls per transaction.  The file bench_side.conf is included
+#	last, for scripts that change settings between runs.
+bench_cluster() {
+	local preload=${3:-yes}
+
+	bench_port=${PORT:-$2}
+	bench_dir=$(mktemp -d "/tmp/pgt_bench_$1.XXXXXX")
+	bench_rt=$bench_dir/run
+	chown postgres "$bench_dir"
+	install -d -m 0700 -o postgres "$bench_rt"
+	as_pg initdb -D "$bench_dir/data" -A trust >/dev/null
+	cat >> "$bench_dir/data/postgresql.conf" <<CONF
+port = $bench_port
+unix_socket_directories = '$bench_dir'
+listen_addresses = ''
+shared_buffers = 16MB
+compute_query_id = on
+pg_tracer.runtime_dir = '$bench_rt'
+include_if_exists = 'bench_side.conf'
+CONF
+	[ "$preload" = yes ] &&
+		echo "shared_preload_libraries = 'pg_tracer'" >> "$bench_dir/data/postgresql.conf"
+	as_pg pg_ctl -D "$bench_dir/data" -l "$bench_dir/log" -w start >/dev/null
+	as_pg pgbench -h "$bench_dir" -p "$bench_port" -i -s "$bench_scale" -q postgres >/dev/null 2>&1
+	[ "$preload" = yes ] && bench_psql 'CREATE EXTENSION pg_tracer' >/dev/null
+	return 0
+}
+
+bench_psql() { as_pg psql -h "$bench_dir" -p "$bench_port" -XAtq -d postgres -c "$1"; }
+
+# bench_pgbench select|tpcb SECONDS -> TPS
+bench_pgbench() {
+	local f=(-c "$bench_clients" -j "$bench_clients" -T "$2" -h "$bench_dir" -p "$bench_port" postgres)
+	[ "$1" = select ] && f=(-S "${f[@]}")
+	as_pg pgbench "${f[@]}" 2>/dev/null | awk '/^tps/ {print $3; exit}'
+}
+
+# bench_helper_start [daemon args...]
+#	Starts `pg-tracer daemon` for the cluster and waits until the extension
+#	sees it connected (or 10 s), then one more second for the probe sets.
+bench_helper_start() {
+	"$bench_helper_bin" daemon --pgdata "$bench_dir/data" --runtime-dir "$bench_rt" \
+		--log-level error "$@" &
+	bench_helper_pid=$!
+	for _ in $(seq 50); do
+		[ "$(bench_psql 'SELECT helper_connected FROM pg_tracer_status()' 2>/dev/null)" = t ] && break
+		sleep 0.2
+	done
+	sleep 1
+}
+
+bench_helper_stop() {
+	kill "$bench_helper_pid"
+	wait "$bench_helper_pid" 2>/dev/null || true
+	bench_helper_pid=
+}
+
+# bench_cpu_ticks PID -> user + system clock ticks of that process
+bench_cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+
+bench_median() {
+	printf '%s\n' "$@" | sort -g |
+		awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'
+}
+
+bench_ratio() { echo "$1 / $2" | bc -l; }
+
+# bench_a_first PAIR_NUMBER: true on odd pairs.  Pairs alternate A-B and
+# B-A so that a drift of the host's load cancels out of the median ratio.
+bench_a_first() { [ $(($1 % 2)) -eq 1 ]; }
+
+# bench_bpf_stats_on: run_time_ns / run_cnt are counted from here on (put
+# back at exit)
+bench_bpf_stats_on() {
+	bench_old_stats=$(sysctl -n kernel.bpf_stats_enabled)
+	sysctl -qw kernel.bpf_stats_enabled=1
+}
+
+# bench_bpf_snapshot -> JSON of every loaded program (for bench_bpf_report)
+bench_bpf_snapshot() { bpftool prog show -j; }
+
+# bench_bpf_report NAME_PREFIX SECONDS TPS BEFORE_JSON AFTER_JSON [SKIP_JSON]
+#	Calls per second, ns per call and share of one CPU of each program
+#	whose name starts with NAME_PREFIX, between two snapshots; programs in
+#	SKIP_JSON (loaded before our helper: other tools on the host) are left
+#	out.  A figure other load on the host does not blur.
+bench_bpf_report() {
+	python3 - "$@" <<'PY'
+import json, sys
+prefix, secs, tps = sys.argv[1], float(sys.argv[2]), float(sys.argv[3] or 0)
+before = {p["id"]: p for p in json.loads(sys.argv[4])}
+skip = {p["id"] for p in json.loads(sys.argv[6])} if len(sys.argv) > 6 else set()
+total = 0.0
+for p in sorted(json.loads(sys.argv[5]), key=lambda p: p.get("name", "")):
+    name = p.get("name", "")
+    if not name.startswith(prefix) or p["id"] in skip or p["id"] not in before:
+        continue
+    q = before[p["id"]]
+    cnt = p.get("run_cnt", 0) - q.get("run_cnt", 0)
+    ns = p.get("run_time_ns", 0) - q.get("run_time_ns", 0)
+    total += ns
+    print("  %-24s %10.0f calls/s %8.0f ns/call %6.2f%% of a CPU" %
+          (name, cnt / secs, ns / cnt if cnt else 0, ns / secs / 1e7))
+print("  total %.2f%% of a CPU at %.0f tps (%.0f ns of BPF per transaction)" %
+      (total / secs / 1e7, tps, total / secs / tps if tps else 0))
+PY
+}
