@@ -162,32 +162,52 @@ pgt_fd_file(__u32 fd)
 	return f;
 }
 
+/* Per-task query-id state of pgt_task_qid, kept in a set's task storage. */
+struct pgt_qid_cache
+{
+	__u64		addr;			/* the task's st_query_id, once its slot is checked */
+	__u64		last;			/* the id last read through it */
+};
+
 /*
  * pgt_task_qid
- *		pgt_current_qid for a program with task storage: the check that
- *		the slot still belongs to tgid (a user-memory read, the costliest
- *		step here) is done once per task and slot (*slot_ok keeps the
- *		slot checked), then each call reads the query id only.  A live
- *		process keeps its slot, and task storage dies with the task.
+ *		pgt_current_qid for a program with task storage.  The slot is
+ *		looked up and checked (its st_procpid is tgid's pid: a user-memory
+ *		read) once per task; then a call costs one read of st_query_id, and
+ *		the slot's last_qid (for programs in other contexts) is written only
+ *		when the id changed.  A live process keeps its slot, and task storage
+ *		dies with the task.
  */
 static __always_inline __u64
-pgt_task_qid(__u32 tgid, __u64 *slot_ok)
+pgt_task_qid(__u32 tgid, struct pgt_qid_cache *c)
 {
-	struct pgt_qid_slot *slot = bpf_map_lookup_elem(&pgt_qid, &tgid);
+	struct pgt_qid_slot *slot;
 	__s32		procpid = 0;
 	__u64		qid = 0;
 
+	if (c->addr)
+	{
+		if (bpf_probe_read_user(&qid, sizeof(qid), (void *) c->addr) != 0)
+			return 0;
+		if (qid != c->last)
+		{
+			slot = bpf_map_lookup_elem(&pgt_qid, &tgid);
+			if (slot && slot->queryid_addr == c->addr)
+				slot->last_qid = qid;
+			c->last = qid;
+		}
+		return qid;
+	}
+	slot = bpf_map_lookup_elem(&pgt_qid, &tgid);
 	if (!slot)
 		return pgt_current_qid(tgid);	/* maps the slot when it can */
-	if (slot->procpid_addr != *slot_ok)
-	{
-		if (bpf_probe_read_user(&procpid, sizeof(procpid), (void *) slot->procpid_addr) != 0 ||
-			(__u32) procpid != slot->nspid)
-			return 0;
-		*slot_ok = slot->procpid_addr;
-	}
+	if (bpf_probe_read_user(&procpid, sizeof(procpid), (void *) slot->procpid_addr) != 0 ||
+		(__u32) procpid != slot->nspid)
+		return 0;
 	if (bpf_probe_read_user(&qid, sizeof(qid), (void *) slot->queryid_addr) != 0)
 		return 0;
+	c->addr = slot->queryid_addr;
+	c->last = qid;
 	slot->last_qid = qid;
 	return qid;
 }

@@ -24,7 +24,7 @@ struct pgt_fault_state
 {
 	__u64		maj;
 	__u64		min;
-	__u64		slot_ok;		/* see pgt_task_qid */
+	struct pgt_qid_cache qc;	/* see pgt_task_qid */
 	__u64		qid;			/* query id at the last fault */
 	__u32		pm;				/* postmaster: the task is tracked */
 	__u32		pad;
@@ -60,7 +60,7 @@ fault(unsigned long address, int kernel)
 		return 0;
 	task = bpf_get_current_task_btf();
 	fs = bpf_task_storage_get(&fstate, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	qid = fs ? pgt_task_qid(tgid, &fs->slot_ok) : pgt_current_qid(tgid);
+	qid = fs ? pgt_task_qid(tgid, &fs->qc) : pgt_current_qid(tgid);
 	if (fs)
 	{
 		fs->qid = qid;

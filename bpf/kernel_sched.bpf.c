@@ -37,7 +37,7 @@ struct pgt_sched_state
 	__u64		off_ns;			/* switched out at */
 	__u64		enq_ns;			/* runnable since (wakeup / preemption) */
 	__u64		qid;			/* query id at the last switch-out */
-	__u64		slot_ok;		/* see pgt_task_qid */
+	struct pgt_qid_cache qc;	/* see pgt_task_qid */
 	__u32		pm;				/* postmaster: the task is tracked */
 	__u16		wakeups;		/* since the last switch-in */
 	__u8		migrations;
@@ -195,7 +195,7 @@ int BPF_PROG(pgt_ksched_switch, bool preempt, struct task_struct *prev,
 		{
 			s->pm = pm;
 			/* prev is current: its own query id */
-			s->qid = pgt_task_qid(ptgid, &s->slot_ok);
+			s->qid = pgt_task_qid(ptgid, &s->qc);
 			s->off_ns = now;
 			/* still runnable (preempted, even mid-way to sleep): it waits
 			 * in the run queue from now */

@@ -50,7 +50,7 @@ PGT_DECLARE_KPROC;
 struct call_start
 {
 	__u64		ts;				/* 0: no call in progress */
-	__u64		slot_ok;		/* procpid address of the pgt_qid slot checked */
+	struct pgt_qid_cache qc;	/* see pgt_task_qid */
 	__u64		qid;
 	__u32		fd;
 	__u32		relfilenode;
@@ -309,7 +309,7 @@ int BPF_PROG(pgt_ksys_enter, struct pt_regs *regs, long id)
 	 * instead of reading user memory again.
 	 */
 	if (op != PGT_KOP_RECV)
-		s->qid = pgt_task_qid(tgid, &s->slot_ok);
+		s->qid = pgt_task_qid(tgid, &s->qc);
 	s->fd = (__u32) PT_REGS_PARM1_SYSCALL(regs);
 	s->relfilenode = 0;
 	s->dev = 0;
