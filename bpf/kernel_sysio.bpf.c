@@ -23,8 +23,9 @@
  * (helper/kernel_sysio.c); a disabled set's code is dead and removed by the
  * verifier.  Path of a system call: the call number is tested first (a
  * switch, no memory access: most calls are neither file I/O nor socket
- * calls), then the pid filter (one hash lookup); only calls of tracked
- * processes touch task storage.  sys_exit tests the number from the saved
+ * calls), then the task's storage (present only for tasks that were
+ * tracked when they got it), and only without it the pid filter (one hash
+ * lookup).  sys_exit tests the number from the saved
  * registers (a direct load), then the task storage: no hash lookup at all
  * for calls that were not started.
  */
@@ -283,6 +284,7 @@ note_owner(__u32 tgid, struct call_start *s)
 SEC("tp_btf/sys_enter")
 int BPF_PROG(pgt_ksys_enter, struct pt_regs *regs, long id)
 {
+	struct task_struct *task;
 	__u32		tgid;
 	__u32		pm;
 	struct call_start *s;
@@ -293,15 +295,20 @@ int BPF_PROG(pgt_ksys_enter, struct pt_regs *regs, long id)
 	if (!op)
 		return 0;
 	tgid = bpf_get_current_pid_tgid() >> 32;
-	pm = pgt_tracked_pm(tgid);
-	if (!pm)
-		return 0;
-	s = bpf_task_storage_get(&starts, bpf_get_current_task_btf(), 0,
-							 BPF_LOCAL_STORAGE_GET_F_CREATE);
+	task = bpf_get_current_task_btf();
+	/* a task with storage here was tracked when it got it: no hash lookup */
+	s = bpf_task_storage_get(&starts, task, 0, 0);
 	if (!s)
-		return 0;
+	{
+		pm = pgt_tracked_pm(tgid);
+		if (!pm)
+			return 0;
+		s = bpf_task_storage_get(&starts, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+		if (!s)
+			return 0;
+		s->pm = pm;
+	}
 	s->op = op;
-	s->pm = pm;
 	/*
 	 * A receive waits for the client's next message, whose statement has
 	 * no query id yet: it keeps the id of this thread's previous call (the
