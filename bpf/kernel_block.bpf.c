@@ -156,12 +156,7 @@ int BPF_PROG(pgt_kblk_complete, struct request *rq, blk_status_t error,
 	if (disk)
 		dev = ((__u32) BPF_CORE_READ(disk, major) << 20) | (__u32) BPF_CORE_READ(disk, first_minor);
 	op = blk_op(rq);
-	k.pid = ri->pid;
-	k.layer = PGT_KLAYER_BLOCK;
-	k.op = op;
-	k.file_class = PGT_KFILE_NONE;
-	k.queryid = ri->qid;
-	k.dev = dev;
+	pgt_kio_key_set(&k, ri->pid, PGT_KLAYER_BLOCK, op, PGT_KFILE_NONE, ri->qid, 0, dev);
 	pgt_kio_add(&kio, &k, ri->pm, ri->bytes, error != 0, ns);
 	pgt_khist_add(&khist, PGT_KHIST_BLOCK, ri->pid, dev, op, ri->pm, ns);
 	r = pgt_event_reserve(sizeof(*r), PGT_SET_BLOCK, PGT_KEV_BLOCK, ri->pid, ri->pid, ri->qid);

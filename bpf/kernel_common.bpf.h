@@ -36,6 +36,25 @@
 	} khist SEC(".maps")
 
 /*
+ * pgt_kio_key_set
+ *		Every field of an I/O aggregate's key (the padding too: it is a
+ *		hash key).
+ */
+static __always_inline void
+pgt_kio_key_set(struct pgt_kio_key *k, __u32 pid, __u8 layer, __u8 op, __u8 file_class,
+				__u64 qid, __u32 relfilenode, __u32 dev)
+{
+	k->pid = pid;
+	k->layer = layer;
+	k->op = op;
+	k->file_class = file_class;
+	k->pad = 0;
+	k->queryid = qid;
+	k->relfilenode = relfilenode;
+	k->dev = dev;
+}
+
+/*
  * pgt_kio_add
  *		One operation into an I/O aggregate.
  */
@@ -119,21 +138,78 @@ pgt_khist_add(void *map, __u32 metric, __u32 pid, __u32 dev, __u32 op, __u32 pm,
 /*
  * pgt_fd_file
  *		The struct file of the current task's descriptor fd, or NULL.
+ *		task, files and fdt are walked with direct (BTF) loads, which the
+ *		JIT turns into plain loads: one helper call (the fd array slot,
+ *		which the verifier sees as a scalar) instead of five.
  */
 static __always_inline struct file *
 pgt_fd_file(__u32 fd)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
-	struct fdtable *fdt = BPF_CORE_READ(task, files, fdt);
+	struct files_struct *files = task->files;
+	struct fdtable *fdt;
 	struct file **fds;
 	struct file *f = 0;
 
-	if (!fdt || fd >= BPF_CORE_READ(fdt, max_fds))
+	if (!files)
 		return 0;
-	fds = BPF_CORE_READ(fdt, fd);
+	fdt = files->fdt;
+	if (!fdt || fd >= fdt->max_fds)
+		return 0;
+	fds = fdt->fd;
 	if (bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]) != 0)
 		return 0;
 	return f;
+}
+
+/* Per-task query-id state of pgt_task_qid, kept in a set's task storage. */
+struct pgt_qid_cache
+{
+	__u64		addr;			/* the task's st_query_id, once its slot is checked */
+	__u64		last;			/* the id last read through it */
+};
+
+/*
+ * pgt_task_qid
+ *		pgt_current_qid for a program with task storage.  The slot is
+ *		looked up and checked (its st_procpid is tgid's pid: a user-memory
+ *		read) once per task; then a call costs one read of st_query_id, and
+ *		the slot's last_qid (for programs in other contexts) is written only
+ *		when the id changed.  A live process keeps its slot, and task storage
+ *		dies with the task.
+ */
+static __always_inline __u64
+pgt_task_qid(__u32 tgid, struct pgt_qid_cache *c)
+{
+	struct pgt_qid_slot *slot;
+	__s32		procpid = 0;
+	__u64		qid = 0;
+
+	if (c->addr)
+	{
+		if (bpf_probe_read_user(&qid, sizeof(qid), (void *) c->addr) != 0)
+			return 0;
+		if (qid != c->last)
+		{
+			slot = bpf_map_lookup_elem(&pgt_qid, &tgid);
+			if (slot && slot->queryid_addr == c->addr)
+				slot->last_qid = qid;
+			c->last = qid;
+		}
+		return qid;
+	}
+	slot = bpf_map_lookup_elem(&pgt_qid, &tgid);
+	if (!slot)
+		return pgt_current_qid(tgid);	/* maps the slot when it can */
+	if (bpf_probe_read_user(&procpid, sizeof(procpid), (void *) slot->procpid_addr) != 0 ||
+		(__u32) procpid != slot->nspid)
+		return 0;
+	if (bpf_probe_read_user(&qid, sizeof(qid), (void *) slot->queryid_addr) != 0)
+		return 0;
+	c->addr = slot->queryid_addr;
+	c->last = qid;
+	slot->last_qid = qid;
+	return qid;
 }
 
 /*
@@ -177,15 +253,16 @@ pgt_prefix(const char *s, const char *p, int n)
  * pgt_exit_nr
  *		The system call number at sys_exit (from the saved registers), so
  *		exit programs skip the calls they do not time before any map
- *		lookup; -1 where the architecture is not known here.
+ *		lookup; -1 where the architecture is not known here.  regs is a
+ *		tp_btf argument: a direct load, no helper call.
  */
 static __always_inline long
 pgt_exit_nr(struct pt_regs *regs)
 {
 #if defined(__TARGET_ARCH_x86)
-	return (long) BPF_CORE_READ(regs, orig_ax);
+	return (long) regs->orig_ax;
 #elif defined(__TARGET_ARCH_arm64)
-	return (long) BPF_CORE_READ(regs, syscallno);
+	return (long) regs->syscallno;
 #else
 	return -1;
 #endif

@@ -24,6 +24,10 @@ struct pgt_fault_state
 {
 	__u64		maj;
 	__u64		min;
+	struct pgt_qid_cache qc;	/* see pgt_task_qid */
+	__u64		qid;			/* query id at the last fault */
+	__u32		pm;				/* postmaster: the task is tracked */
+	__u32		pad;
 };
 
 struct
@@ -54,15 +58,20 @@ fault(unsigned long address, int kernel)
 
 	if (!pm)
 		return 0;
-	qid = pgt_current_qid(tgid);
+	task = bpf_get_current_task_btf();
+	fs = bpf_task_storage_get(&fstate, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	qid = fs ? pgt_task_qid(tgid, &fs->qc) : pgt_current_qid(tgid);
+	if (fs)
+	{
+		fs->qid = qid;
+		fs->pm = pm;
+	}
 	v = pgt_kproc_get(&kproc, tgid, qid, pm);
 	if (!v)
 		return 0;
 	__sync_fetch_and_add(&v->v[kernel ? PGT_KMEM_FAULTS_KERNEL : PGT_KMEM_FAULTS_USER], 1);
-	task = bpf_get_current_task_btf();
-	maj = BPF_CORE_READ(task, maj_flt);
-	min = BPF_CORE_READ(task, min_flt);
-	fs = bpf_task_storage_get(&fstate, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	maj = task->maj_flt;
+	min = task->min_flt;
 	if (fs)
 	{
 		if (fs->maj || fs->min)
@@ -104,18 +113,22 @@ int BPF_PROG(pgt_kmem_fault_kernel, unsigned long address, struct pt_regs *regs,
 /*
  * pages
  *		Pages allocated (idx PGT_KMEM_PAGES_ALLOC) or freed by the current
- *		task; the cached query id keeps this hot path cheap.
+ *		task.  These fire for every task of the host, so the filter is one
+ *		task-storage probe, not a hash lookup: a tracked process has its
+ *		fault state from its first page fault (a forked process faults at
+ *		once, copy-on-write), and pages it moves before that are not
+ *		counted.  The query id is the one of its last fault.
  */
 static __always_inline int
 pages(unsigned int order, int idx)
 {
-	__u32		tgid = bpf_get_current_pid_tgid() >> 32;
-	__u32		pm = pgt_tracked_pm(tgid);
+	struct pgt_fault_state *fs = bpf_task_storage_get(&fstate, bpf_get_current_task_btf(),
+													  0, 0);
 	struct pgt_kproc_val *v;
 
-	if (!pm)
+	if (!fs || !fs->pm)
 		return 0;
-	v = pgt_kproc_get(&kproc, tgid, pgt_cached_qid(tgid), pm);
+	v = pgt_kproc_get(&kproc, bpf_get_current_pid_tgid() >> 32, fs->qid, fs->pm);
 	if (v)
 		__sync_fetch_and_add(&v->v[idx], 1ULL << (order & 31));
 	return 0;
@@ -137,7 +150,7 @@ int BPF_PROG(pgt_kmem_page_free, struct page *page, unsigned int order)
 SEC("tp_btf/oom_score_adj_update")
 int BPF_PROG(pgt_kmem_oom_adj, struct task_struct *task)
 {
-	__u32		tgid = BPF_CORE_READ(task, tgid);
+	__u32		tgid = task->tgid;
 	__u32		pm = pgt_tracked_pm(tgid);
 	struct pgt_kproc_val *v;
 	struct pgt_kev_proc_rec *r;

@@ -37,12 +37,8 @@ int pgt_kvfs_cache_add(struct trace_event_raw_mm_filemap_op_page_cache *ctx)
 	order = BPF_CORE_READ(ctx, order);
 	bytes = 4096U << (order & 15);
 	qid = pgt_current_qid(tgid);
-	k.pid = tgid;
-	k.layer = PGT_KLAYER_PAGECACHE;
-	k.op = PGT_KOP_CACHE_MISS;
-	k.file_class = PGT_KFILE_NONE;
-	k.queryid = qid;
-	k.dev = BPF_CORE_READ(ctx, s_dev);
+	pgt_kio_key_set(&k, tgid, PGT_KLAYER_PAGECACHE, PGT_KOP_CACHE_MISS, PGT_KFILE_NONE, qid,
+					0, BPF_CORE_READ(ctx, s_dev));
 	pgt_kio_add(&kio, &k, pm, bytes, 0, 0);
 	r = pgt_event_reserve(sizeof(*r), PGT_SET_VFS, PGT_KEV_CACHE_MISS, tgid, (__u32) id, qid);
 	if (r)

@@ -68,13 +68,8 @@ vfs_exit(long ret)
 	if (!s)
 		return 0;
 	pm = pgt_tracked_pm(tgid);
-	k.pid = tgid;
-	k.layer = PGT_KLAYER_VFS;
-	k.op = s->op;
-	k.file_class = s->file_class;
-	k.queryid = s->qid;
-	k.relfilenode = s->relfilenode;
-	k.dev = s->dev;
+	pgt_kio_key_set(&k, tgid, PGT_KLAYER_VFS, s->op, s->file_class, s->qid,
+					s->relfilenode, s->dev);
 	if (pm)
 		pgt_kio_add(&kio, &k, pm, (s->op != PGT_KOP_VFS_FSYNC && ret > 0) ? (__u64) ret : 0,
 					ret < 0, bpf_ktime_get_ns() - s->ts);

@@ -1,19 +1,17 @@
 /*
  * helper/kernel_memory.c
- *	  Probe set "memory" (bpf/kernel_memory.bpf.c): page faults user/kernel, major/minor, pages allocated/freed, oom_score_adj.
+ *	  Probe set "memory" (bpf/kernel_memory.bpf.c): page faults user /
+ *	  kernel, major / minor, pages allocated / freed, oom_score_adj.
  */
 #include "kernel_set.h"
 #include "kernel_memory.skel.h"
 
 static const char *const names[] = {"faults_user", "faults_kernel", "faults_major", "faults_minor", "pages_alloc", "pages_free", "oom_score_adj_updates", "oom_score_adj", NULL};
 
-static const kset_desc desc = {PGT_KPROC_MEMORY, names, 1};
+static const kset_desc desc = {PGT_KPROC_MEMORY, names, 1,
+	"runs on every page fault and page allocation of the host"};
 
-static void
-destroy(void *skel)
-{
-	kernel_memory_bpf__destroy(skel);
-}
+KSET_SKELETON(kernel_memory)
 
 /*
  * start
@@ -22,35 +20,10 @@ destroy(void *skel)
 static int
 start(pset_inst *in, const pset_ctx *ctx)
 {
-	struct kernel_memory_bpf *skel;
-	kset_attach a;
-
-	if (kset_new(in, &desc) == NULL)
-		return -1;
-	skel = kernel_memory_bpf__open();
-	if (skel == NULL)
-	{
-		pset_set_status(in, PGT_PROBE_UNAVAILABLE, "tp_btf/page_fault_*,mm_page_*", "BPF open failed");
-		return 0;
-	}
-	skel->rodata->pgt_stream = ctx->stream;
-	(void) kset_load_attach(in, ctx, skel->obj, skel, destroy, &a);
-	kset_status_from(in, "tp_btf/page_fault_*,mm_page_*", &a);
-	return 0;
+	return kset_start_single(in, ctx, &desc, "tp_btf/page_fault_*,mm_page_*",
+							 kernel_memory_kopen, kernel_memory_kdestroy);
 }
 
-static const probe_set memory_set = {
-	.name = "memory",
-	.description = "page faults user/kernel, major/minor, pages allocated/freed, oom_score_adj",
-	.id = PGT_SET_MEMORY,
-	.order = 50,
-	.start = start,
-	.stop = kset_stop,
-	.collect = kset_collect,
-	.publish = kset_publish,
-	.event = kset_event,
-	.stats = kset_stats,
-	.histograms = kset_histograms,
-};
-
-PGT_REGISTER_PROBE_SET(memory_set);
+KSET_PROBE_SET(memory_set, "memory",
+			   "page faults user/kernel, major/minor, pages allocated/freed, oom_score_adj",
+			   PGT_SET_MEMORY, 50, start);

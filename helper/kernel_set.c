@@ -111,6 +111,33 @@ kset_load_attach(pset_inst *in, const pset_ctx *ctx, struct bpf_object *obj,
 }
 
 /*
+ * kset_start_single
+ *		The start of a set made of one object: open (flags set by open),
+ *		reuse the shared maps, load, attach, and say how it went.  Returns
+ *		0, or -1 when out of memory (a set that cannot run is not an error).
+ */
+int
+kset_start_single(pset_inst *in, const pset_ctx *ctx, const kset_desc *desc,
+				  const char *mechanism, kset_open_fn open, void (*destroy) (void *))
+{
+	struct bpf_object *obj;
+	void	   *skel = NULL;
+	kset_attach a;
+
+	if (kset_new(in, desc) == NULL)
+		return -1;
+	obj = open(&skel, ctx);
+	if (obj == NULL)
+	{
+		pset_set_status(in, PGT_PROBE_UNAVAILABLE, mechanism, "BPF open failed");
+		return 0;
+	}
+	(void) kset_load_attach(in, ctx, obj, skel, destroy, &a);
+	kset_status_from(in, mechanism, &a);
+	return 0;
+}
+
+/*
  * kset_status_from
  *		State of a single-object set from its attach outcome.
  */
@@ -124,8 +151,13 @@ kset_status_from(pset_inst *in, const char *mechanism, const kset_attach *a)
 		pset_set_status(in, PGT_PROBE_DEGRADED, mechanism, "%s did not attach: %s",
 						a->failed_names, a->first_error);
 	else
-		pset_set_status(in, PGT_PROBE_AVAILABLE, mechanism, "%d programs attached",
-						a->attached);
+	{
+		kset	   *ks = in->priv;
+
+		pset_set_status(in, PGT_PROBE_AVAILABLE, mechanism, "%d programs attached%s%s",
+						a->attached, ks && ks->desc->scope ? "; " : "",
+						ks && ks->desc->scope ? ks->desc->scope : "");
+	}
 }
 
 /*

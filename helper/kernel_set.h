@@ -25,6 +25,7 @@ typedef struct kset_desc
 	uint32_t	proc_flag;		/* PGT_KPROC_* for kproc rows, 0 if none */
 	const char *const *proc_names;	/* PGT_KPROC_NVALS field names */
 	int			proc_signed_last;	/* the last used value is signed */
+	const char *scope;			/* what the hooks fire on (status reason) */
 } kset_desc;
 
 typedef struct kio_row
@@ -73,7 +74,55 @@ typedef struct kset_attach
 	char		failed_names[96];
 } kset_attach;
 
+/*
+ * Open a set's skeleton with its read-only flags set from ctx (stream);
+ * returns the object, *skel the skeleton, NULL when it did not open.
+ */
+typedef struct bpf_object *(*kset_open_fn) (void **skel, const pset_ctx *ctx);
+
+/*
+ * KSET_SKELETON(kernel_x): kernel_x_kopen() (a kset_open_fn) and
+ * kernel_x_kdestroy() for the skeleton build/kernel_x.skel.h, whose object
+ * includes pgt_common.bpf.h (the pgt_stream flag).
+ */
+#define KSET_SKELETON(name) \
+static struct bpf_object * \
+name##_kopen(void **skel, const pset_ctx *ctx) \
+{ \
+	struct name##_bpf *s = name##_bpf__open(); \
+	if (s == NULL) \
+		return NULL; \
+	s->rodata->pgt_stream = ctx->stream; \
+	*skel = s; \
+	return s->obj; \
+} \
+static void \
+name##_kdestroy(void *skel) \
+{ \
+	name##_bpf__destroy(skel); \
+}
+
+/* The probe_set of a kernel set: its own start, the shared callbacks. */
+#define KSET_PROBE_SET(sym, name_, descr, id_, order_, start_) \
+static const probe_set sym = { \
+	.name = name_, \
+	.description = descr, \
+	.id = id_, \
+	.order = order_, \
+	.start = start_, \
+	.stop = kset_stop, \
+	.collect = kset_collect, \
+	.publish = kset_publish, \
+	.event = kset_event, \
+	.stats = kset_stats, \
+	.histograms = kset_histograms, \
+}; \
+PGT_REGISTER_PROBE_SET(sym)
+
 extern kset *kset_new(pset_inst *in, const kset_desc *desc);
+extern int	kset_start_single(pset_inst *in, const pset_ctx *ctx, const kset_desc *desc,
+							  const char *mechanism, kset_open_fn open,
+							  void (*destroy) (void *));
 extern int	kset_load_attach(pset_inst *in, const pset_ctx *ctx, struct bpf_object *obj,
 							 void *skel, void (*destroy) (void *), kset_attach *out);
 extern void kset_status_from(pset_inst *in, const char *mechanism, const kset_attach *a);

@@ -276,6 +276,9 @@ pset_runtime_start(pset_runtime *rt, int mode, int stream, int tracked_fd,
 			log_warn("probe sets: cannot create shared maps: %s", strerror(errno));
 	}
 	for (i = 0; i < nsets; i++)
+		if (sets[i]->id < 64)
+			rt->ctx.selected |= UINT64_C(1) << sets[i]->id;
+	for (i = 0; i < nsets; i++)
 	{
 		pset_inst  *in = &rt->insts[rt->ninsts++];
 		char		ebuf[128];
@@ -637,10 +640,17 @@ pset_qid_refresh(pset_runtime *rt, pid_t postmaster, const pgt_layout *layout,
 				struct pgt_qid_slot old;
 
 				/* keep the cached id BPF wrote when the slot did not move */
-				if (bpf_map_lookup_elem(rt->ctx.qid_fd, &pids[i], &old) == 0 &&
-					old.queryid_addr == slot.queryid_addr && old.nspid == slot.nspid &&
-					old.wait_addr == slot.wait_addr)
-					continue;
+				if (bpf_map_lookup_elem(rt->ctx.qid_fd, &pids[i], &old) == 0)
+				{
+					if (old.queryid_addr == slot.queryid_addr && old.nspid == slot.nspid &&
+						old.wait_addr == slot.wait_addr)
+						continue;
+					/* same process, slot completed (e.g. BPF mapped it
+					 * without the wait address): the last id read in its
+					 * context stays, for programs in other contexts */
+					if (old.queryid_addr == slot.queryid_addr && old.nspid == slot.nspid)
+						slot.last_qid = old.last_qid;
+				}
 			}
 			if (bpf_map_update_elem(rt->ctx.qid_fd, &pids[i], &slot, BPF_ANY) == 0)
 				mapped++;

@@ -110,6 +110,8 @@ typedef struct pset_ctx
 	int			stream;			/* 1: submit events to pgt_events */
 	int			kprobes;		/* 1: a kprobe PMU exists */
 	char		kprobes_reason[128];
+	uint64_t	selected;		/* bit 1 << id of every set being started, so
+								 * sets sharing one object load it once */
 } pset_ctx;
 
 struct probe_set;

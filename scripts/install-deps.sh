@@ -16,6 +16,8 @@ PACKAGES=(
 	libipc-run-perl perl
 	# test harness: run root-only steps from TAP tests, drop caches, etc.
 	sudo procps util-linux python3 rsync bc
+	# TCP loss for the retransmit test (helper-ctl netloss), ss for its ground truth
+	nftables iproute2
 )
 
 missing=()

@@ -1,0 +1,472 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * bpf/kernel_sysio.bpf.c
+ *	  The system-call programs of two probe sets in one object, so that a
+ *	  system call of any task on the host runs one sys_enter and one
+ *	  sys_exit program for both:
+ *
+ *	  "syscall" (do_file): file I/O system calls of tracked PostgreSQL
+ *	  processes (read, write, pread64, pwrite64, readv, writev, preadv,
+ *	  pwritev and their v2 forms, fsync, fdatasync, sync_file_range,
+ *	  openat, close): calls, bytes, errors and latency per (pid, query id,
+ *	  call, file class, relation file, device) in `kio`, and an fsync
+ *	  latency histogram in `khist`.
+ *
+ *	  "network" (do_net): socket send and receive calls (sendto, recvfrom,
+ *	  sendmsg, recvmsg: what PostgreSQL's send()/recv() become): calls,
+ *	  bytes, errors and time per (pid, query id) in `kproc`, and TCP
+ *	  retransmissions attributed to the process that owns the socket.  The
+ *	  owner is learnt when a process sends on the socket (fd -> file ->
+ *	  socket -> sock), so a retransmit finds it by sock.
+ *
+ * The helper sets do_file / do_net before load from the sets selected
+ * (helper/kernel_sysio.c); a disabled set's code is dead and removed by the
+ * verifier.  Path of a system call: the call number is tested first (a
+ * switch, no memory access: most calls are neither file I/O nor socket
+ * calls), then the task's storage (present only for tasks that were
+ * tracked when they got it), and only without it the pid filter (one hash
+ * lookup).  sys_exit tests the number from the saved
+ * registers (a direct load), then the task storage: no hash lookup at all
+ * for calls that were not started.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_endian.h>
+
+#include "pgt_common.bpf.h"
+#include "kernel_common.bpf.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+/* Which sets this object serves: set by the helper before load. */
+const volatile __u8 do_file = 1;
+const volatile __u8 do_net = 1;
+
+PGT_DECLARE_KIO;
+PGT_DECLARE_KHIST;
+PGT_DECLARE_KPROC;
+
+struct call_start
+{
+	__u64		ts;				/* 0: no call in progress */
+	struct pgt_qid_cache qc;	/* see pgt_task_qid */
+	__u64		qid;
+	__u32		fd;
+	__u32		relfilenode;
+	__u32		dev;
+	__u32		pm;
+	__u32		owned_fd;		/* fd + 1 whose socket owner this task recorded */
+	__u8		op;
+	__u8		file_class;
+	__u16		pad;
+};
+
+struct
+{
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct call_start);
+} starts SEC(".maps");
+
+/*
+ * Class of the file behind (tgid, fd), valid while the descriptor still
+ * points at the same struct file: PostgreSQL keeps its files open, so the
+ * dentry walk of pgt_classify_file runs once per open file, not per call.
+ */
+struct fd_key
+{
+	__u32		tgid;
+	__u32		fd;
+};
+
+struct fd_class
+{
+	__u64		file;
+	__u32		relfilenode;
+	__u32		dev;
+	__u8		cls;
+	__u8		pad[7];
+};
+
+struct
+{
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct fd_key);
+	__type(value, struct fd_class);
+} fdcache SEC(".maps");
+
+/* socket (struct sock *) -> the tracked process that last sent on it */
+struct sock_owner
+{
+	__u32		pid;
+	__u32		pm;
+};
+
+struct
+{
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u64);
+	__type(value, struct sock_owner);
+} owners SEC(".maps");
+
+/*
+ * classify_fd
+ *		File class of the current task's fd, through the cache.
+ */
+static __always_inline void
+classify_fd(__u32 tgid, struct call_start *s)
+{
+	struct fd_key k = {.tgid = tgid, .fd = s->fd};
+	struct file *f = pgt_fd_file(s->fd);
+	struct fd_class *c = bpf_map_lookup_elem(&fdcache, &k);
+	struct fd_class n = {};
+
+	if (c && f && c->file == (__u64) f)
+	{
+		s->file_class = c->cls;
+		s->relfilenode = c->relfilenode;
+		s->dev = c->dev;
+		return;
+	}
+	s->file_class = pgt_classify_file(f, &s->relfilenode, &s->dev);
+	if (!f)
+		return;
+	n.file = (__u64) f;
+	n.cls = s->file_class;
+	n.relfilenode = s->relfilenode;
+	n.dev = s->dev;
+	bpf_map_update_elem(&fdcache, &k, &n, BPF_ANY);
+}
+
+/*
+ * file_op
+ *		PGT_KOP_* of a file I/O system call number, 0 for other calls.
+ */
+static __always_inline __u8
+file_op(long id)
+{
+#if defined(__TARGET_ARCH_x86)
+	switch (id)
+	{
+		case 0: return PGT_KOP_READ;
+		case 1: return PGT_KOP_WRITE;
+		case 3: return PGT_KOP_CLOSE;
+		case 17: return PGT_KOP_PREAD64;
+		case 18: return PGT_KOP_PWRITE64;
+		case 19: return PGT_KOP_READV;
+		case 20: return PGT_KOP_WRITEV;
+		case 74: return PGT_KOP_FSYNC;
+		case 75: return PGT_KOP_FDATASYNC;
+		case 257: return PGT_KOP_OPENAT;
+		case 277: return PGT_KOP_SYNC_FILE_RANGE;
+		case 295: return PGT_KOP_PREADV;
+		case 296: return PGT_KOP_PWRITEV;
+		case 327: return PGT_KOP_PREADV2;
+		case 328: return PGT_KOP_PWRITEV2;
+	}
+#elif defined(__TARGET_ARCH_arm64)
+	switch (id)
+	{
+		case 56: return PGT_KOP_OPENAT;
+		case 57: return PGT_KOP_CLOSE;
+		case 63: return PGT_KOP_READ;
+		case 64: return PGT_KOP_WRITE;
+		case 65: return PGT_KOP_READV;
+		case 66: return PGT_KOP_WRITEV;
+		case 67: return PGT_KOP_PREAD64;
+		case 68: return PGT_KOP_PWRITE64;
+		case 69: return PGT_KOP_PREADV;
+		case 70: return PGT_KOP_PWRITEV;
+		case 82: return PGT_KOP_FSYNC;
+		case 83: return PGT_KOP_FDATASYNC;
+		case 84: return PGT_KOP_SYNC_FILE_RANGE;
+		case 286: return PGT_KOP_PREADV2;
+		case 287: return PGT_KOP_PWRITEV2;
+	}
+#endif
+	return 0;
+}
+
+/*
+ * net_op
+ *		PGT_KOP_SEND / PGT_KOP_RECV of a socket call number, 0 for others.
+ */
+static __always_inline __u8
+net_op(long id)
+{
+#if defined(__TARGET_ARCH_x86)
+	switch (id)
+	{
+		case 44: case 46: return PGT_KOP_SEND;	/* sendto, sendmsg */
+		case 45: case 47: return PGT_KOP_RECV;	/* recvfrom, recvmsg */
+	}
+#elif defined(__TARGET_ARCH_arm64)
+	switch (id)
+	{
+		case 206: case 211: return PGT_KOP_SEND;
+		case 207: case 212: return PGT_KOP_RECV;
+	}
+#endif
+	return 0;
+}
+
+/*
+ * call_op
+ *		The op of a call number among the enabled sets, 0 when no enabled
+ *		set times it.
+ */
+static __always_inline __u8
+call_op(long id)
+{
+	__u8		op = 0;
+
+	if (do_file)
+		op = file_op(id);
+	if (!op && do_net)
+		op = net_op(id);
+	return op;
+}
+
+static __always_inline int
+is_net(__u8 op)
+{
+	return op == PGT_KOP_SEND || op == PGT_KOP_RECV;
+}
+
+static __always_inline int
+moves_bytes(__u8 op)
+{
+	return op >= PGT_KOP_READ && op <= PGT_KOP_PWRITEV2;
+}
+
+static __always_inline int
+is_sync(__u8 op)
+{
+	return op == PGT_KOP_FSYNC || op == PGT_KOP_FDATASYNC || op == PGT_KOP_SYNC_FILE_RANGE;
+}
+
+/*
+ * note_owner
+ *		Record that tgid owns the socket behind s->fd.  A backend sends on
+ *		one socket for its whole life, so the walk (fd -> sock) and the
+ *		owners update happen once per task and descriptor, not per send.
+ */
+static __always_inline void
+note_owner(__u32 tgid, struct call_start *s)
+{
+	struct file *f;
+	struct socket *sock;
+	struct sock *sk;
+	struct sock_owner *cur;
+	struct sock_owner o = {.pid = tgid, .pm = s->pm};
+	__u64		key;
+
+	if (s->owned_fd == s->fd + 1)
+		return;
+	f = pgt_fd_file(s->fd);
+	sock = f ? BPF_CORE_READ(f, private_data) : 0;
+	sk = sock ? BPF_CORE_READ(sock, sk) : 0;
+	if (!sk)
+		return;
+	key = (__u64) sk;
+	cur = bpf_map_lookup_elem(&owners, &key);
+	/* an update takes the LRU's lock: only when the owner changed */
+	if (!cur || cur->pid != tgid)
+		bpf_map_update_elem(&owners, &key, &o, BPF_ANY);
+	s->owned_fd = s->fd + 1;
+}
+
+SEC("tp_btf/sys_enter")
+int BPF_PROG(pgt_ksys_enter, struct pt_regs *regs, long id)
+{
+	struct task_struct *task;
+	__u32		tgid;
+	__u32		pm;
+	struct call_start *s;
+	__u8		op;
+
+	/* the cheap test first: most system calls are neither file nor socket I/O */
+	op = call_op(id);
+	if (!op)
+		return 0;
+	tgid = bpf_get_current_pid_tgid() >> 32;
+	task = bpf_get_current_task_btf();
+	/* a task with storage here was tracked when it got it: no hash lookup */
+	s = bpf_task_storage_get(&starts, task, 0, 0);
+	if (!s)
+	{
+		pm = pgt_tracked_pm(tgid);
+		if (!pm)
+			return 0;
+		s = bpf_task_storage_get(&starts, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+		if (!s)
+			return 0;
+		s->pm = pm;
+	}
+	s->op = op;
+	/*
+	 * A receive waits for the client's next message, whose statement has
+	 * no query id yet: it keeps the id of this thread's previous call (the
+	 * last statement, as pg_stat_activity shows for an idle session)
+	 * instead of reading user memory again.
+	 */
+	if (op != PGT_KOP_RECV)
+		s->qid = pgt_task_qid(tgid, &s->qc);
+	s->fd = (__u32) PT_REGS_PARM1_SYSCALL(regs);
+	s->relfilenode = 0;
+	s->dev = 0;
+	if (is_net(op))
+	{
+		s->file_class = PGT_KFILE_SOCKET;
+		if (op == PGT_KOP_SEND)
+			note_owner(tgid, s);
+	}
+	else if (op == PGT_KOP_OPENAT)
+		s->file_class = PGT_KFILE_OTHER;	/* classified at exit, fd known */
+	else
+		classify_fd(tgid, s);
+	s->ts = bpf_ktime_get_ns();
+	return 0;
+}
+
+/*
+ * net_done
+ *		A socket call completed: into the (pid, query) counters.
+ */
+static __always_inline void
+net_done(__u32 tgid, struct call_start *s, long ret, __u64 ns)
+{
+	struct pgt_kproc_val *v = pgt_kproc_get(&kproc, tgid, s->qid, s->pm);
+	int			send = s->op == PGT_KOP_SEND;
+
+	if (!v)
+		return;
+	__sync_fetch_and_add(&v->v[send ? PGT_KNET_SEND_CALLS : PGT_KNET_RECV_CALLS], 1);
+	__sync_fetch_and_add(&v->v[send ? PGT_KNET_SEND_NS : PGT_KNET_RECV_NS], ns);
+	if (ret > 0)
+		__sync_fetch_and_add(&v->v[send ? PGT_KNET_SEND_BYTES : PGT_KNET_RECV_BYTES],
+							 (__u64) ret);
+	else if (ret < 0)
+		__sync_fetch_and_add(&v->v[send ? PGT_KNET_SEND_ERRORS : PGT_KNET_RECV_ERRORS], 1);
+}
+
+/*
+ * file_done
+ *		A file call completed: into the I/O aggregate (and the fsync
+ *		histogram).
+ */
+static __always_inline void
+file_done(__u32 tgid, struct call_start *s, long ret, __u64 ns)
+{
+	struct pgt_kio_key k = {};
+
+	if (s->op == PGT_KOP_OPENAT && ret >= 0)
+	{
+		s->fd = (__u32) ret;
+		s->file_class = pgt_classify_file(pgt_fd_file((__u32) ret), &s->relfilenode, &s->dev);
+	}
+	pgt_kio_key_set(&k, tgid, PGT_KLAYER_SYSCALL, s->op, s->file_class, s->qid,
+					s->relfilenode, s->dev);
+	pgt_kio_add(&kio, &k, s->pm, (moves_bytes(s->op) && ret > 0) ? (__u64) ret : 0, ret < 0, ns);
+	if (is_sync(s->op))
+		pgt_khist_add(&khist, PGT_KHIST_FSYNC, tgid, s->dev, s->op, s->pm, ns);
+}
+
+SEC("tp_btf/sys_exit")
+int BPF_PROG(pgt_ksys_exit, struct pt_regs *regs, long ret)
+{
+	__u64		id;
+	__u32		tgid;
+	struct call_start *s;
+	struct pgt_kev_call_rec *r;
+	__u64		ns;
+	long		nr = pgt_exit_nr(regs);
+	int			net;
+
+	if (nr >= 0 && !call_op(nr))
+		return 0;
+	s = bpf_task_storage_get(&starts, bpf_get_current_task_btf(), 0, 0);
+	if (!s || !s->ts)
+		return 0;
+	ns = bpf_ktime_get_ns() - s->ts;
+	s->ts = 0;
+	id = bpf_get_current_pid_tgid();
+	tgid = id >> 32;
+	net = is_net(s->op);
+	if (net)
+		net_done(tgid, s, ret, ns);
+	else
+		file_done(tgid, s, ret, ns);
+	r = pgt_event_reserve(sizeof(*r), net ? PGT_SET_NETWORK : PGT_SET_SYSCALL, PGT_KEV_CALL,
+						  tgid, (__u32) id, s->qid);
+	if (r)
+	{
+		r->c.latency_ns = ns;
+		r->c.ret = ret;
+		r->c.fd = s->fd;
+		r->c.relfilenode = s->relfilenode;
+		r->c.dev = s->dev;
+		r->c.op = s->op;
+		r->c.file_class = s->file_class;
+		r->c.pad = 0;
+		bpf_ringbuf_submit(r, 0);
+	}
+	return 0;
+}
+
+/*
+ * A TCP retransmission on a socket a tracked process owns, counted in
+ * segments (the skb's tcp_skb_pcount), as the socket's total_retrans
+ * (tcp_info) counts them.  Loaded only when the network set is selected
+ * (the helper's autoload).  Kernels from 6.12 on pass a third argument,
+ * the transmit's error, and fire for attempts given up with -EBUSY (the
+ * original still queued), which total_retrans does not count: skipped.
+ * retrans_err_arg says whether the argument exists (read from the
+ * kernel's BTF by the helper: where it does not, the access is dead code,
+ * removed at load).
+ */
+const volatile __u8 retrans_err_arg = 0;
+
+SEC("tp_btf/tcp_retransmit_skb")
+int pgt_knet_retransmit(unsigned long long *ctx)
+{
+	const struct sock *sk = (const struct sock *) ctx[0];
+	__u64		key = (__u64) sk;
+	struct sock_owner *o;
+	struct pgt_kproc_val *v;
+	struct pgt_kev_proc_rec *r;
+	__u64		qid;
+	__u16		segs;
+
+	if (retrans_err_arg && (int) ctx[2] == -16)	/* -EBUSY */
+		return 0;
+	o = bpf_map_lookup_elem(&owners, &key);
+	if (!o)
+		return 0;
+	qid = pgt_cached_qid(o->pid);
+	v = pgt_kproc_get(&kproc, o->pid, qid, o->pm);
+	if (v)
+	{
+		const struct sk_buff *skb = (const struct sk_buff *) ctx[1];
+		struct tcp_skb_cb *cb = (struct tcp_skb_cb *) skb->cb;
+
+		segs = BPF_CORE_READ(cb, tcp_gso_segs);
+		__sync_fetch_and_add(&v->v[PGT_KNET_RETRANSMITS], segs ? segs : 1);
+	}
+	r = pgt_event_reserve(sizeof(*r), PGT_SET_NETWORK, PGT_KEV_RETRANSMIT, o->pid, o->pid, qid);
+	if (r)
+	{
+		r->c.a = ((__u64) bpf_ntohs(BPF_CORE_READ(sk, __sk_common.skc_dport)) << 16) |
+			BPF_CORE_READ(sk, __sk_common.skc_num);
+		r->c.b = 0;
+		r->c.cpu = bpf_get_smp_processor_id();
+		r->c.kind = 0;
+		bpf_ringbuf_submit(r, 0);
+	}
+	return 0;
+}

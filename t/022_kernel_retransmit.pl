@@ -1,0 +1,129 @@
+# 022_kernel_retransmit.pl — TCP retransmissions attributed to the backend
+# that owns the socket (network probe set), against the kernel's own count.
+#
+# A psql session connects over TCP (127.0.0.1); once it is connected,
+# helper-ctl netloss drops 10% of the segments the server sends on this
+# cluster's port (an nftables table matching that source port only, on the
+# input hook so the sender sees real losses: a drop on the output hook is
+# an error to TCP, which sends the segment again as new data), the session
+# fetches 4 MB, and the loss is removed.  Ground truth: the socket's
+# total_retrans from `ss -ti` (tcp_info) while the connection is still open.
+# The daemon's pg_tracer_kernel_net must show the same count on that
+# backend's pid, under the query id EXPLAIN VERBOSE reports for the query,
+# and none on any other pid.  Where loss cannot be created (no nft, no
+# nf_tables), the test skips with the reason.
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use PgTracerTest;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use IPC::Run ();
+use Time::HiRes qw(time usleep);
+
+plan skip_all => 'root helper not reachable (run through scripts/test.sh)'
+  unless helper_available();
+
+my @CTL = split ' ', $ENV{PG_TRACER_CTL};
+# ss lives in /usr/sbin or /usr/bin (iproute2): not always on postgres's PATH
+my ($ss) = grep { -x $_ } map { "$_/ss" } (split(/:/, $ENV{PATH}), '/usr/sbin', '/sbin', '/usr/bin');
+plan skip_all => 'ss (iproute2) is not installed: no ground truth' unless $ss;
+
+my ($node, $rt) = tracer_node('retrans',
+	conf => "compute_query_id = on\nlisten_addresses = '127.0.0.1'\n");
+my $port = $node->port;
+my $loss_on = 0;
+
+# netloss add|del through the root wrapper; returns (ok, stderr)
+sub netloss
+{
+	my @args = @_;
+	my ($out, $err) = ('', '');
+	my $ok = IPC::Run::run([ @CTL, 'netloss', @args, ], '>', \$out, '2>', \$err);
+	return ($ok, $err);
+}
+
+sub loss_off
+{
+	netloss('del', $port) if $loss_on;
+	$loss_on = 0;
+}
+# every exit path, a die included, removes the loss (helper-ctl also drops
+# it 120 s after adding it, whatever happens to this test)
+END { loss_off(); }
+
+# Can loss be created here at all?  (nft present, nf_tables in the kernel)
+my ($can, $why) = netloss('add', $port, 10);
+netloss('del', $port);
+if (!$can)
+{
+	chomp $why;
+	plan skip_all => "cannot create TCP loss on loopback: $why";
+}
+
+$node->safe_psql('postgres', 'CREATE EXTENSION pg_tracer');
+my $helper = start_helper($node, $rt, '--probes', 'network');
+ok(defined wait_until(sub {
+	$node->safe_psql('postgres', 'SELECT helper_connected FROM pg_tracer_status()') eq 't'
+}, 15), 'helper connected');
+is($node->safe_psql('postgres',
+		"SELECT state FROM pg_tracer_probes WHERE probe_set = 'network'"),
+	'available', 'network set available');
+
+my $sql = "SELECT repeat('x', 1000000) FROM generate_series(1, 4)";
+my ($qid) = $node->safe_psql('postgres', "EXPLAIN (VERBOSE) $sql") =~ /Query Identifier: (-?\d+)/;
+ok(defined $qid, "query id of the transfer from EXPLAIN VERBOSE: " . ($qid // 'none'));
+
+# The TCP session
+my ($in, $out, $err) = ('', '', '');
+my $psql = IPC::Run::start(
+	[ 'psql', '-XAtq', '-h', '127.0.0.1', '-p', $port, '-d', 'postgres' ],
+	'<', \$in, '>', \$out, '2>', \$err, IPC::Run::timeout(120));
+$in .= "SELECT pg_backend_pid();\n";
+$psql->pump until $out =~ /^(\d+)\n/;
+my $pid = $1;
+$out = '';
+usleep(300_000);		# the first send has recorded the socket's owner
+
+($loss_on) = netloss('add', $port, 10);
+ok($loss_on, "10% loss on segments from port $port");
+my $t0 = time();
+$in .= "$sql;\n";
+$psql->pump until length($out) >= 4_000_000 && $out =~ /\n\z/;
+my $secs = time() - $t0;
+loss_off();
+cmp_ok(length($out), '>=', 4_000_000, sprintf('client received %d bytes in %.1f s', length($out), $secs));
+
+# Ground truth while the connection is still open
+my $info = `$ss -tinH state established '( sport = :$port )'`;
+my ($truth) = $info =~ /\bretrans:\d+\/(\d+)/;
+$truth //= 0;
+cmp_ok($truth, '>', 0, "the kernel retransmitted $truth segments of that socket");
+
+my %by;
+wait_until(sub {
+	%by = map { split /\|/ } split /\n/, $node->safe_psql('postgres',
+		"SELECT pid || ':' || queryid, sum(retransmits) FROM pg_tracer_kernel_net
+		  WHERE retransmits > 0 GROUP BY 1");
+	my $n = 0;
+	$n += $by{$_} for grep { /^$pid:/ } keys %by;
+	$n >= $truth
+}, 10);
+my ($mine, $with_qid, $others) = (0, 0, 0);
+for my $k (keys %by)
+{
+	my ($p, $q) = split /:/, $k;
+	if ($p == $pid) { $mine += $by{$k}; $with_qid += $by{$k} if defined $qid && $q eq $qid; }
+	else { $others += $by{$k}; }
+}
+note "retransmits by pid:queryid: " . join(', ', map { "$_=$by{$_}" } sort keys %by);
+is($mine, $truth, "retransmits attributed to backend $pid ($mine) = the socket's total_retrans ($truth)");
+cmp_ok($with_qid, '>=', 0.8 * $mine, "retransmits under the transfer's query id: $with_qid of $mine");
+is($others, 0, 'no retransmit attributed to another process');
+
+$in .= "\\q\n";
+$psql->finish;
+signal_helper($helper, 'TERM');
+$node->stop;
+done_testing();
