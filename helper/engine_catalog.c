@@ -34,6 +34,8 @@ const engine_set engine_sets[] = {
 	{"pg-buffer", "buffer reads, hits, misses; dirty buffer flushes", 0},
 	{"pg-checkpoint", "checkpoints: duration, buffers written, sync phase", 1},
 	{"pg-usdt", "transaction commits/aborts, deadlocks, sorts", 0},
+	{"pg-lock-hold", "heavyweight lock hold times by lock type, mode and object", 0},
+	{"pg-lwlock-hold", "LWLock hold times by tranche", 0},
 };
 const size_t engine_nsets = sizeof(engine_sets) / sizeof(engine_sets[0]);
 
@@ -67,6 +69,23 @@ const engine_point engine_points[] = {
 	{"pg-usdt", 11, "transaction__abort", "eng_xact_abort_usdt", NULL, NULL, 0, NULL, 1},
 	{"pg-usdt", 12, "deadlock__found", "eng_deadlock_usdt", NULL, NULL, 0, NULL, 1},
 	{"pg-usdt", 13, "sort__done", "eng_sort_done_usdt", NULL, NULL, 0, NULL, 1},
+	/* no USDT marks a grant or a release: uprobes on the exported lock manager */
+	{"pg-lock-hold", 14, NULL, NULL, NULL, "LockAcquireExtended", 0, "eng_lock_acquire_uprobe", 0},
+	{"pg-lock-hold", 14, NULL, NULL, NULL, "LockAcquireExtended", 1, "eng_lock_acquire_uretprobe", 0},
+	{"pg-lock-hold", 14, NULL, NULL, NULL, "LockRelease", 0, "eng_lock_release_uprobe", 0},
+	{"pg-lock-hold", 14, NULL, NULL, NULL, "LockReleaseAll", 0, "eng_lock_release_all_uprobe", 0},
+	{"pg-lock-hold", 15, NULL, NULL, NULL, "LockReleaseSession", 0,
+	 "eng_lock_release_session_uprobe", 0},
+	{"pg-lock-hold", 16, NULL, NULL, NULL, "LockReleaseCurrentOwner", 0,
+	 "eng_lock_release_owner_uprobe", 0},
+	{"pg-lock-hold", 16, NULL, NULL, NULL, "LockReassignCurrentOwner", 0,
+	 "eng_lock_reassign_owner_uprobe", 0},
+	/* pairs by tranche name: lwlock__release carries no lock address */
+	{"pg-lwlock-hold", 17, "lwlock__acquire", "eng_lwlock_acquired_usdt", NULL, NULL, 0, NULL, 0},
+	{"pg-lwlock-hold", 17, "lwlock__condacquire", "eng_lwlock_acquired_usdt", NULL, NULL, 0, NULL, 1},
+	{"pg-lwlock-hold", 17, "lwlock__acquire__or__wait", "eng_lwlock_acquired_usdt", NULL, NULL, 0,
+	 NULL, 1},
+	{"pg-lwlock-hold", 17, "lwlock__release", "eng_lwlock_release_usdt", NULL, NULL, 0, NULL, 0},
 };
 const size_t engine_npoints = sizeof(engine_points) / sizeof(engine_points[0]);
 
@@ -75,7 +94,9 @@ const char *const engine_wanted_symbols[] = {
 	"LWLockRelease", "XLogInsert", "XLogFlush", "ReadBuffer_common",
 	"ReadBufferExtended", "FlushBuffer", "smgrread", "smgrwrite",
 	"CreateCheckPoint", "BufferSync", "MyBEEntry", "MyProc", "ProcGlobal",
-	"my_wait_event_info", "CheckpointStats", "NBuffers",
+	"my_wait_event_info", "CheckpointStats", "NBuffers", "LockAcquireExtended",
+	"LockReleaseAll", "LockReleaseSession", "LockReleaseCurrentOwner",
+	"LockReassignCurrentOwner", "CurrentResourceOwner",
 };
 const size_t engine_nwanted_symbols =
 	sizeof(engine_wanted_symbols) / sizeof(engine_wanted_symbols[0]);
@@ -337,6 +358,8 @@ static const char *const probe_names[ENG_NPROBES] = {
 	[ENG_XACT_ABORT] = "xact-abort",
 	[ENG_DEADLOCK] = "deadlock",
 	[ENG_SORT] = "sort",
+	[ENG_LOCK_HOLD] = "lock-hold",
+	[ENG_LWLOCK_HOLD] = "lwlock-hold",
 };
 
 static const char *const probe_sets[ENG_NPROBES] = {
@@ -352,6 +375,8 @@ static const char *const probe_sets[ENG_NPROBES] = {
 	[ENG_XACT_ABORT] = "pg-usdt",
 	[ENG_DEADLOCK] = "pg-usdt",
 	[ENG_SORT] = "pg-usdt",
+	[ENG_LOCK_HOLD] = "pg-lock-hold",
+	[ENG_LWLOCK_HOLD] = "pg-lwlock-hold",
 };
 
 const char *

@@ -182,11 +182,17 @@ update_status(void)
 								  reason, sizeof(reason));
 		if (st == PGT_PROBE_AVAILABLE && strcmp(engine_sets[s].name, "pg-locks") == 0)
 			snprintf(reason, sizeof(reason), "lock waits with type, mode, object; hold "
-					 "times not measured (needs LockAcquire/LockRelease pairing); "
-					 "LWLock waits: pg-lwlock");
+					 "times: pg-lock-hold; LWLock waits: pg-lwlock");
 		else if (st == PGT_PROBE_AVAILABLE && strcmp(engine_sets[s].name, "pg-wal") == 0)
 			snprintf(reason, sizeof(reason), "inserts: USDT wal__insert; XLogFlush: uprobe "
 					 "on the exported function (no USDT marks it)");
+		else if (st == PGT_PROBE_AVAILABLE && strcmp(engine_sets[s].name, "pg-lock-hold") == 0)
+			snprintf(reason, sizeof(reason), "uprobes on LockAcquireExtended and the exported "
+					 "release functions (no USDT marks grants); locks granted before the "
+					 "helper attached are not timed");
+		else if (st == PGT_PROBE_AVAILABLE && strcmp(engine_sets[s].name, "pg-lwlock-hold") == 0)
+			snprintf(reason, sizeof(reason), "USDT lwlock__acquire*/release, paired by tranche "
+					 "(last in, first out: release carries no lock address)");
 		else if (st == PGT_PROBE_AVAILABLE)
 			snprintf(reason, sizeof(reason), "attached to %d executable%s", core.nbins,
 					 core.nbins > 1 ? "s" : "");
@@ -396,6 +402,7 @@ engine_core_target(uint32_t pm)
 	engine_binary *b;
 	struct eng_cfg cfg;
 	const usdt_probe *u;
+	elf_symbol	owner;
 	uint64_t	bias = 0;
 
 	if (!core.started || core.failed)
@@ -434,6 +441,8 @@ engine_core_target(uint32_t pm)
 			memset(cfg.ckpt_addr, 0, sizeof(cfg.ckpt_addr));
 	}
 	query_id_fallback(pm, b, bias, &cfg);
+	if (elf_find_symbol(&b->elf, "CurrentResourceOwner", &owner) == 0 && owner.addr)
+		cfg.owner_addr = bias + owner.addr;
 	if (bpf_map_update_elem(bpf_map__fd(core.skel->maps.engine_cfg), &pm, &cfg, BPF_ANY) < 0)
 		log_warn("engine: cannot configure postmaster %u: %s", pm, strerror(errno));
 }
