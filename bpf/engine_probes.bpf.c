@@ -1223,7 +1223,14 @@ int BPF_USDT(eng_lwlock_release_usdt, __u64 name)
 	h = &t->lw[best];
 	key_init(&k, ENG_LWLOCK_HOLD, cfg);
 	k.mode = (__u16) h->mode;
-	bpf_probe_read_user_str(k.name, sizeof(k.name), (void *) name);
+	/*
+	 * The name's address, not the name: the string may sit on a page this
+	 * process never touched (it only passes the pointer), which BPF cannot
+	 * fault in; user space reads it through the postmaster (same address
+	 * in every process of the cluster, helper/engine_probes.c).
+	 */
+	k.obj[0] = (__u32) name;
+	k.obj[1] = (__u32) (name >> 32);
 	stats_add(&k, now > h->ts ? now - h->ts : 1, 0, 0, 0);
 	hist_add(cfg, ENG_LWLOCK_HOLD, now > h->ts ? now - h->ts : 1);
 	h->name = 0;

@@ -33,11 +33,13 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #define ENGINE_READ_INTERVAL_US	(500 * 1000)
 #define ENGINE_MAX_LINKS		512
@@ -575,6 +577,60 @@ engine_core_leave(int set_index)
 }
 
 /*
+ * tranche_name
+ *		The tranche name at address addr in the processes of postmaster pm
+ *		(pg-lwlock-hold keys carry the address: see the BPF side), read
+ *		through /proc/<pm>/mem, which faults the page in where BPF cannot.
+ *		Built-in names are in the executable's read-only data and named
+ *		tranches in shared memory, at the same address in every process
+ *		forked from the postmaster.  Cached by (pm, address).
+ */
+static void
+tranche_name(uint32_t pm, uint64_t addr, char *name, size_t len)
+{
+	static struct
+	{
+		uint32_t	pm;
+		uint64_t	addr;
+		char		name[ENG_NAME_LEN];
+	}			cache[128];
+	static size_t ncache;
+	char		path[64];
+	char		buf[ENG_NAME_LEN];
+	size_t		i;
+	ssize_t		n = -1;
+	int			fd;
+
+	for (i = 0; i < ncache; i++)
+		if (cache[i].pm == pm && cache[i].addr == addr)
+		{
+			memcpy(name, cache[i].name, len < ENG_NAME_LEN ? len : ENG_NAME_LEN);
+			return;
+		}
+	snprintf(path, sizeof(path), "/proc/%u/mem", pm);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0)
+	{
+		n = pread(fd, buf, sizeof(buf), (off_t) addr);
+		close(fd);
+	}
+	memset(name, 0, len);
+	if (n <= 0)
+	{
+		snprintf(name, len, "?");	/* postmaster gone: not cached */
+		return;
+	}
+	engine_clean_text(name, len, buf, (size_t) n);
+	if (ncache < sizeof(cache) / sizeof(cache[0]))
+	{
+		cache[ncache].pm = pm;
+		cache[ncache].addr = addr;
+		memcpy(cache[ncache].name, name, len < ENG_NAME_LEN ? len : ENG_NAME_LEN);
+		ncache++;
+	}
+}
+
+/*
  * read_maps
  *		Copy eng_stats and eng_hist.
  */
@@ -612,6 +668,12 @@ read_maps(void)
 		if (bpf_map_lookup_elem(sfd, &key, &r->v) < 0)
 			continue;
 		r->k = key;
+		if (key.probe == ENG_LWLOCK_HOLD)
+		{
+			tranche_name(key.pm, (uint64_t) key.obj[1] << 32 | key.obj[0],
+						 r->k.name, sizeof(r->k.name));
+			memset(r->k.obj, 0, sizeof(r->k.obj));
+		}
 		core.nrows++;
 		si = engine_set_index(engine_probe_set_of(key.probe));
 		if (si >= 0 && si < ENGINE_MAX_SETS)
