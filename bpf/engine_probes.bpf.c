@@ -466,8 +466,8 @@ int BPF_USDT(eng_lock_wait_start_usdt, __u32 f1, __u32 f2, __u32 f3, __u16 f4,
 	return 0;
 }
 
-SEC("usdt")
-int BPF_USDT(eng_lock_wait_done_usdt)
+static __always_inline int
+lock_wait_done(void)
 {
 	struct eng_cfg *cfg = cfg_for_current();
 	struct eng_key k = {};
@@ -483,6 +483,34 @@ int BPF_USDT(eng_lock_wait_done_usdt)
 	k.mode = (__u16) s.a[4];
 	timed_record(cfg, PGT_SET_PG_LOCKS, &k, ns, 0, 0, 0, 0);
 	return 0;
+}
+
+SEC("usdt")
+int BPF_USDT(eng_lock_wait_done_usdt)
+{
+	return lock_wait_done();
+}
+
+/*
+ * fallback: ProcSleep(LOCALLOCK *locallock, ...), which WaitOnLock calls
+ * where lock__wait__start/done surround it.  A LOCALLOCK starts with its
+ * LOCALLOCKTAG: the LOCKTAG (field1..3, field4, type, method), the mode.
+ */
+SEC("uprobe")
+int BPF_KPROBE(eng_lock_wait_start_uprobe, const void *locallock)
+{
+	__u32		tag[5];
+
+	if (!cfg_for_current() || bpf_probe_read_user(tag, sizeof(tag), locallock))
+		return 0;
+	start_timer(ENG_LOCK_WAIT, 0, tag[0], tag[1], tag[2], (tag[3] >> 16) & 0xff, tag[4]);
+	return 0;
+}
+
+SEC("uretprobe")
+int BPF_KRETPROBE(eng_lock_wait_done_uprobe)
+{
+	return lock_wait_done();
 }
 
 SEC("usdt")

@@ -44,8 +44,10 @@ const engine_point engine_points[] = {
 	 "exec_simple_query", 0, "eng_query_start_uprobe", 0},
 	{"pg-query", 1, "query__done", "eng_query_done_usdt", NULL,
 	 "exec_simple_query", 1, "eng_query_done_uprobe", 0},
-	{"pg-locks", 2, "lock__wait__start", "eng_lock_wait_start_usdt", NULL, NULL, 0, NULL, 0},
-	{"pg-locks", 2, "lock__wait__done", "eng_lock_wait_done_usdt", NULL, NULL, 0, NULL, 0},
+	{"pg-locks", 2, "lock__wait__start", "eng_lock_wait_start_usdt", NULL,
+	 "ProcSleep", 0, "eng_lock_wait_start_uprobe", 0},
+	{"pg-locks", 2, "lock__wait__done", "eng_lock_wait_done_usdt", NULL,
+	 "ProcSleep", 1, "eng_lock_wait_done_uprobe", 0},
 	{"pg-lwlock", 3, "lwlock__wait__start", "eng_lwlock_wait_start_usdt", NULL, NULL, 0, NULL, 0},
 	{"pg-lwlock", 3, "lwlock__wait__done", "eng_lwlock_wait_done_usdt", NULL, NULL, 0, NULL, 0},
 	{"pg-wal", 4, "wal__insert", "eng_wal_insert_usdt", NULL,
@@ -96,7 +98,7 @@ const char *const engine_wanted_symbols[] = {
 	"CreateCheckPoint", "BufferSync", "MyBEEntry", "MyProc", "ProcGlobal",
 	"my_wait_event_info", "CheckpointStats", "NBuffers", "LockAcquireExtended",
 	"LockReleaseAll", "LockReleaseSession", "LockReleaseCurrentOwner",
-	"LockReassignCurrentOwner", "CurrentResourceOwner",
+	"LockReassignCurrentOwner", "CurrentResourceOwner", "ProcSleep",
 };
 const size_t engine_nwanted_symbols =
 	sizeof(engine_wanted_symbols) / sizeof(engine_wanted_symbols[0]);

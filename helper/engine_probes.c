@@ -395,6 +395,34 @@ query_id_fallback(uint32_t pm, const engine_binary *b, uint64_t bias, struct eng
 }
 
 /*
+ * checkpoint_stats_fallback
+ *		Without a checkpoint__done note (a binary built without USDT), the
+ *		same figures from the exported CheckpointStats, read at the return
+ *		of CreateCheckPoint: PostgreSQL 15's CheckpointStatsData has five
+ *		TimestampTz, then ckpt_bufs_written, ckpt_segs_added, _removed,
+ *		_recycled (ints), which is what checkpoint__done passes
+ *		(40+CheckpointStats, NBuffers, 44+, 48+, 52+ in Debian's notes).
+ */
+static void
+checkpoint_stats_fallback(const engine_binary *b, uint64_t bias, struct eng_cfg *cfg)
+{
+	static const uint32_t off[ENG_CKPT_ARGS] = {40, 0, 44, 48, 52};
+	elf_symbol	stats;
+	elf_symbol	nbuf;
+	int			i;
+
+	if (elf_find_symbol(&b->elf, "CheckpointStats", &stats) < 0 || !stats.addr ||
+		elf_find_symbol(&b->elf, "NBuffers", &nbuf) < 0 || !nbuf.addr)
+		return;
+	for (i = 0; i < ENG_CKPT_ARGS; i++)
+	{
+		cfg->ckpt_addr[i] = bias + (i == 1 ? nbuf.addr : stats.addr + off[i]);
+		cfg->ckpt_size[i] = 4;
+	}
+	cfg->nckpt = ENG_CKPT_ARGS;
+}
+
+/*
  * engine_core_target
  *		See engine_probes.h.
  */
@@ -442,6 +470,8 @@ engine_core_target(uint32_t pm)
 		else
 			memset(cfg.ckpt_addr, 0, sizeof(cfg.ckpt_addr));
 	}
+	else
+		checkpoint_stats_fallback(b, bias, &cfg);
 	query_id_fallback(pm, b, bias, &cfg);
 	if (elf_find_symbol(&b->elf, "CurrentResourceOwner", &owner) == 0 && owner.addr)
 		cfg.owner_addr = bias + owner.addr;

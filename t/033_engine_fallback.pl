@@ -1,0 +1,160 @@
+# 033_engine_fallback.pl — the engine probes on a server binary without
+# USDT notes: a copy of the installation's bin directory whose postgres has
+# its .note.stapsdt section removed (objcopy), share/ and lib/ reached
+# through symlinks at the same relative places, so initdb, pg_ctl and the
+# server find them as usual.  Inspection and pg_tracer_probes must report
+# the fallback (uprobes on exported functions) or "unavailable" with the
+# reason, and the fallback must produce the same ground truths as the USDT
+# path in t/030: lock wait duration, pg_stat_wal records, checkpoint buffers.
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use PgTracerTest;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use JSON::PP;
+use Time::HiRes qw(time sleep);
+
+plan skip_all => 'root helper not reachable (run through scripts/test.sh)'
+  unless helper_available();
+plan skip_all => 'objcopy not installed' if system('objcopy --version >/dev/null 2>&1') != 0;
+
+# --- the copy: same layout relative to the common prefix of bin, share, lib
+sub pgc { my $v = `pg_config --$_[0]`; chomp $v; return $v; }
+my ($bindir, $sharedir, $libdir) = (pgc('bindir'), pgc('sharedir'), pgc('pkglibdir'));
+my $prefix = $bindir;
+$prefix =~ s{/[^/]*$}{} while index("$sharedir/", "$prefix/") != 0 || index("$libdir/", "$prefix/") != 0;
+my $root = PostgreSQL::Test::Utils::tempdir();
+my ($rbin, $rshare, $rlib) = map { substr($_, length($prefix)) } ($bindir, $sharedir, $libdir);
+system('mkdir', '-p', map { my $d = "$root$_"; $d =~ s{/[^/]*$}{}; $d } ($rbin, $rshare, $rlib)) == 0
+  or die 'mkdir';
+system('cp', '-a', $bindir, "$root$rbin") == 0 or die 'cp';
+symlink($sharedir, "$root$rshare") or die "symlink: $!";
+symlink($libdir, "$root$rlib") or die "symlink: $!";
+my $postgres = "$root$rbin/postgres";
+system('objcopy', '--remove-section', '.note.stapsdt', $postgres) == 0 or die 'objcopy';
+my $orig_notes = `readelf -n '$bindir/postgres' | grep -c NT_STAPSDT`;
+my $copy_notes = `readelf -n '$postgres' | grep -c NT_STAPSDT`;
+chomp($orig_notes, $copy_notes);
+cmp_ok($orig_notes, '>', 50, "the installed server has $orig_notes SDT notes");
+is($copy_notes, '0', 'the copy has none');
+
+(my $install = "$root$rbin") =~ s{/bin$}{};
+my $rt = PostgreSQL::Test::Utils::tempdir_short();
+my $node = PostgreSQL::Test::Cluster->new('nousdt', install_path => $install);
+$node->init;
+$node->append_conf('postgresql.conf', "shared_preload_libraries = 'pg_tracer'\n"
+	  . "pg_tracer.runtime_dir = '$rt'\ncompute_query_id = on\nautovacuum = off\n");
+$node->start;
+$node->safe_psql('postgres', 'CREATE EXTENSION pg_tracer');
+
+# --- inspect: no notes, the fallback per set, or why none
+my ($rc, $out, $err) = run_helper('inspect', '--pgdata', $node->data_dir, '--format', 'json');
+is($rc, 0, 'inspect exits 0') or diag($err);
+my $j = decode_json($out);
+is($j->{binary}, "/proc/$node->{_pid}/root$postgres", 'inspects the stripped copy the server runs');
+is($j->{usdt_notes}, 0, 'inspect: no USDT notes');
+my %ps = map { $_->{name} => $_ } @{ $j->{probe_sets} };
+is($ps{$_}{mechanism}, 'uprobe', "inspect: $_ falls back to uprobes")
+  for qw(pg-locks pg-wal pg-checkpoint pg-buffer pg-lock-hold);
+is($ps{$_}{mechanism}, 'none', "inspect: $_ has no mechanism")
+  for qw(pg-query pg-lwlock pg-usdt pg-lwlock-hold);
+like($ps{'pg-query'}{reason}, qr/no USDT postgresql:query__start \(built without --enable-dtrace\).*exec_simple_query not resolvable/,
+	'pg-query: no note, exec_simple_query static');
+like($ps{'pg-lwlock'}{reason}, qr/no USDT postgresql:lwlock__wait__start.*no function fallback/,
+	'pg-lwlock: no note, no function');
+my %pt = map { ("$_->{set}/$_->{point}" => $_->{mechanism}) } @{ $j->{probe_points} };
+is($pt{'pg-locks/lock__wait__start'}, 'uprobe', 'lock waits: uprobe on ProcSleep');
+is($pt{'pg-locks/lock__wait__done'}, 'uretprobe', 'and its return');
+is($pt{'pg-wal/wal__insert'}, 'uprobe', 'WAL inserts: uprobe on XLogInsert');
+is($pt{'pg-checkpoint/checkpoint__done'}, 'uretprobe', 'checkpoint end: return of CreateCheckPoint');
+
+# --- the daemon: the same choice in pg_tracer_probes
+my $helper = start_helper($node, $rt, '--engine-probes',
+	'pg-query,pg-locks,pg-lwlock,pg-wal,pg-checkpoint,pg-lock-hold');
+my %st;
+ok(defined wait_until(sub {
+	%st = map { my @f = split /\|/, $_, 4; ($f[0] => [ @f[1 .. 3] ]) }
+	  split /\n/, $node->safe_psql('postgres',
+		"SELECT probe_set, state, mechanism, reason FROM pg_tracer_probes WHERE probe_set LIKE 'pg-%'");
+	($st{'pg-locks'}[0] // '') eq 'available'
+}, 20), 'engine sets attach to the stripped server');
+is("$st{'pg-locks'}[0] $st{'pg-locks'}[1]", 'available uprobe', 'pg_tracer_probes: pg-locks by uprobe');
+is("$st{'pg-wal'}[0] $st{'pg-wal'}[1]", 'available uprobe', 'pg-wal by uprobe');
+is("$st{'pg-lock-hold'}[0] $st{'pg-lock-hold'}[1]", 'available uprobe', 'pg-lock-hold by uprobe');
+is("$st{'pg-checkpoint'}[0] $st{'pg-checkpoint'}[1]", 'degraded uprobe',
+	'pg-checkpoint by uprobe, degraded (no BufferSync / sync-phase points)');
+is("$st{'pg-query'}[0] $st{'pg-query'}[1]", 'unavailable none', 'pg-query unavailable');
+like($st{'pg-query'}[2], qr/exec_simple_query not resolvable/, 'with the reason');
+is($st{'pg-lwlock'}[0], 'unavailable', 'pg-lwlock unavailable');
+
+# --- lock conflict through ProcSleep: type, mode, object, duration
+$node->safe_psql('postgres', 'CREATE TABLE lk (a int)');
+my $holder = $node->background_psql('postgres');
+my $waiter = $node->background_psql('postgres');
+my $w_pid = $waiter->query_safe('SELECT pg_backend_pid()');
+$holder->query_safe('BEGIN; LOCK TABLE lk IN ACCESS EXCLUSIVE MODE');
+my $tw = time();
+$waiter->query_until(qr/waiting/, "\\echo waiting\nSELECT count(*) FROM lk;\n");
+ok(defined wait_until(sub {
+	$node->safe_psql('postgres',
+		"SELECT wait_event_type FROM pg_stat_activity WHERE pid = $w_pid") eq 'Lock'
+}, 5), 'waiter blocked on the lock');
+sleep(1.2);
+$holder->query_safe('COMMIT');
+my $blocked_ms = (time() - $tw) * 1000;
+$waiter->query_safe('SELECT 1');
+my $relid = $node->safe_psql('postgres', "SELECT 'lk'::regclass::oid");
+my $dbid = $node->safe_psql('postgres', "SELECT oid FROM pg_database WHERE datname = 'postgres'");
+my $row;
+ok(defined wait_until(sub {
+	$row = $node->safe_psql('postgres',
+		"SELECT lock_type, lock_mode, lock_field1, lock_field2, calls, total_ms
+		   FROM pg_tracer_engine_events WHERE pid = $w_pid AND probe = 'lock-wait'");
+	$row ne ''
+}, 5), "lock wait published ($row)");
+my @l = split /\|/, $row;
+is("$l[0]|$l[1]|$l[2]|$l[3]|$l[4]", "relation|AccessShareLock|$dbid|$relid|1",
+	'waiter: relation lock, AccessShareLock, on lk');
+cmp_ok($l[5], '<=', $blocked_ms, "wait $l[5] ms <= blocking time $blocked_ms ms");
+cmp_ok($l[5], '>=', 0.9 * $blocked_ms, 'and within 10%');
+$holder->quit;
+$waiter->quit;
+
+# --- WAL inserts through XLogInsert follow pg_stat_wal.wal_records
+$node->safe_psql('postgres', 'CREATE TABLE w (a int)');
+my $sql_w = "SELECT (SELECT wal_records FROM pg_stat_wal),
+                    (SELECT coalesce(sum(calls), 0) FROM pg_tracer_engine_events WHERE probe = 'wal-insert')";
+sleep(1.5);
+my ($wr0, $wi0) = split /\|/, $node->safe_psql('postgres', $sql_w);
+$node->safe_psql('postgres', "INSERT INTO w SELECT generate_series(1, 5000)");
+$node->safe_psql('postgres', "DO \$\$ BEGIN FOR i IN 1..2000 LOOP INSERT INTO w VALUES (i); END LOOP; END \$\$");
+sleep(1.5);
+my ($wr1, $wi1) = split /\|/, $node->safe_psql('postgres', $sql_w);
+my ($dwr, $dwi) = ($wr1 - $wr0, $wi1 - $wi0);
+cmp_ok($dwr, '>', 7000, "pg_stat_wal counted $dwr records");
+cmp_ok(abs($dwi - $dwr), '<=', 0.1 * $dwr, "WAL inserts $dwi ~ wal_records delta $dwr");
+
+# --- CHECKPOINT through CreateCheckPoint: buffers from CheckpointStats
+$node->safe_psql('postgres', 'CREATE TABLE ck AS SELECT g FROM generate_series(1, 20000) g');
+my $bc0 = $node->safe_psql('postgres', 'SELECT buffers_checkpoint FROM pg_stat_bgwriter');
+$node->safe_psql('postgres', 'CHECKPOINT');
+my $bc1 = $node->safe_psql('postgres', 'SELECT buffers_checkpoint FROM pg_stat_bgwriter');
+ok(defined wait_until(sub {
+	$row = $node->safe_psql('postgres',
+		"SELECT c.buffers_written, c.duration_ms > 0, c.pid = a.pid
+		   FROM pg_tracer_checkpoints c JOIN pg_stat_activity a ON a.backend_type = 'checkpointer'
+		  ORDER BY c.end_time DESC LIMIT 1");
+	$row ne ''
+}, 5), "checkpoint event published ($row)");
+my ($ck_written, $ck_dur, $ck_pid) = split /\|/, $row;
+is("$ck_dur|$ck_pid", 't|t', 'by the checkpointer, with a duration');
+cmp_ok($bc1 - $bc0, '>', 50, 'the checkpoint had real work');
+cmp_ok(abs($ck_written - ($bc1 - $bc0)), '<=', 0.1 * ($bc1 - $bc0) + 1,
+	"buffers written $ck_written ~ pg_stat_bgwriter.buffers_checkpoint delta " . ($bc1 - $bc0));
+
+signal_helper($helper, 'TERM');
+$node->stop;
+done_testing();
