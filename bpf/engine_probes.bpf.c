@@ -402,6 +402,32 @@ stream_record(const struct eng_key *k, __u16 flags, __u64 ns, __u64 c0, __u64 c1
 	bpf_ringbuf_submit(e, 0);
 }
 
+/*
+ * plain_start, plain_done
+ *		A timed probe with nothing but its duration: start, and end it into
+ *		the counters, histogram and trace stream of set.
+ */
+static __always_inline int
+plain_start(__u32 probe)
+{
+	if (cfg_for_current())
+		start_timer(probe, 0, 0, 0, 0, 0, 0);
+	return 0;
+}
+
+static __always_inline int
+plain_done(__u32 probe, __u16 set)
+{
+	struct eng_cfg *cfg = cfg_for_current();
+	struct eng_key k = {};
+	struct eng_start s;
+	__u64		ns;
+
+	if (cfg && (ns = timed_stop(cfg, probe, &k, &s)))
+		timed_record(cfg, set, &k, ns, 0, 0, 0, 0);
+	return 0;
+}
+
 /* ------------------------------------------------------------ pg-query */
 
 static __always_inline int
@@ -571,24 +597,13 @@ int BPF_KPROBE(eng_wal_insert_uprobe, __u8 rmid)
 SEC("uprobe")
 int BPF_KPROBE(eng_wal_flush_uprobe)
 {
-	if (!cfg_for_current())
-		return 0;
-	start_timer(ENG_WAL_FLUSH, 0, 0, 0, 0, 0, 0);
-	return 0;
+	return plain_start(ENG_WAL_FLUSH);
 }
 
 SEC("uretprobe")
 int BPF_KRETPROBE(eng_wal_flush_uretprobe)
 {
-	struct eng_cfg *cfg = cfg_for_current();
-	struct eng_key k = {};
-	struct eng_start s;
-	__u64		ns;
-
-	if (!cfg || !(ns = timed_stop(cfg, ENG_WAL_FLUSH, &k, &s)))
-		return 0;
-	timed_record(cfg, PGT_SET_PG_WAL, &k, ns, 0, 0, 0, 0);
-	return 0;
+	return plain_done(ENG_WAL_FLUSH, PGT_SET_PG_WAL);
 }
 
 /* ------------------------------------------------------------ pg-buffer */
@@ -596,10 +611,7 @@ int BPF_KRETPROBE(eng_wal_flush_uretprobe)
 SEC("usdt")
 int BPF_USDT(eng_buffer_read_start_usdt)
 {
-	if (!cfg_for_current())
-		return 0;
-	start_timer(ENG_BUFFER_READ, 0, 0, 0, 0, 0, 0);
-	return 0;
+	return plain_start(ENG_BUFFER_READ);
 }
 
 /*
@@ -638,10 +650,7 @@ int BPF_USDT(eng_buffer_read_done_usdt, int fork, __u32 block, __u32 spc,
 SEC("uprobe")
 int BPF_KPROBE(eng_buffer_read_start_uprobe)
 {
-	if (!cfg_for_current())
-		return 0;
-	start_timer(ENG_BUFFER_READ, 0, 0, 0, 0, 0, 0);
-	return 0;
+	return plain_start(ENG_BUFFER_READ);
 }
 
 SEC("uretprobe")
@@ -664,24 +673,13 @@ int BPF_KRETPROBE(eng_buffer_read_done_uprobe)
 SEC("usdt")
 int BPF_USDT(eng_buffer_flush_start_usdt)
 {
-	if (!cfg_for_current())
-		return 0;
-	start_timer(ENG_BUFFER_FLUSH, 0, 0, 0, 0, 0, 0);
-	return 0;
+	return plain_start(ENG_BUFFER_FLUSH);
 }
 
 SEC("usdt")
 int BPF_USDT(eng_buffer_flush_done_usdt)
 {
-	struct eng_cfg *cfg = cfg_for_current();
-	struct eng_key k = {};
-	struct eng_start s;
-	__u64		ns;
-
-	if (!cfg || !(ns = timed_stop(cfg, ENG_BUFFER_FLUSH, &k, &s)))
-		return 0;
-	timed_record(cfg, PGT_SET_PG_BUFFER, &k, ns, 0, 0, 0, 0);
-	return 0;
+	return plain_done(ENG_BUFFER_FLUSH, PGT_SET_PG_BUFFER);
 }
 
 /* -------------------------------------------------------- pg-checkpoint */
