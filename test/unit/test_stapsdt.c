@@ -268,6 +268,15 @@ test_real_binary(void)
 	CHECK_STR(mech, "usdt");
 	CHECK_INT(engine_set_state("pg-wal", c, NULL, mech, sizeof(mech), reason, sizeof(reason)), 1);
 	CHECK_STR(mech, "usdt+uprobe");
+	/* hold times: exported lock manager functions; LWLocks by USDT */
+	CHECK_INT(engine_set_state("pg-lock-hold", c, NULL, mech, sizeof(mech), reason,
+							   sizeof(reason)), 1);
+	CHECK_STR(mech, "uprobe");
+	CHECK_INT(engine_set_state("pg-lwlock-hold", c, NULL, mech, sizeof(mech), reason,
+							   sizeof(reason)), 1);
+	CHECK_STR(mech, "usdt");
+	CHECK_INT(elf_find_symbol(&e, "ProcSleep", &s), 0);
+	CHECK_INT(elf_find_symbol(&e, "CurrentResourceOwner", &s), 0);
 	free(c);
 	elf_inspect_close(&e);
 
