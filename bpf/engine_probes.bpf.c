@@ -1032,7 +1032,10 @@ int BPF_KRETPROBE(eng_lock_acquire_uretprobe, int res)
 	h = &t->locks[i];
 	if (res != LOCKACQUIRE_OK)
 	{
+		/* a session hold keeps the lock past transaction end */
 		h->count++;
+		if (s.a[4] >> 16)
+			h->session = 1;
 		return 0;
 	}
 	/* a new grant (a slot we never saw released is started afresh) */
