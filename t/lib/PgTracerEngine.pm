@@ -46,8 +46,11 @@ sub check_lock_wait
 	my @l = split /\|/, $row;
 	is("$l[0]|$l[1]|$l[2]|$l[3]|$l[4]", "relation|AccessShareLock|$dbid|$relid|1",
 		'waiter: relation lock, AccessShareLock, on lk in this database');
-	cmp_ok($l[5] // 0, '<=', $blocked_ms, "wait $l[5] ms <= blocking time $blocked_ms ms");
-	cmp_ok($l[5] // 0, '>=', 0.9 * $blocked_ms, 'and within 10%');
+	# the waiter wakes after the holder's COMMIT: under load it may return
+	# a little after the holder's client saw COMMIT done
+	cmp_ok(abs(($l[5] // 0) - $blocked_ms), '<=', 0.1 * $blocked_ms,
+		"wait $l[5] ms within 10% of the blocking time $blocked_ms ms");
+	cmp_ok($l[5] // 0, '>=', 1200, 'at least the time the holder slept');
 	$holder->quit;
 	$waiter->quit;
 }
