@@ -50,6 +50,9 @@
 #define ENG_HELD_LOCKS		32	/* heavyweight locks tracked per backend */
 #define ENG_HELD_LWLOCKS	16	/* LWLocks tracked per thread */
 
+/* eng_key.detail of an lwlock-hold row named by tranche id (no USDT) */
+#define ENG_LW_TRANCHE_ID	0x10000
+
 /* engine_cfg.flags */
 #define ENG_CFG_SLOW_STREAM	0x1	/* emit slow statements into the ring buffer */
 

@@ -1197,16 +1197,18 @@ int BPF_KPROBE(eng_lock_reassign_owner_uprobe)
  * counts and totals are exact.  Events are counted, never streamed (they
  * come at hundreds of thousands a second).
  */
-SEC("usdt")
-int BPF_USDT(eng_lwlock_acquired_usdt, __u64 name, int mode)
+/*
+ * lw_push
+ *		This thread now holds an LWLock known by key (tranche name address
+ *		with USDT, lock address with uprobes).
+ */
+static __always_inline int
+lw_push(struct eng_task *t, __u64 key, __u32 mode)
 {
-	struct eng_task *t;
 	struct eng_held_lw *h;
 	int			free_slot = -1;
 	int			i;
 
-	if (!served(&t) || !t)
-		return 0;
 	for (i = 0; i < ENG_HELD_LWLOCKS; i++)
 		if (!t->lw[i].name)
 		{
@@ -1219,15 +1221,25 @@ int BPF_USDT(eng_lwlock_acquired_usdt, __u64 name, int mode)
 		return 0;
 	}
 	h = &t->lw[free_slot];
-	h->name = name;
-	h->mode = (__u32) mode;
+	h->name = key;
+	h->mode = mode;
 	h->seq = ++t->lw_seq;
 	h->ts = bpf_ktime_get_ns();
 	return 0;
 }
 
-SEC("usdt")
-int BPF_USDT(eng_lwlock_release_usdt, __u64 name)
+/*
+ * lw_release
+ *		The release of the latest acquisition under key: its hold time.
+ *		by_id: key is the lock's address, named by the tranche id in the
+ *		LWLock (detail = ENG_LW_TRANCHE_ID | id); else key is the tranche
+ *		name's address, kept in obj[0..1] for user space to read (the
+ *		string may sit on a page this process never touched, which BPF
+ *		cannot fault in; helper/engine_probes.c reads it through the
+ *		postmaster, where it has the same address).
+ */
+static __always_inline int
+lw_release(__u64 key, int by_id)
 {
 	struct eng_task *t;
 	struct eng_cfg *cfg = served(&t);
@@ -1235,14 +1247,14 @@ int BPF_USDT(eng_lwlock_release_usdt, __u64 name)
 	struct eng_held_lw *h;
 	__u64		now = bpf_ktime_get_ns();
 	__u32		best_seq = 0;
+	__u16		tranche = 0;
 	int			best = -1;
 	int			i;
 
-	if (!cfg || !t)
+	if (!cfg || !t || !key)
 		return 0;
 	for (i = 0; i < ENG_HELD_LWLOCKS; i++)
-		if (name && t->lw[i].name == name &&
-			(best < 0 || (__s32) (t->lw[i].seq - best_seq) > 0))
+		if (t->lw[i].name == key && (best < 0 || (__s32) (t->lw[i].seq - best_seq) > 0))
 		{
 			best = i;
 			best_seq = t->lw[i].seq;
@@ -1252,16 +1264,83 @@ int BPF_USDT(eng_lwlock_release_usdt, __u64 name)
 	h = &t->lw[best];
 	key_init(&k, ENG_LWLOCK_HOLD, cfg);
 	k.mode = (__u16) h->mode;
-	/*
-	 * The name's address, not the name: the string may sit on a page this
-	 * process never touched (it only passes the pointer), which BPF cannot
-	 * fault in; user space reads it through the postmaster (same address
-	 * in every process of the cluster, helper/engine_probes.c).
-	 */
-	k.obj[0] = (__u32) name;
-	k.obj[1] = (__u32) (name >> 32);
+	if (by_id)
+	{
+		/* struct LWLock starts with its uint16 tranche */
+		bpf_probe_read_user(&tranche, sizeof(tranche), (void *) key);
+		k.detail = ENG_LW_TRANCHE_ID | tranche;
+	}
+	else
+	{
+		k.obj[0] = (__u32) key;
+		k.obj[1] = (__u32) (key >> 32);
+	}
 	stats_add(&k, now > h->ts ? now - h->ts : 1, 0, 0, 0);
 	hist_add(cfg, ENG_LWLOCK_HOLD, now > h->ts ? now - h->ts : 1);
 	h->name = 0;
 	return 0;
+}
+
+SEC("usdt")
+int BPF_USDT(eng_lwlock_acquired_usdt, __u64 name, int mode)
+{
+	struct eng_task *t;
+
+	if (!served(&t) || !t || !name)
+		return 0;
+	return lw_push(t, name, (__u32) mode);
+}
+
+SEC("usdt")
+int BPF_USDT(eng_lwlock_release_usdt, __u64 name)
+{
+	return lw_release(name, 0);
+}
+
+/*
+ * Fallback without USDT: LWLockAcquire (always acquires; the result says
+ * whether it waited), LWLockConditionalAcquire and LWLockAcquireOrWait
+ * (acquired when they return true) by lock address from entry to return,
+ * LWLockRelease(lock) at its entry: exact pairing by address.
+ */
+#define LW_CALL_ACQUIRE		0
+#define LW_CALL_CONDITIONAL	1
+
+static __always_inline int
+lw_call(__u64 lock, int mode, __u32 call)
+{
+	if (cfg_for_current())
+		start_timer(ENG_LWLOCK_HOLD, lock, (__u32) mode, call, 0, 0, 0);
+	return 0;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(eng_lwlock_acquire_uprobe, __u64 lock, int mode)
+{
+	return lw_call(lock, mode, LW_CALL_ACQUIRE);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(eng_lwlock_condacquire_uprobe, __u64 lock, int mode)
+{
+	return lw_call(lock, mode, LW_CALL_CONDITIONAL);
+}
+
+SEC("uretprobe")
+int BPF_KRETPROBE(eng_lwlock_acquire_uretprobe, int ret)
+{
+	struct eng_task *t;
+	struct eng_start s;
+
+	if (!served(&t) || !t || !stop_timer(ENG_LWLOCK_HOLD, &s) || !s.ptr)
+		return 0;
+	if (s.a[1] != LW_CALL_ACQUIRE && !(ret & 0xff))
+		return 0;				/* not acquired */
+	return lw_push(t, s.ptr, s.a[0]);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(eng_lwlock_release_uprobe, __u64 lock)
+{
+	return lw_release(lock, 1);
 }

@@ -193,8 +193,11 @@ update_status(void)
 					 "release functions (no USDT marks grants); locks granted before the "
 					 "helper attached are not timed");
 		else if (st == PGT_PROBE_AVAILABLE && strcmp(engine_sets[s].name, "pg-lwlock-hold") == 0)
-			snprintf(reason, sizeof(reason), "USDT lwlock__acquire*/release, paired by tranche "
-					 "(last in, first out: release carries no lock address)");
+			snprintf(reason, sizeof(reason), "%s", strcmp(mech, "usdt") == 0 ?
+					 "USDT lwlock__acquire*/release, paired by tranche (last in, first out: "
+					 "release carries no lock address)" :
+					 "uprobes on LWLockAcquire*/LWLockRelease, paired by lock address, "
+					 "tranche named by id from the layout file");
 		else if (st == PGT_PROBE_AVAILABLE)
 			snprintf(reason, sizeof(reason), "attached to %d executable%s", core.nbins,
 					 core.nbins > 1 ? "s" : "");
@@ -364,6 +367,64 @@ binary_for(uint32_t pm)
 }
 
 /*
+ * keep_tranche_names
+ *		The LWLock tranche names of postmaster pm's layout (wait events of
+ *		class LWLock: wait_event_info is PG_WAIT_LWLOCK | tranche id), for
+ *		lwlock-hold rows the uprobe fallback keys by tranche id.
+ */
+#define PG_WAIT_LWLOCK_CLASS	0x01U
+
+static struct
+{
+	uint32_t	pm;
+	uint16_t	id;
+	char		name[ENG_NAME_LEN];
+}			tranches[1024];
+static size_t ntranches;
+
+static void
+keep_tranche_names(uint32_t pm, const pgt_layout *l)
+{
+	size_t		i;
+	size_t		k = 0;
+
+	/* drop what an earlier postmaster of this pid left */
+	for (i = 0; i < ntranches; i++)
+		if (tranches[i].pm != pm)
+			tranches[k++] = tranches[i];
+	ntranches = k;
+	for (i = 0; i < l->nevents && ntranches < sizeof(tranches) / sizeof(tranches[0]); i++)
+	{
+		if (l->events[i].info >> 24 != PG_WAIT_LWLOCK_CLASS ||
+			(l->events[i].info & 0xffffff) > 0xffff)
+			continue;
+		tranches[ntranches].pm = pm;
+		tranches[ntranches].id = (uint16_t) (l->events[i].info & 0xffff);
+		snprintf(tranches[ntranches].name, ENG_NAME_LEN, "%.*s", ENG_NAME_LEN - 1,
+				 l->events[i].event_name);
+		ntranches++;
+	}
+}
+
+/*
+ * tranche_name_by_id
+ *		Name of tranche id in postmaster pm's layout, or "tranche N".
+ */
+static void
+tranche_name_by_id(uint32_t pm, uint32_t id, char *name, size_t len)
+{
+	size_t		i;
+
+	for (i = 0; i < ntranches; i++)
+		if (tranches[i].pm == pm && tranches[i].id == id)
+		{
+			snprintf(name, len, "%s", tranches[i].name);
+			return;
+		}
+	snprintf(name, len, "tranche %u", id);
+}
+
+/*
  * query_id_fallback
  *		&MyBEEntry and the st_query_id offset (from the cluster's layout
  *		file, read through /proc/<pm>/cwd), so a backend gets its query id
@@ -391,6 +452,7 @@ query_id_fallback(uint32_t pm, const engine_binary *b, uint64_t bias, struct eng
 	}
 	cfg->mybeentry_addr = bias + s.addr;
 	cfg->query_id_off = l.beentry_off_query_id;
+	keep_tranche_names(pm, &l);
 	layout_free(&l);
 }
 
@@ -698,7 +760,12 @@ read_maps(void)
 		if (bpf_map_lookup_elem(sfd, &key, &r->v) < 0)
 			continue;
 		r->k = key;
-		if (key.probe == ENG_LWLOCK_HOLD)
+		if (key.probe == ENG_LWLOCK_HOLD && (key.detail & ENG_LW_TRANCHE_ID))
+		{
+			tranche_name_by_id(key.pm, key.detail & 0xffff, r->k.name, sizeof(r->k.name));
+			r->k.detail = 0;
+		}
+		else if (key.probe == ENG_LWLOCK_HOLD)
 		{
 			tranche_name(key.pm, (uint64_t) key.obj[1] << 32 | key.obj[0],
 						 r->k.name, sizeof(r->k.name));

@@ -362,5 +362,5 @@ ENGINE_SET(pset_pg_lock_hold, "pg-lock-hold",
 		   "heavyweight lock hold times: lock type, mode, object (uprobes on LockAcquireExtended, LockRelease*)",
 		   PGT_SET_PG_LOCK_HOLD, 107);
 ENGINE_SET(pset_pg_lwlock_hold, "pg-lwlock-hold",
-		   "LWLock hold times by tranche (USDT lwlock__acquire*/release)",
+		   "LWLock hold times by tranche (USDT lwlock__acquire*/release; uprobes without USDT)",
 		   PGT_SET_PG_LWLOCK_HOLD, 108);

@@ -58,9 +58,9 @@ is($j->{binary}, "/proc/$node->{_pid}/root$postgres", 'inspects the stripped cop
 is($j->{usdt_notes}, 0, 'inspect: no USDT notes');
 my %ps = map { $_->{name} => $_ } @{ $j->{probe_sets} };
 is($ps{$_}{mechanism}, 'uprobe', "inspect: $_ falls back to uprobes")
-  for qw(pg-locks pg-wal pg-checkpoint pg-buffer pg-lock-hold);
+  for qw(pg-locks pg-wal pg-checkpoint pg-buffer pg-lock-hold pg-lwlock-hold);
 is($ps{$_}{mechanism}, 'none', "inspect: $_ has no mechanism")
-  for qw(pg-query pg-lwlock pg-usdt pg-lwlock-hold);
+  for qw(pg-query pg-lwlock pg-usdt);
 like($ps{'pg-query'}{reason}, qr/no USDT postgresql:query__start \(built without --enable-dtrace\).*exec_simple_query not resolvable/,
 	'pg-query: no note, exec_simple_query static');
 like($ps{'pg-lwlock'}{reason}, qr/no USDT postgresql:lwlock__wait__start.*no function fallback/,
@@ -73,7 +73,7 @@ is($pt{'pg-checkpoint/checkpoint__done'}, 'uretprobe', 'checkpoint end: return o
 
 # --- the daemon: the same choice in pg_tracer_probes
 my $helper = start_helper($node, $rt, '--engine-probes',
-	'pg-query,pg-locks,pg-lwlock,pg-wal,pg-checkpoint,pg-lock-hold');
+	'pg-query,pg-locks,pg-lwlock,pg-wal,pg-checkpoint,pg-lock-hold,pg-lwlock-hold');
 my %st;
 ok(defined wait_until(sub {
 	%st = map { my @f = split /\|/, $_, 4; ($f[0] => [ @f[1 .. 3] ]) }
@@ -84,6 +84,9 @@ ok(defined wait_until(sub {
 is("$st{'pg-locks'}[0] $st{'pg-locks'}[1]", 'available uprobe', 'pg_tracer_probes: pg-locks by uprobe');
 is("$st{'pg-wal'}[0] $st{'pg-wal'}[1]", 'available uprobe', 'pg-wal by uprobe');
 is("$st{'pg-lock-hold'}[0] $st{'pg-lock-hold'}[1]", 'available uprobe', 'pg-lock-hold by uprobe');
+is("$st{'pg-lwlock-hold'}[0] $st{'pg-lwlock-hold'}[1]", 'available uprobe',
+	'pg-lwlock-hold by uprobe (LWLockAcquire*, LWLockRelease)');
+like($st{'pg-lwlock-hold'}[2], qr/paired by lock address/, 'paired by lock address');
 is("$st{'pg-checkpoint'}[0] $st{'pg-checkpoint'}[1]", 'degraded uprobe',
 	'pg-checkpoint by uprobe, degraded (no BufferSync / sync-phase points)');
 is("$st{'pg-query'}[0] $st{'pg-query'}[1]", 'unavailable none', 'pg-query unavailable');
@@ -94,6 +97,15 @@ is($st{'pg-lwlock'}[0], 'unavailable', 'pg-lwlock unavailable');
 check_lock_wait($node);		# through ProcSleep
 check_wal_inserts($node);	# through XLogInsert; XLogFlush as with USDT
 check_checkpoint($node);	# through CreateCheckPoint, buffers from CheckpointStats
+
+# LWLock holds by lock address, tranches named by id from the layout file
+my %tr = map { my @f = split /\|/; ($f[0] => $f[1]) } split /\n/, $node->safe_psql('postgres',
+	"SELECT detail, sum(calls) FROM pg_tracer_engine_events WHERE probe = 'lwlock-hold' GROUP BY 1");
+cmp_ok($tr{'WALInsert LW_EXCLUSIVE'} // 0, '>=', 7000,
+	'WALInsert holds: one per WAL record at least (' . ($tr{'WALInsert LW_EXCLUSIVE'} // 0) . ')');
+cmp_ok($tr{'BufferContent LW_EXCLUSIVE'} // 0, '>', 0, 'BufferContent exclusive holds');
+my @bad = grep { !/^[A-Za-z][A-Za-z0-9_ ]* LW_(EXCLUSIVE|SHARED|WAIT_UNTIL_FREE)$/ || /^tranche / } keys %tr;
+is("@bad", '', 'every row names its tranche and mode');
 
 signal_helper($helper, 'TERM');
 $node->stop;

@@ -255,7 +255,9 @@ test_real_binary(void)
 	engine_plan(&e, c);
 	for (i = 0; i < engine_npoints; i++)
 	{
-		if (engine_points[i].usdt == NULL)
+		if (engine_points[i].fallback_only)
+			CHECK_INT(c[i].mech, ENGINE_MECH_NONE);
+		else if (engine_points[i].usdt == NULL)
 			CHECK(c[i].mech == ENGINE_MECH_UPROBE || c[i].mech == ENGINE_MECH_URETPROBE,
 				  "%s by uprobe", engine_points[i].func);
 		else if (strcmp(engine_points[i].usdt, "checkpoint__done") == 0)
