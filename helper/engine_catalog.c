@@ -7,8 +7,10 @@
  * its note (a note whose arguments libbpf cannot evaluate is attached at
  * its address with our own argument resolution when the point has a site
  * program); otherwise the fallback functions when every point of the
- * group has one resolvable in .symtab or .dynsym; otherwise none.  No
- * locking: constant tables and pure functions.
+ * group has one resolvable in .symtab or .dynsym; otherwise none.  A
+ * point marked fallback_only has no USDT twin (an entry probe the function
+ * fallback needs beside a return probe): it is left out when the group
+ * runs on USDT.  No locking: constant tables and pure functions.
  */
 #include "engine_catalog.h"
 
