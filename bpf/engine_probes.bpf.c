@@ -559,8 +559,12 @@ int BPF_USDT(eng_lwlock_wait_done_usdt)
 	if (!cfg || !(ns = timed_stop(cfg, ENG_LWLOCK_WAIT, &k, &s)))
 		return 0;
 	k.mode = (__u16) s.a[0];
-	if (s.ptr)
-		bpf_probe_read_user_str(k.name, sizeof(k.name), (void *) s.ptr);
+	/* a name on a page this process never touched: user space reads it */
+	if (s.ptr && bpf_probe_read_user_str(k.name, sizeof(k.name), (void *) s.ptr) <= 0)
+	{
+		k.obj[0] = (__u32) s.ptr;
+		k.obj[1] = (__u32) (s.ptr >> 32);
+	}
 	timed_record(cfg, PGT_SET_PG_LWLOCK, &k, ns, 0, 0, 0, s.ptr);
 	return 0;
 }

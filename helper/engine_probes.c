@@ -765,7 +765,9 @@ read_maps(void)
 			tranche_name_by_id(key.pm, key.detail & 0xffff, r->k.name, sizeof(r->k.name));
 			r->k.detail = 0;
 		}
-		else if (key.probe == ENG_LWLOCK_HOLD)
+		else if (key.probe == ENG_LWLOCK_HOLD ||
+				 (key.probe == ENG_LWLOCK_WAIT && key.name[0] == '\0' &&
+				  (key.obj[0] | key.obj[1]) != 0))
 		{
 			tranche_name(key.pm, (uint64_t) key.obj[1] << 32 | key.obj[0],
 						 r->k.name, sizeof(r->k.name));
