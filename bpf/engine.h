@@ -27,7 +27,9 @@
 #define ENG_XACT_ABORT		10
 #define ENG_DEADLOCK		11
 #define ENG_SORT			12
-#define ENG_NPROBES			13	/* ids are 1 .. ENG_NPROBES - 1 */
+#define ENG_LOCK_HOLD		13	/* heavyweight lock held: grant .. release */
+#define ENG_LWLOCK_HOLD		14	/* LWLock held: acquire .. release */
+#define ENG_NPROBES			15	/* ids are 1 .. ENG_NPROBES - 1 */
 
 /* Probe-set ids of the engine sets (pgt_event_hdr.set, range 16..31). */
 #define PGT_SET_PG_QUERY		16
@@ -37,12 +39,19 @@
 #define PGT_SET_PG_BUFFER		20
 #define PGT_SET_PG_CHECKPOINT	21
 #define PGT_SET_PG_USDT			22
+#define PGT_SET_PG_LOCK_HOLD	23
+#define PGT_SET_PG_LWLOCK_HOLD	24
 
 #define ENG_HIST_SLOTS		32	/* log2 buckets of microseconds */
 #define ENG_NAME_LEN		24
 #define ENG_TEXT_LEN		256	/* query text in stream records */
 #define ENG_MAX_KEYS		16384
 #define ENG_CKPT_ARGS		5
+#define ENG_HELD_LOCKS		32	/* heavyweight locks tracked per backend */
+#define ENG_HELD_LWLOCKS	16	/* LWLocks tracked per thread */
+
+/* eng_key.detail of an lwlock-hold row named by tranche id (no USDT) */
+#define ENG_LW_TRANCHE_ID	0x10000
 
 /* engine_cfg.flags */
 #define ENG_CFG_SLOW_STREAM	0x1	/* emit slow statements into the ring buffer */
@@ -64,8 +73,9 @@ struct eng_cfg
 	__u64		ckpt_addr[ENG_CKPT_ARGS];	/* checkpoint__done args (globals) */
 	__u32		ckpt_size[ENG_CKPT_ARGS];
 	__u32		pad;
+	__u64		owner_addr;		/* &CurrentResourceOwner, 0: not exported */
 };
-_Static_assert(sizeof(struct eng_cfg) == 96, "struct eng_cfg size");
+_Static_assert(sizeof(struct eng_cfg) == 104, "struct eng_cfg size");
 
 /* Key of the `eng_stats` hash map. */
 struct eng_key
@@ -107,6 +117,35 @@ struct eng_start
 	__u32		pad;
 };
 _Static_assert(sizeof(struct eng_start) == 40, "struct eng_start size");
+
+/*
+ * A heavyweight lock this backend holds (pg-lock-hold), from the return of
+ * LockAcquireExtended to the release that drops its last hold.  tag is the
+ * LOCKTAG as PostgreSQL lays it out: field1..3 (u32), field4 (u16), type,
+ * lock method (u8).
+ */
+struct eng_held_lock
+{
+	__u32		tag[4];			/* field1, field2, field3, field4|type<<16|method<<24 */
+	__u16		mode;
+	__u8		session;		/* a session lock (survives transaction end) */
+	__u8		pad;
+	__u32		count;			/* acquisitions not yet released; 0: free slot */
+	__u64		ts;				/* grant */
+	__u64		queryid;		/* at the grant */
+	__u64		owner;			/* CurrentResourceOwner at the grant */
+};
+_Static_assert(sizeof(struct eng_held_lock) == 48, "struct eng_held_lock size");
+
+/* An LWLock this thread holds (pg-lwlock-hold). */
+struct eng_held_lw
+{
+	__u64		name;			/* tranche name pointer, 0: free slot */
+	__u64		ts;				/* acquired */
+	__u32		mode;
+	__u32		seq;			/* acquisition order: releases pair LIFO */
+};
+_Static_assert(sizeof(struct eng_held_lw) == 24, "struct eng_held_lw size");
 
 /* Ring buffer record: a slow statement or a checkpoint. */
 struct eng_event

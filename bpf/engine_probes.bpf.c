@@ -57,12 +57,24 @@ struct
 	__type(value, struct eng_hist);
 } eng_hist SEC(".maps");
 
+/*
+ * LockAcquireExtended nests: a relation AccessExclusiveLock first assigns
+ * the transaction id (LogAccessExclusiveLockPrepare), which takes the
+ * transactionid lock.
+ */
+#define ENG_ACQ_DEPTH	4
+
 /* Per-thread state: timers of the probes in flight, the postmaster cache. */
 struct eng_task
 {
 	struct eng_start s[ENG_NPROBES];
+	struct eng_held_lock locks[ENG_HELD_LOCKS];	/* pg-lock-hold */
+	struct eng_start acq[ENG_ACQ_DEPTH];	/* LockAcquireExtended calls in flight */
+	struct eng_held_lw lw[ENG_HELD_LWLOCKS];	/* pg-lwlock-hold */
 	__u32		pm;				/* postmaster, 0: not a served process */
-	__u32		pad;
+	__u32		lw_seq;			/* LWLock acquisitions so far */
+	__u32		acq_depth;		/* entries of acq[] in use */
+	__u32		pad2;
 	__u64		recheck_ns;		/* when to look `tracked` up again */
 };
 
@@ -83,11 +95,9 @@ struct
 /* Events the stats map had no room for (user space reports it). */
 __u64		eng_dropped = 0;
 
-/*
- * cfg_for_current
- *		The configuration of the current process's postmaster when it is
- *		tracked and configured, else NULL.
- */
+/* Locks / LWLocks held beyond the per-thread slots: not timed. */
+__u64		eng_hold_overflow = 0;
+
 static __always_inline struct eng_task *
 task_state(void)
 {
@@ -95,13 +105,19 @@ task_state(void)
 								BPF_LOCAL_STORAGE_GET_F_CREATE);
 }
 
+/*
+ * served
+ *		The configuration of the current process's postmaster when it is
+ *		tracked and configured, else NULL; *tp the thread's state.
+ */
 static __always_inline struct eng_cfg *
-cfg_for_current(void)
+served(struct eng_task **tp)
 {
 	struct eng_task *t = task_state();
 	__u64		now;
 	__u32		pm;
 
+	*tp = t;
 	if (!t)
 		return NULL;
 	now = bpf_ktime_get_ns();
@@ -115,6 +131,18 @@ cfg_for_current(void)
 	if (!pm)
 		return NULL;
 	return bpf_map_lookup_elem(&engine_cfg, &pm);
+}
+
+/*
+ * cfg_for_current
+ *		served() without the thread's state.
+ */
+static __always_inline struct eng_cfg *
+cfg_for_current(void)
+{
+	struct eng_task *t;
+
+	return served(&t);
 }
 
 /*
@@ -312,6 +340,94 @@ trace_emit(__u16 set, const struct eng_key *k, __u64 ns, __u64 c0, __u64 c1,
 	bpf_ringbuf_submit(e, 0);
 }
 
+/*
+ * timed_stop
+ *		End probe's timer on this thread: the elapsed ns (0 when no start
+ *		was seen), with *k keyed to the current backend and query id and *s
+ *		the start.
+ */
+static __always_inline __u64
+timed_stop(const struct eng_cfg *cfg, __u32 probe, struct eng_key *k, struct eng_start *s)
+{
+	__u64		ns = stop_timer(probe, s);
+
+	if (ns)
+		key_init(k, probe, cfg);
+	return ns;
+}
+
+/*
+ * timed_record
+ *		One timed event: counters, the probe's histogram, the trace stream.
+ */
+static __always_inline void
+timed_record(const struct eng_cfg *cfg, __u16 set, struct eng_key *k, __u64 ns,
+			 __u64 c0, __u64 c1, __u64 c2, __u64 text)
+{
+	stats_add(k, ns, c0, c1, c2);
+	hist_add(cfg, k->probe, ns);
+	trace_emit(set, k, ns, c0, c1, c2, text);
+}
+
+/*
+ * stream_record
+ *		The daemon's record of a slow statement or a checkpoint
+ *		(`eng_events`; `pg-tracer trace` has trace_emit's instead).
+ */
+static __always_inline void
+stream_record(const struct eng_key *k, __u16 flags, __u64 ns, __u64 c0, __u64 c1,
+			  __u64 c2, __u64 text)
+{
+	struct eng_event *e;
+
+	if (pgt_stream)
+		return;
+	e = bpf_ringbuf_reserve(&eng_events, sizeof(*e), 0);
+	if (!e)
+		return;
+	e->ts = bpf_ktime_get_boot_ns();
+	e->pid = k->pid;
+	e->pm = k->pm;
+	e->pad = 0;
+	e->probe = k->probe;
+	e->flags = flags;
+	e->queryid = k->queryid;
+	e->dur_ns = ns;
+	e->c[0] = c0;
+	e->c[1] = c1;
+	e->c[2] = c2;
+	e->text[0] = '\0';
+	if (text)
+		bpf_probe_read_user_str(e->text, sizeof(e->text), (void *) text);
+	bpf_ringbuf_submit(e, 0);
+}
+
+/*
+ * plain_start, plain_done
+ *		A timed probe with nothing but its duration: start, and end it into
+ *		the counters, histogram and trace stream of set.
+ */
+static __always_inline int
+plain_start(__u32 probe)
+{
+	if (cfg_for_current())
+		start_timer(probe, 0, 0, 0, 0, 0, 0);
+	return 0;
+}
+
+static __always_inline int
+plain_done(__u32 probe, __u16 set)
+{
+	struct eng_cfg *cfg = cfg_for_current();
+	struct eng_key k = {};
+	struct eng_start s;
+	__u64		ns;
+
+	if (cfg && (ns = timed_stop(cfg, probe, &k, &s)))
+		timed_record(cfg, set, &k, ns, 0, 0, 0, 0);
+	return 0;
+}
+
 /* ------------------------------------------------------------ pg-query */
 
 static __always_inline int
@@ -329,36 +445,13 @@ query_done(void)
 	struct eng_cfg *cfg = cfg_for_current();
 	struct eng_key k = {};
 	struct eng_start s;
-	struct eng_event *e;
 	__u64		ns;
 
-	if (!cfg)
+	if (!cfg || !(ns = timed_stop(cfg, ENG_QUERY, &k, &s)))
 		return 0;
-	ns = stop_timer(ENG_QUERY, &s);
-	if (!ns)
-		return 0;
-	key_init(&k, ENG_QUERY, cfg);
-	stats_add(&k, ns, 0, 0, 0);
-	hist_add(cfg, ENG_QUERY, ns);
-	trace_emit(PGT_SET_PG_QUERY, &k, ns, 0, 0, 0, s.ptr);
-	if (pgt_stream || !(cfg->flags & ENG_CFG_SLOW_STREAM) || ns < cfg->slow_ns)
-		return 0;
-	e = bpf_ringbuf_reserve(&eng_events, sizeof(*e), 0);
-	if (!e)
-		return 0;
-	e->ts = bpf_ktime_get_boot_ns();
-	e->pid = k.pid;
-	e->pm = k.pm;
-	e->pad = 0;
-	e->probe = ENG_QUERY;
-	e->flags = 0;
-	e->queryid = k.queryid;
-	e->dur_ns = ns;
-	e->c[0] = e->c[1] = e->c[2] = 0;
-	e->text[0] = '\0';
-	if (s.ptr)
-		bpf_probe_read_user_str(e->text, sizeof(e->text), (void *) s.ptr);
-	bpf_ringbuf_submit(e, 0);
+	timed_record(cfg, PGT_SET_PG_QUERY, &k, ns, 0, 0, 0, s.ptr);
+	if ((cfg->flags & ENG_CFG_SLOW_STREAM) && ns >= cfg->slow_ns)
+		stream_record(&k, 0, ns, 0, 0, 0, s.ptr);
 	return 0;
 }
 
@@ -399,29 +492,51 @@ int BPF_USDT(eng_lock_wait_start_usdt, __u32 f1, __u32 f2, __u32 f3, __u16 f4,
 	return 0;
 }
 
-SEC("usdt")
-int BPF_USDT(eng_lock_wait_done_usdt)
+static __always_inline int
+lock_wait_done(void)
 {
 	struct eng_cfg *cfg = cfg_for_current();
 	struct eng_key k = {};
 	struct eng_start s;
 	__u64		ns;
 
-	if (!cfg)
+	if (!cfg || !(ns = timed_stop(cfg, ENG_LOCK_WAIT, &k, &s)))
 		return 0;
-	ns = stop_timer(ENG_LOCK_WAIT, &s);
-	if (!ns)
-		return 0;
-	key_init(&k, ENG_LOCK_WAIT, cfg);
 	k.obj[0] = s.a[0];
 	k.obj[1] = s.a[1];
 	k.obj[2] = s.a[2];
 	k.detail = s.a[3];
 	k.mode = (__u16) s.a[4];
-	stats_add(&k, ns, 0, 0, 0);
-	hist_add(cfg, ENG_LOCK_WAIT, ns);
-	trace_emit(PGT_SET_PG_LOCKS, &k, ns, 0, 0, 0, 0);
+	timed_record(cfg, PGT_SET_PG_LOCKS, &k, ns, 0, 0, 0, 0);
 	return 0;
+}
+
+SEC("usdt")
+int BPF_USDT(eng_lock_wait_done_usdt)
+{
+	return lock_wait_done();
+}
+
+/*
+ * fallback: ProcSleep(LOCALLOCK *locallock, ...), which WaitOnLock calls
+ * where lock__wait__start/done surround it.  A LOCALLOCK starts with its
+ * LOCALLOCKTAG: the LOCKTAG (field1..3, field4, type, method), the mode.
+ */
+SEC("uprobe")
+int BPF_KPROBE(eng_lock_wait_start_uprobe, const void *locallock)
+{
+	__u32		tag[5];
+
+	if (!cfg_for_current() || bpf_probe_read_user(tag, sizeof(tag), locallock))
+		return 0;
+	start_timer(ENG_LOCK_WAIT, 0, tag[0], tag[1], tag[2], (tag[3] >> 16) & 0xff, tag[4]);
+	return 0;
+}
+
+SEC("uretprobe")
+int BPF_KRETPROBE(eng_lock_wait_done_uprobe)
+{
+	return lock_wait_done();
 }
 
 SEC("usdt")
@@ -441,18 +556,16 @@ int BPF_USDT(eng_lwlock_wait_done_usdt)
 	struct eng_start s;
 	__u64		ns;
 
-	if (!cfg)
+	if (!cfg || !(ns = timed_stop(cfg, ENG_LWLOCK_WAIT, &k, &s)))
 		return 0;
-	ns = stop_timer(ENG_LWLOCK_WAIT, &s);
-	if (!ns)
-		return 0;
-	key_init(&k, ENG_LWLOCK_WAIT, cfg);
 	k.mode = (__u16) s.a[0];
-	if (s.ptr)
-		bpf_probe_read_user_str(k.name, sizeof(k.name), (void *) s.ptr);
-	stats_add(&k, ns, 0, 0, 0);
-	hist_add(cfg, ENG_LWLOCK_WAIT, ns);
-	trace_emit(PGT_SET_PG_LWLOCK, &k, ns, 0, 0, 0, s.ptr);
+	/* a name on a page this process never touched: user space reads it */
+	if (s.ptr && bpf_probe_read_user_str(k.name, sizeof(k.name), (void *) s.ptr) <= 0)
+	{
+		k.obj[0] = (__u32) s.ptr;
+		k.obj[1] = (__u32) (s.ptr >> 32);
+	}
+	timed_record(cfg, PGT_SET_PG_LWLOCK, &k, ns, 0, 0, 0, s.ptr);
 	return 0;
 }
 
@@ -488,30 +601,13 @@ int BPF_KPROBE(eng_wal_insert_uprobe, __u8 rmid)
 SEC("uprobe")
 int BPF_KPROBE(eng_wal_flush_uprobe)
 {
-	if (!cfg_for_current())
-		return 0;
-	start_timer(ENG_WAL_FLUSH, 0, 0, 0, 0, 0, 0);
-	return 0;
+	return plain_start(ENG_WAL_FLUSH);
 }
 
 SEC("uretprobe")
 int BPF_KRETPROBE(eng_wal_flush_uretprobe)
 {
-	struct eng_cfg *cfg = cfg_for_current();
-	struct eng_key k = {};
-	struct eng_start s;
-	__u64		ns;
-
-	if (!cfg)
-		return 0;
-	ns = stop_timer(ENG_WAL_FLUSH, &s);
-	if (!ns)
-		return 0;
-	key_init(&k, ENG_WAL_FLUSH, cfg);
-	stats_add(&k, ns, 0, 0, 0);
-	hist_add(cfg, ENG_WAL_FLUSH, ns);
-	trace_emit(PGT_SET_PG_WAL, &k, ns, 0, 0, 0, 0);
-	return 0;
+	return plain_done(ENG_WAL_FLUSH, PGT_SET_PG_WAL);
 }
 
 /* ------------------------------------------------------------ pg-buffer */
@@ -519,10 +615,7 @@ int BPF_KRETPROBE(eng_wal_flush_uretprobe)
 SEC("usdt")
 int BPF_USDT(eng_buffer_read_start_usdt)
 {
-	if (!cfg_for_current())
-		return 0;
-	start_timer(ENG_BUFFER_READ, 0, 0, 0, 0, 0, 0);
-	return 0;
+	return plain_start(ENG_BUFFER_READ);
 }
 
 /*
@@ -561,10 +654,7 @@ int BPF_USDT(eng_buffer_read_done_usdt, int fork, __u32 block, __u32 spc,
 SEC("uprobe")
 int BPF_KPROBE(eng_buffer_read_start_uprobe)
 {
-	if (!cfg_for_current())
-		return 0;
-	start_timer(ENG_BUFFER_READ, 0, 0, 0, 0, 0, 0);
-	return 0;
+	return plain_start(ENG_BUFFER_READ);
 }
 
 SEC("uretprobe")
@@ -587,28 +677,13 @@ int BPF_KRETPROBE(eng_buffer_read_done_uprobe)
 SEC("usdt")
 int BPF_USDT(eng_buffer_flush_start_usdt)
 {
-	if (!cfg_for_current())
-		return 0;
-	start_timer(ENG_BUFFER_FLUSH, 0, 0, 0, 0, 0, 0);
-	return 0;
+	return plain_start(ENG_BUFFER_FLUSH);
 }
 
 SEC("usdt")
 int BPF_USDT(eng_buffer_flush_done_usdt)
 {
-	struct eng_cfg *cfg = cfg_for_current();
-	struct eng_key k = {};
-	struct eng_start s;
-	__u64		ns;
-
-	if (!cfg)
-		return 0;
-	ns = stop_timer(ENG_BUFFER_FLUSH, &s);
-	key_init(&k, ENG_BUFFER_FLUSH, cfg);
-	stats_add(&k, ns, 0, 0, 0);
-	hist_add(cfg, ENG_BUFFER_FLUSH, ns);
-	trace_emit(PGT_SET_PG_BUFFER, &k, ns, 0, 0, 0, 0);
-	return 0;
+	return plain_done(ENG_BUFFER_FLUSH, PGT_SET_PG_BUFFER);
 }
 
 /* -------------------------------------------------------- pg-checkpoint */
@@ -703,40 +778,21 @@ checkpoint_done(struct eng_cfg *cfg)
 {
 	struct eng_key k = {};
 	struct eng_start s;
-	struct eng_event *e;
 	__u64		ns;
 	__u64		written;
+	__u64		sync_ns;
 	__u64		segs;
 
-	ns = stop_timer(ENG_CHECKPOINT, &s);
-	if (!ns)
+	if (!(ns = timed_stop(cfg, ENG_CHECKPOINT, &k, &s)))
 		return 0;
 	/* from checkpoint__done when resolvable, else BufferSync's count */
 	written = cfg->nckpt > 0 ? read_global(cfg, 0) : s.a[1];
 	segs = read_global(cfg, 2) + read_global(cfg, 3) + read_global(cfg, 4);
-	key_init(&k, ENG_CHECKPOINT, cfg);
+	sync_ns = (__u64) s.a[2] * 1000;
+	k.queryid = 0;
 	k.detail = s.a[0];
-	stats_add(&k, ns, written, (__u64) s.a[2] * 1000, segs);
-	hist_add(cfg, ENG_CHECKPOINT, ns);
-	trace_emit(PGT_SET_PG_CHECKPOINT, &k, ns, written, (__u64) s.a[2] * 1000, segs, 0);
-	if (pgt_stream)
-		return 0;
-	e = bpf_ringbuf_reserve(&eng_events, sizeof(*e), 0);
-	if (!e)
-		return 0;
-	e->ts = bpf_ktime_get_boot_ns();
-	e->pid = k.pid;
-	e->pm = k.pm;
-	e->pad = 0;
-	e->probe = ENG_CHECKPOINT;
-	e->flags = (__u16) s.a[0];
-	e->queryid = 0;
-	e->dur_ns = ns;
-	e->c[0] = written;
-	e->c[1] = (__u64) s.a[2] * 1000;
-	e->c[2] = segs;
-	e->text[0] = '\0';
-	bpf_ringbuf_submit(e, 0);
+	timed_record(cfg, PGT_SET_PG_CHECKPOINT, &k, ns, written, sync_ns, segs, 0);
+	stream_record(&k, (__u16) s.a[0], ns, written, sync_ns, segs, 0);
 	return 0;
 }
 
@@ -796,4 +852,499 @@ SEC("usdt")
 int BPF_USDT(eng_sort_done_usdt)
 {
 	return count_event(ENG_SORT);
+}
+
+/* --------------------------------------------------------- pg-lock-hold */
+
+/*
+ * Heavyweight lock hold times: from the grant (return of
+ * LockAcquireExtended, which LockAcquire jumps to; fast-path locks
+ * included) to the release that drops the backend's last hold.  No USDT
+ * marks grants or releases, so these are uprobes on the exported lock
+ * manager functions: LockRelease (one hold), LockReleaseAll (transaction
+ * end: a lock method's locks, session locks too when allLocks),
+ * LockReleaseSession, LockReleaseCurrentOwner (subtransaction abort: the
+ * locks of CurrentResourceOwner) and LockReassignCurrentOwner
+ * (subtransaction or portal commit: its locks pass to the parent owner).
+ * Held locks live in the thread's eng_task; more than ENG_HELD_LOCKS at
+ * once are counted in eng_hold_overflow and not timed.
+ */
+#define LOCKACQUIRE_OK				1
+#define LOCKACQUIRE_ALREADY_HELD	2
+#define LOCKACQUIRE_ALREADY_CLEAR	3
+#define LOCKTAG_TUPLE				4
+#define LOCKTAG_OBJECT				8
+
+/* How a bulk release picks its locks (lock_release_cb). */
+#define HOLD_END_METHOD		1	/* LockReleaseAll: method, non-session unless all */
+#define HOLD_END_SESSION	2	/* LockReleaseSession: method, session only */
+#define HOLD_END_OWNER		3	/* LockReleaseCurrentOwner: owner's, non-session */
+#define HOLD_PASS_OWNER		4	/* LockReassignCurrentOwner: owner -> parent */
+
+/*
+ * lock_find
+ *		Slot of the lock (tag, mode) this thread holds, or of a free slot
+ *		when want_free and the lock is not held; -1 when neither.
+ */
+static __always_inline int
+lock_find(struct eng_task *t, const __u32 *tag, __u32 mode, int want_free)
+{
+	int			free_slot = -1;
+	int			i;
+
+	for (i = 0; i < ENG_HELD_LOCKS; i++)
+	{
+		struct eng_held_lock *h = &t->locks[i];
+
+		if (!h->count)
+		{
+			if (free_slot < 0)
+				free_slot = i;
+			continue;
+		}
+		if (h->mode == mode && h->tag[0] == tag[0] && h->tag[1] == tag[1] &&
+			h->tag[2] == tag[2] && h->tag[3] == tag[3])
+			return i;
+	}
+	return want_free ? free_slot : -1;
+}
+
+/*
+ * lock_hold_done
+ *		A lock released for good: its hold time under (pid, query id at the
+ *		grant, lock type, mode, database and object when the tag type has
+ *		a bounded one).
+ */
+static __always_inline void
+lock_hold_done(const struct eng_cfg *cfg, struct eng_held_lock *h, __u64 now)
+{
+	struct eng_key k = {};
+	__u32		type = (h->tag[3] >> 16) & 0xff;
+
+	k.pid = bpf_get_current_pid_tgid() >> 32;
+	k.pm = cfg->postmaster;
+	k.probe = ENG_LOCK_HOLD;
+	k.mode = h->mode;
+	k.detail = type;
+	k.queryid = h->queryid;
+	/* relation, extend, frozenid, page, tuple, object: database and object */
+	if (type <= LOCKTAG_TUPLE || type == LOCKTAG_OBJECT)
+	{
+		k.obj[0] = h->tag[0];
+		k.obj[1] = h->tag[1];
+	}
+	h->count = 0;
+	timed_record(cfg, PGT_SET_PG_LOCK_HOLD, &k, now > h->ts ? now - h->ts : 1, 0, 0, 0, 0);
+}
+
+/*
+ * LockAcquireExtended(locktag, lockmode, sessionLock, ...): push the call
+ * (tag, mode, session, stack pointer) on the thread's acq[] stack.  Calls
+ * that left by longjmp (an error while waiting) never return: an entry
+ * whose frame is not above ours is such a leftover, dropped here.
+ */
+SEC("uprobe")
+int BPF_KPROBE(eng_lock_acquire_uprobe, const void *locktag, int mode, int session)
+{
+	struct eng_task *t;
+	struct eng_start *a;
+	__u64		sp = PT_REGS_SP(ctx);
+	__u32		d;
+	int			i;
+
+	if (!served(&t) || !t)
+		return 0;
+	for (i = 0; i < ENG_ACQ_DEPTH; i++)
+	{
+		d = t->acq_depth;
+		if (d == 0 || d > ENG_ACQ_DEPTH || t->acq[(d - 1) & (ENG_ACQ_DEPTH - 1)].ptr > sp)
+			break;
+		t->acq_depth = d - 1;
+	}
+	d = t->acq_depth;
+	if (d >= ENG_ACQ_DEPTH)
+	{
+		t->acq_depth = 0;		/* deeper than PostgreSQL nests: start over */
+		return 0;
+	}
+	barrier_var(d);				/* keep the mask: the verifier needs it */
+	a = &t->acq[d & (ENG_ACQ_DEPTH - 1)];
+	if (bpf_probe_read_user(a->a, 4 * sizeof(__u32), locktag))
+		return 0;
+	a->a[4] = ((__u32) mode & 0xffff) | (session ? 0x10000 : 0);
+	a->ptr = sp;
+	a->ts = 1;
+	t->acq_depth = d + 1;
+	return 0;
+}
+
+/*
+ * lock_acquire_pop
+ *		The acq[] entry of the call returning now (its entry stack pointer
+ *		is ours minus the popped return address) into *out, dropping any
+ *		above it.  0, or -1 when there is none.
+ */
+static __always_inline int
+lock_acquire_pop(struct eng_task *t, __u64 sp, struct eng_start *out)
+{
+	int			i;
+
+	for (i = 0; i < ENG_ACQ_DEPTH; i++)
+	{
+		__u32		d = t->acq_depth;
+		struct eng_start *a;
+
+		if (d == 0 || d > ENG_ACQ_DEPTH)
+			return -1;
+		a = &t->acq[(d - 1) & (ENG_ACQ_DEPTH - 1)];
+		t->acq_depth = d - 1;
+		if (a->ptr + 8 == sp)
+		{
+			*out = *a;
+			return 0;
+		}
+		if (a->ptr + 8 > sp)
+			return -1;			/* an outer call: not ours (should not happen) */
+	}
+	return -1;
+}
+
+SEC("uretprobe")
+int BPF_KRETPROBE(eng_lock_acquire_uretprobe, int res)
+{
+	struct eng_task *t;
+	struct eng_cfg *cfg = served(&t);
+	struct eng_held_lock *h;
+	struct eng_start s;
+	__u32		mode;
+	int			i;
+
+	if (!cfg || !t || lock_acquire_pop(t, PT_REGS_SP(ctx), &s) < 0)
+		return 0;
+	mode = s.a[4] & 0xffff;
+	if (res != LOCKACQUIRE_OK && res != LOCKACQUIRE_ALREADY_HELD &&
+		res != LOCKACQUIRE_ALREADY_CLEAR)
+		return 0;				/* not granted (dontWait) */
+	i = lock_find(t, s.a, mode, res == LOCKACQUIRE_OK);
+	if (i < 0 || i >= ENG_HELD_LOCKS)
+	{
+		/* held since before we attached, or no room */
+		if (res == LOCKACQUIRE_OK)
+			__sync_fetch_and_add(&eng_hold_overflow, 1);
+		return 0;
+	}
+	h = &t->locks[i];
+	if (res != LOCKACQUIRE_OK)
+	{
+		/* a session hold keeps the lock past transaction end */
+		h->count++;
+		if (s.a[4] >> 16)
+			h->session = 1;
+		return 0;
+	}
+	/* a new grant (a slot we never saw released is started afresh) */
+	h->tag[0] = s.a[0];
+	h->tag[1] = s.a[1];
+	h->tag[2] = s.a[2];
+	h->tag[3] = s.a[3];
+	h->mode = (__u16) mode;
+	h->session = (s.a[4] >> 16) ? 1 : 0;
+	h->count = 1;
+	h->queryid = current_qid(cfg, bpf_get_current_pid_tgid() >> 32);
+	h->owner = 0;
+	if (!h->session && cfg->owner_addr)
+		bpf_probe_read_user(&h->owner, sizeof(h->owner), (void *) cfg->owner_addr);
+	h->ts = bpf_ktime_get_ns();
+	return 0;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(eng_lock_release_uprobe, const void *locktag, int mode)
+{
+	struct eng_task *t;
+	struct eng_cfg *cfg = served(&t);
+	struct eng_held_lock *h;
+	__u32		tag[4];
+	int			i;
+
+	if (!cfg || !t || bpf_probe_read_user(tag, sizeof(tag), locktag))
+		return 0;
+	i = lock_find(t, tag, (__u32) mode, 0);
+	if (i < 0 || i >= ENG_HELD_LOCKS)
+		return 0;
+	h = &t->locks[i];
+	if (--h->count == 0)
+		lock_hold_done(cfg, h, bpf_ktime_get_ns());
+	return 0;
+}
+
+struct bulk_ctx
+{
+	struct eng_task *t;
+	const struct eng_cfg *cfg;
+	__u64		now;
+	__u64		owner;
+	__u64		parent;
+	__u32		how;			/* HOLD_* */
+	__u32		method;
+	__u32		all;
+};
+
+/*
+ * lock_bulk_cb
+ *		bpf_loop body of a bulk release: slot i, if the release takes it.
+ */
+static long
+lock_bulk_cb(__u64 i, void *data)
+{
+	struct bulk_ctx *c = data;
+	struct eng_held_lock *h;
+	__u32		method;
+
+	if (i >= ENG_HELD_LOCKS || !c->t)
+		return 1;
+	h = &c->t->locks[i];
+	if (!h->count)
+		return 0;
+	method = h->tag[3] >> 24;
+	switch (c->how)
+	{
+		case HOLD_END_METHOD:
+			if (method == c->method && (c->all || !h->session))
+				lock_hold_done(c->cfg, h, c->now);
+			break;
+		case HOLD_END_SESSION:
+			if (method == c->method && h->session)
+				lock_hold_done(c->cfg, h, c->now);
+			break;
+		case HOLD_END_OWNER:
+			if (!h->session && h->owner == c->owner)
+				lock_hold_done(c->cfg, h, c->now);
+			break;
+		case HOLD_PASS_OWNER:
+			if (!h->session && h->owner == c->owner)
+				h->owner = c->parent;
+			break;
+	}
+	return 0;
+}
+
+/*
+ * lock_bulk
+ *		Apply a bulk release to this thread's held locks.
+ */
+static __always_inline int
+lock_bulk(__u32 how, __u32 method, __u32 all)
+{
+	struct bulk_ctx c = {};
+
+	c.cfg = served(&c.t);
+	if (!c.cfg || !c.t)
+		return 0;
+	c.how = how;
+	c.method = method;
+	c.all = all;
+	c.now = bpf_ktime_get_ns();
+	if (how == HOLD_END_OWNER || how == HOLD_PASS_OWNER)
+	{
+		/* the owner being released; ResourceOwnerData starts with its parent */
+		if (!c.cfg->owner_addr ||
+			bpf_probe_read_user(&c.owner, sizeof(c.owner), (void *) c.cfg->owner_addr) ||
+			!c.owner)
+			return 0;
+		if (how == HOLD_PASS_OWNER &&
+			bpf_probe_read_user(&c.parent, sizeof(c.parent), (void *) c.owner))
+			return 0;
+	}
+	bpf_loop(ENG_HELD_LOCKS, lock_bulk_cb, &c, 0);
+	return 0;
+}
+
+/* LockReleaseAll(LOCKMETHODID lockmethodid, bool allLocks) */
+SEC("uprobe")
+int BPF_KPROBE(eng_lock_release_all_uprobe, int method, int all)
+{
+	return lock_bulk(HOLD_END_METHOD, (__u32) method & 0xffff, (all & 0xff) != 0);
+}
+
+/* LockReleaseSession(LOCKMETHODID lockmethodid) */
+SEC("uprobe")
+int BPF_KPROBE(eng_lock_release_session_uprobe, int method)
+{
+	return lock_bulk(HOLD_END_SESSION, (__u32) method & 0xffff, 1);
+}
+
+/* LockReleaseCurrentOwner(LOCALLOCK **locallocks, int nlocks) */
+SEC("uprobe")
+int BPF_KPROBE(eng_lock_release_owner_uprobe)
+{
+	return lock_bulk(HOLD_END_OWNER, 0, 0);
+}
+
+/* LockReassignCurrentOwner(LOCALLOCK **locallocks, int nlocks) */
+SEC("uprobe")
+int BPF_KPROBE(eng_lock_reassign_owner_uprobe)
+{
+	return lock_bulk(HOLD_PASS_OWNER, 0, 0);
+}
+
+/* ------------------------------------------------------- pg-lwlock-hold */
+
+/*
+ * LWLock hold times from the USDT probes LWLockAcquire,
+ * LWLockConditionalAcquire and LWLockAcquireOrWait fire once they hold the
+ * lock (lwlock__acquire, __condacquire, __acquire__or__wait: tranche name,
+ * mode) to lwlock__release in LWLockRelease (tranche name only: the lock's
+ * address is in no argument).  A release pairs with the latest acquisition
+ * of the same tranche on this thread, so when two locks of one tranche are
+ * held at once and released first-in first-out their durations swap;
+ * counts and totals are exact.  Events are counted, never streamed (they
+ * come at hundreds of thousands a second).
+ */
+/*
+ * lw_push
+ *		This thread now holds an LWLock known by key (tranche name address
+ *		with USDT, lock address with uprobes).
+ */
+static __always_inline int
+lw_push(struct eng_task *t, __u64 key, __u32 mode)
+{
+	struct eng_held_lw *h;
+	int			free_slot = -1;
+	int			i;
+
+	for (i = 0; i < ENG_HELD_LWLOCKS; i++)
+		if (!t->lw[i].name)
+		{
+			free_slot = i;
+			break;
+		}
+	if (free_slot < 0 || free_slot >= ENG_HELD_LWLOCKS)
+	{
+		__sync_fetch_and_add(&eng_hold_overflow, 1);
+		return 0;
+	}
+	h = &t->lw[free_slot];
+	h->name = key;
+	h->mode = mode;
+	h->seq = ++t->lw_seq;
+	h->ts = bpf_ktime_get_ns();
+	return 0;
+}
+
+/*
+ * lw_release
+ *		The release of the latest acquisition under key: its hold time.
+ *		by_id: key is the lock's address, named by the tranche id in the
+ *		LWLock (detail = ENG_LW_TRANCHE_ID | id); else key is the tranche
+ *		name's address, kept in obj[0..1] for user space to read (the
+ *		string may sit on a page this process never touched, which BPF
+ *		cannot fault in; helper/engine_probes.c reads it through the
+ *		postmaster, where it has the same address).
+ */
+static __always_inline int
+lw_release(__u64 key, int by_id)
+{
+	struct eng_task *t;
+	struct eng_cfg *cfg = served(&t);
+	struct eng_key k = {};
+	struct eng_held_lw *h;
+	__u64		now = bpf_ktime_get_ns();
+	__u32		best_seq = 0;
+	__u16		tranche = 0;
+	int			best = -1;
+	int			i;
+
+	if (!cfg || !t || !key)
+		return 0;
+	for (i = 0; i < ENG_HELD_LWLOCKS; i++)
+		if (t->lw[i].name == key && (best < 0 || (__s32) (t->lw[i].seq - best_seq) > 0))
+		{
+			best = i;
+			best_seq = t->lw[i].seq;
+		}
+	if (best < 0 || best >= ENG_HELD_LWLOCKS)
+		return 0;				/* taken before we attached */
+	h = &t->lw[best];
+	key_init(&k, ENG_LWLOCK_HOLD, cfg);
+	k.mode = (__u16) h->mode;
+	if (by_id)
+	{
+		/* struct LWLock starts with its uint16 tranche */
+		bpf_probe_read_user(&tranche, sizeof(tranche), (void *) key);
+		k.detail = ENG_LW_TRANCHE_ID | tranche;
+	}
+	else
+	{
+		k.obj[0] = (__u32) key;
+		k.obj[1] = (__u32) (key >> 32);
+	}
+	stats_add(&k, now > h->ts ? now - h->ts : 1, 0, 0, 0);
+	hist_add(cfg, ENG_LWLOCK_HOLD, now > h->ts ? now - h->ts : 1);
+	h->name = 0;
+	return 0;
+}
+
+SEC("usdt")
+int BPF_USDT(eng_lwlock_acquired_usdt, __u64 name, int mode)
+{
+	struct eng_task *t;
+
+	if (!served(&t) || !t || !name)
+		return 0;
+	return lw_push(t, name, (__u32) mode);
+}
+
+SEC("usdt")
+int BPF_USDT(eng_lwlock_release_usdt, __u64 name)
+{
+	return lw_release(name, 0);
+}
+
+/*
+ * Fallback without USDT: LWLockAcquire (always acquires; the result says
+ * whether it waited), LWLockConditionalAcquire and LWLockAcquireOrWait
+ * (acquired when they return true) by lock address from entry to return,
+ * LWLockRelease(lock) at its entry: exact pairing by address.
+ */
+#define LW_CALL_ACQUIRE		0
+#define LW_CALL_CONDITIONAL	1
+
+static __always_inline int
+lw_call(__u64 lock, int mode, __u32 call)
+{
+	if (cfg_for_current())
+		start_timer(ENG_LWLOCK_HOLD, lock, (__u32) mode, call, 0, 0, 0);
+	return 0;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(eng_lwlock_acquire_uprobe, __u64 lock, int mode)
+{
+	return lw_call(lock, mode, LW_CALL_ACQUIRE);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(eng_lwlock_condacquire_uprobe, __u64 lock, int mode)
+{
+	return lw_call(lock, mode, LW_CALL_CONDITIONAL);
+}
+
+SEC("uretprobe")
+int BPF_KRETPROBE(eng_lwlock_acquire_uretprobe, int ret)
+{
+	struct eng_task *t;
+	struct eng_start s;
+
+	if (!served(&t) || !t || !stop_timer(ENG_LWLOCK_HOLD, &s) || !s.ptr)
+		return 0;
+	if (s.a[1] != LW_CALL_ACQUIRE && !(ret & 0xff))
+		return 0;				/* not acquired */
+	return lw_push(t, s.ptr, s.a[0]);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(eng_lwlock_release_uprobe, __u64 lock)
+{
+	return lw_release(lock, 1);
 }

@@ -7,8 +7,10 @@
  * its note (a note whose arguments libbpf cannot evaluate is attached at
  * its address with our own argument resolution when the point has a site
  * program); otherwise the fallback functions when every point of the
- * group has one resolvable in .symtab or .dynsym; otherwise none.  No
- * locking: constant tables and pure functions.
+ * group has one resolvable in .symtab or .dynsym; otherwise none.  A
+ * point marked fallback_only has no USDT twin (an entry probe the function
+ * fallback needs beside a return probe): it is left out when the group
+ * runs on USDT.  No locking: constant tables and pure functions.
  */
 #include "engine_catalog.h"
 
@@ -34,39 +36,72 @@ const engine_set engine_sets[] = {
 	{"pg-buffer", "buffer reads, hits, misses; dirty buffer flushes", 0},
 	{"pg-checkpoint", "checkpoints: duration, buffers written, sync phase", 1},
 	{"pg-usdt", "transaction commits/aborts, deadlocks, sorts", 0},
+	{"pg-lock-hold", "heavyweight lock hold times by lock type, mode and object", 0},
+	{"pg-lwlock-hold", "LWLock hold times by tranche", 0},
 };
 const size_t engine_nsets = sizeof(engine_sets) / sizeof(engine_sets[0]);
 
 const engine_point engine_points[] = {
 	{"pg-query", 1, "query__start", "eng_query_start_usdt", NULL,
-	 "exec_simple_query", 0, "eng_query_start_uprobe", 0},
+	 "exec_simple_query", 0, "eng_query_start_uprobe", 0, 0},
 	{"pg-query", 1, "query__done", "eng_query_done_usdt", NULL,
-	 "exec_simple_query", 1, "eng_query_done_uprobe", 0},
-	{"pg-locks", 2, "lock__wait__start", "eng_lock_wait_start_usdt", NULL, NULL, 0, NULL, 0},
-	{"pg-locks", 2, "lock__wait__done", "eng_lock_wait_done_usdt", NULL, NULL, 0, NULL, 0},
-	{"pg-lwlock", 3, "lwlock__wait__start", "eng_lwlock_wait_start_usdt", NULL, NULL, 0, NULL, 0},
-	{"pg-lwlock", 3, "lwlock__wait__done", "eng_lwlock_wait_done_usdt", NULL, NULL, 0, NULL, 0},
+	 "exec_simple_query", 1, "eng_query_done_uprobe", 0, 0},
+	{"pg-locks", 2, "lock__wait__start", "eng_lock_wait_start_usdt", NULL,
+	 "ProcSleep", 0, "eng_lock_wait_start_uprobe", 0, 0},
+	{"pg-locks", 2, "lock__wait__done", "eng_lock_wait_done_usdt", NULL,
+	 "ProcSleep", 1, "eng_lock_wait_done_uprobe", 0, 0},
+	{"pg-lwlock", 3, "lwlock__wait__start", "eng_lwlock_wait_start_usdt", NULL, NULL, 0, NULL, 0, 0},
+	{"pg-lwlock", 3, "lwlock__wait__done", "eng_lwlock_wait_done_usdt", NULL, NULL, 0, NULL, 0, 0},
 	{"pg-wal", 4, "wal__insert", "eng_wal_insert_usdt", NULL,
-	 "XLogInsert", 0, "eng_wal_insert_uprobe", 0},
-	{"pg-wal", 5, NULL, NULL, NULL, "XLogFlush", 0, "eng_wal_flush_uprobe", 0},
-	{"pg-wal", 5, NULL, NULL, NULL, "XLogFlush", 1, "eng_wal_flush_uretprobe", 0},
+	 "XLogInsert", 0, "eng_wal_insert_uprobe", 0, 0},
+	{"pg-wal", 5, NULL, NULL, NULL, "XLogFlush", 0, "eng_wal_flush_uprobe", 0, 0},
+	{"pg-wal", 5, NULL, NULL, NULL, "XLogFlush", 1, "eng_wal_flush_uretprobe", 0, 0},
 	{"pg-buffer", 6, "buffer__read__start", "eng_buffer_read_start_usdt", NULL,
-	 "ReadBufferExtended", 0, "eng_buffer_read_start_uprobe", 0},
+	 "ReadBufferExtended", 0, "eng_buffer_read_start_uprobe", 0, 0},
 	{"pg-buffer", 6, "buffer__read__done", "eng_buffer_read_done_usdt", NULL,
-	 "ReadBufferExtended", 1, "eng_buffer_read_done_uprobe", 0},
-	{"pg-buffer", 7, "buffer__flush__start", "eng_buffer_flush_start_usdt", NULL, NULL, 0, NULL, 1},
-	{"pg-buffer", 7, "buffer__flush__done", "eng_buffer_flush_done_usdt", NULL, NULL, 0, NULL, 1},
+	 "ReadBufferExtended", 1, "eng_buffer_read_done_uprobe", 0, 0},
+	{"pg-buffer", 7, "buffer__flush__start", "eng_buffer_flush_start_usdt", NULL, NULL, 0, NULL, 1, 0},
+	{"pg-buffer", 7, "buffer__flush__done", "eng_buffer_flush_done_usdt", NULL, NULL, 0, NULL, 1, 0},
 	{"pg-checkpoint", 8, "checkpoint__start", "eng_checkpoint_start_usdt", NULL,
-	 "CreateCheckPoint", 0, "eng_checkpoint_start_uprobe", 0},
+	 "CreateCheckPoint", 0, "eng_checkpoint_start_uprobe", 0, 0},
 	{"pg-checkpoint", 8, "checkpoint__done", NULL, "eng_checkpoint_done_site",
-	 "CreateCheckPoint", 1, "eng_checkpoint_done_uprobe", 0},
-	{"pg-checkpoint", 9, "buffer__sync__written", "eng_buffer_sync_written_usdt", NULL, NULL, 0, NULL, 1},
-	{"pg-checkpoint", 9, "buffer__checkpoint__sync__start", "eng_ckpt_sync_start_usdt", NULL, NULL, 0, NULL, 1},
-	{"pg-checkpoint", 9, "buffer__checkpoint__done", "eng_ckpt_buffers_done_usdt", NULL, NULL, 0, NULL, 1},
-	{"pg-usdt", 10, "transaction__commit", "eng_xact_commit_usdt", NULL, NULL, 0, NULL, 0},
-	{"pg-usdt", 11, "transaction__abort", "eng_xact_abort_usdt", NULL, NULL, 0, NULL, 1},
-	{"pg-usdt", 12, "deadlock__found", "eng_deadlock_usdt", NULL, NULL, 0, NULL, 1},
-	{"pg-usdt", 13, "sort__done", "eng_sort_done_usdt", NULL, NULL, 0, NULL, 1},
+	 "CreateCheckPoint", 1, "eng_checkpoint_done_uprobe", 0, 0},
+	{"pg-checkpoint", 9, "buffer__sync__written", "eng_buffer_sync_written_usdt", NULL, NULL, 0, NULL, 1, 0},
+	{"pg-checkpoint", 9, "buffer__checkpoint__sync__start", "eng_ckpt_sync_start_usdt", NULL, NULL, 0, NULL, 1, 0},
+	{"pg-checkpoint", 9, "buffer__checkpoint__done", "eng_ckpt_buffers_done_usdt", NULL, NULL, 0, NULL, 1, 0},
+	{"pg-usdt", 10, "transaction__commit", "eng_xact_commit_usdt", NULL, NULL, 0, NULL, 0, 0},
+	{"pg-usdt", 11, "transaction__abort", "eng_xact_abort_usdt", NULL, NULL, 0, NULL, 1, 0},
+	{"pg-usdt", 12, "deadlock__found", "eng_deadlock_usdt", NULL, NULL, 0, NULL, 1, 0},
+	{"pg-usdt", 13, "sort__done", "eng_sort_done_usdt", NULL, NULL, 0, NULL, 1, 0},
+	/* no USDT marks a grant or a release: uprobes on the exported lock manager */
+	{"pg-lock-hold", 14, NULL, NULL, NULL, "LockAcquireExtended", 0, "eng_lock_acquire_uprobe", 0, 0},
+	{"pg-lock-hold", 14, NULL, NULL, NULL, "LockAcquireExtended", 1, "eng_lock_acquire_uretprobe", 0, 0},
+	{"pg-lock-hold", 14, NULL, NULL, NULL, "LockRelease", 0, "eng_lock_release_uprobe", 0, 0},
+	{"pg-lock-hold", 14, NULL, NULL, NULL, "LockReleaseAll", 0, "eng_lock_release_all_uprobe", 0, 0},
+	{"pg-lock-hold", 15, NULL, NULL, NULL, "LockReleaseSession", 0,
+	 "eng_lock_release_session_uprobe", 0, 0},
+	{"pg-lock-hold", 16, NULL, NULL, NULL, "LockReleaseCurrentOwner", 0,
+	 "eng_lock_release_owner_uprobe", 0, 0},
+	{"pg-lock-hold", 16, NULL, NULL, NULL, "LockReassignCurrentOwner", 0,
+	 "eng_lock_reassign_owner_uprobe", 0, 0},
+	/*
+	 * USDT pairs by tranche name (lwlock__release carries no lock address);
+	 * the fallback pairs by lock address, entry to return of the acquire
+	 * functions (the last three points exist only for it).
+	 */
+	{"pg-lwlock-hold", 17, "lwlock__acquire", "eng_lwlock_acquired_usdt", NULL,
+	 "LWLockAcquire", 1, "eng_lwlock_acquire_uretprobe", 0, 0},
+	{"pg-lwlock-hold", 17, "lwlock__condacquire", "eng_lwlock_acquired_usdt", NULL,
+	 "LWLockConditionalAcquire", 1, "eng_lwlock_acquire_uretprobe", 1, 0},
+	{"pg-lwlock-hold", 17, "lwlock__acquire__or__wait", "eng_lwlock_acquired_usdt", NULL,
+	 "LWLockAcquireOrWait", 1, "eng_lwlock_acquire_uretprobe", 1, 0},
+	{"pg-lwlock-hold", 17, "lwlock__release", "eng_lwlock_release_usdt", NULL,
+	 "LWLockRelease", 0, "eng_lwlock_release_uprobe", 0, 0},
+	{"pg-lwlock-hold", 17, NULL, NULL, NULL, "LWLockAcquire", 0, "eng_lwlock_acquire_uprobe", 0, 1},
+	{"pg-lwlock-hold", 17, NULL, NULL, NULL, "LWLockConditionalAcquire", 0,
+	 "eng_lwlock_condacquire_uprobe", 1, 1},
+	{"pg-lwlock-hold", 17, NULL, NULL, NULL, "LWLockAcquireOrWait", 0,
+	 "eng_lwlock_condacquire_uprobe", 1, 1},
 };
 const size_t engine_npoints = sizeof(engine_points) / sizeof(engine_points[0]);
 
@@ -75,7 +110,10 @@ const char *const engine_wanted_symbols[] = {
 	"LWLockRelease", "XLogInsert", "XLogFlush", "ReadBuffer_common",
 	"ReadBufferExtended", "FlushBuffer", "smgrread", "smgrwrite",
 	"CreateCheckPoint", "BufferSync", "MyBEEntry", "MyProc", "ProcGlobal",
-	"my_wait_event_info", "CheckpointStats", "NBuffers",
+	"my_wait_event_info", "CheckpointStats", "NBuffers", "LockAcquireExtended",
+	"LockReleaseAll", "LockReleaseSession", "LockReleaseCurrentOwner",
+	"LockReassignCurrentOwner", "CurrentResourceOwner", "ProcSleep",
+	"LWLockConditionalAcquire", "LWLockAcquireOrWait",
 };
 const size_t engine_nwanted_symbols =
 	sizeof(engine_wanted_symbols) / sizeof(engine_wanted_symbols[0]);
@@ -195,7 +233,7 @@ engine_plan(const elf_info *elf, engine_choice *choices)
 
 			if (q->group != p->group)
 				continue;
-			if (!usdt_ok(elf, q, &m, w, sizeof(w)) && !q->optional)
+			if (!usdt_ok(elf, q, &m, w, sizeof(w)) && !q->optional && !q->fallback_only)
 			{
 				all_usdt = 0;
 				if (why_u[0] == '\0')
@@ -224,6 +262,9 @@ engine_plan(const elf_info *elf, engine_choice *choices)
 						 q->usdt, m == ENGINE_MECH_USDT_SITE ?
 						 " at its address, arguments resolved by pg-tracer" : "");
 			}
+			else if (all_usdt && q->fallback_only)
+				snprintf(c->reason, sizeof(c->reason), "only for the %s fallback: USDT runs",
+						 q->func);
 			else if (all_usdt)
 				snprintf(c->reason, sizeof(c->reason), "optional point: %.120s", w);
 			else if (all_func)
@@ -262,6 +303,8 @@ engine_set_state(const char *set, const engine_choice *choices, const int *attac
 
 		if (strcmp(p->set, set) != 0)
 			continue;
+		if (p->fallback_only && choices[i].mech == ENGINE_MECH_NONE)
+			continue;			/* the set runs on USDT */
 		ok = choices[i].mech != ENGINE_MECH_NONE && (attached == NULL || attached[i]);
 		if (ok)
 		{
@@ -337,6 +380,8 @@ static const char *const probe_names[ENG_NPROBES] = {
 	[ENG_XACT_ABORT] = "xact-abort",
 	[ENG_DEADLOCK] = "deadlock",
 	[ENG_SORT] = "sort",
+	[ENG_LOCK_HOLD] = "lock-hold",
+	[ENG_LWLOCK_HOLD] = "lwlock-hold",
 };
 
 static const char *const probe_sets[ENG_NPROBES] = {
@@ -352,6 +397,8 @@ static const char *const probe_sets[ENG_NPROBES] = {
 	[ENG_XACT_ABORT] = "pg-usdt",
 	[ENG_DEADLOCK] = "pg-usdt",
 	[ENG_SORT] = "pg-usdt",
+	[ENG_LOCK_HOLD] = "pg-lock-hold",
+	[ENG_LWLOCK_HOLD] = "pg-lwlock-hold",
 };
 
 const char *

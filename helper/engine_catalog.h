@@ -38,6 +38,7 @@ typedef struct engine_point
 	int			func_ret;		/* fallback is a uretprobe */
 	const char *func_prog;		/* BPF program for the fallback */
 	int			optional;		/* the set runs (degraded) without it */
+	int			fallback_only;	/* only with the function fallback (no USDT twin) */
 } engine_point;
 
 typedef struct engine_set

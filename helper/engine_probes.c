@@ -33,11 +33,13 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #define ENGINE_READ_INTERVAL_US	(500 * 1000)
 #define ENGINE_MAX_LINKS		512
@@ -182,11 +184,20 @@ update_status(void)
 								  reason, sizeof(reason));
 		if (st == PGT_PROBE_AVAILABLE && strcmp(engine_sets[s].name, "pg-locks") == 0)
 			snprintf(reason, sizeof(reason), "lock waits with type, mode, object; hold "
-					 "times not measured (needs LockAcquire/LockRelease pairing); "
-					 "LWLock waits: pg-lwlock");
+					 "times: pg-lock-hold; LWLock waits: pg-lwlock");
 		else if (st == PGT_PROBE_AVAILABLE && strcmp(engine_sets[s].name, "pg-wal") == 0)
 			snprintf(reason, sizeof(reason), "inserts: USDT wal__insert; XLogFlush: uprobe "
 					 "on the exported function (no USDT marks it)");
+		else if (st == PGT_PROBE_AVAILABLE && strcmp(engine_sets[s].name, "pg-lock-hold") == 0)
+			snprintf(reason, sizeof(reason), "uprobes on LockAcquireExtended and the exported "
+					 "release functions (no USDT marks grants); locks granted before the "
+					 "helper attached are not timed");
+		else if (st == PGT_PROBE_AVAILABLE && strcmp(engine_sets[s].name, "pg-lwlock-hold") == 0)
+			snprintf(reason, sizeof(reason), "%s", strcmp(mech, "usdt") == 0 ?
+					 "USDT lwlock__acquire*/release, paired by tranche (last in, first out: "
+					 "release carries no lock address)" :
+					 "uprobes on LWLockAcquire*/LWLockRelease, paired by lock address, "
+					 "tranche named by id from the layout file");
 		else if (st == PGT_PROBE_AVAILABLE)
 			snprintf(reason, sizeof(reason), "attached to %d executable%s", core.nbins,
 					 core.nbins > 1 ? "s" : "");
@@ -356,6 +367,64 @@ binary_for(uint32_t pm)
 }
 
 /*
+ * keep_tranche_names
+ *		The LWLock tranche names of postmaster pm's layout (wait events of
+ *		class LWLock: wait_event_info is PG_WAIT_LWLOCK | tranche id), for
+ *		lwlock-hold rows the uprobe fallback keys by tranche id.
+ */
+#define PG_WAIT_LWLOCK_CLASS	0x01U
+
+static struct
+{
+	uint32_t	pm;
+	uint16_t	id;
+	char		name[ENG_NAME_LEN];
+}			tranches[1024];
+static size_t ntranches;
+
+static void
+keep_tranche_names(uint32_t pm, const pgt_layout *l)
+{
+	size_t		i;
+	size_t		k = 0;
+
+	/* drop what an earlier postmaster of this pid left */
+	for (i = 0; i < ntranches; i++)
+		if (tranches[i].pm != pm)
+			tranches[k++] = tranches[i];
+	ntranches = k;
+	for (i = 0; i < l->nevents && ntranches < sizeof(tranches) / sizeof(tranches[0]); i++)
+	{
+		if (l->events[i].info >> 24 != PG_WAIT_LWLOCK_CLASS ||
+			(l->events[i].info & 0xffffff) > 0xffff)
+			continue;
+		tranches[ntranches].pm = pm;
+		tranches[ntranches].id = (uint16_t) (l->events[i].info & 0xffff);
+		snprintf(tranches[ntranches].name, ENG_NAME_LEN, "%.*s", ENG_NAME_LEN - 1,
+				 l->events[i].event_name);
+		ntranches++;
+	}
+}
+
+/*
+ * tranche_name_by_id
+ *		Name of tranche id in postmaster pm's layout, or "tranche N".
+ */
+static void
+tranche_name_by_id(uint32_t pm, uint32_t id, char *name, size_t len)
+{
+	size_t		i;
+
+	for (i = 0; i < ntranches; i++)
+		if (tranches[i].pm == pm && tranches[i].id == id)
+		{
+			snprintf(name, len, "%s", tranches[i].name);
+			return;
+		}
+	snprintf(name, len, "tranche %u", id);
+}
+
+/*
  * query_id_fallback
  *		&MyBEEntry and the st_query_id offset (from the cluster's layout
  *		file, read through /proc/<pm>/cwd), so a backend gets its query id
@@ -383,7 +452,36 @@ query_id_fallback(uint32_t pm, const engine_binary *b, uint64_t bias, struct eng
 	}
 	cfg->mybeentry_addr = bias + s.addr;
 	cfg->query_id_off = l.beentry_off_query_id;
+	keep_tranche_names(pm, &l);
 	layout_free(&l);
+}
+
+/*
+ * checkpoint_stats_fallback
+ *		Without a checkpoint__done note (a binary built without USDT), the
+ *		same figures from the exported CheckpointStats, read at the return
+ *		of CreateCheckPoint: PostgreSQL 15's CheckpointStatsData has five
+ *		TimestampTz, then ckpt_bufs_written, ckpt_segs_added, _removed,
+ *		_recycled (ints), which is what checkpoint__done passes
+ *		(40+CheckpointStats, NBuffers, 44+, 48+, 52+ in Debian's notes).
+ */
+static void
+checkpoint_stats_fallback(const engine_binary *b, uint64_t bias, struct eng_cfg *cfg)
+{
+	static const uint32_t off[ENG_CKPT_ARGS] = {40, 0, 44, 48, 52};
+	elf_symbol	stats;
+	elf_symbol	nbuf;
+	int			i;
+
+	if (elf_find_symbol(&b->elf, "CheckpointStats", &stats) < 0 || !stats.addr ||
+		elf_find_symbol(&b->elf, "NBuffers", &nbuf) < 0 || !nbuf.addr)
+		return;
+	for (i = 0; i < ENG_CKPT_ARGS; i++)
+	{
+		cfg->ckpt_addr[i] = bias + (i == 1 ? nbuf.addr : stats.addr + off[i]);
+		cfg->ckpt_size[i] = 4;
+	}
+	cfg->nckpt = ENG_CKPT_ARGS;
 }
 
 /*
@@ -396,6 +494,7 @@ engine_core_target(uint32_t pm)
 	engine_binary *b;
 	struct eng_cfg cfg;
 	const usdt_probe *u;
+	elf_symbol	owner;
 	uint64_t	bias = 0;
 
 	if (!core.started || core.failed)
@@ -433,7 +532,11 @@ engine_core_target(uint32_t pm)
 		else
 			memset(cfg.ckpt_addr, 0, sizeof(cfg.ckpt_addr));
 	}
+	else
+		checkpoint_stats_fallback(b, bias, &cfg);
 	query_id_fallback(pm, b, bias, &cfg);
+	if (elf_find_symbol(&b->elf, "CurrentResourceOwner", &owner) == 0 && owner.addr)
+		cfg.owner_addr = bias + owner.addr;
 	if (bpf_map_update_elem(bpf_map__fd(core.skel->maps.engine_cfg), &pm, &cfg, BPF_ANY) < 0)
 		log_warn("engine: cannot configure postmaster %u: %s", pm, strerror(errno));
 }
@@ -566,6 +669,60 @@ engine_core_leave(int set_index)
 }
 
 /*
+ * tranche_name
+ *		The tranche name at address addr in the processes of postmaster pm
+ *		(pg-lwlock-hold keys carry the address: see the BPF side), read
+ *		through /proc/<pm>/mem, which faults the page in where BPF cannot.
+ *		Built-in names are in the executable's read-only data and named
+ *		tranches in shared memory, at the same address in every process
+ *		forked from the postmaster.  Cached by (pm, address).
+ */
+static void
+tranche_name(uint32_t pm, uint64_t addr, char *name, size_t len)
+{
+	static struct
+	{
+		uint32_t	pm;
+		uint64_t	addr;
+		char		name[ENG_NAME_LEN];
+	}			cache[128];
+	static size_t ncache;
+	char		path[64];
+	char		buf[ENG_NAME_LEN];
+	size_t		i;
+	ssize_t		n = -1;
+	int			fd;
+
+	for (i = 0; i < ncache; i++)
+		if (cache[i].pm == pm && cache[i].addr == addr)
+		{
+			memcpy(name, cache[i].name, len < ENG_NAME_LEN ? len : ENG_NAME_LEN);
+			return;
+		}
+	snprintf(path, sizeof(path), "/proc/%u/mem", pm);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0)
+	{
+		n = pread(fd, buf, sizeof(buf), (off_t) addr);
+		close(fd);
+	}
+	memset(name, 0, len);
+	if (n <= 0)
+	{
+		snprintf(name, len, "?");	/* postmaster gone: not cached */
+		return;
+	}
+	engine_clean_text(name, len, buf, (size_t) n);
+	if (ncache < sizeof(cache) / sizeof(cache[0]))
+	{
+		cache[ncache].pm = pm;
+		cache[ncache].addr = addr;
+		memcpy(cache[ncache].name, name, len < ENG_NAME_LEN ? len : ENG_NAME_LEN);
+		ncache++;
+	}
+}
+
+/*
  * read_maps
  *		Copy eng_stats and eng_hist.
  */
@@ -603,6 +760,19 @@ read_maps(void)
 		if (bpf_map_lookup_elem(sfd, &key, &r->v) < 0)
 			continue;
 		r->k = key;
+		if (key.probe == ENG_LWLOCK_HOLD && (key.detail & ENG_LW_TRANCHE_ID))
+		{
+			tranche_name_by_id(key.pm, key.detail & 0xffff, r->k.name, sizeof(r->k.name));
+			r->k.detail = 0;
+		}
+		else if (key.probe == ENG_LWLOCK_HOLD ||
+				 (key.probe == ENG_LWLOCK_WAIT && key.name[0] == '\0' &&
+				  (key.obj[0] | key.obj[1]) != 0))
+		{
+			tranche_name(key.pm, (uint64_t) key.obj[1] << 32 | key.obj[0],
+						 r->k.name, sizeof(r->k.name));
+			memset(r->k.obj, 0, sizeof(r->k.obj));
+		}
 		core.nrows++;
 		si = engine_set_index(engine_probe_set_of(key.probe));
 		if (si >= 0 && si < ENGINE_MAX_SETS)

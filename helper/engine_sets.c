@@ -92,10 +92,12 @@ describe(const struct eng_key *k, char *what, size_t len)
 	switch (k->probe)
 	{
 		case ENG_LOCK_WAIT:
+		case ENG_LOCK_HOLD:
 			snprintf(what, len, "%s %s", engine_locktag_name(k->detail),
 					 engine_lockmode_name(k->mode));
 			break;
 		case ENG_LWLOCK_WAIT:
+		case ENG_LWLOCK_HOLD:
 			pgt_copy_string(name, sizeof(name), k->name, sizeof(k->name));
 			snprintf(what, len, "%s %s", name, engine_lwmode_name(k->mode));
 			break;
@@ -182,6 +184,7 @@ put_detail(trace_out *out, uint32_t probe, uint32_t detail, uint32_t mode,
 			trace_rec_str(out, "query", text);
 			break;
 		case ENG_LOCK_WAIT:
+		case ENG_LOCK_HOLD:
 			trace_rec_str(out, "lock_type", engine_locktag_name(detail));
 			trace_rec_str(out, "lock_mode", engine_lockmode_name(mode));
 			trace_rec_u64(out, "lock_field1", obj[0]);
@@ -189,6 +192,7 @@ put_detail(trace_out *out, uint32_t probe, uint32_t detail, uint32_t mode,
 			trace_rec_u64(out, "lock_field3", obj[2]);
 			break;
 		case ENG_LWLOCK_WAIT:
+		case ENG_LWLOCK_HOLD:
 			trace_rec_str(out, "tranche", text);
 			trace_rec_str(out, "lwlock_mode", engine_lwmode_name(mode));
 			break;
@@ -354,3 +358,9 @@ ENGINE_SET(pset_pg_checkpoint, "pg-checkpoint",
 ENGINE_SET(pset_pg_usdt, "pg-usdt",
 		   "transaction commits/aborts, deadlocks, sorts (USDT)",
 		   PGT_SET_PG_USDT, 106);
+ENGINE_SET(pset_pg_lock_hold, "pg-lock-hold",
+		   "heavyweight lock hold times: lock type, mode, object (uprobes on LockAcquireExtended, LockRelease*)",
+		   PGT_SET_PG_LOCK_HOLD, 107);
+ENGINE_SET(pset_pg_lwlock_hold, "pg-lwlock-hold",
+		   "LWLock hold times by tranche (USDT lwlock__acquire*/release; uprobes without USDT)",
+		   PGT_SET_PG_LWLOCK_HOLD, 108);

@@ -16,7 +16,8 @@ SELECT count(*) FROM pg_tracer_engine_stream();
 -- every known probe is accepted, an unknown one is an error with a hint
 SELECT p, (SELECT count(*) FROM pg_tracer_engine_histogram(p)) AS buckets
   FROM unnest(ARRAY['query', 'lock-wait', 'lwlock-wait', 'wal-flush', 'buffer-read',
-                    'buffer-flush', 'checkpoint', 'wal-insert']) AS p;
+                    'buffer-flush', 'checkpoint', 'wal-insert', 'lock-hold',
+                    'lwlock-hold']) AS p;
 SELECT * FROM pg_tracer_engine_histogram('nope');
 SELECT * FROM pg_tracer_engine_histogram('');
 SELECT * FROM pg_tracer_engine_histogram(NULL);

@@ -45,12 +45,12 @@ PG_FUNCTION_INFO_V1(pg_tracer_engine_stream);
 static const char *const engine_probes[] = {
 	NULL, "query", "lock-wait", "lwlock-wait", "wal-insert", "wal-flush",
 	"buffer-read", "buffer-flush", "checkpoint", "xact-commit", "xact-abort",
-	"deadlock", "sort"
+	"deadlock", "sort", "lock-hold", "lwlock-hold"
 };
 static const char *const engine_probe_sets[] = {
 	NULL, "pg-query", "pg-locks", "pg-lwlock", "pg-wal", "pg-wal",
 	"pg-buffer", "pg-buffer", "pg-checkpoint", "pg-usdt", "pg-usdt",
-	"pg-usdt", "pg-usdt"
+	"pg-usdt", "pg-usdt", "pg-lock-hold", "pg-lwlock-hold"
 };
 #define ENGINE_NPROBES	lengthof(engine_probes)
 
@@ -96,7 +96,8 @@ pg_tracer_engine_events(PG_FUNCTION_ARGS)
 			continue;
 		memset(nulls, false, sizeof(nulls));
 		pgt_copy_string(what, sizeof(what), e->what, sizeof(e->what));
-		is_lock = strcmp(engine_probes[e->probe], "lock-wait") == 0;
+		is_lock = strcmp(engine_probes[e->probe], "lock-wait") == 0 ||
+			strcmp(engine_probes[e->probe], "lock-hold") == 0;
 		values[0] = Int32GetDatum((int32) e->pid);
 		values[1] = Int64GetDatum((int64) e->queryid);
 		values[2] = CStringGetTextDatum(engine_probe_sets[e->probe]);
@@ -153,7 +154,7 @@ pg_tracer_engine_histogram(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("unknown engine probe \"%s\"", probe),
 				 errhint("Use one of: query, lock-wait, lwlock-wait, wal-flush, "
-						 "buffer-read, buffer-flush, checkpoint.")));
+						 "buffer-read, buffer-flush, checkpoint, lock-hold, lwlock-hold.")));
 	InitMaterializedSRF(fcinfo, 0);
 	if (!has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS))
 		return (Datum) 0;		/* server-wide figures: privileged only */

@@ -7,6 +7,7 @@ use warnings;
 use FindBin;
 use lib "$FindBin::Bin/lib";
 use PgTracerTest;
+use PgTracerEngine;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(time sleep);
@@ -67,54 +68,10 @@ is($node->safe_psql('postgres',
 		   AND bucket_hi_us > $lat_ms * 1000"), 't', 'query histogram has the statement in its bucket');
 
 # --- lock conflict: waiter, lock type, mode, object, duration = blocking time
-$node->safe_psql('postgres', 'CREATE TABLE lk (a int)');
-my $holder = $node->background_psql('postgres');
-my $waiter = $node->background_psql('postgres');
-my $w_pid = $waiter->query_safe('SELECT pg_backend_pid()');
-$holder->query_safe('BEGIN; LOCK TABLE lk IN ACCESS EXCLUSIVE MODE');
-my $tw = time();
-$waiter->query_until(qr/waiting/, "\\echo waiting\nSELECT count(*) FROM lk;\n");
-ok(defined wait_until(sub {
-	$node->safe_psql('postgres',
-		"SELECT wait_event_type FROM pg_stat_activity WHERE pid = $w_pid") eq 'Lock'
-}, 5), 'waiter blocked on the lock');
-sleep(1.2);
-$holder->query_safe('COMMIT');
-my $blocked_ms = (time() - $tw) * 1000;
-$waiter->query_safe('SELECT 1');
-my $relid = $node->safe_psql('postgres', "SELECT 'lk'::regclass::oid");
-my $dbid = $node->safe_psql('postgres', "SELECT oid FROM pg_database WHERE datname = 'postgres'");
-ok(defined wait_until(sub {
-	$row = $node->safe_psql('postgres',
-		"SELECT lock_type, lock_mode, lock_field1, lock_field2, calls, total_ms
-		   FROM pg_tracer_engine_events WHERE pid = $w_pid AND probe = 'lock-wait'");
-	$row ne ''
-}, 5), "lock wait published ($row)");
-my @l = split /\|/, $row;
-is("$l[0]|$l[1]|$l[2]|$l[3]|$l[4]", "relation|AccessShareLock|$dbid|$relid|1",
-	'waiter: relation lock, AccessShareLock, on lk in this database');
-cmp_ok($l[5], '<=', $blocked_ms, "wait $l[5] ms <= blocking time $blocked_ms ms");
-cmp_ok($l[5], '>=', 0.9 * $blocked_ms, 'and within 10%');
-$holder->quit;
-$waiter->quit;
+check_lock_wait($node);
 
 # --- CHECKPOINT: an event with the buffers pg_stat_bgwriter counts
-$node->safe_psql('postgres', 'CREATE TABLE ck AS SELECT g FROM generate_series(1, 20000) g');
-my $bc0 = $node->safe_psql('postgres', 'SELECT buffers_checkpoint FROM pg_stat_bgwriter');
-$node->safe_psql('postgres', 'CHECKPOINT');
-my $bc1 = $node->safe_psql('postgres', 'SELECT buffers_checkpoint FROM pg_stat_bgwriter');
-ok(defined wait_until(sub {
-	$row = $node->safe_psql('postgres',
-		"SELECT c.buffers_written, c.duration_ms > 0, c.pid = a.pid
-		   FROM pg_tracer_checkpoints c JOIN pg_stat_activity a ON a.backend_type = 'checkpointer'
-		  ORDER BY c.end_time DESC LIMIT 1");
-	$row ne ''
-}, 5), "checkpoint event published ($row)");
-my ($ck_written, $ck_dur, $ck_pid) = split /\|/, $row;
-is("$ck_dur|$ck_pid", 't|t', 'by the checkpointer, with a duration');
-cmp_ok(abs($ck_written - ($bc1 - $bc0)), '<=', 0.1 * ($bc1 - $bc0) + 1,
-	"buffers written $ck_written ~ pg_stat_bgwriter.buffers_checkpoint delta " . ($bc1 - $bc0));
-cmp_ok($bc1 - $bc0, '>', 50, 'the checkpoint had real work');
+check_checkpoint($node);
 
 # --- cold scan: buffer misses = pg_stat_database.blks_read delta (+-10%)
 $node->safe_psql('coldb',
@@ -148,21 +105,7 @@ like($node->safe_psql('postgres',
 $sc->quit;
 
 # --- WAL: inserts follow pg_stat_wal.wal_records (+-10%) under INSERTs
-$node->safe_psql('postgres', 'CREATE TABLE w (a int)');
-my $sql_w = "SELECT (SELECT wal_records FROM pg_stat_wal),
-                    (SELECT coalesce(sum(calls), 0) FROM pg_tracer_engine_events WHERE probe = 'wal-insert')";
-sleep(1.5);
-my ($wr0, $wi0) = split /\|/, $node->safe_psql('postgres', $sql_w);
-$node->safe_psql('postgres', "INSERT INTO w SELECT generate_series(1, 5000)");
-$node->safe_psql('postgres', "DO \$\$ BEGIN FOR i IN 1..2000 LOOP INSERT INTO w VALUES (i); END LOOP; END \$\$");
-sleep(1.5);
-my ($wr1, $wi1) = split /\|/, $node->safe_psql('postgres', $sql_w);
-my ($dwr, $dwi) = ($wr1 - $wr0, $wi1 - $wi0);
-cmp_ok($dwr, '>', 7000, "pg_stat_wal counted $dwr records");
-cmp_ok(abs($dwi - $dwr), '<=', 0.1 * $dwr, "WAL inserts $dwi ~ wal_records delta $dwr");
-is($node->safe_psql('postgres',
-		"SELECT count(*) > 0 FROM pg_tracer_engine_events WHERE probe = 'wal-flush' AND calls > 0"),
-	't', 'XLogFlush calls counted');
+check_wal_inserts($node);
 
 # --- pg-usdt: commits counted
 cmp_ok($node->safe_psql('postgres',

@@ -255,7 +255,9 @@ test_real_binary(void)
 	engine_plan(&e, c);
 	for (i = 0; i < engine_npoints; i++)
 	{
-		if (engine_points[i].usdt == NULL)
+		if (engine_points[i].fallback_only)
+			CHECK_INT(c[i].mech, ENGINE_MECH_NONE);
+		else if (engine_points[i].usdt == NULL)
 			CHECK(c[i].mech == ENGINE_MECH_UPROBE || c[i].mech == ENGINE_MECH_URETPROBE,
 				  "%s by uprobe", engine_points[i].func);
 		else if (strcmp(engine_points[i].usdt, "checkpoint__done") == 0)
@@ -268,6 +270,15 @@ test_real_binary(void)
 	CHECK_STR(mech, "usdt");
 	CHECK_INT(engine_set_state("pg-wal", c, NULL, mech, sizeof(mech), reason, sizeof(reason)), 1);
 	CHECK_STR(mech, "usdt+uprobe");
+	/* hold times: exported lock manager functions; LWLocks by USDT */
+	CHECK_INT(engine_set_state("pg-lock-hold", c, NULL, mech, sizeof(mech), reason,
+							   sizeof(reason)), 1);
+	CHECK_STR(mech, "uprobe");
+	CHECK_INT(engine_set_state("pg-lwlock-hold", c, NULL, mech, sizeof(mech), reason,
+							   sizeof(reason)), 1);
+	CHECK_STR(mech, "usdt");
+	CHECK_INT(elf_find_symbol(&e, "ProcSleep", &s), 0);
+	CHECK_INT(elf_find_symbol(&e, "CurrentResourceOwner", &s), 0);
 	free(c);
 	elf_inspect_close(&e);
 

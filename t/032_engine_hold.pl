@@ -1,0 +1,146 @@
+# 032_engine_hold.pl — lock hold times on a real server: heavyweight locks
+# (pg-lock-hold: uprobes on the exported lock manager) and LWLocks
+# (pg-lwlock-hold: USDT), against ground truth measured by the client (the
+# time between LOCK TABLE returning and COMMIT returning), pgbench's own
+# transaction count, and the subtransaction rules (ROLLBACK TO releases).
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use PgTracerTest;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use JSON::PP;
+use Time::HiRes qw(time sleep);
+
+plan skip_all => 'root helper not reachable (run through scripts/test.sh)'
+  unless helper_available();
+
+my ($node, $rt) = tracer_node('hold', conf => "compute_query_id = on\nautovacuum = off\n");
+$node->safe_psql('postgres', 'CREATE EXTENSION pg_tracer');
+$node->safe_psql('postgres', 'CREATE TABLE hold_t (a int); CREATE TABLE hold_s (a int)');
+my $helper = start_helper($node, $rt, '--engine-probes', 'pg-lock-hold,pg-lwlock-hold');
+
+my %sets;
+ok(defined wait_until(sub {
+	%sets = map { my @f = split /\|/, $_, 3; ($f[0] => "$f[1] $f[2]") }
+	  split /\n/, $node->safe_psql('postgres',
+		"SELECT probe_set, state, mechanism FROM pg_tracer_probes WHERE probe_set LIKE 'pg-%hold'");
+	($sets{'pg-lock-hold'} // '') =~ /^available/ && ($sets{'pg-lwlock-hold'} // '') =~ /^available/
+}, 20), 'hold-time sets attach');
+is($sets{'pg-lock-hold'}, 'available uprobe', 'pg-lock-hold: uprobes (no USDT marks grants)');
+is($sets{'pg-lwlock-hold'}, 'available usdt', 'pg-lwlock-hold: USDT');
+like($node->safe_psql('postgres',
+		"SELECT state || ': ' || reason FROM pg_tracer_probes WHERE probe_set = 'pg-lwlock'"),
+	qr/^unavailable: off in the daemon/, 'sets not named stay off');
+
+my $relid = $node->safe_psql('postgres', "SELECT 'hold_t'::regclass::oid");
+my $srelid = $node->safe_psql('postgres', "SELECT 'hold_s'::regclass::oid");
+my $dbid = $node->safe_psql('postgres', "SELECT oid FROM pg_database WHERE datname = 'postgres'");
+
+# --- a table lock held ~2 s: hold time = LOCK TABLE returned .. COMMIT returned
+my $s = $node->background_psql('postgres');
+my $pid = $s->query_safe('SELECT pg_backend_pid()');
+sleep(1.5);		# let the helper map the backend's query-id slot
+$s->query_safe('BEGIN');
+$s->query_safe('LOCK TABLE hold_t IN ACCESS EXCLUSIVE MODE');
+my $t0 = time();
+$s->query_safe('SELECT pg_sleep(2)');
+$s->query_safe('COMMIT');
+my $held_ms = (time() - $t0) * 1000;
+my $row;
+ok(defined wait_until(sub {
+	$row = $node->safe_psql('postgres',
+		"SELECT lock_type, lock_mode, lock_field1, lock_field2, calls, total_ms, max_us, queryid
+		   FROM pg_tracer_engine_events
+		  WHERE pid = $pid AND probe = 'lock-hold' AND lock_field2 = $relid");
+	$row ne ''
+}, 5), "hold of hold_t published ($row)");
+my @h = split /\|/, $row;
+is("$h[0]|$h[1]|$h[2]|$h[3]|$h[4]", "relation|AccessExclusiveLock|$dbid|$relid|1",
+	'one hold: relation lock, AccessExclusiveLock, on hold_t in this database');
+cmp_ok(abs($h[5] - $held_ms), '<=', 0.1 * $held_ms,
+	"hold $h[5] ms within 10% of $held_ms ms measured by the client");
+cmp_ok($h[5], '>=', 2000, 'at least the sleep inside the transaction');
+isnt($h[7], '0', 'counted under the query id of the statement that took the lock');
+is($node->safe_psql('postgres',
+		"SELECT count(*) FROM pg_tracer_engine_histogram('lock-hold')
+		  WHERE bucket_lo_us <= $h[6] AND bucket_hi_us > $h[6] AND count > 0"),
+	'1', 'lock-hold histogram has the hold in its bucket');
+
+# --- subtransaction abort releases (LockReleaseCurrentOwner), commit does not
+$s->query_safe('BEGIN');
+$s->query_safe('SAVEPOINT sp');
+$s->query_safe('LOCK TABLE hold_s IN SHARE MODE');
+$t0 = time();
+$s->query_safe('SELECT pg_sleep(0.6)');
+$s->query_safe('ROLLBACK TO sp');
+my $sub_ms = (time() - $t0) * 1000;
+$s->query_safe('SELECT pg_sleep(1)');
+$s->query_safe('COMMIT');
+ok(defined wait_until(sub {
+	$row = $node->safe_psql('postgres',
+		"SELECT lock_mode, calls, total_ms FROM pg_tracer_engine_events
+		  WHERE pid = $pid AND probe = 'lock-hold' AND lock_field2 = $srelid");
+	$row ne ''
+}, 5), "hold inside a rolled-back savepoint published ($row)");
+@h = split /\|/, $row;
+is("$h[0]|$h[1]", 'ShareLock|1', 'ShareLock, once');
+cmp_ok(abs($h[2] - $sub_ms), '<=', 0.1 * $sub_ms + 20,
+	"ends at ROLLBACK TO: $h[2] ms ~ $sub_ms ms, not at COMMIT 1 s later");
+$s->quit;
+
+# --- pgbench -S: one AccessShareLock hold on pgbench_accounts per transaction
+# (fast-path locks included); LWLock holds with their tranche names
+$node->command_ok([ 'pgbench', '-i', '-s', '1', '-q', 'postgres' ], 'pgbench -i');
+my $acc = $node->safe_psql('postgres', "SELECT 'pgbench_accounts'::regclass::oid");
+my $sql_acc = "SELECT coalesce(sum(calls), 0) FROM pg_tracer_engine_events
+                WHERE probe = 'lock-hold' AND lock_field2 = $acc AND lock_mode = 'AccessShareLock'";
+sleep(1.5);
+my $c0 = $node->safe_psql('postgres', $sql_acc);
+my ($out, $err) = ('', '');
+$node->run_log([ 'pgbench', '-S', '-c', '2', '-j', '2', '-t', '500', '-n', 'postgres' ], '>', \$out);
+my ($ntx) = $out =~ /number of transactions actually processed: (\d+)/;
+is($ntx, 1000, 'pgbench ran 1000 transactions');
+my $c1;
+ok(defined wait_until(sub {
+	$c1 = $node->safe_psql('postgres', $sql_acc);
+	$c1 - $c0 >= $ntx
+}, 5), 'holds on pgbench_accounts counted');
+is($c1 - $c0, $ntx, "one hold per transaction (" . ($c1 - $c0) . " = $ntx)");
+
+my %tr = map { my @f = split /\|/; ($f[0] => $f[1]) } split /\n/, $node->safe_psql('postgres',
+	"SELECT detail, sum(calls) FROM pg_tracer_engine_events WHERE probe = 'lwlock-hold' GROUP BY 1");
+cmp_ok(($tr{'BufferContent LW_SHARED'} // 0), '>=', $ntx, 'BufferContent shared holds >= transactions');
+cmp_ok(($tr{'BufferMapping LW_SHARED'} // 0) + ($tr{'LockManager LW_EXCLUSIVE'} // 0)
+	  + ($tr{'LockFastPath LW_EXCLUSIVE'} // 0), '>', 0, 'buffer mapping / lock manager tranches');
+my @bad = grep { !/^[A-Za-z][A-Za-z0-9_ ]* LW_(EXCLUSIVE|SHARED|WAIT_UNTIL_FREE)$/ } keys %tr;
+is("@bad", '', 'every row names its tranche and mode');
+is($node->safe_psql('postgres',
+		"SELECT count(*) > 0 FROM pg_tracer_engine_histogram('lwlock-hold')"), 't',
+	'lwlock-hold histogram');
+
+# --- trace: a hold as an event
+my $bg = $node->background_psql('postgres');
+my $bg_pid = $bg->query_safe('SELECT pg_backend_pid()');
+$bg->query_until(qr/go/, "\\echo go\nSELECT pg_sleep(2);\nBEGIN;\nLOCK TABLE hold_t;\n"
+	  . "SELECT pg_sleep(0.5);\nCOMMIT;\n");
+my $rc;
+($rc, $out, $err) = run_helper('trace', '--probes', 'pg-lock-hold', '--pgdata', $node->data_dir,
+	'--duration', '4s', '--format', 'json');
+is($rc, 0, 'trace --probes pg-lock-hold exits 0') or diag($err);
+my @recs = map { decode_json($_) } grep { /^\{/ } split /\n/, $out;
+my ($ev) = grep { $_->{event} eq 'lock-hold' && $_->{pid} == $bg_pid
+	  && ($_->{lock_field2} // 0) == $relid } @recs;
+ok($ev, 'trace: lock-hold event of hold_t');
+SKIP:
+{
+	skip 'no event', 2 unless $ev;
+	is("$ev->{lock_type} $ev->{lock_mode}", 'relation AccessExclusiveLock', 'event lock type and mode');
+	cmp_ok(abs($ev->{latency_us} - 500_000), '<=', 100_000, "event hold $ev->{latency_us} us ~ 0.5 s");
+}
+$bg->quit;
+
+signal_helper($helper, 'TERM');
+$node->stop;
+done_testing();

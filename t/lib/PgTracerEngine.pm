@@ -1,0 +1,105 @@
+# PgTracerEngine.pm — ground-truth checks of the engine probes shared by the
+# TAP tests that run them through different mechanisms (t/030: USDT,
+# t/033: the uprobe fallback of a binary without notes).  Each check
+# drives a real workload on the node and compares what pg_tracer published
+# with a figure PostgreSQL or the client measured independently.
+package PgTracerEngine;
+
+use strict;
+use warnings;
+use Exporter 'import';
+use PgTracerTest;
+use Test::More;
+use Time::HiRes qw(time sleep);
+
+our @EXPORT = qw(check_lock_wait check_wal_inserts check_checkpoint);
+
+# A lock conflict: the waiter's row has the lock type, mode and object, and
+# a duration within 10% of the time the client saw it blocked.
+sub check_lock_wait
+{
+	my ($node) = @_;
+	$node->safe_psql('postgres', 'CREATE TABLE lk (a int)');
+	my $holder = $node->background_psql('postgres');
+	my $waiter = $node->background_psql('postgres');
+	my $w_pid = $waiter->query_safe('SELECT pg_backend_pid()');
+	$holder->query_safe('BEGIN; LOCK TABLE lk IN ACCESS EXCLUSIVE MODE');
+	my $tw = time();
+	$waiter->query_until(qr/waiting/, "\\echo waiting\nSELECT count(*) FROM lk;\n");
+	ok(defined wait_until(sub {
+		$node->safe_psql('postgres',
+			"SELECT wait_event_type FROM pg_stat_activity WHERE pid = $w_pid") eq 'Lock'
+	}, 5), 'waiter blocked on the lock');
+	sleep(1.2);
+	$holder->query_safe('COMMIT');
+	my $blocked_ms = (time() - $tw) * 1000;
+	$waiter->query_safe('SELECT 1');
+	my $relid = $node->safe_psql('postgres', "SELECT 'lk'::regclass::oid");
+	my $dbid = $node->safe_psql('postgres', "SELECT oid FROM pg_database WHERE datname = 'postgres'");
+	my $row = '';
+	ok(defined wait_until(sub {
+		$row = $node->safe_psql('postgres',
+			"SELECT lock_type, lock_mode, lock_field1, lock_field2, calls, total_ms
+			   FROM pg_tracer_engine_events WHERE pid = $w_pid AND probe = 'lock-wait'");
+		$row ne ''
+	}, 5), "lock wait published ($row)");
+	my @l = split /\|/, $row;
+	is("$l[0]|$l[1]|$l[2]|$l[3]|$l[4]", "relation|AccessShareLock|$dbid|$relid|1",
+		'waiter: relation lock, AccessShareLock, on lk in this database');
+	# the waiter wakes after the holder's COMMIT: under load it may return
+	# a little after the holder's client saw COMMIT done
+	cmp_ok(abs(($l[5] // 0) - $blocked_ms), '<=', 0.1 * $blocked_ms,
+		"wait $l[5] ms within 10% of the blocking time $blocked_ms ms");
+	cmp_ok($l[5] // 0, '>=', 1200, 'at least the time the holder slept');
+	$holder->quit;
+	$waiter->quit;
+}
+
+# An INSERT workload: WAL inserts counted follow pg_stat_wal.wal_records
+# (+-10%), and XLogFlush calls are counted.
+sub check_wal_inserts
+{
+	my ($node) = @_;
+	$node->safe_psql('postgres', 'CREATE TABLE w (a int)');
+	my $sql_w = "SELECT (SELECT wal_records FROM pg_stat_wal),
+	                    (SELECT coalesce(sum(calls), 0) FROM pg_tracer_engine_events WHERE probe = 'wal-insert')";
+	sleep(1.5);
+	my ($wr0, $wi0) = split /\|/, $node->safe_psql('postgres', $sql_w);
+	$node->safe_psql('postgres', "INSERT INTO w SELECT generate_series(1, 5000)");
+	$node->safe_psql('postgres',
+		"DO \$\$ BEGIN FOR i IN 1..2000 LOOP INSERT INTO w VALUES (i); END LOOP; END \$\$");
+	sleep(1.5);
+	my ($wr1, $wi1) = split /\|/, $node->safe_psql('postgres', $sql_w);
+	my ($dwr, $dwi) = ($wr1 - $wr0, $wi1 - $wi0);
+	cmp_ok($dwr, '>', 7000, "pg_stat_wal counted $dwr records");
+	cmp_ok(abs($dwi - $dwr), '<=', 0.1 * $dwr, "WAL inserts $dwi ~ wal_records delta $dwr");
+	is($node->safe_psql('postgres',
+			"SELECT count(*) > 0 FROM pg_tracer_engine_events WHERE probe = 'wal-flush' AND calls > 0"),
+		't', 'XLogFlush calls counted');
+}
+
+# CHECKPOINT: an event by the checkpointer, with a duration and the buffers
+# pg_stat_bgwriter.buffers_checkpoint counted.
+sub check_checkpoint
+{
+	my ($node) = @_;
+	$node->safe_psql('postgres', 'CREATE TABLE ck AS SELECT g FROM generate_series(1, 20000) g');
+	my $bc0 = $node->safe_psql('postgres', 'SELECT buffers_checkpoint FROM pg_stat_bgwriter');
+	$node->safe_psql('postgres', 'CHECKPOINT');
+	my $bc1 = $node->safe_psql('postgres', 'SELECT buffers_checkpoint FROM pg_stat_bgwriter');
+	my $row = '';
+	ok(defined wait_until(sub {
+		$row = $node->safe_psql('postgres',
+			"SELECT c.buffers_written, c.duration_ms > 0, c.pid = a.pid
+			   FROM pg_tracer_checkpoints c JOIN pg_stat_activity a ON a.backend_type = 'checkpointer'
+			  ORDER BY c.end_time DESC LIMIT 1");
+		$row ne ''
+	}, 5), "checkpoint event published ($row)");
+	my ($ck_written, $ck_dur, $ck_pid) = split /\|/, $row;
+	is(($ck_dur // '') . '|' . ($ck_pid // ''), 't|t', 'by the checkpointer, with a duration');
+	cmp_ok(abs(($ck_written // 0) - ($bc1 - $bc0)), '<=', 0.1 * ($bc1 - $bc0) + 1,
+		"buffers written $ck_written ~ pg_stat_bgwriter.buffers_checkpoint delta " . ($bc1 - $bc0));
+	cmp_ok($bc1 - $bc0, '>', 50, 'the checkpoint had real work');
+}
+
+1;
