@@ -65,6 +65,14 @@ struct
 	__type(value, struct pgt_exact_seed);
 } exact_seeds SEC(".maps");
 
+struct
+{
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, PGT_BPF_MAX_TRACKED);
+	__type(key, __u32);
+	__type(value, struct pgt_exact_watch);
+} exact_watch SEC(".maps");
+
 struct wait_start
 {
 	__u64		ts;				/* 0 = no wait in progress */
@@ -224,6 +232,51 @@ int BPF_PROG(pgt_exact_exit, struct pt_regs *regs, long ret)
 				record_wait(tgid, pm, seed->event, seed->queryid, now - seed->start_ns);
 			bpf_map_delete_elem(&exact_seeds, &tid);
 		}
+	}
+	return 0;
+}
+
+/*
+ * pgt_exact_watch_hit
+ *		Watchpoint source: a hardware write breakpoint on the process's
+ *		PGPROC.wait_event_info fired (after the write; we run in the
+ *		writer's context).  When the value changed, the interval of the old
+ *		value is over: record it (when it was a wait) and start the new one.
+ *		pgstat_report_wait_end() writes 0 even when no event is set; such
+ *		writes change nothing.
+ */
+SEC("perf_event")
+int
+pgt_exact_watch_hit(struct bpf_perf_event_data *ctx)
+{
+	__u32		tgid = bpf_get_current_pid_tgid() >> 32;
+	struct pgt_exact_watch *w;
+	__u32		wei = 0;
+	__u64		now;
+	__u32		pm;
+
+	w = bpf_map_lookup_elem(&exact_watch, &tgid);
+	if (!w)
+		return 0;
+	if (bpf_probe_read_user(&wei, sizeof(wei), (void *) w->wait_addr) != 0)
+		return 0;
+	__sync_fetch_and_add(&w->hits, 1);
+	if (wei == w->event)
+		return 0;
+	now = bpf_ktime_get_ns();
+	if (w->event != 0 && exact_on && w->gen == exact_gen && now > w->since_ns)
+	{
+		pm = pgt_tracked_pm(tgid);
+		if (pm)
+			record_wait(tgid, pm, w->event, w->queryid, now - w->since_ns);
+	}
+	w->event = wei;
+	w->since_ns = now;
+	if (wei != 0)
+	{
+		struct pgt_qid_slot *slot = bpf_map_lookup_elem(&pgt_qid, &tgid);
+
+		w->queryid = slot ? slot_qid(slot) : 0;
 	}
 	return 0;
 }
