@@ -12,8 +12,9 @@
  *	  record per system call.
  *
  * Cost when a system call has no wait event set: the `exact_on` check, one
- * hash lookup (`pgt_qid`) and one user read at entry; one task-storage
- * lookup at exit.  In tiered mode the helper attaches the programs only
+ * task-storage lookup (the cached per-task state, struct wait_start) and,
+ * for a tracked process, one user read at entry; one task-storage lookup
+ * at exit.  An untracked task looks up `pgt_qid` once per exact_tick.  In tiered mode the helper attaches the programs only
  * during windows (nothing at all is paid outside them); `exact_on` covers
  * the moments around attaching and detaching.
  */
@@ -40,6 +41,9 @@ __u32		seeds_pending = 0;
  * stale: starts of an older generation are dropped.
  */
 __u32		exact_gen = 0;
+
+/* Written by the helper: bumped every publication (see struct wait_start). */
+__u32		exact_tick = 0;
 
 struct
 {
@@ -73,12 +77,28 @@ struct
 	__type(value, struct pgt_exact_watch);
 } exact_watch SEC(".maps");
 
+/*
+ * Per-task state, the only map a system call of an untracked task touches
+ * once the task is known.  It caches what the enter program needs from the
+ * `pgt_qid` slot (addresses of the process's wait_event_info and query id,
+ * its postmaster), so a tracked process pays one task-storage lookup
+ * instead of two hash lookups; an untracked task caches "not tracked" for
+ * the current `exact_tick` (the helper bumps it every publication, 250 ms,
+ * so a backend mapped meanwhile is picked up).
+ */
 struct wait_start
 {
 	__u64		ts;				/* 0 = no wait in progress */
 	__u64		qid;
 	__u32		event;
 	__u32		gen;			/* exact_gen when it started */
+	__u64		wait_addr;		/* 0: not tracked (as of tick) */
+	__u64		procpid_addr;
+	__u64		queryid_addr;
+	__u32		nspid;
+	__u32		pm;
+	__u32		tick;			/* exact_tick of a "not tracked" entry */
+	__u32		pad;
 };
 
 struct
@@ -166,19 +186,71 @@ slot_qid(struct pgt_qid_slot *slot)
 	return qid;
 }
 
+/*
+ * task_state
+ *		The current task's cached state: created on its first system call
+ *		from its `pgt_qid` slot, "not tracked" entries re-checked once per
+ *		exact_tick.  NULL when storage cannot be had.
+ */
+static __always_inline struct wait_start *
+task_state(__u32 tgid)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct wait_start *s = bpf_task_storage_get(&exact_starts, task, 0, 0);
+	struct pgt_qid_slot *slot;
+
+	if (s && (s->wait_addr || s->tick == exact_tick))
+		return s;
+	if (!s)
+	{
+		s = bpf_task_storage_get(&exact_starts, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+		if (!s)
+			return NULL;
+	}
+	s->tick = exact_tick;
+	slot = bpf_map_lookup_elem(&pgt_qid, &tgid);
+	if (!slot || !slot->wait_addr)
+		return s;
+	s->pm = pgt_tracked_pm(tgid);
+	if (!s->pm)
+		return s;
+	s->procpid_addr = slot->procpid_addr;
+	s->queryid_addr = slot->queryid_addr;
+	s->nspid = slot->nspid;
+	s->wait_addr = slot->wait_addr;	/* last: marks the entry tracked */
+	return s;
+}
+
+/*
+ * state_qid
+ *		The query id the process runs, through the cached addresses.
+ */
+static __always_inline __u64
+state_qid(struct wait_start *s)
+{
+	__s32		procpid = 0;
+	__u64		qid = 0;
+
+	if (bpf_probe_read_user(&procpid, sizeof(procpid), (void *) s->procpid_addr) != 0 ||
+		(__u32) procpid != s->nspid)
+		return 0;
+	if (bpf_probe_read_user(&qid, sizeof(qid), (void *) s->queryid_addr) != 0)
+		return 0;
+	return qid;
+}
+
 SEC("tp_btf/sys_enter")
 int BPF_PROG(pgt_exact_enter, struct pt_regs *regs, long id)
 {
 	__u32		tgid;
-	struct pgt_qid_slot *slot;
 	struct wait_start *s;
 	__u32		wei = 0;
 
 	if (!exact_on)
 		return 0;
 	tgid = bpf_get_current_pid_tgid() >> 32;
-	slot = bpf_map_lookup_elem(&pgt_qid, &tgid);
-	if (!slot || !slot->wait_addr)
+	s = task_state(tgid);
+	if (!s || !s->wait_addr)
 		return 0;
 	if (seeds_pending)
 	{
@@ -187,15 +259,11 @@ int BPF_PROG(pgt_exact_enter, struct pt_regs *regs, long id)
 
 		bpf_map_delete_elem(&exact_seeds, &tid);
 	}
-	if (bpf_probe_read_user(&wei, sizeof(wei), (void *) slot->wait_addr) != 0 || wei == 0)
-		return 0;
-	s = bpf_task_storage_get(&exact_starts, bpf_get_current_task_btf(), 0,
-							 BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (!s)
+	if (bpf_probe_read_user(&wei, sizeof(wei), (void *) s->wait_addr) != 0 || wei == 0)
 		return 0;
 	s->event = wei;
 	s->gen = exact_gen;
-	s->qid = slot_qid(slot);
+	s->qid = state_qid(s);
 	s->ts = bpf_ktime_get_ns();
 	return 0;
 }
@@ -213,9 +281,8 @@ int BPF_PROG(pgt_exact_exit, struct pt_regs *regs, long ret)
 	if (s && s->ts)
 	{
 		now = bpf_ktime_get_ns();
-		pm = pgt_tracked_pm(tgid);
-		if (pm && s->gen == exact_gen)
-			record_wait(tgid, pm, s->event, s->qid, now - s->ts);
+		if (s->gen == exact_gen)
+			record_wait(tgid, s->pm, s->event, s->qid, now - s->ts);
 		s->ts = 0;
 		return 0;
 	}

@@ -563,7 +563,11 @@ publish(pset_inst *in, pset_pub *pub)
 	if (p == NULL)
 		return;
 	if (p->skel != NULL)
+	{
+		/* untracked tasks' cached "not tracked" expires (exact_waits.bpf.c) */
+		__atomic_add_fetch(&p->skel->bss->exact_tick, 1, __ATOMIC_RELAXED);
 		watch_tick(in, p);
+	}
 	for (i = 0; i < p->n; i++)
 	{
 		struct pgt_exact_wait_entry e;
