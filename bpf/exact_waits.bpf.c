@@ -14,8 +14,17 @@
  * Cost when a system call has no wait event set: the `exact_on` check, one
  * task-storage lookup (the cached per-task state, struct wait_start) and,
  * for a tracked process, one user read at entry; one task-storage lookup
- * at exit.  An untracked task looks up `pgt_qid` once per exact_tick.  In tiered mode the helper attaches the programs only
- * during windows (nothing at all is paid outside them); `exact_on` covers
+ * at exit.  An untracked task looks up `pgt_qid` once per exact_tick.
+ *
+ * Time a tracked process spends preempted (runnable, off CPU) with a wait
+ * event set but outside a system call, typically right after the call
+ * returned and before pgstat_report_wait_end(), belongs to the event too:
+ * the sched_switch program adds it (to total_ns, not to the count).
+ * That is where a process is preempted on a busy host, at the return to
+ * user space; without it the system-call source undercounts short, frequent
+ * waits (page-cache reads, WAL writes) against the event's real span.
+ *
+ * In tiered mode the helper attaches the programs only during windows (nothing at all is paid outside them); `exact_on` covers
  * the moments around attaching and detaching.
  */
 #include "vmlinux.h"
@@ -98,7 +107,9 @@ struct wait_start
 	__u32		nspid;
 	__u32		pm;
 	__u32		tick;			/* exact_tick of a "not tracked" entry */
-	__u32		pad;
+	__u32		off_event;		/* event set while preempted */
+	__u64		off_ts;			/* preempted since, 0 = not */
+	__u64		off_qid;
 };
 
 struct
@@ -164,6 +175,28 @@ record_wait(__u32 tgid, __u32 pm, __u32 event, __u64 qid, __u64 ns)
 	slot = hist_slot(ns);
 	if (h && slot < PGT_EXACT_NSLOTS)
 		__sync_fetch_and_add(&h->slots[slot], 1);
+}
+
+/*
+ * add_time
+ *		Add ns to an aggregate without counting a wait (preempted time).
+ */
+static __always_inline void
+add_time(__u32 tgid, __u32 pm, __u32 event, __u64 qid, __u64 ns)
+{
+	struct pgt_exact_key k = {.pid = tgid, .event = event, .queryid = qid};
+	struct pgt_exact_val *v;
+
+	v = bpf_map_lookup_elem(&exact_waits, &k);
+	if (!v)
+	{
+		struct pgt_exact_val init = {.pm = pm};
+
+		bpf_map_update_elem(&exact_waits, &k, &init, BPF_NOEXIST);
+		v = bpf_map_lookup_elem(&exact_waits, &k);
+	}
+	if (v)
+		__sync_fetch_and_add(&v->total_ns, ns);
 }
 
 /*
@@ -265,6 +298,48 @@ int BPF_PROG(pgt_exact_enter, struct pt_regs *regs, long id)
 	s->gen = exact_gen;
 	s->qid = state_qid(s);
 	s->ts = bpf_ktime_get_ns();
+	return 0;
+}
+
+/*
+ * pgt_exact_switch
+ *		A tracked process leaving the CPU runnable (preempted) outside a
+ *		system call with a wait event set: note since when and which event
+ *		(prev is still the current task: its memory is readable).  A process
+ *		coming back: add the time it stood preempted to that event.
+ */
+SEC("tp_btf/sched_switch")
+int BPF_PROG(pgt_exact_switch, bool preempt, struct task_struct *prev,
+			 struct task_struct *next, unsigned int prev_state)
+{
+	struct wait_start *s;
+	__u64		now;
+
+	if (!exact_on)
+		return 0;
+	s = bpf_task_storage_get(&exact_starts, next, 0, 0);
+	if (s && s->off_ts)
+	{
+		now = bpf_ktime_get_ns();
+		if (s->gen == exact_gen && now > s->off_ts)
+			add_time(BPF_CORE_READ(next, tgid), s->pm, s->off_event, s->off_qid,
+					 now - s->off_ts);
+		s->off_ts = 0;
+	}
+	if (prev_state != 0 && !preempt)
+		return 0;				/* blocked: inside a system call, timed there */
+	s = bpf_task_storage_get(&exact_starts, prev, 0, 0);
+	if (s && s->wait_addr && !s->ts)
+	{
+		__u32		wei = 0;
+
+		if (bpf_probe_read_user(&wei, sizeof(wei), (void *) s->wait_addr) != 0 || wei == 0)
+			return 0;
+		s->off_qid = wei == s->event ? s->qid : state_qid(s);
+		s->off_event = wei;
+		s->gen = exact_gen;
+		s->off_ts = bpf_ktime_get_ns();
+	}
 	return 0;
 }
 

@@ -40,6 +40,7 @@ typedef struct exact_priv
 	struct exact_waits_bpf *skel;
 	struct bpf_link *enter;
 	struct bpf_link *exit;
+	struct bpf_link *sw;		/* sched_switch: preempted time of a wait */
 	int			qid_fd;
 	/* copies of the maps, refreshed by collect */
 	struct pgt_exact_key *keys;
@@ -166,7 +167,8 @@ sample_sessions(exact_priv *p, uint32_t *active, uint32_t *locked)
 
 /*
  * attach_progs
- *		Attach sys_enter and sys_exit (when not attached); 0 or -errno.
+ *		Attach sys_exit, sched_switch and sys_enter (those not attached);
+ *		0 or -errno.
  */
 static int
 attach_progs(exact_priv *p)
@@ -178,6 +180,12 @@ attach_progs(exact_priv *p)
 	{
 		p->exit = bpf_program__attach(p->skel->progs.pgt_exact_exit);
 		if (p->exit == NULL)
+			err = -errno;
+	}
+	if (err == 0 && p->sw == NULL)
+	{
+		p->sw = bpf_program__attach(p->skel->progs.pgt_exact_switch);
+		if (p->sw == NULL)
 			err = -errno;
 	}
 	if (err == 0 && p->enter == NULL)
@@ -220,7 +228,8 @@ watch_switch(exact_priv *p, int on)
 /*
  * watch_tick
  *		While on: breakpoints for new backends, none for exited ones (at
- *		most every 200 ms); the status row says how many and what failed.
+ *		most every 200 ms); the status row says how many (0 outside
+ *		windows) and what failed.
  */
 static void
 watch_tick(pset_inst *in, exact_priv *p)
@@ -229,11 +238,11 @@ watch_tick(pset_inst *in, exact_priv *p)
 	unsigned	failed;
 	uint64_t	now = mono_ns();
 
-	if (p->source != EXACT_SOURCE_WATCHPOINT || !p->skel->bss->exact_on ||
-		now - p->last_sync_ns < 200000000ULL)
+	if (p->source != EXACT_SOURCE_WATCHPOINT || now - p->last_sync_ns < 200000000ULL)
 		return;
 	p->last_sync_ns = now;
-	(void) exact_watch_sync(p->w, p->skel->bss->exact_gen);
+	if (p->skel->bss->exact_on)
+		(void) exact_watch_sync(p->w, p->skel->bss->exact_gen);
 	failed = exact_watch_failures(p->w, last, sizeof(last));
 	pset_set_status(in, PGT_PROBE_AVAILABLE, "hardware watchpoints",
 					"mode %s, budget %d s/h; %s; %zu backends watched, %u failed%s%s",
@@ -303,7 +312,9 @@ exact_reset(void)
 /*
  * choose_source
  *		--exact-source against the self-test: watchpoints only where they
- *		fire; p->why says which source and why.
+ *		fire, and for auto only in tiered mode (escalation windows are
+ *		short and budgeted, full mode is always on); p->why says which
+ *		source and why.
  */
 static void
 choose_source(exact_priv *p)
@@ -315,6 +326,14 @@ choose_source(exact_priv *p)
 	{
 		p->source = EXACT_SOURCE_SYSCALL;
 		snprintf(p->why, sizeof(p->why), "source syscall (default; %s)", p->watch);
+	}
+	else if (req == EXACT_SOURCE_AUTO && escalation_mode() == ESC_MODE_FULL)
+	{
+		/* always on: the cheaper source; windows are short and budgeted */
+		p->source = EXACT_SOURCE_SYSCALL;
+		snprintf(p->why, sizeof(p->why),
+				 "source syscall (--exact-source auto: watchpoints only in windows, not in --mode full; %s)",
+				 p->watch);
 	}
 	else if (fires)
 	{
@@ -365,7 +384,8 @@ exact_switch(int on)
 		/* no tracepoint cost between windows */
 		bpf_link__destroy(p->enter);
 		bpf_link__destroy(p->exit);
-		p->enter = p->exit = NULL;
+		bpf_link__destroy(p->sw);
+		p->enter = p->exit = p->sw = NULL;
 	}
 }
 
@@ -427,12 +447,13 @@ start(pset_inst *in, const pset_ctx *ctx)
 	{
 		bpf_link__destroy(p->enter);
 		bpf_link__destroy(p->exit);
-		p->enter = p->exit = NULL;
+		bpf_link__destroy(p->sw);
+		p->enter = p->exit = p->sw = NULL;
 	}
 	if (err != 0)
 	{
 		pset_set_status(in, PGT_PROBE_UNAVAILABLE, "syscall tagging",
-						"tp_btf/sys_enter+sys_exit: %s; %s",
+						"tp_btf/sys_enter+sys_exit+sched_switch: %s; %s",
 						pset_errstr(err, ebuf, sizeof(ebuf)), p->why);
 		escalation_attach(NULL, in->status.reason);
 		return 0;
@@ -466,6 +487,7 @@ stop(pset_inst *in)
 	exact_watch_free(p->w);
 	bpf_link__destroy(p->enter);
 	bpf_link__destroy(p->exit);
+	bpf_link__destroy(p->sw);
 	exact_waits_bpf__destroy(p->skel);
 	free(p->keys);
 	free(p->vals);

@@ -160,9 +160,28 @@ signal_helper($helper, 'TERM');
 ok(defined wait_until(sub { q1('SELECT helper_connected FROM pg_tracer_status()') eq 'f' }, 15),
 	'helper stopped');
 $helper = start_helper($node, $rt, '--mode', 'full', '--exact-source', 'auto', '--probes', 'exact');
-ok(connected(), 'helper restarted with --exact-source auto');
+ok(connected(), 'helper restarted with --exact-source auto, --mode full');
+like(probe(), qr/^syscall tagging\|.*source syscall \(--exact-source auto: watchpoints only in windows, not in --mode full; watchpoints fire/,
+	'auto in full mode: syscall tagging (always on: the cheaper source)');
+signal_helper($helper, 'TERM');
+ok(defined wait_until(sub { q1('SELECT helper_connected FROM pg_tracer_status()') eq 'f' }, 15),
+	'helper stopped');
+$helper = start_helper($node, $rt, '--mode', 'tiered', '--exact-source', 'auto', '--probes', 'exact');
+ok(connected(), 'helper restarted with --exact-source auto, --mode tiered');
 like(probe(), qr/^hardware watchpoints\|.*source watchpoint \(--exact-source auto; /,
-	'auto: watchpoints, since they fire');
+	'auto in tiered mode: watchpoints, since they fire');
+my $s2 = $node->background_psql('postgres');
+my $pid2 = $s2->query_safe('SELECT pg_backend_pid()');
+sleep(1);
+is(q1('SELECT granted_s FROM pg_tracer_escalate(30)'), '30', 'a window opens');
+ok(defined wait_until(sub { watched() > 0 }, 10), 'breakpoints exist inside the window (' . watched() . ')');
+$s2->query_safe('SELECT pg_sleep(1)');
+sleep(1.3);
+my (undef, $w2ms) = sleep_stats($pid2);
+ok(within($w2ms, 1000, 0.05), "pg_sleep(1) inside the window: $w2ms ms");
+is(q1('SELECT pg_tracer_deescalate()'), 't', 'the window closes');
+ok(defined wait_until(sub { watched() == 0 }, 10), 'no breakpoint outside windows');
+$s2->quit;
 signal_helper($helper, 'TERM');
 ok(defined wait_until(sub { q1('SELECT helper_connected FROM pg_tracer_status()') eq 'f' }, 15),
 	'helper stopped');
