@@ -51,7 +51,7 @@ typedef struct exact_priv
 	size_t		nh;
 	char		watch[96];		/* watchpoint self-test result */
 	int			source;			/* EXACT_SOURCE_SYSCALL or _WATCHPOINT */
-	char		why[160];		/* why that source */
+	char		why[224];		/* why that source */
 	exact_watch *w;				/* watchpoint source: the breakpoints */
 	uint64_t	last_sync_ns;
 } exact_priv;
@@ -332,7 +332,7 @@ choose_source(exact_priv *p)
 		/* always on: the cheaper source; windows are short and budgeted */
 		p->source = EXACT_SOURCE_SYSCALL;
 		snprintf(p->why, sizeof(p->why),
-				 "source syscall (--exact-source auto: watchpoints only in windows, not in --mode full; %s)",
+				 "source syscall (--exact-source auto: watchpoints only in tiered windows; %s)",
 				 p->watch);
 	}
 	else if (fires)

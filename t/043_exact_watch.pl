@@ -161,7 +161,7 @@ ok(defined wait_until(sub { q1('SELECT helper_connected FROM pg_tracer_status()'
 	'helper stopped');
 $helper = start_helper($node, $rt, '--mode', 'full', '--exact-source', 'auto', '--probes', 'exact');
 ok(connected(), 'helper restarted with --exact-source auto, --mode full');
-like(probe(), qr/^syscall tagging\|.*source syscall \(--exact-source auto: watchpoints only in windows, not in --mode full; watchpoints fire/,
+like(probe(), qr/^syscall tagging\|.*source syscall \(--exact-source auto: watchpoints only in tiered windows; watchpoints fire/,
 	'auto in full mode: syscall tagging (always on: the cheaper source)');
 signal_helper($helper, 'TERM');
 ok(defined wait_until(sub { q1('SELECT helper_connected FROM pg_tracer_status()') eq 'f' }, 15),
