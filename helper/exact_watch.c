@@ -279,7 +279,7 @@ add_watch(exact_watch *w, uint32_t pid, const struct pgt_qid_slot *slot, uint32_
 			return;
 		}
 		w->failed++;
-		snprintf(w->last_error, sizeof(w->last_error), "pid %u: perf_event_open: %s",
+		snprintf(w->last_error, sizeof(w->last_error), "pid %u: %s",
 				 pid, strerror(-fd));
 		log_warn("exact: no watchpoint on pid %u: %s", pid, strerror(-fd));
 		return;

@@ -16,6 +16,9 @@
 #     returns from WaitLatch without epoll_wait: watchpoints count two
 #     PgSleep waits where syscall tagging counts one
 #   - pg_tracer_reset() empties the exact counters before it returns
+#   - a backend whose 4 debug registers this script holds: ENOSPC reported
+#   - --exact-source auto: watchpoints in tiered mode (only inside windows:
+#     breakpoints come and go with them), syscall tagging in full mode
 use strict;
 use warnings;
 use FindBin;
@@ -48,7 +51,7 @@ sub probe
 }
 sub watched
 {
-	my ($n) = probe() =~ /(\d+) backends watched/;
+	my ($n) = probe() =~ /(\d+) watched/;
 	return $n // -1;
 }
 sub sleep_stats
@@ -172,6 +175,22 @@ like(probe(), qr/^hardware watchpoints\|.*source watchpoint \(--exact-source aut
 	'auto in tiered mode: watchpoints, since they fire');
 my $s2 = $node->background_psql('postgres');
 my $pid2 = $s2->query_safe('SELECT pg_backend_pid()');
+# a backend whose 4 debug registers are all taken (as by a debugger):
+# this script holds 4 write breakpoints on it, the helper's gets ENOSPC
+my $s3 = $node->background_psql('postgres');
+my $pid3 = $s3->query_safe('SELECT pg_backend_pid()');
+my @bp_fh;
+for my $i (0 .. 3)
+{
+	# perf_event_attr (PERF_ATTR_SIZE_VER1, 72 bytes): BREAKPOINT, sample
+	# period 1, disabled|exclude_kernel|exclude_hv, HW_BREAKPOINT_W, len 4
+	my $attr = pack('LLQQQQQLLQQ', 5, 72, 0, 1, 0, 0, 1 | 32 | 64, 0, 2, 0x10000 + 8 * $i, 4);
+	my $fd = syscall(298, $attr, $pid3 + 0, -1, -1, 0);
+	last if $fd < 0;
+	open(my $fh, '<&=', $fd) or last;
+	push @bp_fh, $fh;
+}
+is(scalar(@bp_fh), 4, "this script holds the 4 debug registers of backend $pid3");
 sleep(1);
 is(q1('SELECT granted_s FROM pg_tracer_escalate(30)'), '30', 'a window opens');
 ok(defined wait_until(sub { watched() > 0 }, 10), 'breakpoints exist inside the window (' . watched() . ')');
@@ -179,6 +198,10 @@ $s2->query_safe('SELECT pg_sleep(1)');
 sleep(1.3);
 my (undef, $w2ms) = sleep_stats($pid2);
 ok(within($w2ms, 1000, 0.05), "pg_sleep(1) inside the window: $w2ms ms");
+like(probe(), qr/, 1 failed \(last: pid \d+: No space left on device\)$/,
+	'the backend without a free debug register: reported (ENOSPC)');
+close($_) for @bp_fh;
+$s3->quit;
 is(q1('SELECT pg_tracer_deescalate()'), 't', 'the window closes');
 ok(defined wait_until(sub { watched() == 0 }, 10), 'no breakpoint outside windows');
 $s2->quit;
@@ -189,6 +212,15 @@ $helper = start_helper($node, $rt, '--mode', 'full', '--probes', 'exact');
 ok(connected(), 'helper restarted without --exact-source');
 like(probe(), qr/^syscall tagging\|.*source syscall \(default; watchpoints fire/,
 	'default: syscall tagging, the self-test still reported');
+my $s4 = $node->background_psql('postgres');
+my $pid4 = $s4->query_safe('SELECT pg_backend_pid()');
+sleep(1);
+my ($m0) = sleep_stats($pid4);
+$s4->query_safe('SELECT pg_log_backend_memory_contexts(pg_backend_pid()), pg_sleep(0.3)');
+sleep(1.3);
+my ($m1, $mt) = sleep_stats($pid4);
+is($m1 - $m0, 1, 'the same latch-set pg_sleep under syscall tagging: one PgSleep wait (the other made no system call)');
+$s4->quit;
 
 signal_helper($helper, 'TERM');
 $node->stop;
