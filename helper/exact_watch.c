@@ -111,8 +111,8 @@ exact_source_name(int source)
 
 /*
  * open_bp
- *		A disabled 4-byte write breakpoint on addr in process pid (-1: the
- *		calling process is meant by pid 0); fd or -errno.
+ *		A disabled 4-byte write breakpoint on addr in process pid (0: the
+ *		calling process), user-space writes only; fd or -errno.
  */
 static int
 open_bp(pid_t pid, uint64_t addr)
