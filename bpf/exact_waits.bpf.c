@@ -12,9 +12,19 @@
  *	  record per system call.
  *
  * Cost when a system call has no wait event set: the `exact_on` check, one
- * hash lookup (`pgt_qid`) and one user read at entry; one task-storage
- * lookup at exit.  In tiered mode the helper attaches the programs only
- * during windows (nothing at all is paid outside them); `exact_on` covers
+ * task-storage lookup (the cached per-task state, struct wait_start) and,
+ * for a tracked process, one user read at entry; one task-storage lookup
+ * at exit.  An untracked task looks up `pgt_qid` once per exact_tick.
+ *
+ * Time a tracked process spends preempted (runnable, off CPU) with a wait
+ * event set but outside a system call, typically right after the call
+ * returned and before pgstat_report_wait_end(), belongs to the event too:
+ * the sched_switch program adds it (to total_ns, not to the count).
+ * That is where a process is preempted on a busy host, at the return to
+ * user space; without it the system-call source undercounts short, frequent
+ * waits (page-cache reads, WAL writes) against the event's real span.
+ *
+ * In tiered mode the helper attaches the programs only during windows (nothing at all is paid outside them); `exact_on` covers
  * the moments around attaching and detaching.
  */
 #include "vmlinux.h"
@@ -41,6 +51,9 @@ __u32		seeds_pending = 0;
  */
 __u32		exact_gen = 0;
 
+/* Written by the helper: bumped every publication (see struct wait_start). */
+__u32		exact_tick = 0;
+
 struct
 {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -65,12 +78,38 @@ struct
 	__type(value, struct pgt_exact_seed);
 } exact_seeds SEC(".maps");
 
+struct
+{
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, PGT_BPF_MAX_TRACKED);
+	__type(key, __u32);
+	__type(value, struct pgt_exact_watch);
+} exact_watch SEC(".maps");
+
+/*
+ * Per-task state, the only map a system call of an untracked task touches
+ * once the task is known.  It caches what the enter program needs from the
+ * `pgt_qid` slot (addresses of the process's wait_event_info and query id,
+ * its postmaster), so a tracked process pays one task-storage lookup
+ * instead of two hash lookups; an untracked task caches "not tracked" for
+ * the current `exact_tick` (the helper bumps it every publication, 250 ms,
+ * so a backend mapped meanwhile is picked up).
+ */
 struct wait_start
 {
 	__u64		ts;				/* 0 = no wait in progress */
 	__u64		qid;
 	__u32		event;
 	__u32		gen;			/* exact_gen when it started */
+	__u64		wait_addr;		/* 0: not tracked (as of tick) */
+	__u64		procpid_addr;
+	__u64		queryid_addr;
+	__u32		nspid;
+	__u32		pm;
+	__u32		tick;			/* exact_tick of a "not tracked" entry */
+	__u32		off_event;		/* event set while preempted */
+	__u64		off_ts;			/* preempted since, 0 = not */
+	__u64		off_qid;
 };
 
 struct
@@ -139,6 +178,28 @@ record_wait(__u32 tgid, __u32 pm, __u32 event, __u64 qid, __u64 ns)
 }
 
 /*
+ * add_time
+ *		Add ns to an aggregate without counting a wait (preempted time).
+ */
+static __always_inline void
+add_time(__u32 tgid, __u32 pm, __u32 event, __u64 qid, __u64 ns)
+{
+	struct pgt_exact_key k = {.pid = tgid, .event = event, .queryid = qid};
+	struct pgt_exact_val *v;
+
+	v = bpf_map_lookup_elem(&exact_waits, &k);
+	if (!v)
+	{
+		struct pgt_exact_val init = {.pm = pm};
+
+		bpf_map_update_elem(&exact_waits, &k, &init, BPF_NOEXIST);
+		v = bpf_map_lookup_elem(&exact_waits, &k);
+	}
+	if (v)
+		__sync_fetch_and_add(&v->total_ns, ns);
+}
+
+/*
  * slot_qid
  *		pgt_current_qid() for a slot already looked up (saves the second
  *		hash lookup on every wait).
@@ -158,19 +219,71 @@ slot_qid(struct pgt_qid_slot *slot)
 	return qid;
 }
 
+/*
+ * task_state
+ *		The current task's cached state: created on its first system call
+ *		from its `pgt_qid` slot, "not tracked" entries re-checked once per
+ *		exact_tick.  NULL when storage cannot be had.
+ */
+static __always_inline struct wait_start *
+task_state(__u32 tgid)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct wait_start *s = bpf_task_storage_get(&exact_starts, task, 0, 0);
+	struct pgt_qid_slot *slot;
+
+	if (s && (s->wait_addr || s->tick == exact_tick))
+		return s;
+	if (!s)
+	{
+		s = bpf_task_storage_get(&exact_starts, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+		if (!s)
+			return NULL;
+	}
+	s->tick = exact_tick;
+	slot = bpf_map_lookup_elem(&pgt_qid, &tgid);
+	if (!slot || !slot->wait_addr)
+		return s;
+	s->pm = pgt_tracked_pm(tgid);
+	if (!s->pm)
+		return s;
+	s->procpid_addr = slot->procpid_addr;
+	s->queryid_addr = slot->queryid_addr;
+	s->nspid = slot->nspid;
+	s->wait_addr = slot->wait_addr;	/* last: marks the entry tracked */
+	return s;
+}
+
+/*
+ * state_qid
+ *		The query id the process runs, through the cached addresses.
+ */
+static __always_inline __u64
+state_qid(struct wait_start *s)
+{
+	__s32		procpid = 0;
+	__u64		qid = 0;
+
+	if (bpf_probe_read_user(&procpid, sizeof(procpid), (void *) s->procpid_addr) != 0 ||
+		(__u32) procpid != s->nspid)
+		return 0;
+	if (bpf_probe_read_user(&qid, sizeof(qid), (void *) s->queryid_addr) != 0)
+		return 0;
+	return qid;
+}
+
 SEC("tp_btf/sys_enter")
 int BPF_PROG(pgt_exact_enter, struct pt_regs *regs, long id)
 {
 	__u32		tgid;
-	struct pgt_qid_slot *slot;
 	struct wait_start *s;
 	__u32		wei = 0;
 
 	if (!exact_on)
 		return 0;
 	tgid = bpf_get_current_pid_tgid() >> 32;
-	slot = bpf_map_lookup_elem(&pgt_qid, &tgid);
-	if (!slot || !slot->wait_addr)
+	s = task_state(tgid);
+	if (!s || !s->wait_addr)
 		return 0;
 	if (seeds_pending)
 	{
@@ -179,16 +292,54 @@ int BPF_PROG(pgt_exact_enter, struct pt_regs *regs, long id)
 
 		bpf_map_delete_elem(&exact_seeds, &tid);
 	}
-	if (bpf_probe_read_user(&wei, sizeof(wei), (void *) slot->wait_addr) != 0 || wei == 0)
-		return 0;
-	s = bpf_task_storage_get(&exact_starts, bpf_get_current_task_btf(), 0,
-							 BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (!s)
+	if (bpf_probe_read_user(&wei, sizeof(wei), (void *) s->wait_addr) != 0 || wei == 0)
 		return 0;
 	s->event = wei;
 	s->gen = exact_gen;
-	s->qid = slot_qid(slot);
+	s->qid = state_qid(s);
 	s->ts = bpf_ktime_get_ns();
+	return 0;
+}
+
+/*
+ * pgt_exact_switch
+ *		A tracked process leaving the CPU runnable (preempted) outside a
+ *		system call with a wait event set: note since when and which event
+ *		(prev is still the current task: its memory is readable).  A process
+ *		coming back: add the time it stood preempted to that event.
+ */
+SEC("tp_btf/sched_switch")
+int BPF_PROG(pgt_exact_switch, bool preempt, struct task_struct *prev,
+			 struct task_struct *next, unsigned int prev_state)
+{
+	struct wait_start *s;
+	__u64		now;
+
+	if (!exact_on)
+		return 0;
+	s = bpf_task_storage_get(&exact_starts, next, 0, 0);
+	if (s && s->off_ts)
+	{
+		now = bpf_ktime_get_ns();
+		if (s->gen == exact_gen && now > s->off_ts)
+			add_time(BPF_CORE_READ(next, tgid), s->pm, s->off_event, s->off_qid,
+					 now - s->off_ts);
+		s->off_ts = 0;
+	}
+	if (prev_state != 0 && !preempt)
+		return 0;				/* blocked: inside a system call, timed there */
+	s = bpf_task_storage_get(&exact_starts, prev, 0, 0);
+	if (s && s->wait_addr && !s->ts)
+	{
+		__u32		wei = 0;
+
+		if (bpf_probe_read_user(&wei, sizeof(wei), (void *) s->wait_addr) != 0 || wei == 0)
+			return 0;
+		s->off_qid = wei == s->event ? s->qid : state_qid(s);
+		s->off_event = wei;
+		s->gen = exact_gen;
+		s->off_ts = bpf_ktime_get_ns();
+	}
 	return 0;
 }
 
@@ -205,9 +356,8 @@ int BPF_PROG(pgt_exact_exit, struct pt_regs *regs, long ret)
 	if (s && s->ts)
 	{
 		now = bpf_ktime_get_ns();
-		pm = pgt_tracked_pm(tgid);
-		if (pm && s->gen == exact_gen)
-			record_wait(tgid, pm, s->event, s->qid, now - s->ts);
+		if (s->gen == exact_gen)
+			record_wait(tgid, s->pm, s->event, s->qid, now - s->ts);
 		s->ts = 0;
 		return 0;
 	}
@@ -224,6 +374,51 @@ int BPF_PROG(pgt_exact_exit, struct pt_regs *regs, long ret)
 				record_wait(tgid, pm, seed->event, seed->queryid, now - seed->start_ns);
 			bpf_map_delete_elem(&exact_seeds, &tid);
 		}
+	}
+	return 0;
+}
+
+/*
+ * pgt_exact_watch_hit
+ *		Watchpoint source: a hardware write breakpoint on the process's
+ *		PGPROC.wait_event_info fired (after the write; we run in the
+ *		writer's context).  When the value changed, the interval of the old
+ *		value is over: record it (when it was a wait) and start the new one.
+ *		pgstat_report_wait_end() writes 0 even when no event is set; such
+ *		writes change nothing.
+ */
+SEC("perf_event")
+int
+pgt_exact_watch_hit(struct bpf_perf_event_data *ctx)
+{
+	__u32		tgid = bpf_get_current_pid_tgid() >> 32;
+	struct pgt_exact_watch *w;
+	__u32		wei = 0;
+	__u64		now;
+	__u32		pm;
+
+	w = bpf_map_lookup_elem(&exact_watch, &tgid);
+	if (!w)
+		return 0;
+	if (bpf_probe_read_user(&wei, sizeof(wei), (void *) w->wait_addr) != 0)
+		return 0;
+	__sync_fetch_and_add(&w->hits, 1);
+	if (wei == w->event)
+		return 0;
+	now = bpf_ktime_get_ns();
+	if (w->event != 0 && exact_on && w->gen == exact_gen && now > w->since_ns)
+	{
+		pm = pgt_tracked_pm(tgid);
+		if (pm)
+			record_wait(tgid, pm, w->event, w->queryid, now - w->since_ns);
+	}
+	w->event = wei;
+	w->since_ns = now;
+	if (wei != 0)
+	{
+		struct pgt_qid_slot *slot = bpf_map_lookup_elem(&pgt_qid, &tgid);
+
+		w->queryid = slot ? slot_qid(slot) : 0;
 	}
 	return 0;
 }

@@ -63,4 +63,21 @@ struct pgt_exact_seed
 };
 _Static_assert(sizeof(struct pgt_exact_seed) == 24, "pgt_exact_seed size");
 
+/*
+ * `exact_watch` (key: tgid): watchpoint source.  The value of the backend's
+ * PGPROC.wait_event_info since `since_ns`, as the last breakpoint hit (or the
+ * helper's seed, written before the breakpoint is enabled) left it.  The
+ * perf_event program closes the interval at each write that changes it.
+ */
+struct pgt_exact_watch
+{
+	__u64		wait_addr;		/* &PGPROC.wait_event_info of the process */
+	__u64		since_ns;		/* bpf_ktime_get_ns() clock */
+	__u64		queryid;		/* query id when the event was set */
+	__u64		hits;			/* breakpoint hits (BPF) */
+	__u32		event;			/* current wait_event_info, 0 = none */
+	__u32		gen;			/* exact_gen when seeded */
+};
+_Static_assert(sizeof(struct pgt_exact_watch) == 40, "pgt_exact_watch size");
+
 #endif							/* PGT_BPF_EXACT_WAITS_H */

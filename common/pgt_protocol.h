@@ -37,6 +37,7 @@
  *						   (idempotent)
  *	  BUDGET			-> OK mode=<m> budget=<s> used=<s> remaining=<s>
  *						   active=<0|1> until=<unix us, 0 = none>
+ *	  EXACTRESET		-> OK reset=<0|1>  (empties the exact counters)
  * Errors: "ERR <code> <message>", code one of bad-request, unknown-verb,
  * bad-argument, denied, unavailable.
  *

@@ -33,6 +33,7 @@ typedef struct esc_state
 	int			mode;
 	int			budget_s;		/* ESC_BUDGET_UNLIMITED, 0 or 1..3600 */
 	esc_switch_fn sw;			/* NULL while the exact set is not running */
+	esc_reset_fn reset;			/* empties the exact counters, or NULL */
 	char		unavailable[160];
 	int			on;				/* what sw was last told */
 	struct pgt_exact_window_entry win[ESC_MAX_WINDOWS];	/* oldest first */
@@ -414,9 +415,20 @@ escalation_auto(int64_t now_us, int seconds, const char *reason)
 }
 
 /*
+ * escalation_set_reset
+ *		The exact set's way to empty its counters (NULL: none running).
+ */
+void
+escalation_set_reset(esc_reset_fn fn)
+{
+	esc.reset = fn;
+}
+
+/*
  * escalation_respond
  *		The answer text ("OK ..."/"ERR ...", without the protocol tag and
- *		LF) to ESCALATE, DEESCALATE and BUDGET; -1 for other verbs.
+ *		LF) to ESCALATE, DEESCALATE, BUDGET and EXACTRESET; -1 for other
+ *		verbs.
  */
 int
 escalation_respond(const pgt_request *r, int64_t now_us, char *out, size_t outlen)
@@ -441,6 +453,14 @@ escalation_respond(const pgt_request *r, int64_t now_us, char *out, size_t outle
 		avail = avail_s(now_us);
 		return respond(out, outlen, "OK closed=%d remaining=%d budget=%d mode=%s",
 					   was, avail, esc.budget_s, escalation_mode_name());
+	}
+	if (strcmp(r->verb, "EXACTRESET") == 0)
+	{
+		if (r->nargs != 0)
+			return respond(out, outlen, "ERR bad-argument EXACTRESET takes no arguments");
+		if (esc.reset != NULL)
+			esc.reset();
+		return respond(out, outlen, "OK reset=%d", esc.reset != NULL);
 	}
 	if (strcmp(r->verb, "BUDGET") == 0)
 	{

@@ -30,6 +30,10 @@
 
 /* Turns exact timing on (1) or off (0); set by the exact probe set. */
 typedef void (*esc_switch_fn) (int on);
+typedef void (*esc_reset_fn) (void);
+
+/* EXACTRESET: the exact set empties its counters (pg_tracer_reset()). */
+extern void escalation_set_reset(esc_reset_fn fn);
 
 extern int	escalation_configure_mode(const char *s, char *err, size_t errlen);
 extern int	escalation_configure_budget(const char *s, char *err, size_t errlen);

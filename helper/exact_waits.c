@@ -18,6 +18,7 @@
  * Single-threaded (the daemon's loop).
  */
 #include "escalation.h"
+#include "exact_watch.h"
 #include "log.h"
 #include "procfs.h"
 #include "probe_set.h"
@@ -28,13 +29,9 @@
 #include <bpf/libbpf.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/hw_breakpoint.h>
-#include <linux/perf_event.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -43,6 +40,7 @@ typedef struct exact_priv
 	struct exact_waits_bpf *skel;
 	struct bpf_link *enter;
 	struct bpf_link *exit;
+	struct bpf_link *sw;		/* sched_switch: preempted time of a wait */
 	int			qid_fd;
 	/* copies of the maps, refreshed by collect */
 	struct pgt_exact_key *keys;
@@ -52,60 +50,14 @@ typedef struct exact_priv
 	struct pgt_exact_hval *hvals;
 	size_t		nh;
 	char		watch[96];		/* watchpoint self-test result */
+	int			source;			/* EXACT_SOURCE_SYSCALL or _WATCHPOINT */
+	char		why[224];		/* why that source */
+	exact_watch *w;				/* watchpoint source: the breakpoints */
+	uint64_t	last_sync_ns;
 } exact_priv;
 
 /* The running instance, for the escalation switch (one per helper). */
 static exact_priv *running;
-
-/*
- * watch_test
- *		Does a hardware write breakpoint on one of our own variables fire?
- *		Returns 1 when it does; reason says what was seen.
- */
-static int
-watch_test(char *reason, size_t len)
-{
-	static volatile uint32_t target;
-	struct perf_event_attr attr;
-	uint64_t	hits = 0;
-	int			fd;
-	int			i;
-
-	memset(&attr, 0, sizeof(attr));
-	attr.type = PERF_TYPE_BREAKPOINT;
-	attr.size = sizeof(attr);
-	attr.bp_type = HW_BREAKPOINT_W;
-	attr.bp_addr = (uint64_t) (uintptr_t) &target;
-	attr.bp_len = HW_BREAKPOINT_LEN_4;
-	attr.sample_period = 1;
-	attr.disabled = 1;
-	attr.exclude_kernel = 1;
-	attr.exclude_hv = 1;
-	fd = (int) syscall(SYS_perf_event_open, &attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
-	if (fd < 0)
-	{
-		snprintf(reason, len, "watchpoints unavailable: perf_event_open(BREAKPOINT): %s",
-				 strerror(errno));
-		return 0;
-	}
-	(void) ioctl(fd, PERF_EVENT_IOC_RESET, 0);
-	(void) ioctl(fd, PERF_EVENT_IOC_ENABLE, 0);
-	for (i = 0; i < 100; i++)
-		target = (uint32_t) i;
-	(void) ioctl(fd, PERF_EVENT_IOC_DISABLE, 0);
-	if (read(fd, &hits, sizeof(hits)) != (ssize_t) sizeof(hits))
-		hits = 0;
-	close(fd);
-	if (hits == 0)
-	{
-		snprintf(reason, len,
-				 "watchpoints unavailable: breakpoint opened but never fired (0/100 writes)");
-		return 0;
-	}
-	snprintf(reason, len, "watchpoints fire (%llu/100) but watchpoint mode is not implemented",
-			 (unsigned long long) hits);
-	return 1;
-}
 
 static uint64_t
 mono_ns(void)
@@ -215,7 +167,8 @@ sample_sessions(exact_priv *p, uint32_t *active, uint32_t *locked)
 
 /*
  * attach_progs
- *		Attach sys_enter and sys_exit (when not attached); 0 or -errno.
+ *		Attach sys_exit, sched_switch and sys_enter (those not attached);
+ *		0 or -errno.
  */
 static int
 attach_progs(exact_priv *p)
@@ -227,6 +180,12 @@ attach_progs(exact_priv *p)
 	{
 		p->exit = bpf_program__attach(p->skel->progs.pgt_exact_exit);
 		if (p->exit == NULL)
+			err = -errno;
+	}
+	if (err == 0 && p->sw == NULL)
+	{
+		p->sw = bpf_program__attach(p->skel->progs.pgt_exact_switch);
+		if (p->sw == NULL)
 			err = -errno;
 	}
 	if (err == 0 && p->enter == NULL)
@@ -242,6 +201,155 @@ attach_progs(exact_priv *p)
 }
 
 /*
+ * watch_switch
+ *		Watchpoint source on or off: breakpoints exist only while exact
+ *		timing is on; each is seeded with the process's current value.
+ */
+static void
+watch_switch(exact_priv *p, int on)
+{
+	if (on)
+	{
+		uint32_t	gen = __atomic_add_fetch(&p->skel->bss->exact_gen, 1, __ATOMIC_SEQ_CST);
+		size_t		n;
+
+		__atomic_store_n(&p->skel->bss->exact_on, 1, __ATOMIC_SEQ_CST);
+		n = exact_watch_sync(p->w, gen);
+		p->last_sync_ns = mono_ns();
+		log_debug("exact: on, %zu backends watched", n);
+	}
+	else
+	{
+		__atomic_store_n(&p->skel->bss->exact_on, 0, __ATOMIC_SEQ_CST);
+		exact_watch_clear(p->w);
+	}
+}
+
+/*
+ * watch_tick
+ *		While on: breakpoints for new backends, none for exited ones (at
+ *		most every 200 ms); the status row says how many (0 outside
+ *		windows) and what failed.
+ */
+static void
+watch_tick(pset_inst *in, exact_priv *p)
+{
+	char		last[96];
+	unsigned	failed;
+	uint64_t	now = mono_ns();
+
+	if (p->source != EXACT_SOURCE_WATCHPOINT || now - p->last_sync_ns < 200000000ULL)
+		return;
+	p->last_sync_ns = now;
+	if (p->skel->bss->exact_on)
+		(void) exact_watch_sync(p->w, p->skel->bss->exact_gen);
+	failed = exact_watch_failures(p->w, last, sizeof(last));
+	pset_set_status(in, PGT_PROBE_AVAILABLE, "hardware watchpoints",
+					"mode %s, budget %d s/h; %s; %zu watched, %u failed%s%s",
+					escalation_mode_name(), escalation_budget(), p->why,
+					exact_watch_count(p->w), failed, failed ? " (last: " : "",
+					failed ? last : "");
+	if (failed)
+	{
+		size_t		l = strlen(in->status.reason);
+
+		if (l + 1 < sizeof(in->status.reason))
+			snprintf(in->status.reason + l, sizeof(in->status.reason) - l, ")");
+	}
+}
+
+/*
+ * clear_map
+ *		Delete every entry of a hash map of at most max entries: collect the
+ *		keys first (deleting while walking would restart the walk).
+ */
+static void
+clear_map(int fd, size_t max, size_t ksz)
+{
+	unsigned char *keys = malloc(max * ksz);
+	unsigned char cur[64];
+	void	   *prev = NULL;
+	size_t		n = 0;
+	size_t		i;
+
+	if (keys == NULL || ksz > sizeof(cur))
+	{
+		free(keys);
+		return;
+	}
+	while (n < max && bpf_map_get_next_key(fd, prev, keys + n * ksz) == 0)
+	{
+		memcpy(cur, keys + n * ksz, ksz);
+		prev = cur;
+		n++;
+	}
+	for (i = 0; i < n; i++)
+		(void) bpf_map_delete_elem(fd, keys + i * ksz);
+	free(keys);
+}
+
+/*
+ * exact_reset
+ *		EXACTRESET (pg_tracer_reset()): empty the aggregates and histograms
+ *		and the copies the next publication would show.  A wait in
+ *		progress is counted whole when it ends.
+ */
+static void
+exact_reset(void)
+{
+	exact_priv *p = running;
+
+	if (p == NULL)
+		return;
+	clear_map(bpf_map__fd(p->skel->maps.exact_waits), PGT_EXACT_WAITS_MAX,
+			  sizeof(struct pgt_exact_key));
+	clear_map(bpf_map__fd(p->skel->maps.exact_hists), PGT_EXACT_HISTS_MAX,
+			  sizeof(struct pgt_exact_hkey));
+	p->n = p->nh = 0;
+	log_info("exact: counters reset");
+}
+
+/*
+ * choose_source
+ *		--exact-source against the self-test: watchpoints only where they
+ *		fire, and for auto only in tiered mode (escalation windows are
+ *		short and budgeted, full mode is always on); p->why says which
+ *		source and why.
+ */
+static void
+choose_source(exact_priv *p)
+{
+	int			fires = exact_watch_selftest(p->watch, sizeof(p->watch));
+	int			req = exact_source_requested();
+
+	if (req == EXACT_SOURCE_SYSCALL)
+	{
+		p->source = EXACT_SOURCE_SYSCALL;
+		snprintf(p->why, sizeof(p->why), "source syscall (default; %s)", p->watch);
+	}
+	else if (req == EXACT_SOURCE_AUTO && escalation_mode() == ESC_MODE_FULL)
+	{
+		/* always on: the cheaper source; windows are short and budgeted */
+		p->source = EXACT_SOURCE_SYSCALL;
+		snprintf(p->why, sizeof(p->why),
+				 "source syscall (--exact-source auto: watchpoints only in tiered windows; %s)",
+				 p->watch);
+	}
+	else if (fires)
+	{
+		p->source = EXACT_SOURCE_WATCHPOINT;
+		snprintf(p->why, sizeof(p->why), "source watchpoint (--exact-source %s; %s)",
+				 exact_source_name(req), p->watch);
+	}
+	else
+	{
+		p->source = EXACT_SOURCE_SYSCALL;
+		snprintf(p->why, sizeof(p->why), "source syscall (--exact-source %s, but %s)",
+				 exact_source_name(req), p->watch);
+	}
+}
+
+/*
  * exact_switch
  *		escalation callback: exact timing on or off.
  */
@@ -252,6 +360,11 @@ exact_switch(int on)
 
 	if (p == NULL)
 		return;
+	if (p->source == EXACT_SOURCE_WATCHPOINT)
+	{
+		watch_switch(p, on);
+		return;
+	}
 	if (on)
 	{
 		int			n;
@@ -271,7 +384,8 @@ exact_switch(int on)
 		/* no tracepoint cost between windows */
 		bpf_link__destroy(p->enter);
 		bpf_link__destroy(p->exit);
-		p->enter = p->exit = NULL;
+		bpf_link__destroy(p->sw);
+		p->enter = p->exit = p->sw = NULL;
 	}
 }
 
@@ -291,11 +405,11 @@ start(pset_inst *in, const pset_ctx *ctx)
 		return -1;
 	in->priv = p;
 	p->qid_fd = ctx->qid_fd;
-	(void) watch_test(p->watch, sizeof(p->watch));
+	choose_source(p);
 	if (ctx->mode != PSET_MODE_DAEMON)
 	{
 		pset_set_status(in, PGT_PROBE_UNAVAILABLE, "syscall tagging",
-						"exact timing runs in the daemon only; %s", p->watch);
+						"exact timing runs in the daemon only; %s", p->why);
 		return 0;
 	}
 	p->skel = exact_waits_bpf__open();
@@ -309,6 +423,23 @@ start(pset_inst *in, const pset_ctx *ctx)
 	err = pset_prepare_object(ctx, p->skel->obj);
 	if (err == 0)
 		err = exact_waits_bpf__load(p->skel);
+	if (err == 0 && p->source == EXACT_SOURCE_WATCHPOINT)
+	{
+		p->w = exact_watch_new(p->skel->progs.pgt_exact_watch_hit,
+							   bpf_map__fd(p->skel->maps.exact_watch), p->qid_fd);
+		if (p->w == NULL)
+			err = -ENOMEM;
+		if (err == 0)
+		{
+			running = p;
+			pset_set_status(in, PGT_PROBE_AVAILABLE, "hardware watchpoints",
+							"mode %s, budget %d s/h; %s", escalation_mode_name(),
+							escalation_budget(), p->why);
+			escalation_attach(exact_switch, NULL);
+			escalation_set_reset(exact_reset);
+			return 0;
+		}
+	}
 	/* attach once to prove it works; tiered mode re-attaches per window */
 	if (err == 0)
 		err = attach_progs(p);
@@ -316,21 +447,23 @@ start(pset_inst *in, const pset_ctx *ctx)
 	{
 		bpf_link__destroy(p->enter);
 		bpf_link__destroy(p->exit);
-		p->enter = p->exit = NULL;
+		bpf_link__destroy(p->sw);
+		p->enter = p->exit = p->sw = NULL;
 	}
 	if (err != 0)
 	{
 		pset_set_status(in, PGT_PROBE_UNAVAILABLE, "syscall tagging",
-						"tp_btf/sys_enter+sys_exit: %s; %s",
-						pset_errstr(err, ebuf, sizeof(ebuf)), p->watch);
+						"tp_btf/sys_enter+sys_exit+sched_switch: %s; %s",
+						pset_errstr(err, ebuf, sizeof(ebuf)), p->why);
 		escalation_attach(NULL, in->status.reason);
 		return 0;
 	}
 	running = p;
 	pset_set_status(in, PGT_PROBE_AVAILABLE, "syscall tagging",
 					"mode %s, budget %d s/h; %s", escalation_mode_name(),
-					escalation_budget(), p->watch);
+					escalation_budget(), p->why);
 	escalation_attach(exact_switch, NULL);
+	escalation_set_reset(exact_reset);
 	return 0;
 }
 
@@ -347,11 +480,14 @@ stop(pset_inst *in)
 		return;
 	if (running == p)
 	{
+		escalation_set_reset(NULL);
 		escalation_detach();
 		running = NULL;
 	}
+	exact_watch_free(p->w);
 	bpf_link__destroy(p->enter);
 	bpf_link__destroy(p->exit);
+	bpf_link__destroy(p->sw);
 	exact_waits_bpf__destroy(p->skel);
 	free(p->keys);
 	free(p->vals);
@@ -448,6 +584,12 @@ publish(pset_inst *in, pset_pub *pub)
 	escalation_tick(procfs_realtime_us());
 	if (p == NULL)
 		return;
+	if (p->skel != NULL)
+	{
+		/* untracked tasks' cached "not tracked" expires (exact_waits.bpf.c) */
+		__atomic_add_fetch(&p->skel->bss->exact_tick, 1, __ATOMIC_RELAXED);
+		watch_tick(in, p);
+	}
 	for (i = 0; i < p->n; i++)
 	{
 		struct pgt_exact_wait_entry e;

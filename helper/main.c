@@ -8,6 +8,7 @@
 #include "daemon.h"
 #include "engine_probes.h"
 #include "escalation.h"
+#include "exact_watch.h"
 #include "inspect_cmd.h"
 #include "log.h"
 #include "pgt_segment.h"
@@ -48,6 +49,7 @@ static const char daemon_usage[] =
 "                        [--log-level error|warn|info|debug] [--probes LIST]\n"
 "                        [--mode tiered|sampled|full] [--exact-budget S]\n"
 "                        [--anomaly on|off] [--anomaly-cooldown S]\n"
+"                        [--exact-source auto|syscall|watchpoint]\n"
 "\n"
 "Run the helper in the foreground until SIGTERM or SIGINT.  Without a\n"
 "target it serves every PostgreSQL cluster on the host as it appears;\n"
@@ -73,6 +75,11 @@ static const char daemon_usage[] =
 "  --anomaly on|off   tiered mode: anomaly rules on the sessions open windows\n"
 "                     (default on)\n"
 "  --anomaly-cooldown S  seconds without rule-opened windows after one (300)\n"
+"  --exact-source SRC exact timing by syscall tagging (default), watchpoint\n"
+"                     (hardware breakpoints on wait_event_info: every\n"
+"                     transition, costs more; syscall where they do not\n"
+"                     fire) or auto (watchpoint in tiered mode's windows,\n"
+"                     syscall in --mode full)\n"
 "  -h, --help         show this help\n"
 "\n"
 "Needs root, or CAP_BPF + CAP_PERFMON + CAP_SYS_PTRACE.  Never install it setuid.\n"
@@ -236,6 +243,7 @@ cmd_daemon(int argc, char **argv)
 		{"exact-budget", required_argument, NULL, 'B'},
 		{"anomaly", required_argument, NULL, 'A'},
 		{"anomaly-cooldown", required_argument, NULL, 'C'},
+		{"exact-source", required_argument, NULL, 'X'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0}
 	};
@@ -302,6 +310,10 @@ cmd_daemon(int argc, char **argv)
 			case 'C':
 				if (escalation_configure_cooldown(optarg, eerr, sizeof(eerr)) < 0)
 					return usage_error(daemon_usage, "--anomaly-cooldown: %s", eerr);
+				break;
+			case 'X':
+				if (exact_configure_source(optarg, eerr, sizeof(eerr)) < 0)
+					return usage_error(daemon_usage, "--exact-source: %s", eerr);
 				break;
 			case 'h':
 				fputs(daemon_usage, stdout);

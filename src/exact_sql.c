@@ -4,8 +4,9 @@
  *	  SQL functions over the helper's exact wait-event data (issue 4):
  *	  pg_tracer_exact_waits() (per pid, query id and event, behind the
  *	  pg_tracer_exact_* views and the exact columns of the sampled views),
- *	  pg_tracer_histogram(wait_event), pg_tracer_escalations_srf() and
- *	  pg_tracer_exact_coverage(since).
+ *	  pg_tracer_histogram(wait_event), pg_tracer_escalations_srf(),
+ *	  pg_tracer_exact_coverage(since) and pg_tracer_reset_all() (what
+ *	  pg_tracer_reset() calls since 0.3.0: sampled and exact counters).
  *
  * Rows come from the helper's segment (tables PGT_SEC_EXACT_WAITS, _HIST,
  * _WINDOWS), copied and validated in the calling backend; a helper that is
@@ -40,6 +41,10 @@ PG_FUNCTION_INFO_V1(pg_tracer_exact_waits);
 PG_FUNCTION_INFO_V1(pg_tracer_histogram);
 PG_FUNCTION_INFO_V1(pg_tracer_escalations_srf);
 PG_FUNCTION_INFO_V1(pg_tracer_exact_coverage);
+PG_FUNCTION_INFO_V1(pg_tracer_reset_all);
+
+/* the sampler's reset (src/sql_wait_events.c) */
+extern Datum pg_tracer_reset(PG_FUNCTION_ARGS);
 
 /* Difference between the unix epoch and PostgreSQL's, in microseconds. */
 #define EXACT_EPOCH_DIFF_US \
@@ -316,4 +321,42 @@ pg_tracer_exact_coverage(PG_FUNCTION_ARGS)
 	}
 	pfree(link.buf);
 	PG_RETURN_FLOAT8(Min(1.0, (double) covered / (double) (now_us - since_us)));
+}
+
+/*
+ * pg_tracer_reset_all
+ *		pg_tracer_reset(): the sampler's counters and history, then the
+ *		helper's exact counters (verb EXACTRESET), waiting (at most 2 s)
+ *		for a publication after the helper emptied them so that the exact
+ *		views read as "since the reset" on return.  Without a helper there
+ *		is nothing exact to reset.  Returns the sampler's confirmation.
+ */
+Datum
+pg_tracer_reset_all(PG_FUNCTION_ARGS)
+{
+	Datum		sampled = DirectFunctionCall1(pg_tracer_reset, (Datum) 0);
+	char		out[128];
+	char		err[256];
+	int64		asked_us;
+	int			i;
+
+	asked_us = GetCurrentTimestamp() + EXACT_EPOCH_DIFF_US;
+	if (pgt_control_request("EXACTRESET", out, sizeof(out), err, sizeof(err)) != PGT_CTL_OK)
+		return sampled;
+	for (i = 0; i < 200; i++)
+	{
+		PgtLink		link;
+		bool		fresh;
+
+		pgt_link_read(&link);
+		fresh = link.connected && link.view.hdr != NULL &&
+			link.view.hdr->last_update_us > asked_us;
+		if (link.buf != NULL)
+			pfree(link.buf);
+		if (fresh || !link.connected)
+			break;
+		CHECK_FOR_INTERRUPTS();
+		pg_usleep(10000);
+	}
+	return sampled;
 }

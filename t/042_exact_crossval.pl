@@ -1,18 +1,21 @@
 # 042_exact_crossval.pl — the sampled tier against the exact tier over one
-# pgbench TPC-B run (helper in --mode full, sampler reset at the start):
-# each event's share of non-idle wait time, sampled vs exact, within 2
-# percentage points for the events that matter (>= 2% in either), and the
-# top 5 events by time sharing at least 4.
+# pgbench TPC-B run (helper in --mode full, pg_tracer_reset() at the
+# start): each event's share of non-idle wait time (client backends),
+# sampled vs exact, and the top 5 events by time.
 #
-# OFF by default (set PGT_CROSSVAL=1): on the 2-core development VM the
-# criterion fails.  Measured (one run, client backends only): Lock:
-# transactionid sampled 71.2% / exact 76.8%, Lock:tuple 5.1/5.5,
-# IO:WALWrite 3.8/3.7, but IO:DataFileRead 8.5/2.9 and IO:DataFileWrite
-# 4.9/2.2: the 100 Hz sampler over-counts the short page-cache reads and
-# writes (a sampler competing for 2 cores with the backends it samples);
-# top-5 overlap 3.  The gap is the sampled tier's, the exact figures agree
-# with the read-call counts (t/040).  Kept runnable so the comparison can
-# be repeated on other hosts.
+# OFF by default: on the shared 2-core development VM the issue's criterion
+# (every share within 2 percentage points, top-5 overlap >= 4) is not met
+# reliably by either exact source, and not even a 4-point bound is.
+# Measured, largest difference per run: syscall tagging (with preempted
+# time) 2.8, 2.8, 2.0, 2.1, and 4.8 inside a full suite run beside other
+# engineers' pgbench; watchpoints 2.4, 3.4, 0.3; top-5 overlap 4..5 in all.
+# Syscall tagging before it counted preempted time: 6.8.
+#
+#   PGT_CROSSVAL=1      the issue's criterion
+#   PGT_CROSSVAL=loose  shares within 4 points, every event with >= 5% of
+#                       the exact wait time in the sampled top 5, top-5
+#                       overlap >= 3
+#   PGT_CROSSVAL_SOURCE=watchpoint  against the watchpoint source
 use strict;
 use warnings;
 use FindBin;
@@ -24,8 +27,10 @@ use Time::HiRes qw(time sleep);
 
 plan skip_all => 'root helper not reachable (run through scripts/test.sh)'
   unless helper_available();
-plan skip_all => 'cross-validation is off by default (PGT_CROSSVAL=1 runs it; see the header)'
+plan skip_all => 'cross-validation is off by default (PGT_CROSSVAL=1 or loose runs it; see the header)'
   unless $ENV{PGT_CROSSVAL};
+my $strict = $ENV{PGT_CROSSVAL} eq 'loose' ? 0 : 1;
+my $bound = $strict ? 2 : 4;
 
 my ($node, $rt) = tracer_node('crossval',
 	conf => "pg_tracer.sample_rate = 100\nshared_buffers = 16MB\nsynchronous_commit = on\n");
@@ -34,7 +39,7 @@ sub q1 { return $node->safe_psql('postgres', $_[0]); }
 $node->command_ok([ 'pgbench', '-i', '-s', '5', '-q', '-h', $node->host, '-p', $node->port, 'postgres' ],
 	'pgbench initialised');
 
-my $helper = start_helper($node, $rt, '--mode', 'full', '--probes', 'exact');
+my $helper = start_helper($node, $rt, '--mode', 'full', '--probes', 'exact', '--exact-source', $ENV{PGT_CROSSVAL_SOURCE} // 'syscall');
 ok(defined wait_until(sub { q1('SELECT helper_connected FROM pg_tracer_status()') eq 't' }, 20),
 	'helper connected (full mode)');
 sleep(1.5);
@@ -75,13 +80,17 @@ for my $e (sort keys %all)
 }
 @worst = sort { $b->[1] <=> $a->[1] } @worst;
 ok(@worst > 0, 'the run has non-idle waits in both tiers');
-ok(@worst && $worst[0][1] <= 2, sprintf('largest share difference %.1f points (%s), at most 2',
-		@worst ? ($worst[0][1], $worst[0][0]) : (0, 'none')));
+ok(@worst && $worst[0][1] <= $bound, sprintf('largest share difference %.1f points (%s), at most %d',
+		@worst ? ($worst[0][1], $worst[0][0]) : (0, 'none'), $bound));
 my @ts = (sort { $s{$b} <=> $s{$a} } keys %s)[0 .. 4];
 my @tx = (sort { $x{$b} <=> $x{$a} } keys %x)[0 .. 4];
 my %in = map { defined $_ ? ($_ => 1) : () } @tx;
 my $overlap = grep { defined $_ && $in{$_} } @ts;
-ok($overlap >= 4, "top-5 overlap $overlap of 5 (sampled: @{[ join ',', grep defined, @ts ]}; exact: @{[ join ',', grep defined, @tx ]})");
+my %ins = map { defined $_ ? ($_ => 1) : () } @ts;
+my @missing = grep { defined $_ && $px->{$_} >= 5 && !$ins{$_} } @tx;
+ok(!@missing, "every event with >= 5% of the exact wait time is in the sampled top 5 (@missing)")
+  unless $strict;
+ok($overlap >= ($strict ? 4 : 3), "top-5 overlap $overlap of 5 (sampled: @{[ join ',', grep defined, @ts ]}; exact: @{[ join ',', grep defined, @tx ]})");
 
 signal_helper($helper, 'TERM');
 $node->stop;

@@ -1,0 +1,426 @@
+/*
+ * helper/exact_watch.c
+ *	  The hardware-watchpoint source of exact wait timing: one write
+ *	  breakpoint (perf_event_open PERF_TYPE_BREAKPOINT, HW_BREAKPOINT_W,
+ *	  4 bytes) per tracked backend on its PGPROC.wait_event_info, with the
+ *	  perf_event program pgt_exact_watch_hit (bpf/exact_waits.bpf.c)
+ *	  attached; the self-test that says whether breakpoints fire here; the
+ *	  choice of source (--exact-source auto|syscall|watchpoint).
+ *
+ * Races.  A breakpoint is created disabled; the process's `exact_watch`
+ * state (current value, since = now, query id) is written BEFORE the
+ * breakpoint is enabled, so the first hit already has an interval to close.
+ * A write between our read and the enable would leave a stale value: after
+ * enabling we read again and, if no hit was counted yet and the value
+ * differs, seed again.  Backends forked later get their breakpoint when
+ * exact_watch_sync() sees their `pgt_qid` slot (the cluster refresh maps
+ * them within one publication interval, 250 ms); waits before that are
+ * not seen.  Processes that left `pgt_qid` (exited) lose their breakpoint
+ * and state.
+ *
+ * Limits: x86 has 4 debug registers per task; a debugger or another tool
+ * holding them makes creation fail (ENOSPC), as do addresses the kernel
+ * refuses (EINVAL) and missing rights (EACCES/EPERM): each failure is
+ * counted, the last reason kept for the status row, and the process is not
+ * retried.
+ *
+ * Single-threaded (the daemon's loop).
+ */
+#include "exact_watch.h"
+#include "log.h"
+#include "exact_waits.h"
+#include "pgt_trace.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/hw_breakpoint.h>
+#include <linux/perf_event.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#define WATCH_MAX	4096		/* processes watched at once */
+
+typedef struct watch_ent
+{
+	uint32_t	pid;			/* tgid, helper's namespace */
+	uint64_t	addr;			/* watched address */
+	struct bpf_link *link;		/* NULL: creation failed, not retried */
+} watch_ent;
+
+struct exact_watch
+{
+	struct bpf_program *prog;
+	int			state_fd;		/* `exact_watch` */
+	int			qid_fd;			/* `pgt_qid` */
+	watch_ent  *ents;
+	size_t		n;
+	unsigned	failed;
+	char		last_error[96];
+};
+
+static int	source_req = EXACT_SOURCE_SYSCALL;
+
+/*
+ * exact_configure_source
+ *		--exact-source auto|syscall|watchpoint.
+ */
+int
+exact_configure_source(const char *s, char *err, size_t errlen)
+{
+	if (strcmp(s, "auto") == 0)
+		source_req = EXACT_SOURCE_AUTO;
+	else if (strcmp(s, "syscall") == 0)
+		source_req = EXACT_SOURCE_SYSCALL;
+	else if (strcmp(s, "watchpoint") == 0)
+		source_req = EXACT_SOURCE_WATCHPOINT;
+	else
+	{
+		snprintf(err, errlen, "%s: use auto, syscall or watchpoint", s);
+		return -1;
+	}
+	return 0;
+}
+
+int
+exact_source_requested(void)
+{
+	return source_req;
+}
+
+const char *
+exact_source_name(int source)
+{
+	switch (source)
+	{
+		case EXACT_SOURCE_AUTO:
+			return "auto";
+		case EXACT_SOURCE_WATCHPOINT:
+			return "watchpoint";
+		default:
+			return "syscall";
+	}
+}
+
+/*
+ * open_bp
+ *		A disabled 4-byte write breakpoint on addr in process pid (0: the
+ *		calling process), user-space writes only; fd or -errno.
+ */
+static int
+open_bp(pid_t pid, uint64_t addr)
+{
+	struct perf_event_attr attr;
+	int			fd;
+
+	memset(&attr, 0, sizeof(attr));
+	attr.type = PERF_TYPE_BREAKPOINT;
+	attr.size = sizeof(attr);
+	attr.bp_type = HW_BREAKPOINT_W;
+	attr.bp_addr = addr;
+	attr.bp_len = HW_BREAKPOINT_LEN_4;
+	attr.sample_period = 1;
+	attr.disabled = 1;
+	attr.exclude_kernel = 1;
+	attr.exclude_hv = 1;
+	fd = (int) syscall(SYS_perf_event_open, &attr, pid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+/*
+ * exact_watch_selftest
+ *		Does a write breakpoint on one of our own variables fire?  1 when
+ *		it does; reason says what was seen.
+ */
+int
+exact_watch_selftest(char *reason, size_t len)
+{
+	static volatile uint32_t target;
+	uint64_t	hits = 0;
+	int			fd;
+	int			i;
+
+	fd = open_bp(0, (uint64_t) (uintptr_t) &target);
+	if (fd < 0)
+	{
+		snprintf(reason, len, "watchpoints unavailable: perf_event_open(BREAKPOINT): %s",
+				 strerror(-fd));
+		return 0;
+	}
+	(void) ioctl(fd, PERF_EVENT_IOC_RESET, 0);
+	(void) ioctl(fd, PERF_EVENT_IOC_ENABLE, 0);
+	for (i = 0; i < 100; i++)
+		target = (uint32_t) i;
+	(void) ioctl(fd, PERF_EVENT_IOC_DISABLE, 0);
+	if (read(fd, &hits, sizeof(hits)) != (ssize_t) sizeof(hits))
+		hits = 0;
+	close(fd);
+	if (hits == 0)
+	{
+		snprintf(reason, len,
+				 "watchpoints unavailable: breakpoint opened but never fired (0/100 writes)");
+		return 0;
+	}
+	snprintf(reason, len, "watchpoints fire (%llu/100 writes)", (unsigned long long) hits);
+	return 1;
+}
+
+static uint64_t
+mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t) ts.tv_sec * 1000000000ULL + (uint64_t) ts.tv_nsec;
+}
+
+/*
+ * read_mem
+ *		len bytes at addr of process pid; 0 on success.
+ */
+static int
+read_mem(uint32_t pid, uint64_t addr, void *buf, size_t len)
+{
+	char		path[64];
+	ssize_t		got;
+	int			fd;
+
+	snprintf(path, sizeof(path), "/proc/%u/mem", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	got = pread(fd, buf, len, (off_t) addr);
+	close(fd);
+	return got == (ssize_t) len ? 0 : -1;
+}
+
+/*
+ * seed_state
+ *		The process's current value as the open interval, from now.
+ */
+static int
+seed_state(exact_watch *w, uint32_t pid, const struct pgt_qid_slot *slot, uint32_t gen)
+{
+	struct pgt_exact_watch st;
+	int32_t		procpid = 0;
+
+	memset(&st, 0, sizeof(st));
+	st.wait_addr = slot->wait_addr;
+	st.gen = gen;
+	if (read_mem(pid, slot->wait_addr, &st.event, sizeof(st.event)) != 0)
+		return -1;
+	if (st.event != 0 && read_mem(pid, slot->procpid_addr, &procpid, sizeof(procpid)) == 0 &&
+		(uint32_t) procpid == slot->nspid)
+		(void) read_mem(pid, slot->queryid_addr, &st.queryid, sizeof(st.queryid));
+	st.since_ns = mono_ns();
+	return bpf_map_update_elem(w->state_fd, &pid, &st, BPF_ANY);
+}
+
+exact_watch *
+exact_watch_new(struct bpf_program *prog, int state_fd, int qid_fd)
+{
+	exact_watch *w = calloc(1, sizeof(*w));
+
+	if (w == NULL)
+		return NULL;
+	w->ents = calloc(WATCH_MAX, sizeof(*w->ents));
+	if (w->ents == NULL)
+	{
+		free(w);
+		return NULL;
+	}
+	w->prog = prog;
+	w->state_fd = state_fd;
+	w->qid_fd = qid_fd;
+	return w;
+}
+
+static watch_ent *
+find_ent(exact_watch *w, uint32_t pid)
+{
+	size_t		i;
+
+	for (i = 0; i < w->n; i++)
+		if (w->ents[i].pid == pid)
+			return &w->ents[i];
+	return NULL;
+}
+
+/*
+ * add_watch
+ *		Breakpoint for pid: open disabled, seed, enable (attach), re-check.
+ */
+static void
+add_watch(exact_watch *w, uint32_t pid, const struct pgt_qid_slot *slot, uint32_t gen)
+{
+	watch_ent  *e = &w->ents[w->n];
+	struct pgt_exact_watch st;
+	uint32_t	now_val = 0;
+	int			fd;
+	int			err;
+
+	memset(e, 0, sizeof(*e));
+	e->pid = pid;
+	e->addr = slot->wait_addr;
+	w->n++;
+	fd = open_bp((pid_t) pid, slot->wait_addr);
+	if (fd < 0)
+	{
+		if (fd == -ESRCH)
+		{
+			w->n--;				/* exited meanwhile: nothing to report */
+			return;
+		}
+		w->failed++;
+		snprintf(w->last_error, sizeof(w->last_error), "pid %u: %s",
+				 pid, strerror(-fd));
+		log_warn("exact: no watchpoint on pid %u: %s", pid, strerror(-fd));
+		return;
+	}
+	if (seed_state(w, pid, slot, gen) != 0)
+	{
+		close(fd);
+		w->n--;					/* gone (or unreadable): the next sync retries */
+		return;
+	}
+	e->link = bpf_program__attach_perf_event(w->prog, fd);	/* enables it */
+	if (e->link == NULL)
+	{
+		err = errno;
+		close(fd);
+		(void) bpf_map_delete_elem(w->state_fd, &pid);
+		w->failed++;
+		snprintf(w->last_error, sizeof(w->last_error), "pid %u: attach: %s", pid,
+				 strerror(err));
+		log_warn("exact: cannot attach the watchpoint program to pid %u: %s", pid,
+				 strerror(err));
+		return;
+	}
+	log_debug("exact: pid %u: watchpoint on 0x%llx", pid, (unsigned long long) slot->wait_addr);
+	/* a write between the seed and the enable was not seen: seed again */
+	if (read_mem(pid, slot->wait_addr, &now_val, sizeof(now_val)) == 0 &&
+		bpf_map_lookup_elem(w->state_fd, &pid, &st) == 0 && st.hits == 0 &&
+		st.event != now_val)
+		(void) seed_state(w, pid, slot, gen);
+}
+
+/*
+ * drop_at
+ *		Close entry i (breakpoint and state) and remove it from the list.
+ */
+static void
+drop_at(exact_watch *w, size_t i)
+{
+	watch_ent  *e = &w->ents[i];
+
+	bpf_link__destroy(e->link);	/* disables and closes the perf fd */
+	(void) bpf_map_delete_elem(w->state_fd, &e->pid);
+	w->ents[i] = w->ents[w->n - 1];
+	w->n--;
+}
+
+/*
+ * exact_watch_sync
+ *		Breakpoints for the processes `pgt_qid` maps with a wait_event_info
+ *		address and that have none yet; close those of processes that left
+ *		it or exited.  gen: exact_gen of the seeds.  Returns the number
+ *		watched.
+ */
+size_t
+exact_watch_sync(exact_watch *w, uint32_t gen)
+{
+	uint32_t	key;
+	uint32_t	next;
+	uint32_t   *prev = NULL;
+	size_t		i;
+
+	for (i = 0; i < w->n;)
+	{
+		struct pgt_qid_slot slot;
+		watch_ent  *e = &w->ents[i];
+
+		/*
+		 * A live process keeps its PGPROC: only its exit, or a different
+		 * address (the pid was reused), ends the watch.  A slot briefly
+		 * without an address (refresh in progress) does not.
+		 */
+		if ((kill((pid_t) e->pid, 0) != 0 && errno == ESRCH) ||
+			(bpf_map_lookup_elem(w->qid_fd, &e->pid, &slot) == 0 &&
+			 slot.wait_addr != 0 && slot.wait_addr != e->addr))
+		{
+			log_debug("exact: pid %u: watchpoint closed", e->pid);
+			drop_at(w, i);
+		}
+		else
+			i++;
+	}
+	while (bpf_map_get_next_key(w->qid_fd, prev, &next) == 0)
+	{
+		struct pgt_qid_slot slot;
+
+		key = next;
+		prev = &key;
+		if (w->n >= WATCH_MAX)
+			break;
+		if (bpf_map_lookup_elem(w->qid_fd, &key, &slot) != 0 || slot.wait_addr == 0 ||
+			(slot.flags & PGT_QID_INDIRECT) || find_ent(w, key) != NULL)
+			continue;
+		add_watch(w, key, &slot, gen);
+	}
+	return exact_watch_count(w);
+}
+
+/*
+ * exact_watch_clear
+ *		Close every breakpoint and forget every state (end of a window).
+ */
+void
+exact_watch_clear(exact_watch *w)
+{
+	if (w == NULL)
+		return;
+	while (w->n > 0)
+		drop_at(w, w->n - 1);
+}
+
+size_t
+exact_watch_count(const exact_watch *w)
+{
+	size_t		i;
+	size_t		n = 0;
+
+	for (i = 0; w != NULL && i < w->n; i++)
+		if (w->ents[i].link != NULL)
+			n++;
+	return n;
+}
+
+/*
+ * exact_watch_failures
+ *		Creation failures so far; the last one's text in buf.
+ */
+unsigned
+exact_watch_failures(const exact_watch *w, char *buf, size_t len)
+{
+	if (w == NULL)
+		return 0;
+	snprintf(buf, len, "%s", w->last_error);
+	return w->failed;
+}
+
+void
+exact_watch_free(exact_watch *w)
+{
+	if (w == NULL)
+		return;
+	exact_watch_clear(w);
+	free(w->ents);
+	free(w);
+}
