@@ -102,8 +102,14 @@ for my $mode ('simple', 'extended')
 	# Time before parse analysis computes the id (protocol messages, raw
 	# parsing) has none: a few percent, more under the extended protocol,
 	# whose Parse and Bind messages each pass through the backend's loop.
+	# DB time outside pgbench's sessions (this test's own psql connections,
+	# whose start-up has no query id and is slow on a loaded host; background
+	# processes) may all be without an id: what is left is pgbench's.
 	my $q0 = q1("SELECT coalesce(sum(total_ms), 0) FROM pg_tracer_query_events WHERE queryid = 0");
-	cmp_ok($q0, '<', ($mode eq 'simple' ? 0.05 : 0.15) * $db, "$mode: query id 0 has $q0 ms");
+	my $q0_pgbench = $q0 - ($db > $sessions_db ? $db - $sessions_db : 0);
+	cmp_ok($q0_pgbench, '<', ($mode eq 'simple' ? 0.05 : 0.15) * $sessions_db,
+		sprintf('%s: query id 0 has %.0f ms, at most %.0f ms of it in pgbench\'s sessions (of %.0f ms)',
+			$mode, $q0, $q0_pgbench, $sessions_db));
 }
 
 # while pgbench runs, the active view shows it working
