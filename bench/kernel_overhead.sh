@@ -88,6 +88,6 @@ bench_bpf_stats_on
 before=$(bench_bpf_snapshot)
 tps=$(bench_pgbench select "$secs")
 after=$(bench_bpf_snapshot)
-sysctl -qw kernel.bpf_stats_enabled="$bench_old_stats"
+bench_bpf_stats_off
 bench_helper_stop
 bench_bpf_report pgt_k "$secs" "$tps" "$before" "$after" "$others"

@@ -59,6 +59,9 @@ unix_socket_directories = '$bench_dir'
 listen_addresses = ''
 shared_buffers = 16MB
 compute_query_id = on
+checkpoint_timeout = 30min
+max_wal_size = 8GB
+autovacuum = off
 pg_tracer.runtime_dir = '$bench_rt'
 include_if_exists = 'bench_side.conf'
 CONF
@@ -73,9 +76,13 @@ CONF
 bench_psql() { as_pg psql -h "$bench_dir" -p "$bench_port" -XAtq -d postgres -c "$1"; }
 
 # bench_pgbench select|tpcb SECONDS -> TPS
+#	Each run starts after a CHECKPOINT, and none falls inside a run
+#	(checkpoint_timeout and max_wal_size above), nor autovacuum: on a small
+#	VM those would decide a TPC-B run's TPS more than what is measured.
 bench_pgbench() {
 	local f=(-c "$bench_clients" -j "$bench_clients" -T "$2" -h "$bench_dir" -p "$bench_port" postgres)
 	[ "$1" = select ] && f=(-S "${f[@]}")
+	bench_psql CHECKPOINT >/dev/null
 	as_pg pgbench "${f[@]}" 2>/dev/null | awk '/^tps/ {print $3; exit}'
 }
 
@@ -113,12 +120,15 @@ bench_ratio() { echo "$1 / $2" | bc -l; }
 # B-A so that a drift of the host's load cancels out of the median ratio.
 bench_a_first() { [ $(($1 % 2)) -eq 1 ]; }
 
-# bench_bpf_stats_on: run_time_ns / run_cnt are counted from here on (put
-# back at exit)
+# bench_bpf_stats_on / _off: run_time_ns / run_cnt are counted in between
+# (put back at exit).  Counting costs two clock reads per program run, so
+# the TPS pairs run with it off, and the cost report comes from a run of
+# its own.
 bench_bpf_stats_on() {
-	bench_old_stats=$(sysctl -n kernel.bpf_stats_enabled)
+	[ -n "$bench_old_stats" ] || bench_old_stats=$(sysctl -n kernel.bpf_stats_enabled)
 	sysctl -qw kernel.bpf_stats_enabled=1
 }
+bench_bpf_stats_off() { sysctl -qw kernel.bpf_stats_enabled=0; }
 
 # bench_bpf_snapshot -> JSON of every loaded program (for bench_bpf_report)
 bench_bpf_snapshot() { bpftool prog show -j; }

@@ -1,21 +1,25 @@
 # 042_exact_crossval.pl — the sampled tier against the exact tier over one
 # pgbench TPC-B run (helper in --mode full, pg_tracer_reset() at the
 # start): each event's share of non-idle wait time (client backends),
-# sampled vs exact, and the top 5 events by time.
+# sampled vs exact, and the top 5 events by time.  The issue's criterion:
+# every share within 2 percentage points, top-5 overlap >= 4.
 #
-# OFF by default: on the shared 2-core development VM the issue's criterion
-# (every share within 2 percentage points, top-5 overlap >= 4) is not met
-# reliably by either exact source, and not even a 4-point bound is.
-# Measured, largest difference per run: syscall tagging (with preempted
-# time) 2.8, 2.8, 2.0, 2.1, and 4.8 inside a full suite run beside other
-# engineers' pgbench; watchpoints 2.4, 3.4, 0.3; top-5 overlap 4..5 in all.
-# Syscall tagging before it counted preempted time: 6.8.
+# Against what: the watchpoint source by default, which times every
+# transition of wait_event_info, i.e. exactly the span the sampler samples.
+# Where breakpoints do not fire the test skips with that reason.  System-call
+# tagging times the blocking system call (plus preempted time), not the
+# user-space part of a wait's span, so short waits (page-cache reads, WAL
+# writes) come out smaller than the sampler's and long lock waits take a
+# larger share: measured 5.4 points on Lock:transactionid (67.8 % vs
+# 62.4 %) at 1000 Hz on a quiet host, where the watchpoint source gave
+# 0.8, 0.7 and 1.1 points.  That bias is the documented property of the
+# cheaper source, so its comparison is opt-in:
 #
-#   PGT_CROSSVAL=1      the issue's criterion
-#   PGT_CROSSVAL=loose  shares within 4 points, every event with >= 5% of
-#                       the exact wait time in the sampled top 5, top-5
-#                       overlap >= 3
-#   PGT_CROSSVAL_SOURCE=watchpoint  against the watchpoint source
+#   PGT_CROSSVAL_SOURCE=syscall  against system-call tagging
+#   PGT_CROSSVAL=loose           shares within 4 points, every event with
+#                                >= 5% of the exact wait time in the sampled
+#                                top 5, top-5 overlap >= 3
+#   PGT_CROSSVAL_RATE, PGT_CROSSVAL_SECS  sampling rate and run length
 use strict;
 use warnings;
 use FindBin;
@@ -27,21 +31,36 @@ use Time::HiRes qw(time sleep);
 
 plan skip_all => 'root helper not reachable (run through scripts/test.sh)'
   unless helper_available();
-plan skip_all => 'cross-validation is off by default (PGT_CROSSVAL=1 or loose runs it; see the header)'
-  unless $ENV{PGT_CROSSVAL};
-my $strict = $ENV{PGT_CROSSVAL} eq 'loose' ? 0 : 1;
+my $strict = ($ENV{PGT_CROSSVAL} // '') eq 'loose' ? 0 : 1;
+my $source = $ENV{PGT_CROSSVAL_SOURCE} // 'watchpoint';
 my $bound = $strict ? 2 : 4;
 
+# The sampler's share of an event is an estimate: its error falls with the
+# number of samples, so the comparison samples at RATE Hz over SECS s
+# (defaults 1000 Hz, 20 s: about 80,000 backend samples) to let a bias of
+# either tier show rather than the sampling noise.
+my $rate = $ENV{PGT_CROSSVAL_RATE} // 1000;
+my $secs = $ENV{PGT_CROSSVAL_SECS} // 20;
 my ($node, $rt) = tracer_node('crossval',
-	conf => "pg_tracer.sample_rate = 100\nshared_buffers = 16MB\nsynchronous_commit = on\n");
+	conf => "pg_tracer.sample_rate = $rate\nshared_buffers = 16MB\nsynchronous_commit = on\n");
 $node->safe_psql('postgres', 'CREATE EXTENSION pg_tracer');
 sub q1 { return $node->safe_psql('postgres', $_[0]); }
 $node->command_ok([ 'pgbench', '-i', '-s', '5', '-q', '-h', $node->host, '-p', $node->port, 'postgres' ],
 	'pgbench initialised');
 
-my $helper = start_helper($node, $rt, '--mode', 'full', '--probes', 'exact', '--exact-source', $ENV{PGT_CROSSVAL_SOURCE} // 'syscall');
+my $helper = start_helper($node, $rt, '--mode', 'full', '--probes', 'exact', '--exact-source', $source);
 ok(defined wait_until(sub { q1('SELECT helper_connected FROM pg_tracer_status()') eq 't' }, 20),
 	'helper connected (full mode)');
+my $mech = q1("SELECT mechanism || ': ' || reason FROM pg_tracer_probes WHERE probe_set = 'exact'");
+note "exact source: $mech";
+if ($source eq 'watchpoint' && $mech !~ /^hardware watchpoints/)
+{
+	diag "no comparison: hardware breakpoints are not usable here ($mech)";
+	signal_helper($helper, 'TERM');
+	$node->stop;
+	done_testing();
+	exit 0;
+}
 sleep(1.5);
 q1('SELECT pg_tracer_reset()');
 # client backends only on both sides (background processes' own waits,
@@ -52,8 +71,8 @@ my $exact_q = "SELECT wait_event_type || ':' || wait_event, sum(total_ms) FROM p
 # exact totals before the run, to take the run's difference
 my %x0 = map { my ($e, $t) = split /\|/; ($e => $t) } split /\n/,
   q1($exact_q);
-$node->command_ok([ 'pgbench', '-c', '4', '-j', '2', '-T', '15', '-h', $node->host, '-p', $node->port, 'postgres' ],
-	'pgbench TPC-B, 4 clients, 15 s');
+$node->command_ok([ 'pgbench', '-c', '4', '-j', '2', '-T', $secs, '-h', $node->host, '-p', $node->port, 'postgres' ],
+	"pgbench TPC-B, 4 clients, $secs s, sampled at $rate Hz");
 sleep(1.5);
 my %x = map { my ($e, $t) = split /\|/; ($e => $t - ($x0{$e} // 0)) } split /\n/,
   q1($exact_q);
