@@ -687,11 +687,9 @@ tranche_name(uint32_t pm, uint64_t addr, char *name, size_t len)
 		char		name[ENG_NAME_LEN];
 	}			cache[128];
 	static size_t ncache;
-	char		path[64];
 	char		buf[ENG_NAME_LEN];
 	size_t		i;
-	ssize_t		n = -1;
-	int			fd;
+	ssize_t		n;
 
 	for (i = 0; i < ncache; i++)
 		if (cache[i].pm == pm && cache[i].addr == addr)
@@ -699,13 +697,7 @@ tranche_name(uint32_t pm, uint64_t addr, char *name, size_t len)
 			memcpy(name, cache[i].name, len < ENG_NAME_LEN ? len : ENG_NAME_LEN);
 			return;
 		}
-	snprintf(path, sizeof(path), "/proc/%u/mem", pm);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd >= 0)
-	{
-		n = pread(fd, buf, sizeof(buf), (off_t) addr);
-		close(fd);
-	}
+	n = procfs_mem_pread((pid_t) pm, addr, buf, sizeof(buf));
 	memset(name, 0, len);
 	if (n <= 0)
 	{

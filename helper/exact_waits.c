@@ -59,35 +59,6 @@ typedef struct exact_priv
 /* The running instance, for the escalation switch (one per helper). */
 static exact_priv *running;
 
-static uint64_t
-mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t) ts.tv_sec * 1000000000ULL + (uint64_t) ts.tv_nsec;
-}
-
-/*
- * read_mem
- *		Read len bytes at addr of process pid's memory; 0 on success.
- */
-static int
-read_mem(uint32_t pid, uint64_t addr, void *buf, size_t len)
-{
-	char		path[64];
-	ssize_t		got;
-	int			fd;
-
-	snprintf(path, sizeof(path), "/proc/%u/mem", pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	got = pread(fd, buf, len, (off_t) addr);
-	close(fd);
-	return got == (ssize_t) len ? 0 : -1;
-}
-
 /*
  * seed_waits
  *		One `exact_seeds` entry per mapped process that is waiting now.
@@ -99,7 +70,7 @@ seed_waits(exact_priv *p)
 	uint32_t	key;
 	uint32_t	next;
 	uint32_t   *prev = NULL;
-	uint64_t	now = mono_ns();
+	uint64_t	now = exact_mono_ns();
 	int			n = 0;
 
 	if (p->qid_fd < 0)
@@ -115,15 +86,15 @@ seed_waits(exact_priv *p)
 		prev = &key;
 		if (bpf_map_lookup_elem(p->qid_fd, &key, &slot) != 0 || slot.wait_addr == 0)
 			continue;
-		if (read_mem(key, slot.wait_addr, &wei, sizeof(wei)) != 0 || wei == 0)
+		if (procfs_mem_read(key, slot.wait_addr, &wei, sizeof(wei)) != 0 || wei == 0)
 			continue;
 		memset(&seed, 0, sizeof(seed));
 		seed.start_ns = now;
 		seed.event = wei;
 		seed.pid = key;
-		if (read_mem(key, slot.procpid_addr, &procpid, sizeof(procpid)) == 0 &&
+		if (procfs_mem_read(key, slot.procpid_addr, &procpid, sizeof(procpid)) == 0 &&
 			(uint32_t) procpid == slot.nspid)
-			(void) read_mem(key, slot.queryid_addr, &seed.queryid, sizeof(seed.queryid));
+			(void) procfs_mem_read(key, slot.queryid_addr, &seed.queryid, sizeof(seed.queryid));
 		/* backends are single-threaded: the thread id is the pid */
 		if (bpf_map_update_elem(seeds_fd, &key, &seed, BPF_ANY) == 0)
 			n++;
@@ -155,7 +126,7 @@ sample_sessions(exact_priv *p, uint32_t *active, uint32_t *locked)
 		key = next;
 		prev = &key;
 		if (bpf_map_lookup_elem(p->qid_fd, &key, &slot) != 0 || slot.wait_addr == 0 ||
-			read_mem(key, slot.wait_addr, &wei, sizeof(wei)) != 0)
+			procfs_mem_read(key, slot.wait_addr, &wei, sizeof(wei)) != 0)
 			continue;
 		if ((wei & 0xFF000000) == 0x05000000 || wei == 0x06000000)
 			continue;			/* Activity, Client:ClientRead: idle */
@@ -215,7 +186,7 @@ watch_switch(exact_priv *p, int on)
 
 		__atomic_store_n(&p->skel->bss->exact_on, 1, __ATOMIC_SEQ_CST);
 		n = exact_watch_sync(p->w, gen);
-		p->last_sync_ns = mono_ns();
+		p->last_sync_ns = exact_mono_ns();
 		log_debug("exact: on, %zu backends watched", n);
 	}
 	else
@@ -236,7 +207,7 @@ watch_tick(pset_inst *in, exact_priv *p)
 {
 	char		last[96];
 	unsigned	failed;
-	uint64_t	now = mono_ns();
+	uint64_t	now = exact_mono_ns();
 
 	if (p->source != EXACT_SOURCE_WATCHPOINT || now - p->last_sync_ns < 200000000ULL)
 		return;

@@ -28,6 +28,7 @@
  */
 #include "exact_watch.h"
 #include "log.h"
+#include "procfs.h"
 #include "exact_waits.h"
 #include "pgt_trace.h"
 
@@ -172,33 +173,17 @@ exact_watch_selftest(char *reason, size_t len)
 	return 1;
 }
 
-static uint64_t
-mono_ns(void)
+/*
+ * exact_mono_ns
+ *		CLOCK_MONOTONIC in nanoseconds, the clock of bpf_ktime_get_ns().
+ */
+uint64_t
+exact_mono_ns(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t) ts.tv_sec * 1000000000ULL + (uint64_t) ts.tv_nsec;
-}
-
-/*
- * read_mem
- *		len bytes at addr of process pid; 0 on success.
- */
-static int
-read_mem(uint32_t pid, uint64_t addr, void *buf, size_t len)
-{
-	char		path[64];
-	ssize_t		got;
-	int			fd;
-
-	snprintf(path, sizeof(path), "/proc/%u/mem", pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	got = pread(fd, buf, len, (off_t) addr);
-	close(fd);
-	return got == (ssize_t) len ? 0 : -1;
 }
 
 /*
@@ -214,12 +199,12 @@ seed_state(exact_watch *w, uint32_t pid, const struct pgt_qid_slot *slot, uint32
 	memset(&st, 0, sizeof(st));
 	st.wait_addr = slot->wait_addr;
 	st.gen = gen;
-	if (read_mem(pid, slot->wait_addr, &st.event, sizeof(st.event)) != 0)
+	if (procfs_mem_read(pid, slot->wait_addr, &st.event, sizeof(st.event)) != 0)
 		return -1;
-	if (st.event != 0 && read_mem(pid, slot->procpid_addr, &procpid, sizeof(procpid)) == 0 &&
+	if (st.event != 0 && procfs_mem_read(pid, slot->procpid_addr, &procpid, sizeof(procpid)) == 0 &&
 		(uint32_t) procpid == slot->nspid)
-		(void) read_mem(pid, slot->queryid_addr, &st.queryid, sizeof(st.queryid));
-	st.since_ns = mono_ns();
+		(void) procfs_mem_read(pid, slot->queryid_addr, &st.queryid, sizeof(st.queryid));
+	st.since_ns = exact_mono_ns();
 	return bpf_map_update_elem(w->state_fd, &pid, &st, BPF_ANY);
 }
 
@@ -305,7 +290,7 @@ add_watch(exact_watch *w, uint32_t pid, const struct pgt_qid_slot *slot, uint32_
 	}
 	log_debug("exact: pid %u: watchpoint on 0x%llx", pid, (unsigned long long) slot->wait_addr);
 	/* a write between the seed and the enable was not seen: seed again */
-	if (read_mem(pid, slot->wait_addr, &now_val, sizeof(now_val)) == 0 &&
+	if (procfs_mem_read(pid, slot->wait_addr, &now_val, sizeof(now_val)) == 0 &&
 		bpf_map_lookup_elem(w->state_fd, &pid, &st) == 0 && st.hits == 0 &&
 		st.event != now_val)
 		(void) seed_state(w, pid, slot, gen);

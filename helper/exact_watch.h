@@ -28,5 +28,6 @@ extern void exact_watch_clear(exact_watch *w);
 extern size_t exact_watch_count(const exact_watch *w);
 extern unsigned exact_watch_failures(const exact_watch *w, char *buf, size_t len);
 extern void exact_watch_free(exact_watch *w);
+extern uint64_t exact_mono_ns(void);
 
 #endif							/* PGT_HELPER_EXACT_WATCH_H */

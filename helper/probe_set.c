@@ -10,6 +10,7 @@
 
 #include "log.h"
 #include "pg_symbols.h"
+#include "procfs.h"
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -488,21 +489,13 @@ pset_wait_addr(pid_t postmaster, const pgt_layout *layout, uint32_t nspid)
 	if (wait_buf == NULL || wait_buf_pm != postmaster || wait_buf_gen != wait_refresh_gen ||
 		wait_buf_len != len)
 	{
-		char		path[64];
 		unsigned char *nb = realloc(wait_buf, len);
-		ssize_t		got;
-		int			fd;
 
 		if (nb == NULL)
 			return 0;
 		wait_buf = nb;
 		wait_buf_len = 0;
-		snprintf(path, sizeof(path), "/proc/%d/mem", (int) postmaster);
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		got = fd >= 0 ? pread(fd, wait_buf, len, (off_t) layout->proc_array) : -1;
-		if (fd >= 0)
-			close(fd);
-		if (got != (ssize_t) len)
+		if (procfs_mem_read(postmaster, layout->proc_array, wait_buf, len) != 0)
 			return 0;
 		wait_buf_len = len;
 		wait_buf_pm = postmaster;
@@ -569,11 +562,9 @@ int
 pset_qid_refresh(pset_runtime *rt, pid_t postmaster, const pgt_layout *layout,
 				 const uint32_t *pids, const uint32_t *nspids, size_t npids)
 {
-	char		path[64];
 	unsigned char *buf;
 	size_t		len;
 	ssize_t		got;
-	int			fd;
 	int			mapped = 0;
 	size_t		i;
 	uint32_t	s;
@@ -597,16 +588,12 @@ pset_qid_refresh(pset_runtime *rt, pid_t postmaster, const pgt_layout *layout,
 	buf = malloc(len);
 	if (buf == NULL)
 		return -1;
-	snprintf(path, sizeof(path), "/proc/%d/mem", (int) postmaster);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	got = fd >= 0 ? pread(fd, buf, len, (off_t) layout->beentry_array) : -1;
-	if (fd >= 0)
-		close(fd);
+	got = procfs_mem_pread(postmaster, layout->beentry_array, buf, len);
 	if (got != (ssize_t) len)
 	{
 		rt->qid_state = PGT_PROBE_DEGRADED;
 		snprintf(rt->qid_reason, sizeof(rt->qid_reason),
-				 "cannot read BackendStatusArray in %s: %s", path,
+				 "cannot read BackendStatusArray in /proc/%d/mem: %s", (int) postmaster,
 				 got < 0 ? strerror(errno) : "short read");
 		free(buf);
 		return -1;

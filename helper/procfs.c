@@ -534,3 +534,39 @@ procfs_start_us(const proc_stat *st)
 	}
 	return procfs_ticks_to_realtime_us(st->starttime, hz, procfs_boot_to_real_us());
 }
+
+/*
+ * procfs_mem_pread
+ *		Up to len bytes at addr of process pid's memory, through
+ *		/proc/<pid>/mem (ptrace access: root or CAP_SYS_PTRACE).  Returns the
+ *		bytes read, or -1 with errno set (process gone, address unmapped).
+ */
+ssize_t
+procfs_mem_pread(pid_t pid, uint64_t addr, void *buf, size_t len)
+{
+	char		path[64];
+	ssize_t		got;
+	int			fd;
+	int			save;
+
+	snprintf(path, sizeof(path), "/proc/%d/mem", (int) pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	got = pread(fd, buf, len, (off_t) addr);
+	save = errno;
+	close(fd);
+	errno = save;
+	return got;
+}
+
+/*
+ * procfs_mem_read
+ *		Exactly len bytes at addr of process pid's memory: 0, or -1 when
+ *		fewer could be read.
+ */
+int
+procfs_mem_read(pid_t pid, uint64_t addr, void *buf, size_t len)
+{
+	return procfs_mem_pread(pid, addr, buf, len) == (ssize_t) len ? 0 : -1;
+}
