@@ -34,7 +34,7 @@ run_base() { bench_helper_start --probes none --anomaly off; ta=$(bench_pgbench 
 run_full() { # run_full MODE: tb; adds waits/s
 	local w
 	bench_helper_start --probes exact --anomaly off --mode full "${exact_args[@]}"
-	tb=$(bench_pgbench "$1" "$secs")
+	bench_helper_pgbench "$1" "$secs"
 	w=$(waits)
 	bench_helper_stop
 	rate_sum[$1]=$(echo "${rate_sum[$1]:-0} + $w / $secs" | bc -l)
@@ -61,7 +61,8 @@ for i in $(seq "$pairs"); do
 		ratio=$(bench_ratio "$tb" "$ta")
 		if [ "$mode" = select ]; then sel_a+=("$ta"); sel_b+=("$tb"); sel_r+=("$ratio")
 		else tpcb_a+=("$ta"); tpcb_b+=("$tb"); tpcb_r+=("$ratio"); fi
-		printf 'pair %d %-6s: baseline %.1f tps, full %.1f tps, ratio %.3f\n' "$i" "$mode" "$ta" "$tb" "$ratio"
+		printf 'pair %d %-6s: baseline %.1f tps, full %.1f tps, ratio %.3f, helper cpu %.1f%%\n' \
+			"$i" "$mode" "$ta" "$tb" "$ratio" "$helper_cpu"
 	done
 done
 printf '\nselect-only: median baseline %.1f, full %.1f tps, median ratio %.3f (target >= 0.95)\n' \

@@ -35,7 +35,7 @@ run_off() { bench_helper_start --probes none; ta=$(bench_pgbench "$1" "$secs"); 
 run_on() { # run_on MODE PROBES: tb, and the sets' event rates added up
 	local s e
 	bench_helper_start --probes "$2"
-	tb=$(bench_pgbench "$1" "$secs")
+	bench_helper_pgbench "$1" "$secs"
 	while read -r s e; do
 		rate_sum[$1.$s]=$(echo "${rate_sum[$1.$s]:-0} + $e / $secs" | bc -l)
 	done < <(events)
@@ -52,7 +52,8 @@ for i in $(seq "$pairs"); do
 		ratio=$(bench_ratio "$tb" "$ta")
 		if [ "$mode" = select ]; then sel_a+=("$ta"); sel_b+=("$tb"); sel_r+=("$ratio")
 		else tpcb_a+=("$ta"); tpcb_b+=("$tb"); tpcb_r+=("$ratio"); fi
-		printf 'pair %d %-6s: off %.1f tps, %s on %.1f tps, ratio %.3f\n' "$i" "$mode" "$ta" "$sets_on" "$tb" "$ratio"
+		printf 'pair %d %-6s: off %.1f tps, on %.1f tps, ratio %.3f, helper cpu %.1f%%\n' \
+			"$i" "$mode" "$ta" "$tb" "$ratio" "$helper_cpu"
 	done
 done
 printf '\nselect-only: median off %.1f, on %.1f tps, median ratio %.3f (target >= 0.90)\n' \

@@ -13,12 +13,20 @@
 #   PORT        cluster port (default: the caller's)
 #   CLIENTS     pgbench clients and threads (default 2)
 #   SCALE       pgbench scale (default 10: 150 MB, larger than shared_buffers)
+#   SYNC_COMMIT synchronous_commit of the cluster (default off).  On the
+#               development VM a commit's fsync swings so much from run to
+#               run (TPC-B with `none` against `none`: 705 and 1018 TPS two
+#               minutes apart) that it, not the probes, decides a TPC-B
+#               ratio; with it off TPC-B is CPU-bound, with more system calls
+#               and context switches per second: the harder case for probe
+#               overhead.  SYNC_COMMIT=on measures the fsync-bound variant.
 
 [ "$(id -u)" -eq 0 ] || { echo "run as root" >&2; exit 1; }
 bench_bindir=${PG_BINDIR:-/usr/lib/postgresql/15/bin}
 bench_helper_bin=${HELPER:-/usr/local/sbin/pg-tracer}
 bench_clients=${CLIENTS:-2}
 bench_scale=${SCALE:-10}
+bench_sync_commit=${SYNC_COMMIT:-off}
 export PATH=$bench_bindir:$PATH
 bench_dir=
 bench_port=
@@ -59,6 +67,7 @@ unix_socket_directories = '$bench_dir'
 listen_addresses = ''
 shared_buffers = 16MB
 compute_query_id = on
+synchronous_commit = $bench_sync_commit
 checkpoint_timeout = 30min
 max_wal_size = 8GB
 autovacuum = off
@@ -76,14 +85,17 @@ CONF
 bench_psql() { as_pg psql -h "$bench_dir" -p "$bench_port" -XAtq -d postgres -c "$1"; }
 
 # bench_pgbench select|tpcb SECONDS -> TPS
-#	Each run starts after a CHECKPOINT, and none falls inside a run
-#	(checkpoint_timeout and max_wal_size above), nor autovacuum: on a small
-#	VM those would decide a TPC-B run's TPS more than what is measured.
+#	Each run starts after a CHECKPOINT and a 2 s run of the same kind that
+#	is thrown away, and no checkpoint falls inside a run (checkpoint_timeout
+#	and max_wal_size above), nor autovacuum: on a small VM those, and
+#	whatever ran just before (in pairs without it, the run that followed a
+#	TPC-B run was the slower one), would decide the TPS more than the probes.
 bench_pgbench() {
-	local f=(-c "$bench_clients" -j "$bench_clients" -T "$2" -h "$bench_dir" -p "$bench_port" postgres)
+	local f=(-c "$bench_clients" -j "$bench_clients" -h "$bench_dir" -p "$bench_port" postgres)
 	[ "$1" = select ] && f=(-S "${f[@]}")
 	bench_psql CHECKPOINT >/dev/null
-	as_pg pgbench "${f[@]}" 2>/dev/null | awk '/^tps/ {print $3; exit}'
+	as_pg pgbench -T 2 "${f[@]}" >/dev/null 2>&1
+	as_pg pgbench -T "$2" "${f[@]}" 2>/dev/null | awk '/^tps/ {print $3; exit}'
 }
 
 # bench_helper_start [daemon args...]
@@ -108,6 +120,16 @@ bench_helper_stop() {
 
 # bench_cpu_ticks PID -> user + system clock ticks of that process
 bench_cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+
+# bench_helper_pgbench select|tpcb SECONDS: sets tb (TPS) and helper_cpu
+# (the running helper's CPU over the run, % of one core)
+bench_helper_pgbench() {
+	local t0 t1
+	t0=$(bench_cpu_ticks "$bench_helper_pid")
+	tb=$(bench_pgbench "$1" "$2")
+	t1=$(bench_cpu_ticks "$bench_helper_pid")
+	helper_cpu=$(echo "($t1 - $t0) / $(getconf CLK_TCK) / $2 * 100" | bc -l)
+}
 
 bench_median() {
 	printf '%s\n' "$@" | sort -g |
