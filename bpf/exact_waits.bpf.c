@@ -207,13 +207,9 @@ add_time(__u32 tgid, __u32 pm, __u32 event, __u64 qid, __u64 ns)
 static __always_inline __u64
 slot_qid(struct pgt_qid_slot *slot)
 {
-	__s32		procpid = 0;
-	__u64		qid = 0;
+	__u64		qid;
 
-	if (bpf_probe_read_user(&procpid, sizeof(procpid), (void *) slot->procpid_addr) != 0 ||
-		(__u32) procpid != slot->nspid)
-		return 0;
-	if (bpf_probe_read_user(&qid, sizeof(qid), (void *) slot->queryid_addr) != 0)
+	if (pgt_read_qid(slot->procpid_addr, slot->nspid, slot->queryid_addr, &qid) != 0)
 		return 0;
 	slot->last_qid = qid;
 	return qid;
@@ -261,14 +257,9 @@ task_state(__u32 tgid)
 static __always_inline __u64
 state_qid(struct wait_start *s)
 {
-	__s32		procpid = 0;
-	__u64		qid = 0;
+	__u64		qid;
 
-	if (bpf_probe_read_user(&procpid, sizeof(procpid), (void *) s->procpid_addr) != 0 ||
-		(__u32) procpid != s->nspid)
-		return 0;
-	if (bpf_probe_read_user(&qid, sizeof(qid), (void *) s->queryid_addr) != 0)
-		return 0;
+	pgt_read_qid(s->procpid_addr, s->nspid, s->queryid_addr, &qid);
 	return qid;
 }
 

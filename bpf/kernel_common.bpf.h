@@ -182,7 +182,6 @@ static __always_inline __u64
 pgt_task_qid(__u32 tgid, struct pgt_qid_cache *c)
 {
 	struct pgt_qid_slot *slot;
-	__s32		procpid = 0;
 	__u64		qid = 0;
 
 	if (c->addr)
@@ -201,10 +200,7 @@ pgt_task_qid(__u32 tgid, struct pgt_qid_cache *c)
 	slot = bpf_map_lookup_elem(&pgt_qid, &tgid);
 	if (!slot)
 		return pgt_current_qid(tgid);	/* maps the slot when it can */
-	if (bpf_probe_read_user(&procpid, sizeof(procpid), (void *) slot->procpid_addr) != 0 ||
-		(__u32) procpid != slot->nspid)
-		return 0;
-	if (bpf_probe_read_user(&qid, sizeof(qid), (void *) slot->queryid_addr) != 0)
+	if (pgt_read_qid(slot->procpid_addr, slot->nspid, slot->queryid_addr, &qid) != 0)
 		return 0;
 	c->addr = slot->queryid_addr;
 	c->last = qid;

@@ -58,6 +58,31 @@ pgt_tracked_pm(__u32 tgid)
 }
 
 /*
+ * pgt_read_qid
+ *		Into *qid the st_query_id at queryid_addr, provided the slot's
+ *		st_procpid (at procpid_addr) still holds nspid, the process's pid as
+ *		PostgreSQL knows it (a slot is reused by the next backend).  0 when
+ *		read (the id may be 0: between statements), -1 when not.  Two
+ *		user-memory reads in the current task's address space.
+ */
+static __always_inline int
+pgt_read_qid(__u64 procpid_addr, __u32 nspid, __u64 queryid_addr, __u64 *qid)
+{
+	__s32		procpid = 0;
+
+	*qid = 0;
+	if (bpf_probe_read_user(&procpid, sizeof(procpid), (void *) procpid_addr) != 0 ||
+		(__u32) procpid != nspid)
+		return -1;
+	if (bpf_probe_read_user(qid, sizeof(*qid), (void *) queryid_addr) != 0)
+	{
+		*qid = 0;
+		return -1;
+	}
+	return 0;
+}
+
+/*
  * pgt_current_qid
  *		The query id the current process (a tracked backend, running in its
  *		own context) is executing: read from its PgBackendStatus in shared
@@ -98,10 +123,7 @@ pgt_current_qid(__u32 tgid)
 		bpf_map_update_elem(&pgt_qid, &tgid, &n, BPF_NOEXIST);
 		return qid;
 	}
-	if (bpf_probe_read_user(&procpid, sizeof(procpid), (void *) s->procpid_addr) != 0 ||
-		(__u32) procpid != s->nspid)
-		return 0;
-	if (bpf_probe_read_user(&qid, sizeof(qid), (void *) s->queryid_addr) != 0)
+	if (pgt_read_qid(s->procpid_addr, s->nspid, s->queryid_addr, &qid) != 0)
 		return 0;
 	s->last_qid = qid;
 	return qid;

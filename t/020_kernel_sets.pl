@@ -70,16 +70,6 @@ sub session
 	return ($s, $pid);
 }
 
-sub proc_field
-{
-	my ($path, $re) = @_;
-	open my $fh, '<', $path or die "$path: $!";
-	local $/;
-	my $t = <$fh>;
-	close $fh;
-	return $t =~ $re ? $1 : die "no match in $path";
-}
-
 sub stat_faults
 {
 	my ($pid) = @_;

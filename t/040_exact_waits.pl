@@ -136,12 +136,7 @@ is(q1("SELECT exact_total_ms FROM pg_tracer_query_events
   if q1("SELECT count(*) FROM pg_tracer_query_events WHERE queryid = $qid AND wait_event = 'relation'") > 0;
 
 # a scan of a table larger than shared_buffers: reads vs IO:DataFileRead
-sub syscr
-{
-	open my $fh, '<', "/proc/$pid/io" or return undef;
-	my ($v) = map { /^syscr: (\d+)/ ? $1 : () } <$fh>;
-	return $v;
-}
+sub syscr { return proc_field("/proc/$pid/io", qr/^syscr: (\d+)/m); }
 my $dfr0 = q1("SELECT coalesce(sum(waits), 0) FROM pg_tracer_exact_waits()
 	WHERE pid = $pid AND wait_event = 'DataFileRead'");
 my $r0 = syscr();

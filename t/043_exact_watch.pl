@@ -120,12 +120,7 @@ is($n2 - $n1, 2, 'pg_sleep entered with the latch set: two PgSleep waits (one wi
 ok(within($t2ms - $t1ms, 300, 0.10), sprintf('their total is the sleep: %.1f ms', $t2ms - $t1ms));
 
 # cold reads vs read calls
-sub syscr
-{
-	open my $fh, '<', "/proc/$pid/io" or return undef;
-	my ($v) = map { /^syscr: (\d+)/ ? $1 : () } <$fh>;
-	return $v;
-}
+sub syscr { return proc_field("/proc/$pid/io", qr/^syscr: (\d+)/m); }
 my $d0 = q1("SELECT coalesce(sum(waits), 0) FROM pg_tracer_exact_waits()
 	WHERE pid = $pid AND wait_event = 'DataFileRead'");
 my $r0 = syscr();

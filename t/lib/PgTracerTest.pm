@@ -17,7 +17,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 
 our @EXPORT = qw(tracer_node start_helper signal_helper run_helper
-  wait_until helper_available segment_path);
+  wait_until helper_available segment_path proc_field);
 
 # scripts/test.sh always sets PG_TRACER_CTL; without it the helper tests skip.
 my @CTL = split ' ', ($ENV{PG_TRACER_CTL} // 'false');
@@ -101,6 +101,18 @@ sub segment_path
 	my ($node, $rt, $suffix) = @_;
 	my @st = stat($node->data_dir) or die "stat: $!";
 	return sprintf('%s/pgt-%x-%x%s', $rt, $st[0], $st[1], $suffix // '.seg');
+}
+
+# The first capture of RE in the file at PATH (a /proc file: ground truth
+# read beside the helper's figures); dies when the file or the match is missing.
+sub proc_field
+{
+	my ($path, $re) = @_;
+	open my $fh, '<', $path or die "$path: $!";
+	local $/;
+	my $t = <$fh>;
+	close $fh;
+	return $t =~ $re ? $1 : die "no match in $path";
 }
 
 1;
