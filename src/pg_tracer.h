@@ -86,6 +86,7 @@ extern void pgt_require_preload(void);
 /* worker.c */
 extern PGDLLEXPORT void pgt_worker_main(Datum main_arg);
 extern void pgt_register_worker(void);
+extern void pgt_register_bgworker(const char *function, const char *name);
 
 /* layout_writer.c */
 extern void pgt_layout_path(char *out, size_t outlen);

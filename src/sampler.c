@@ -166,18 +166,7 @@ static void gc_sessions(TimestampTz now);
 void
 pgt_register_sampler(void)
 {
-	BackgroundWorker worker;
-
-	memset(&worker, 0, sizeof(worker));
-	worker.bgw_flags = BGWORKER_SHMEM_ACCESS |
-		BGWORKER_BACKEND_DATABASE_CONNECTION;
-	worker.bgw_start_time = BgWorkerStart_ConsistentState;
-	worker.bgw_restart_time = 1;
-	strlcpy(worker.bgw_library_name, "pg_tracer", BGW_MAXLEN);
-	strlcpy(worker.bgw_function_name, "pgt_sampler_main", BGW_MAXLEN);
-	strlcpy(worker.bgw_name, "pg_tracer sampler", BGW_MAXLEN);
-	strlcpy(worker.bgw_type, "pg_tracer sampler", BGW_MAXLEN);
-	RegisterBackgroundWorker(&worker);
+	pgt_register_bgworker("pgt_sampler_main", "pg_tracer sampler");
 }
 
 /*

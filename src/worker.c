@@ -42,11 +42,14 @@
 static void pgt_worker_write_layout(bool first_attempt);
 
 /*
- * pgt_register_worker
- *		Register the background worker; called from _PG_init.
+ * pgt_register_bgworker
+ *		Register one of pg_tracer's background workers (entry point
+ *		`function` of this library, shown as `name`): shared memory, started
+ *		once the cluster is consistent, restarted 1 s after it dies.  Called
+ *		from _PG_init.
  */
 void
-pgt_register_worker(void)
+pgt_register_bgworker(const char *function, const char *name)
 {
 	BackgroundWorker worker;
 
@@ -56,12 +59,22 @@ pgt_register_worker(void)
 	worker.bgw_start_time = BgWorkerStart_ConsistentState;
 	worker.bgw_restart_time = 1;
 	strlcpy(worker.bgw_library_name, "pg_tracer", BGW_MAXLEN);
-	strlcpy(worker.bgw_function_name, "pgt_worker_main", BGW_MAXLEN);
-	strlcpy(worker.bgw_name, "pg_tracer helper link", BGW_MAXLEN);
-	strlcpy(worker.bgw_type, "pg_tracer helper link", BGW_MAXLEN);
+	strlcpy(worker.bgw_function_name, function, BGW_MAXLEN);
+	strlcpy(worker.bgw_name, name, BGW_MAXLEN);
+	strlcpy(worker.bgw_type, name, BGW_MAXLEN);
 	worker.bgw_main_arg = (Datum) 0;
 	worker.bgw_notify_pid = 0;
 	RegisterBackgroundWorker(&worker);
+}
+
+/*
+ * pgt_register_worker
+ *		Register the helper-link worker; called from _PG_init.
+ */
+void
+pgt_register_worker(void)
+{
+	pgt_register_bgworker("pgt_worker_main", "pg_tracer helper link");
 }
 
 /*

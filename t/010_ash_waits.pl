@@ -26,11 +26,6 @@ is($node->safe_psql('postgres',
 $node->safe_psql('postgres', 'SELECT pg_tracer_reset()');
 
 # within(got, want, fraction)
-sub within
-{
-	my ($got, $want, $frac) = @_;
-	return defined $got && $got ne '' && abs($got - $want) <= $want * $frac;
-}
 
 sub q1 { return $node->safe_psql('postgres', $_[0]); }
 

@@ -31,16 +31,7 @@ my ($node, $rt) = tracer_node('exact',
 	conf => "compute_query_id = on\nshared_buffers = 16MB\n");
 $node->safe_psql('postgres', 'CREATE EXTENSION pg_tracer');
 sub q1 { return $node->safe_psql('postgres', $_[0]); }
-sub within
-{
-	my ($got, $want, $frac) = @_;
-	return defined $got && $got ne '' && abs($got - $want) <= $want * $frac;
-}
-sub connected
-{
-	return defined wait_until(sub {
-		q1('SELECT helper_connected FROM pg_tracer_status()') eq 't' }, 20);
-}
+sub connected { return wait_connected($node); }
 
 # a table bigger than shared_buffers (16MB): every page is a read call
 q1('CREATE TABLE big AS SELECT g AS id, repeat(\'x\', 500) AS pad FROM generate_series(1, 60000) g');

@@ -17,7 +17,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 
 our @EXPORT = qw(tracer_node start_helper signal_helper run_helper
-  wait_until helper_available segment_path proc_field);
+  wait_until helper_available segment_path proc_field within wait_connected);
 
 # scripts/test.sh always sets PG_TRACER_CTL; without it the helper tests skip.
 my @CTL = split ' ', ($ENV{PG_TRACER_CTL} // 'false');
@@ -113,6 +113,21 @@ sub proc_field
 	my $t = <$fh>;
 	close $fh;
 	return $t =~ $re ? $1 : die "no match in $path";
+}
+
+# Is $got (a number from psql) within $frac of $want?
+sub within
+{
+	my ($got, $want, $frac) = @_;
+	return defined $got && $got ne '' && abs($got - $want) <= $want * $frac;
+}
+
+# Wait (20 s at most) until the extension of $node sees the helper connected.
+sub wait_connected
+{
+	my ($node) = @_;
+	return defined wait_until(sub {
+		$node->safe_psql('postgres', 'SELECT helper_connected FROM pg_tracer_status()') eq 't' }, 20);
 }
 
 1;
