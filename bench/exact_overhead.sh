@@ -48,7 +48,7 @@ cost_run() { # cost_run MODE: one full run with bpf_stats on, its report
 	after=$(bench_bpf_snapshot)
 	bench_bpf_stats_off
 	bench_helper_stop
-	bench_bpf_report pgt_exact "$secs" "$tps" "$before" "$after"
+	bench_bpf_report "pgt_exact|pgt_sys_|pgt_sched_switch" "$secs" "$tps" "$before" "$after"
 }
 
 declare -A rate_sum

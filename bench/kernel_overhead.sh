@@ -91,4 +91,4 @@ tps=$(bench_pgbench select "$secs")
 after=$(bench_bpf_snapshot)
 bench_bpf_stats_off
 bench_helper_stop
-bench_bpf_report pgt_k "$secs" "$tps" "$before" "$after" "$others"
+bench_bpf_report "pgt_k|pgt_sys_|pgt_sched_switch" "$secs" "$tps" "$before" "$after" "$others"

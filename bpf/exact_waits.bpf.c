@@ -263,19 +263,24 @@ state_qid(struct wait_start *s)
 	return qid;
 }
 
-SEC("tp_btf/sys_enter")
-int BPF_PROG(pgt_exact_enter, struct pt_regs *regs, long id)
+/*
+ * exact_enter
+ *		A system call starts: when the process has a wait event set, note
+ *		the event, its query id and the time.
+ */
+static __always_inline void
+exact_enter(void)
 {
 	__u32		tgid;
 	struct wait_start *s;
 	__u32		wei = 0;
 
 	if (!exact_on)
-		return 0;
+		return;
 	tgid = bpf_get_current_pid_tgid() >> 32;
 	s = task_state(tgid);
 	if (!s || !s->wait_addr)
-		return 0;
+		return;
 	if (seeds_pending)
 	{
 		/* a new system call: the wait seeded for this thread is over */
@@ -284,30 +289,37 @@ int BPF_PROG(pgt_exact_enter, struct pt_regs *regs, long id)
 		bpf_map_delete_elem(&exact_seeds, &tid);
 	}
 	if (bpf_probe_read_user(&wei, sizeof(wei), (void *) s->wait_addr) != 0 || wei == 0)
-		return 0;
+		return;
 	s->event = wei;
 	s->gen = exact_gen;
 	s->qid = state_qid(s);
 	s->ts = bpf_ktime_get_ns();
+}
+
+SEC("tp_btf/sys_enter")
+int BPF_PROG(pgt_exact_enter, struct pt_regs *regs, long id)
+{
+	exact_enter();
+	pgt_chain_next(ctx, &pgt_chain_enter, PGT_CHAIN_SLOT_EXACT);
 	return 0;
 }
 
 /*
- * pgt_exact_switch
+ * exact_switch
  *		A tracked process leaving the CPU runnable (preempted) outside a
  *		system call with a wait event set: note since when and which event
  *		(prev is still the current task: its memory is readable).  A process
  *		coming back: add the time it stood preempted to that event.
  */
-SEC("tp_btf/sched_switch")
-int BPF_PROG(pgt_exact_switch, bool preempt, struct task_struct *prev,
-			 struct task_struct *next, unsigned int prev_state)
+static __always_inline void
+exact_switch(bool preempt, struct task_struct *prev, struct task_struct *next,
+			 unsigned int prev_state)
 {
 	struct wait_start *s;
 	__u64		now;
 
 	if (!exact_on)
-		return 0;
+		return;
 	s = bpf_task_storage_get(&exact_starts, next, 0, 0);
 	if (s && s->off_ts)
 	{
@@ -318,24 +330,36 @@ int BPF_PROG(pgt_exact_switch, bool preempt, struct task_struct *prev,
 		s->off_ts = 0;
 	}
 	if (prev_state != 0 && !preempt)
-		return 0;				/* blocked: inside a system call, timed there */
+		return;				/* blocked: inside a system call, timed there */
 	s = bpf_task_storage_get(&exact_starts, prev, 0, 0);
 	if (s && s->wait_addr && !s->ts)
 	{
 		__u32		wei = 0;
 
 		if (bpf_probe_read_user(&wei, sizeof(wei), (void *) s->wait_addr) != 0 || wei == 0)
-			return 0;
+			return;
 		s->off_qid = wei == s->event ? s->qid : state_qid(s);
 		s->off_event = wei;
 		s->gen = exact_gen;
 		s->off_ts = bpf_ktime_get_ns();
 	}
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(pgt_exact_switch, bool preempt, struct task_struct *prev,
+			 struct task_struct *next, unsigned int prev_state)
+{
+	exact_switch(preempt, prev, next, prev_state);
+	pgt_chain_next(ctx, &pgt_chain_switch, PGT_CHAIN_SLOT_EXACT);
 	return 0;
 }
 
-SEC("tp_btf/sys_exit")
-int BPF_PROG(pgt_exact_exit, struct pt_regs *regs, long ret)
+/*
+ * exact_exit
+ *		A system call ends: a wait noted at its entry (or seeded) is over.
+ */
+static __always_inline void
+exact_exit(void)
 {
 	__u64		id = bpf_get_current_pid_tgid();
 	__u32		tgid = id >> 32;
@@ -350,7 +374,7 @@ int BPF_PROG(pgt_exact_exit, struct pt_regs *regs, long ret)
 		if (s->gen == exact_gen)
 			record_wait(tgid, s->pm, s->event, s->qid, now - s->ts);
 		s->ts = 0;
-		return 0;
+		return;
 	}
 	if (seeds_pending)
 	{
@@ -366,6 +390,13 @@ int BPF_PROG(pgt_exact_exit, struct pt_regs *regs, long ret)
 			bpf_map_delete_elem(&exact_seeds, &tid);
 		}
 	}
+}
+
+SEC("tp_btf/sys_exit")
+int BPF_PROG(pgt_exact_exit, struct pt_regs *regs, long ret)
+{
+	exact_exit();
+	pgt_chain_next(ctx, &pgt_chain_exit, PGT_CHAIN_SLOT_EXACT);
 	return 0;
 }
 

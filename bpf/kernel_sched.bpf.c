@@ -177,9 +177,14 @@ switch_in(struct task_struct *next, __u64 now)
 	s->migrations = 0;
 }
 
-SEC("tp_btf/sched_switch")
-int BPF_PROG(pgt_ksched_switch, bool preempt, struct task_struct *prev,
-			 struct task_struct *next, unsigned int prev_state)
+/*
+ * ksched_switch
+ *		prev leaves the CPU (tracked: note why and since when), next comes
+ *		back (switch_in).
+ */
+static __always_inline void
+ksched_switch(bool preempt, struct task_struct *prev, struct task_struct *next,
+			  unsigned int prev_state)
 {
 	__u64		now = bpf_ktime_get_ns();
 	__u32		ptgid = prev->tgid;
@@ -204,5 +209,13 @@ int BPF_PROG(pgt_ksched_switch, bool preempt, struct task_struct *prev,
 		}
 	}
 	switch_in(next, now);
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(pgt_ksched_switch, bool preempt, struct task_struct *prev,
+			 struct task_struct *next, unsigned int prev_state)
+{
+	ksched_switch(preempt, prev, next, prev_state);
+	pgt_chain_next(ctx, &pgt_chain_switch, PGT_CHAIN_SLOT_SCHED);
 	return 0;
 }

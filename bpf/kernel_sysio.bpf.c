@@ -281,8 +281,13 @@ note_owner(__u32 tgid, struct call_start *s)
 	s->owned_fd = s->fd + 1;
 }
 
-SEC("tp_btf/sys_enter")
-int BPF_PROG(pgt_ksys_enter, struct pt_regs *regs, long id)
+/*
+ * ksys_enter
+ *		A file or socket call of a tracked process starts: note what it is,
+ *		on which file, for which query, and the time.
+ */
+static __always_inline void
+ksys_enter(struct pt_regs *regs, long id)
 {
 	struct task_struct *task;
 	__u32		tgid;
@@ -293,7 +298,7 @@ int BPF_PROG(pgt_ksys_enter, struct pt_regs *regs, long id)
 	/* the cheap test first: most system calls are neither file nor socket I/O */
 	op = call_op(id);
 	if (!op)
-		return 0;
+		return;
 	tgid = bpf_get_current_pid_tgid() >> 32;
 	task = bpf_get_current_task_btf();
 	/* a task with storage here was tracked when it got it: no hash lookup */
@@ -302,10 +307,10 @@ int BPF_PROG(pgt_ksys_enter, struct pt_regs *regs, long id)
 	{
 		pm = pgt_tracked_pm(tgid);
 		if (!pm)
-			return 0;
+			return;
 		s = bpf_task_storage_get(&starts, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 		if (!s)
-			return 0;
+			return;
 		s->pm = pm;
 	}
 	s->op = op;
@@ -331,6 +336,13 @@ int BPF_PROG(pgt_ksys_enter, struct pt_regs *regs, long id)
 	else
 		classify_fd(tgid, s);
 	s->ts = bpf_ktime_get_ns();
+}
+
+SEC("tp_btf/sys_enter")
+int BPF_PROG(pgt_ksys_enter, struct pt_regs *regs, long id)
+{
+	ksys_enter(regs, id);
+	pgt_chain_next(ctx, &pgt_chain_enter, PGT_CHAIN_SLOT_SYSIO);
 	return 0;
 }
 
@@ -377,8 +389,13 @@ file_done(__u32 tgid, struct call_start *s, long ret, __u64 ns)
 		pgt_khist_add(&khist, PGT_KHIST_FSYNC, tgid, s->dev, s->op, s->pm, ns);
 }
 
-SEC("tp_btf/sys_exit")
-int BPF_PROG(pgt_ksys_exit, struct pt_regs *regs, long ret)
+/*
+ * ksys_exit
+ *		A call noted at entry completed: into the aggregates (and the
+ *		stream).
+ */
+static __always_inline void
+ksys_exit(struct pt_regs *regs, long ret)
 {
 	__u64		id;
 	__u32		tgid;
@@ -389,10 +406,10 @@ int BPF_PROG(pgt_ksys_exit, struct pt_regs *regs, long ret)
 	int			net;
 
 	if (nr >= 0 && !call_op(nr))
-		return 0;
+		return;
 	s = bpf_task_storage_get(&starts, bpf_get_current_task_btf(), 0, 0);
 	if (!s || !s->ts)
-		return 0;
+		return;
 	ns = bpf_ktime_get_ns() - s->ts;
 	s->ts = 0;
 	id = bpf_get_current_pid_tgid();
@@ -416,6 +433,13 @@ int BPF_PROG(pgt_ksys_exit, struct pt_regs *regs, long ret)
 		r->c.pad = 0;
 		bpf_ringbuf_submit(r, 0);
 	}
+}
+
+SEC("tp_btf/sys_exit")
+int BPF_PROG(pgt_ksys_exit, struct pt_regs *regs, long ret)
+{
+	ksys_exit(regs, ret);
+	pgt_chain_next(ctx, &pgt_chain_exit, PGT_CHAIN_SLOT_SYSIO);
 	return 0;
 }
 

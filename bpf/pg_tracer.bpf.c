@@ -12,7 +12,12 @@
  *   processes that existed before it attached from a /proc scan.
  * - A process whose last thread exits leaves both maps.
  * - sys_enter does one hash lookup of the current tgid and, on a hit, one
- *   atomic add.  Nothing else runs on that path.
+ *   atomic add, then hands the hook on to the probe sets that use it: their
+ *   sys_enter programs never run for a process that is not tracked (most
+ *   of the host's system calls, pgbench's for one).
+ * - The dispatchers of the hook chains (bpf/pgt_chain.bpf.h): sys_enter
+ *   above, and sys_exit and sched_switch, which the helper attaches only
+ *   while some probe set has a program in their chain.
  *
  * CO-RE: field accesses on task_struct go through vmlinux.h's
  * preserve_access_index, so the object runs on any kernel with BTF.
@@ -23,8 +28,16 @@
 #include <bpf/bpf_core_read.h>
 
 #include "pg_tracer.h"
+#include "pgt_chain.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
+
+/*
+ * Set by the helper before load: 0 loads sys_enter without its tail calls
+ * (the fallback for a kernel that refuses them in tracing programs; the
+ * probe sets' programs are then attached on their own).
+ */
+const volatile __u8 pgt_dispatch = 1;
 
 struct
 {
@@ -99,7 +112,26 @@ int BPF_PROG(pgt_sys_enter, struct pt_regs *regs, long id)
 	struct pgt_tracked *t;
 
 	t = bpf_map_lookup_elem(&tracked, &tgid);
-	if (t)
-		__sync_fetch_and_add(&t->syscalls, 1);
+	if (!t)
+		return 0;				/* no member serves an untracked process */
+	__sync_fetch_and_add(&t->syscalls, 1);
+	if (pgt_dispatch)
+		pgt_chain_from(ctx, &pgt_chain_enter, 0);
+	return 0;
+}
+
+/* The other two dispatchers: nothing of their own to do. */
+SEC("tp_btf/sys_exit")
+int BPF_PROG(pgt_sys_exit, struct pt_regs *regs, long ret)
+{
+	pgt_chain_from(ctx, &pgt_chain_exit, 0);
+	return 0;
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(pgt_sched_switch, bool preempt, struct task_struct *prev,
+			 struct task_struct *next, unsigned int prev_state)
+{
+	pgt_chain_from(ctx, &pgt_chain_switch, 0);
 	return 0;
 }

@@ -39,4 +39,19 @@ struct pgt_tracked
 };
 _Static_assert(sizeof(struct pgt_tracked) == 24, "struct pgt_tracked size");
 
+/*
+ * Hook chains (bpf/pgt_chain.bpf.h, helper/hook_chain.c): the hot, host-wide
+ * tracepoints run one program of the foundation, which tail-calls the
+ * programs of the probe sets that use the hook, slot by slot.
+ */
+#define PGT_CHAIN_ENTER			0	/* sys_enter */
+#define PGT_CHAIN_EXIT			1	/* sys_exit */
+#define PGT_CHAIN_SWITCH		2	/* sched_switch */
+#define PGT_CHAIN_NHOOKS		3
+
+#define PGT_CHAIN_SLOT_EXACT	0	/* probe set "exact" */
+#define PGT_CHAIN_SLOT_SYSIO	1	/* "syscall" / "network" (one object) */
+#define PGT_CHAIN_SLOT_SCHED	2	/* "sched" */
+#define PGT_CHAIN_SLOTS			3
+
 #endif							/* PGT_BPF_PG_TRACER_H */

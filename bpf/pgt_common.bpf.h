@@ -18,6 +18,7 @@
 #define PGT_BPF_PGT_COMMON_BPF_H
 
 #include "pg_tracer.h"
+#include "pgt_chain.bpf.h"
 #include "pgt_trace.h"
 
 struct
@@ -44,6 +45,25 @@ struct
 
 /* Set by the helper before load: 1 when `pg-tracer trace` streams events. */
 const volatile __u32 pgt_stream = 0;
+
+/*
+ * Set by the helper before load: 1 when this object's sys_enter, sys_exit
+ * and sched_switch programs run as members of the foundation's hook chains
+ * (bpf/pgt_chain.bpf.h), 0 when they are attached on their own.
+ */
+const volatile __u8 pgt_chained = 0;
+
+/*
+ * pgt_chain_next
+ *		The end of a chain member at `slot`: hand the hook on to the slots
+ *		after it.  A program attached on its own hands nothing on (the
+ *		dispatcher runs the others).
+ */
+#define pgt_chain_next(ctx, chain, slot) \
+	do { \
+		if (pgt_chained) \
+			pgt_chain_from(ctx, chain, (slot) + 1); \
+	} while (0)
 
 /*
  * pgt_tracked_pm

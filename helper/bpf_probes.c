@@ -77,6 +77,40 @@ errstr(int err, char *buf, size_t buflen)
 }
 
 /*
+ * open_and_load
+ *		Open and load the skeleton, with the hook chains' dispatchers when
+ *		`chains` (else sys_enter without its tail calls and no other
+ *		dispatcher).  Fills p->chain.  Returns 0 or a negative error.
+ */
+static int
+open_and_load(bpf_probes *p, int chains)
+{
+	struct pg_tracer_bpf *skel = pg_tracer_bpf__open();
+	int			err;
+
+	if (skel == NULL)
+		return errno ? -errno : -EINVAL;
+	skel->rodata->pgt_dispatch = (uint8_t) chains;
+	(void) bpf_program__set_autoload(skel->progs.pgt_sys_exit, chains);
+	(void) bpf_program__set_autoload(skel->progs.pgt_sched_switch, chains);
+	err = pg_tracer_bpf__load(skel);
+	if (err != 0)
+	{
+		pg_tracer_bpf__destroy(skel);
+		return err;
+	}
+	p->skel = skel;
+	p->chain_ok = chains;
+	p->chain.map_fd[PGT_CHAIN_ENTER] = bpf_map__fd(skel->maps.pgt_chain_enter);
+	p->chain.map_fd[PGT_CHAIN_EXIT] = bpf_map__fd(skel->maps.pgt_chain_exit);
+	p->chain.map_fd[PGT_CHAIN_SWITCH] = bpf_map__fd(skel->maps.pgt_chain_switch);
+	p->chain.dispatcher[PGT_CHAIN_ENTER] = skel->progs.pgt_sys_enter;
+	p->chain.dispatcher[PGT_CHAIN_EXIT] = skel->progs.pgt_sys_exit;
+	p->chain.dispatcher[PGT_CHAIN_SWITCH] = skel->progs.pgt_sched_switch;
+	return 0;
+}
+
+/*
  * attach_one
  *		Attach one program; returns 0 or a negative error code.
  */
@@ -118,18 +152,13 @@ bpf_probes_start(bpf_probes *p)
 		return -1;
 	}
 
-	p->skel = pg_tracer_bpf__open();
-	if (p->skel == NULL)
+	err = open_and_load(p, 1);
+	if (err != 0)
 	{
-		err = errno ? -errno : -EINVAL;
-		set_status(&p->process, PGT_PROBE_UNAVAILABLE, "tp_btf/sched_process_fork",
-				   "BPF open failed: %s", errstr(err, ebuf, sizeof(ebuf)));
-		set_status(&p->syscall_count, PGT_PROBE_UNAVAILABLE, "tp_btf/sys_enter",
-				   "BPF open failed: %s", errstr(err, ebuf, sizeof(ebuf)));
-		log_error("BPF: open of the skeleton failed: %s", ebuf);
-		return -1;
+		log_warn("BPF: load with the hook chains failed (%s): retrying without",
+				 errstr(err, ebuf, sizeof(ebuf)));
+		err = open_and_load(p, 0);
 	}
-	err = pg_tracer_bpf__load(p->skel);
 	if (err != 0)
 	{
 		set_status(&p->process, PGT_PROBE_UNAVAILABLE, "tp_btf/sched_process_fork",
@@ -137,8 +166,6 @@ bpf_probes_start(bpf_probes *p)
 		set_status(&p->syscall_count, PGT_PROBE_UNAVAILABLE, "tp_btf/sys_enter",
 				   "BPF load failed: %s", errstr(err, ebuf, sizeof(ebuf)));
 		log_error("BPF: load failed: %s (probe sets unavailable)", ebuf);
-		pg_tracer_bpf__destroy(p->skel);
-		p->skel = NULL;
 		return -1;
 	}
 	p->postmasters_fd = bpf_map__fd(p->skel->maps.postmasters);
@@ -175,18 +202,35 @@ bpf_probes_start(bpf_probes *p)
 
 	err = attach_one(p->skel->progs.pgt_sys_enter, &p->skel->links.pgt_sys_enter);
 	if (err == 0)
+	{
 		set_status(&p->syscall_count, PGT_PROBE_AVAILABLE, "tp_btf/sys_enter",
 				   "system calls counted per process");
+		p->chain.link[PGT_CHAIN_ENTER] = p->skel->links.pgt_sys_enter;
+	}
 	else
 	{
 		set_status(&p->syscall_count, PGT_PROBE_UNAVAILABLE, "tp_btf/sys_enter",
 				   "attach failed: %s", errstr(err, ebuf, sizeof(ebuf)));
 		log_warn("BPF: sys_enter did not attach: %s", ebuf);
 	}
-	log_info("BPF: loaded; process %s, syscall-count %s",
+	log_info("BPF: loaded; process %s, syscall-count %s, hook chains %s",
 			 pgt_probe_state_name(p->process.state),
-			 pgt_probe_state_name(p->syscall_count.state));
+			 pgt_probe_state_name(p->syscall_count.state),
+			 bpf_probes_chain(p) ? "on" : "off (programs attached one by one)");
 	return 0;
+}
+
+/*
+ * bpf_probes_chain
+ *		The hook chains the probe sets join, NULL when they cannot (the
+ *		kernel refused the dispatchers' tail calls, or sys_enter's
+ *		dispatcher is not attached): the sets then attach their programs
+ *		on their own.
+ */
+hook_chain *
+bpf_probes_chain(bpf_probes *p)
+{
+	return p->chain_ok && p->chain.link[PGT_CHAIN_ENTER] != NULL ? &p->chain : NULL;
 }
 
 /*
@@ -196,6 +240,14 @@ bpf_probes_start(bpf_probes *p)
 void
 bpf_probes_stop(bpf_probes *p)
 {
+	int			h;
+
+	/* dispatchers a chain attached (sys_enter's goes with the skeleton) */
+	for (h = 0; h < PGT_CHAIN_NHOOKS; h++)
+		if (p->chain.owned[h])
+			bpf_link__destroy(p->chain.link[h]);
+	memset(&p->chain, 0, sizeof(p->chain));
+	p->chain_ok = 0;
 	if (p->skel != NULL)
 		pg_tracer_bpf__destroy(p->skel);
 	p->skel = NULL;

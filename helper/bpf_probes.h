@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "hook_chain.h"
 #include "pg_tracer.h"
 
 struct pg_tracer_bpf;
@@ -36,6 +37,8 @@ typedef struct bpf_probes
 	int			tracked_fd;
 	probe_status process;		/* sched_process_fork/exit */
 	probe_status syscall_count; /* sys_enter */
+	hook_chain	chain;			/* the dispatchers and their program arrays */
+	int			chain_ok;		/* chain usable (tail calls loaded) */
 	/* batch-lookup buffers (PGT_BPF_MAX_TRACKED entries) */
 	uint32_t   *keys;
 	struct pgt_tracked *values;
@@ -52,5 +55,6 @@ extern int	bpf_probes_track(bpf_probes *p, uint32_t pid, uint32_t pm,
 extern int	bpf_probes_untrack(bpf_probes *p, uint32_t pid);
 extern int	bpf_probes_snapshot(bpf_probes *p, const tracked_row **rows, size_t *n);
 extern uint64_t bpf_probes_boot_ns(void);
+extern hook_chain *bpf_probes_chain(bpf_probes *p);
 
 #endif							/* PGT_HELPER_BPF_PROBES_H */

@@ -580,7 +580,8 @@ start_probe_sets(daemon_state *d)
 		return -1;
 	}
 	if (pset_runtime_start(&d->psets, PSET_MODE_DAEMON, 0,
-						   d->bpf.maps_ok ? d->bpf.tracked_fd : -1, sets, n) < 0)
+						   d->bpf.maps_ok ? d->bpf.tracked_fd : -1,
+						   bpf_probes_chain(&d->bpf), sets, n) < 0)
 	{
 		log_error("probe sets: out of memory");
 		return -1;

@@ -38,9 +38,11 @@
 typedef struct exact_priv
 {
 	struct exact_waits_bpf *skel;
-	struct bpf_link *enter;
-	struct bpf_link *exit;
-	struct bpf_link *sw;		/* sched_switch: preempted time of a wait */
+	/* sys_enter, sys_exit, sched_switch (preempted time of a wait), by
+	 * PGT_CHAIN_*: in the hook's chain, or attached on their own */
+	hook_chain *chain;
+	chain_member member[PGT_CHAIN_NHOOKS];
+	struct bpf_link *link[PGT_CHAIN_NHOOKS];
 	int			qid_fd;
 	/* copies of the maps, refreshed by collect */
 	struct pgt_exact_key *keys;
@@ -137,38 +139,73 @@ sample_sessions(exact_priv *p, uint32_t *active, uint32_t *locked)
 }
 
 /*
+ * hook_prog
+ *		The program of a hook (PGT_CHAIN_*).
+ */
+static struct bpf_program *
+hook_prog(exact_priv *p, int hook)
+{
+	switch (hook)
+	{
+		case PGT_CHAIN_ENTER:
+			return p->skel->progs.pgt_exact_enter;
+		case PGT_CHAIN_EXIT:
+			return p->skel->progs.pgt_exact_exit;
+		default:
+			return p->skel->progs.pgt_exact_switch;
+	}
+}
+
+/*
  * attach_progs
- *		Attach sys_exit, sched_switch and sys_enter (those not attached);
- *		0 or -errno.
+ *		Put sys_exit, sched_switch and sys_enter (in that order: no start
+ *		is noted that no exit would close) into their hook chains, or
+ *		attach them on their own; those already on are left.  0 or -errno.
  */
 static int
 attach_progs(exact_priv *p)
 {
+	static const int order[] = {PGT_CHAIN_EXIT, PGT_CHAIN_SWITCH, PGT_CHAIN_ENTER};
 	char		ebuf[128];
 	int			err = 0;
+	size_t		i;
 
-	if (p->exit == NULL)
+	for (i = 0; i < sizeof(order) / sizeof(order[0]) && err == 0; i++)
 	{
-		p->exit = bpf_program__attach(p->skel->progs.pgt_exact_exit);
-		if (p->exit == NULL)
-			err = -errno;
-	}
-	if (err == 0 && p->sw == NULL)
-	{
-		p->sw = bpf_program__attach(p->skel->progs.pgt_exact_switch);
-		if (p->sw == NULL)
-			err = -errno;
-	}
-	if (err == 0 && p->enter == NULL)
-	{
-		p->enter = bpf_program__attach(p->skel->progs.pgt_exact_enter);
-		if (p->enter == NULL)
-			err = -errno;
+		int			h = order[i];
+
+		if (p->link[h] != NULL || p->member[h].hook >= 0)
+			continue;
+		if (p->chain != NULL &&
+			hook_chain_join(p->chain, hook_prog(p, h), PGT_CHAIN_SLOT_EXACT, &p->member[h]) == 0)
+			continue;
+		p->link[h] = bpf_program__attach(hook_prog(p, h));
+		if (p->link[h] == NULL)
+			err = errno ? -errno : -EINVAL;
 	}
 	if (err != 0)
 		log_error("exact: cannot attach the system-call programs: %s",
 				  pset_errstr(err, ebuf, sizeof(ebuf)));
 	return err;
+}
+
+/*
+ * detach_progs
+ *		Take the programs out of their chains (or detach them): between
+ *		tiered windows the hooks cost nothing.
+ */
+static void
+detach_progs(exact_priv *p)
+{
+	int			h;
+
+	for (h = 0; h < PGT_CHAIN_NHOOKS; h++)
+	{
+		if (p->chain != NULL)
+			hook_chain_leave(p->chain, &p->member[h]);
+		bpf_link__destroy(p->link[h]);
+		p->link[h] = NULL;
+	}
 }
 
 /*
@@ -352,11 +389,7 @@ exact_switch(int on)
 	else
 	{
 		__atomic_store_n(&p->skel->bss->exact_on, 0, __ATOMIC_SEQ_CST);
-		/* no tracepoint cost between windows */
-		bpf_link__destroy(p->enter);
-		bpf_link__destroy(p->exit);
-		bpf_link__destroy(p->sw);
-		p->enter = p->exit = p->sw = NULL;
+		detach_progs(p);		/* no tracepoint cost between windows */
 	}
 }
 
@@ -371,11 +404,15 @@ start(pset_inst *in, const pset_ctx *ctx)
 	exact_priv *p = calloc(1, sizeof(*p));
 	char		ebuf[128];
 	int			err;
+	int			h;
 
 	if (p == NULL)
 		return -1;
 	in->priv = p;
 	p->qid_fd = ctx->qid_fd;
+	p->chain = ctx->chain;
+	for (h = 0; h < PGT_CHAIN_NHOOKS; h++)
+		p->member[h].hook = -1;
 	choose_source(p);
 	if (ctx->mode != PSET_MODE_DAEMON)
 	{
@@ -391,6 +428,7 @@ start(pset_inst *in, const pset_ctx *ctx)
 		return 0;
 	}
 	p->skel->rodata->pgt_stream = 0;
+	p->skel->rodata->pgt_chained = p->chain != NULL;
 	err = pset_prepare_object(ctx, p->skel->obj);
 	if (err == 0)
 		err = exact_waits_bpf__load(p->skel);
@@ -415,12 +453,7 @@ start(pset_inst *in, const pset_ctx *ctx)
 	if (err == 0)
 		err = attach_progs(p);
 	if (err == 0 && escalation_mode() != ESC_MODE_FULL)
-	{
-		bpf_link__destroy(p->enter);
-		bpf_link__destroy(p->exit);
-		bpf_link__destroy(p->sw);
-		p->enter = p->exit = p->sw = NULL;
-	}
+		detach_progs(p);
 	if (err != 0)
 	{
 		pset_set_status(in, PGT_PROBE_UNAVAILABLE, "syscall tagging",
@@ -431,8 +464,9 @@ start(pset_inst *in, const pset_ctx *ctx)
 	}
 	running = p;
 	pset_set_status(in, PGT_PROBE_AVAILABLE, "syscall tagging",
-					"mode %s, budget %d s/h; %s", escalation_mode_name(),
-					escalation_budget(), p->why);
+					"mode %s, budget %d s/h; %s; %s", escalation_mode_name(),
+					escalation_budget(), p->why,
+					p->chain ? "programs in the hook chains" : "programs attached on their own");
 	escalation_attach(exact_switch, NULL);
 	escalation_set_reset(exact_reset);
 	return 0;
@@ -456,9 +490,8 @@ stop(pset_inst *in)
 		running = NULL;
 	}
 	exact_watch_free(p->w);
-	bpf_link__destroy(p->enter);
-	bpf_link__destroy(p->exit);
-	bpf_link__destroy(p->sw);
+	if (p->skel != NULL)
+		detach_progs(p);
 	exact_waits_bpf__destroy(p->skel);
 	free(p->keys);
 	free(p->vals);

@@ -9,7 +9,7 @@
 static const char *const names[] = {"offcpu_ns", "runq_ns", "runq_count", "runq_max_ns", "voluntary_switches", "involuntary_switches", "migrations", "wakeups", NULL};
 
 static const kset_desc desc = {PGT_KPROC_SCHED, names, 0,
-	"runs on every context switch and wakeup of the host"};
+	"runs on every context switch and wakeup of the host", PGT_CHAIN_SLOT_SCHED};
 
 KSET_SKELETON(kernel_sched)
 

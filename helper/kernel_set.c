@@ -36,10 +36,38 @@ kset_new(pset_inst *in, const kset_desc *desc)
 }
 
 /*
+ * join_chain
+ *		A program on a chained hook joins the chain at the set's slot.
+ *		Returns 0 when it did, -1 when it is to be attached on its own (no
+ *		chains, another hook, or joining failed: then the object was loaded
+ *		as a chain member and hands the hook on to later slots, which are
+ *		empty too when the kernel refuses members).
+ */
+static int
+join_chain(kset *ks, const struct bpf_program *prog)
+{
+	char		ebuf[128];
+	int			err;
+
+	if (ks->chain == NULL || hook_chain_of(prog) < 0)
+		return -1;
+	err = hook_chain_join(ks->chain, prog, ks->desc->chain_slot, &ks->members[ks->nmembers]);
+	if (err != 0)
+	{
+		log_warn("hook chain: %s attached on its own: %s", bpf_program__name(prog),
+				 pset_errstr(err, ebuf, sizeof(ebuf)));
+		return -1;
+	}
+	ks->nmembers++;
+	return 0;
+}
+
+/*
  * kset_load_attach
  *		Reuse the shared maps, load obj, attach each of its programs (a
  *		program that does not attach is counted with its error, the others
- *		still run), and find the aggregate maps.  The skeleton is kept for
+ *		still run; one on a chained hook joins the hook's chain instead when
+ *		there are chains), and find the aggregate maps.  The skeleton is kept for
  *		kset_stop.  Returns 0, or a negative error when it did not load.
  */
 int
@@ -71,12 +99,19 @@ kset_load_attach(pset_inst *in, const pset_ctx *ctx, struct bpf_object *obj,
 				 pset_errstr(err, ebuf, sizeof(ebuf)));
 		return err;
 	}
+	ks->chain = ctx->chain;
 	bpf_object__for_each_program(prog, obj)
 	{
 		struct bpf_link *l;
 
-		if (ks->nlinks >= KSET_MAX_LINKS)
+		if (ks->nlinks >= KSET_MAX_LINKS || ks->nmembers >= KSET_MAX_LINKS)
 			break;
+		if (join_chain(ks, prog) == 0)
+		{
+			out->attached++;
+			out->chained++;
+			continue;
+		}
 		l = bpf_program__attach(prog);
 		if (l == NULL)
 		{
@@ -154,8 +189,12 @@ kset_status_from(pset_inst *in, const char *mechanism, const kset_attach *a)
 	{
 		kset	   *ks = in->priv;
 
-		pset_set_status(in, PGT_PROBE_AVAILABLE, mechanism, "%d programs attached%s%s",
-						a->attached, ks && ks->desc->scope ? "; " : "",
+		char		chained[48] = "";
+
+		if (a->chained > 0)
+			snprintf(chained, sizeof(chained), " (%d in the hook chains)", a->chained);
+		pset_set_status(in, PGT_PROBE_AVAILABLE, mechanism, "%d programs attached%s%s%s",
+						a->attached, chained, ks && ks->desc->scope ? "; " : "",
 						ks && ks->desc->scope ? ks->desc->scope : "");
 	}
 }
@@ -172,6 +211,8 @@ kset_stop(pset_inst *in)
 
 	if (ks == NULL)
 		return;
+	for (i = 0; i < ks->nmembers; i++)
+		hook_chain_leave(ks->chain, &ks->members[i]);
 	for (i = 0; i < ks->nlinks; i++)
 		bpf_link__destroy(ks->links[i]);
 	for (i = 0; i < KSET_MAX_OBJS; i++)

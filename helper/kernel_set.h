@@ -26,6 +26,8 @@ typedef struct kset_desc
 	const char *const *proc_names;	/* PGT_KPROC_NVALS field names */
 	int			proc_signed_last;	/* the last used value is signed */
 	const char *scope;			/* what the hooks fire on (status reason) */
+	int			chain_slot;		/* PGT_CHAIN_SLOT_* of its programs on a
+								 * chained hook (hook_chain.h), if it has any */
 } kset_desc;
 
 typedef struct kio_row
@@ -53,6 +55,9 @@ typedef struct kset
 	void		(*destroy[KSET_MAX_OBJS]) (void *skel);
 	struct bpf_link *links[KSET_MAX_LINKS];
 	int			nlinks;
+	hook_chain *chain;			/* where members joined */
+	chain_member members[KSET_MAX_LINKS];
+	int			nmembers;
 	int			kio_fd;
 	int			kproc_fd;
 	int			khist_fd;
@@ -67,7 +72,8 @@ typedef struct kset
 /* attach outcome of one object */
 typedef struct kset_attach
 {
-	int			attached;
+	int			attached;		/* programs running, chained ones included */
+	int			chained;		/* of those, in a hook chain */
 	int			failed;
 	int			load_err;		/* < 0 when the object did not load */
 	char		first_error[128];
@@ -93,6 +99,7 @@ name##_kopen(void **skel, const pset_ctx *ctx) \
 	if (s == NULL) \
 		return NULL; \
 	s->rodata->pgt_stream = ctx->stream; \
+	s->rodata->pgt_chained = ctx->chain != NULL; \
 	*skel = s; \
 	return s->obj; \
 } \

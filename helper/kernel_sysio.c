@@ -28,7 +28,7 @@ static struct
 	kset_attach att;
 } shared;
 
-static const kset_desc shared_desc = {0, NULL, 0, NULL};
+static const kset_desc shared_desc = {0, NULL, 0, NULL, PGT_CHAIN_SLOT_SYSIO};
 
 static void
 destroy_skel(void *skel)
@@ -109,6 +109,7 @@ acquire(pset_inst *in, const pset_ctx *ctx)
 	file = (ctx->selected & (UINT64_C(1) << PGT_SET_SYSCALL)) || in->set->id == PGT_SET_SYSCALL;
 	net = (ctx->selected & (UINT64_C(1) << PGT_SET_NETWORK)) || in->set->id == PGT_SET_NETWORK;
 	skel->rodata->pgt_stream = ctx->stream;
+	skel->rodata->pgt_chained = ctx->chain != NULL;
 	skel->rodata->do_file = (uint8_t) file;
 	skel->rodata->do_net = (uint8_t) net;
 	skel->rodata->retrans_err_arg = (uint8_t) (net && retransmit_has_err());

@@ -14,7 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static const kset_desc desc = {0, NULL, 0, NULL};
+static const kset_desc desc = {0, NULL, 0, NULL, -1};
 
 static void
 destroy_tp(void *skel)

@@ -196,7 +196,9 @@ pset_set_status(pset_inst *inst, uint32_t state, const char *mechanism,
 /*
  * pset_prepare_object
  *		Before load: make obj's `tracked`, `pgt_qid` and `pgt_events` the
- *		shared maps.  Returns 0 or a negative error code.
+ *		shared maps, and its hook chains' program arrays the foundation's
+ *		(without chains an object keeps its own, always empty).  Returns 0
+ *		or a negative error code.
  */
 int
 pset_prepare_object(const pset_ctx *ctx, struct bpf_object *obj)
@@ -215,6 +217,8 @@ pset_prepare_object(const pset_ctx *ctx, struct bpf_object *obj)
 			fd = ctx->qid_fd;
 		else if (strcmp(name, "pgt_events") == 0)
 			fd = ctx->events_fd;
+		else if (ctx->chain != NULL && hook_chain_map_fd(ctx->chain, name) >= 0)
+			fd = hook_chain_map_fd(ctx->chain, name);
 		else
 			continue;
 		if (fd < 0)
@@ -248,7 +252,7 @@ detect_kprobes(pset_ctx *ctx)
  */
 int
 pset_runtime_start(pset_runtime *rt, int mode, int stream, int tracked_fd,
-				   const probe_set *const *sets, size_t nsets)
+				   hook_chain *chain, const probe_set *const *sets, size_t nsets)
 {
 	size_t		i;
 
@@ -256,6 +260,7 @@ pset_runtime_start(pset_runtime *rt, int mode, int stream, int tracked_fd,
 	rt->ctx.mode = mode;
 	rt->ctx.stream = stream;
 	rt->ctx.tracked_fd = tracked_fd;
+	rt->ctx.chain = chain;
 	rt->ctx.qid_fd = -1;
 	rt->ctx.events_fd = -1;
 	rt->qid_state = PGT_PROBE_UNAVAILABLE;

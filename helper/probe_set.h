@@ -107,6 +107,8 @@ typedef struct pset_ctx
 	int			tracked_fd;		/* foundation pid filter (`tracked`) */
 	int			qid_fd;			/* `pgt_qid` */
 	int			events_fd;		/* `pgt_events` ring buffer */
+	hook_chain *chain;			/* the foundation's hook chains, NULL: attach
+								 * chained hooks' programs one by one */
 	int			stream;			/* 1: submit events to pgt_events */
 	int			kprobes;		/* 1: a kprobe PMU exists */
 	char		kprobes_reason[128];
@@ -182,8 +184,8 @@ extern int	pset_parse_list(const char *list, const probe_set **out, size_t max,
 
 /* Lifecycle */
 extern int	pset_runtime_start(pset_runtime *rt, int mode, int stream,
-							   int tracked_fd, const probe_set *const *sets,
-							   size_t nsets);
+							   int tracked_fd, hook_chain *chain,
+							   const probe_set *const *sets, size_t nsets);
 extern void pset_runtime_stop(pset_runtime *rt);
 extern void pset_runtime_collect(pset_runtime *rt);
 extern pset_inst *pset_runtime_find(pset_runtime *rt, uint16_t id);

@@ -593,7 +593,7 @@ trace_run(trace_state *t, const probe_set *const *sets, size_t nsets)
 		goto cleanup;
 	}
 	if (pset_runtime_start(&t->rt, PSET_MODE_TRACE, streaming, t->bpf.tracked_fd,
-						   sets, nsets) < 0)
+						   bpf_probes_chain(&t->bpf), sets, nsets) < 0)
 	{
 		log_error("out of memory");
 		goto cleanup;

@@ -1,0 +1,114 @@
+# 023_hook_chains.pl — the hook chains (bpf/pgt_chain.bpf.h): the probe
+# sets' programs for sys_enter, sys_exit and sched_switch are not attached
+# but tail-called by the foundation's dispatchers, slot by slot (exact 0,
+# syscall/network 1, sched 2).  Each member must hand the hook on to the
+# slots after it, and one leaving (a tiered window closing) must not stop
+# the others.  Ground truth: the time this script measures around
+# pg_sleep, and the size of the file a backend reads.
+#
+#   - the statuses say the programs run in the hook chains
+#   - inside an exact window (every slot filled): pg_sleep(1.5) is timed by
+#     exact (slot 0), the backend's off-CPU time (sched, slot 2, reached
+#     only through slots 0 and 1) covers the sleep, and the bytes of the
+#     file it reads (syscall, slot 1) under that statement's query id are
+#     the file's size
+#   - after the window (slot 0 empty): syscall and sched still see the same
+#     work, exact no longer counts
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use PgTracerTest;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(time sleep);
+
+plan skip_all => 'root helper not reachable (run through scripts/test.sh)'
+  unless helper_available();
+
+my ($node, $rt) = tracer_node('chains', conf => "compute_query_id = on\n");
+$node->safe_psql('postgres', 'CREATE EXTENSION pg_tracer');
+sub q1 { return $node->safe_psql('postgres', $_[0]); }
+
+my $helper = start_helper($node, $rt, '--probes', 'exact,syscall,network,sched', '--mode', 'tiered');
+ok(wait_connected($node), 'helper connected (exact tiered, syscall, network, sched)');
+
+my %reason = map { split /\|/, $_, 2 } split /\n/,
+  q1("SELECT probe_set, state || ': ' || reason FROM pg_tracer_probes
+      WHERE probe_set IN ('exact', 'syscall', 'network', 'sched')");
+like($reason{exact}, qr/^available: .*; programs in the hook chains$/,
+	"exact: programs in the hook chains ($reason{exact})");
+like($reason{$_}, qr/^available: 3 programs attached \(2 in the hook chains\)/,
+	"$_: the shared sys_enter/sys_exit pair in the hook chains, retransmits attached")
+  for qw(syscall network);
+like($reason{sched}, qr/^available: 4 programs attached \(1 in the hook chains\)/,
+	'sched: sched_switch in the hook chain, wakeups and migrations attached');
+
+my $s = $node->background_psql('postgres');
+my $pid = $s->query_safe('SELECT pg_backend_pid()');
+my $file = 'postgresql.conf';
+my $size = -s $node->data_dir . "/$file";
+my $read_sql = "SELECT length(pg_read_binary_file('$file'))";
+sleep(2.5);    # the helper maps a new backend's status slot (exact needs it)
+my ($qid) = $s->query_safe("EXPLAIN VERBOSE $read_sql") =~ /Query Identifier: (-?\d+)/;
+ok(defined $qid && $qid ne '0', "the file-reading statement has a query id ($qid)");
+
+# figures of one backend, now
+sub figures
+{
+	return {
+		sleep_ms => q1("SELECT coalesce(sum(total_ms), 0) FROM pg_tracer_exact_waits()
+			WHERE pid = $pid AND wait_event = 'PgSleep'"),
+		offcpu_ms => q1("SELECT coalesce(sum(offcpu_ms), 0) FROM pg_tracer_kernel_sched
+			WHERE pid = $pid"),
+		read_bytes => q1("SELECT coalesce(sum(bytes), 0) FROM pg_tracer_kernel_io
+			WHERE pid = $pid AND queryid = $qid AND layer = 'syscall' AND op = 'read'"),
+	};
+}
+
+# sleep 1.5 s and read the file in that backend; returns (figure deltas,
+# the sleep as this script measured it, the wall time between the two
+# snapshots: the most the backend can have been off CPU, idle included)
+sub work
+{
+	# end the session's idle time (off CPU, counted when it runs again)
+	# and let that be published, so that the off-CPU time this returns
+	# starts after $start
+	my $start = time();
+	$s->query_safe('SELECT 1');
+	sleep(1.2);
+	my $before = figures();
+	my $t0 = time();
+	$s->query_safe('SELECT pg_sleep(1.5)');
+	my $slept = (time() - $t0) * 1000;
+	is($s->query_safe($read_sql), $size, "the backend read $file ($size bytes)");
+	$s->query_safe('SELECT 1');
+	sleep(1.5);    # published once a second
+	my $after = figures();
+	my $span = (time() - $start) * 1000;
+	return ({ map { $_ => $after->{$_} - $before->{$_} } keys %$after }, $slept, $span);
+}
+
+is(q1('SELECT granted_s FROM pg_tracer_escalate(60)'), '60', 'exact window open (slot 0 filled)');
+my ($d, $slept, $span) = work();
+ok(within($d->{sleep_ms}, 1500, 0.05),
+	"in the window, exact (slot 0): PgSleep $d->{sleep_ms} ms (1500 +-5%; psql saw $slept)");
+ok($d->{offcpu_ms} >= 1500 * 0.95 && $d->{offcpu_ms} <= $span,
+	sprintf('in the window, sched (slot 2): off CPU %.0f ms covers the sleep (%.0f ms span)',
+		$d->{offcpu_ms}, $span));
+is($d->{read_bytes}, $size, "in the window, syscall (slot 1): read bytes under the query id = file size");
+
+q1('SELECT pg_tracer_deescalate()');
+ok(defined wait_until(sub { q1('SELECT active FROM pg_tracer_exact_budget()') eq 'f' }, 5),
+	'window closed (slot 0 empty)');
+($d, $slept, $span) = work();
+is($d->{sleep_ms}, 0, 'after the window, exact counts nothing');
+ok($d->{offcpu_ms} >= 1500 * 0.95 && $d->{offcpu_ms} <= $span,
+	sprintf('after the window, sched: off CPU %.0f ms covers the sleep (%.0f ms span)',
+		$d->{offcpu_ms}, $span));
+is($d->{read_bytes}, $size, 'after the window, syscall: read bytes = file size');
+
+$s->quit;
+signal_helper($helper, 'TERM');
+$node->stop;
+done_testing();
