@@ -11,7 +11,8 @@
  *	  aggregate and the (postmaster, event) log2 histogram.  No ring-buffer
  *	  record per system call.
  *
- * Cost when a system call has no wait event set: the `exact_on` check, one
+ * Cost when a system call has no wait event set: nothing for the calls
+ * PostgreSQL never makes under a wait (wait_free_call); else the `exact_on` check, one
  * task-storage lookup (the cached per-task state, struct wait_start) and,
  * for a tracked process, one user read at entry; one task-storage lookup
  * at exit.  An untracked task looks up `pgt_qid` once per exact_tick.
@@ -264,18 +265,55 @@ state_qid(struct wait_start *s)
 }
 
 /*
+ * wait_free_call
+ *		Is id a system call PostgreSQL never makes with a wait event set?
+ *		Its sockets are non-blocking: a send or receive that would block
+ *		returns EAGAIN and the wait (ClientRead, ClientWrite, ...) happens
+ *		in epoll_wait; lseek (FileSize, relation sizes for the planner),
+ *		kill (SetLatch) and getpid are never wrapped in a wait either.  These
+ *		are most of a busy backend's calls; skipping them saves the
+ *		user-memory read of wait_event_info.
+ */
+static __always_inline int
+wait_free_call(long id)
+{
+#if defined(__TARGET_ARCH_x86)
+	switch (id)
+	{
+		case 8:					/* lseek */
+		case 39:				/* getpid */
+		case 44: case 45:		/* sendto, recvfrom */
+		case 46: case 47:		/* sendmsg, recvmsg */
+		case 62:				/* kill */
+			return 1;
+	}
+#elif defined(__TARGET_ARCH_arm64)
+	switch (id)
+	{
+		case 62:				/* lseek */
+		case 129:				/* kill */
+		case 172:				/* getpid */
+		case 206: case 207:		/* sendto, recvfrom */
+		case 211: case 212:		/* sendmsg, recvmsg */
+			return 1;
+	}
+#endif
+	return 0;
+}
+
+/*
  * exact_enter
  *		A system call starts: when the process has a wait event set, note
  *		the event, its query id and the time.
  */
 static __always_inline void
-exact_enter(void)
+exact_enter(long id)
 {
 	__u32		tgid;
 	struct wait_start *s;
 	__u32		wei = 0;
 
-	if (!exact_on)
+	if (!exact_on || (wait_free_call(id) && !seeds_pending))
 		return;
 	tgid = bpf_get_current_pid_tgid() >> 32;
 	s = task_state(tgid);
@@ -288,7 +326,8 @@ exact_enter(void)
 
 		bpf_map_delete_elem(&exact_seeds, &tid);
 	}
-	if (bpf_probe_read_user(&wei, sizeof(wei), (void *) s->wait_addr) != 0 || wei == 0)
+	if (wait_free_call(id) ||
+		bpf_probe_read_user(&wei, sizeof(wei), (void *) s->wait_addr) != 0 || wei == 0)
 		return;
 	s->event = wei;
 	s->gen = exact_gen;
@@ -299,7 +338,7 @@ exact_enter(void)
 SEC("tp_btf/sys_enter")
 int BPF_PROG(pgt_exact_enter, struct pt_regs *regs, long id)
 {
-	exact_enter();
+	exact_enter(id);
 	pgt_chain_next(ctx, &pgt_chain_enter, PGT_CHAIN_SLOT_EXACT);
 	return 0;
 }

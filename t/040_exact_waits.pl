@@ -46,7 +46,7 @@ my $helper = start_helper($node, $rt, '--mode', 'tiered', '--exact-budget', '20'
 ok(connected(), 'helper connected (tiered, budget 20 s)');
 
 my $probe = q1("SELECT state || ': ' || reason FROM pg_tracer_probes WHERE probe_set = 'exact'");
-like($probe, qr/^available: mode tiered, budget 20 s\/h; source syscall \(default; watchpoints (unavailable: .+|fire \(\d+\/100 writes\))\)$/,
+like($probe, qr/^available: mode tiered, budget 20 s\/h; source syscall \(default; watchpoints (unavailable: .+|fire \(\d+\/100 writes\))\); programs (in the hook chains|attached on their own)$/,
 	"exact set available, watchpoint self-test reported ($probe)");
 is(q1('SELECT mode, budget_s, used_s, budget_remaining_s, active FROM pg_tracer_exact_budget()'),
 	'tiered|20|0|20|f', 'budget before any window');
