@@ -109,6 +109,8 @@ struct wait_start
 	__u32		pm;
 	__u32		tick;			/* exact_tick of a "not tracked" entry */
 	__u32		off_event;		/* event set while preempted */
+	__u32		qid_ok;			/* the slot's st_procpid matched once */
+	__u32		pad;
 	__u64		off_ts;			/* preempted since, 0 = not */
 	__u64		off_qid;
 };
@@ -247,20 +249,30 @@ task_state(__u32 tgid)
 	s->procpid_addr = slot->procpid_addr;
 	s->queryid_addr = slot->queryid_addr;
 	s->nspid = slot->nspid;
+	s->qid_ok = 0;
 	s->wait_addr = slot->wait_addr;	/* last: marks the entry tracked */
 	return s;
 }
 
 /*
  * state_qid
- *		The query id the process runs, through the cached addresses.
+ *		The query id the process runs, through the cached addresses.  The
+ *		slot is checked (its st_procpid is this process's) until a check
+ *		passes; a live backend keeps its slot, so from then on one read.
  */
 static __always_inline __u64
 state_qid(struct wait_start *s)
 {
-	__u64		qid;
+	__u64		qid = 0;
 
-	pgt_read_qid(s->procpid_addr, s->nspid, s->queryid_addr, &qid);
+	if (s->qid_ok)
+	{
+		if (bpf_probe_read_user(&qid, sizeof(qid), (void *) s->queryid_addr) != 0)
+			return 0;
+		return qid;
+	}
+	if (pgt_read_qid(s->procpid_addr, s->nspid, s->queryid_addr, &qid) == 0)
+		s->qid_ok = 1;
 	return qid;
 }
 

@@ -117,22 +117,19 @@ int BPF_PROG(pgt_ksched_migrate, struct task_struct *p, int dest_cpu)
 }
 
 /*
- * switch_in
+ * switch_in_state
  *		next is back on a CPU: its off-CPU period into `kproc` (one lookup),
  *		the run-queue wait into the histogram, the event when streaming.
  */
 static __always_inline void
-switch_in(struct task_struct *next, __u64 now)
+switch_in_state(struct task_struct *next, struct pgt_sched_state *s, __u64 now)
 {
-	struct pgt_sched_state *s = bpf_task_storage_get(&sstate, next, 0, 0);
 	struct pgt_kproc_val *v;
 	struct pgt_kev_proc_rec *r;
 	__u64		off = 0;
 	__u64		runq = 0;
 	__u32		tgid;
 
-	if (!s)
-		return;					/* never tracked (or not switched out yet) */
 	if (s->off_ns)
 		off = now - s->off_ns;
 	if (s->enq_ns)
@@ -178,6 +175,23 @@ switch_in(struct task_struct *next, __u64 now)
 }
 
 /*
+ * switch_in
+ *		next is back on a CPU: switch_in_state when it is tracked (the clock
+ *		is read only then, unless prev already read it: now != 0).
+ */
+static __always_inline void
+switch_in(struct task_struct *next, __u64 now)
+{
+	struct pgt_sched_state *s = bpf_task_storage_get(&sstate, next, 0, 0);
+
+	if (!s)
+		return;					/* never tracked (or not switched out yet) */
+	if (!now)
+		now = bpf_ktime_get_ns();
+	switch_in_state(next, s, now);
+}
+
+/*
  * ksched_switch
  *		prev leaves the CPU (tracked: note why and since when), next comes
  *		back (switch_in).
@@ -186,7 +200,7 @@ static __always_inline void
 ksched_switch(bool preempt, struct task_struct *prev, struct task_struct *next,
 			  unsigned int prev_state)
 {
-	__u64		now = bpf_ktime_get_ns();
+	__u64		now = 0;
 	__u32		ptgid = prev->tgid;
 	__u32		pm = pgt_tracked_pm(ptgid);
 
@@ -195,6 +209,7 @@ ksched_switch(bool preempt, struct task_struct *prev, struct task_struct *next,
 		struct pgt_sched_state *s;
 		int			runnable = preempt || prev_state == 0;
 
+		now = bpf_ktime_get_ns();
 		s = bpf_task_storage_get(&sstate, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 		if (s)
 		{
