@@ -103,7 +103,8 @@ int BPF_PROG(pgt_process_exit, struct task_struct *p)
 
 /*
  * Hot path: every system call of every task on the host comes through
- * here, so it is one lookup and, for tracked processes, one atomic add.
+ * here, so it is one lookup and, for tracked processes, one atomic add and
+ * the tail calls into the sys_enter chain (nothing when it is empty).
  */
 SEC("tp_btf/sys_enter")
 int BPF_PROG(pgt_sys_enter, struct pt_regs *regs, long id)
