@@ -140,19 +140,16 @@ hist_slot(__u64 ns)
 }
 
 /*
- * record_wait
- *		Add one finished wait to the aggregate and the histogram.
+ * wait_val
+ *		The (pid, event, query id) aggregate, created when missing; NULL
+ *		when the map is full.
  */
-static __always_inline void
-record_wait(__u32 tgid, __u32 pm, __u32 event, __u64 qid, __u64 ns)
+static __always_inline struct pgt_exact_val *
+wait_val(__u32 tgid, __u32 pm, __u32 event, __u64 qid)
 {
 	struct pgt_exact_key k = {.pid = tgid, .event = event, .queryid = qid};
-	struct pgt_exact_hkey hk = {.pm = pm, .event = event};
-	struct pgt_exact_val *v;
-	struct pgt_exact_hval *h;
-	__u32		slot;
+	struct pgt_exact_val *v = bpf_map_lookup_elem(&exact_waits, &k);
 
-	v = bpf_map_lookup_elem(&exact_waits, &k);
 	if (!v)
 	{
 		struct pgt_exact_val init = {.pm = pm};
@@ -160,6 +157,21 @@ record_wait(__u32 tgid, __u32 pm, __u32 event, __u64 qid, __u64 ns)
 		bpf_map_update_elem(&exact_waits, &k, &init, BPF_NOEXIST);
 		v = bpf_map_lookup_elem(&exact_waits, &k);
 	}
+	return v;
+}
+
+/*
+ * record_wait
+ *		Add one finished wait to the aggregate and the histogram.
+ */
+static __always_inline void
+record_wait(__u32 tgid, __u32 pm, __u32 event, __u64 qid, __u64 ns)
+{
+	struct pgt_exact_hkey hk = {.pm = pm, .event = event};
+	struct pgt_exact_val *v = wait_val(tgid, pm, event, qid);
+	struct pgt_exact_hval *h;
+	__u32		slot;
+
 	if (v)
 	{
 		__sync_fetch_and_add(&v->count, 1);
@@ -187,17 +199,8 @@ record_wait(__u32 tgid, __u32 pm, __u32 event, __u64 qid, __u64 ns)
 static __always_inline void
 add_time(__u32 tgid, __u32 pm, __u32 event, __u64 qid, __u64 ns)
 {
-	struct pgt_exact_key k = {.pid = tgid, .event = event, .queryid = qid};
-	struct pgt_exact_val *v;
+	struct pgt_exact_val *v = wait_val(tgid, pm, event, qid);
 
-	v = bpf_map_lookup_elem(&exact_waits, &k);
-	if (!v)
-	{
-		struct pgt_exact_val init = {.pm = pm};
-
-		bpf_map_update_elem(&exact_waits, &k, &init, BPF_NOEXIST);
-		v = bpf_map_lookup_elem(&exact_waits, &k);
-	}
 	if (v)
 		__sync_fetch_and_add(&v->total_ns, ns);
 }
