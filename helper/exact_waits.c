@@ -174,14 +174,9 @@ attach_progs(exact_priv *p)
 	{
 		int			h = order[i];
 
-		if (p->link[h] != NULL || p->member[h].hook >= 0)
-			continue;
-		if (p->chain != NULL &&
-			hook_chain_join(p->chain, hook_prog(p, h), PGT_CHAIN_SLOT_EXACT, &p->member[h]) == 0)
-			continue;
-		p->link[h] = bpf_program__attach(hook_prog(p, h));
-		if (p->link[h] == NULL)
-			err = errno ? -errno : -EINVAL;
+		if (p->link[h] == NULL && p->member[h].hook < 0)
+			err = hook_chain_attach(p->chain, hook_prog(p, h), PGT_CHAIN_SLOT_EXACT,
+									&p->member[h], &p->link[h]);
 	}
 	if (err != 0)
 		log_error("exact: cannot attach the system-call programs: %s",
@@ -200,12 +195,7 @@ detach_progs(exact_priv *p)
 	int			h;
 
 	for (h = 0; h < PGT_CHAIN_NHOOKS; h++)
-	{
-		if (p->chain != NULL)
-			hook_chain_leave(p->chain, &p->member[h]);
-		bpf_link__destroy(p->link[h]);
-		p->link[h] = NULL;
-	}
+		hook_chain_detach(p->chain, &p->member[h], &p->link[h]);
 }
 
 /*

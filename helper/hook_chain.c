@@ -133,3 +133,45 @@ hook_chain_leave(hook_chain *c, chain_member *m)
 	}
 	m->hook = -1;
 }
+
+/*
+ * hook_chain_attach
+ *		Run prog: in its hook's chain at slot when there are chains (c) and
+ *		prog is on a chained hook, else attached on its own (*link).  A
+ *		member that cannot join is attached on its own too: its object was
+ *		loaded as a chain member and hands the hook on to later slots, which
+ *		are empty as well when the kernel refuses members.  Returns 0 or a
+ *		negative error (prog does not run).
+ */
+int
+hook_chain_attach(hook_chain *c, struct bpf_program *prog, int slot, chain_member *m,
+				  struct bpf_link **link)
+{
+	int			err;
+
+	m->hook = -1;
+	*link = NULL;
+	if (c != NULL && hook_chain_of(prog) >= 0)
+	{
+		err = hook_chain_join(c, prog, slot, m);
+		if (err == 0)
+			return 0;
+		log_warn("hook chain: %s attached on its own: %s", bpf_program__name(prog),
+				 strerror(-err));
+	}
+	*link = bpf_program__attach(prog);
+	return *link != NULL ? 0 : (errno ? -errno : -EINVAL);
+}
+
+/*
+ * hook_chain_detach
+ *		Undo hook_chain_attach (either way it went); idempotent.
+ */
+void
+hook_chain_detach(hook_chain *c, chain_member *m, struct bpf_link **link)
+{
+	if (c != NULL)
+		hook_chain_leave(c, m);
+	bpf_link__destroy(*link);
+	*link = NULL;
+}

@@ -37,5 +37,8 @@ extern int	hook_chain_map_fd(const hook_chain *c, const char *map_name);
 extern int	hook_chain_join(hook_chain *c, const struct bpf_program *prog, int slot,
 							chain_member *m);
 extern void hook_chain_leave(hook_chain *c, chain_member *m);
+extern int	hook_chain_attach(hook_chain *c, struct bpf_program *prog, int slot,
+							  chain_member *m, struct bpf_link **link);
+extern void hook_chain_detach(hook_chain *c, chain_member *m, struct bpf_link **link);
 
 #endif							/* PGT_HELPER_HOOK_CHAIN_H */

@@ -36,33 +36,6 @@ kset_new(pset_inst *in, const kset_desc *desc)
 }
 
 /*
- * join_chain
- *		A program on a chained hook joins the chain at the set's slot.
- *		Returns 0 when it did, -1 when it is to be attached on its own (no
- *		chains, another hook, or joining failed: then the object was loaded
- *		as a chain member and hands the hook on to later slots, which are
- *		empty too when the kernel refuses members).
- */
-static int
-join_chain(kset *ks, const struct bpf_program *prog)
-{
-	char		ebuf[128];
-	int			err;
-
-	if (ks->chain == NULL || hook_chain_of(prog) < 0)
-		return -1;
-	err = hook_chain_join(ks->chain, prog, ks->desc->chain_slot, &ks->members[ks->nmembers]);
-	if (err != 0)
-	{
-		log_warn("hook chain: %s attached on its own: %s", bpf_program__name(prog),
-				 pset_errstr(err, ebuf, sizeof(ebuf)));
-		return -1;
-	}
-	ks->nmembers++;
-	return 0;
-}
-
-/*
  * kset_load_attach
  *		Reuse the shared maps, load obj, attach each of its programs (a
  *		program that does not attach is counted with its error, the others
@@ -102,34 +75,30 @@ kset_load_attach(pset_inst *in, const pset_ctx *ctx, struct bpf_object *obj,
 	ks->chain = ctx->chain;
 	bpf_object__for_each_program(prog, obj)
 	{
-		struct bpf_link *l;
+		int			i = ks->nlinks;
 
-		if (ks->nlinks >= KSET_MAX_LINKS || ks->nmembers >= KSET_MAX_LINKS)
+		if (i >= KSET_MAX_LINKS)
 			break;
-		if (join_chain(ks, prog) == 0)
+		err = hook_chain_attach(ks->chain, prog, ks->desc->chain_slot, &ks->members[i],
+								&ks->links[i]);
+		if (err != 0)
 		{
-			out->attached++;
-			out->chained++;
-			continue;
-		}
-		l = bpf_program__attach(prog);
-		if (l == NULL)
-		{
-			int			e = errno ? -errno : -EINVAL;
 			size_t		off = strlen(out->failed_names);
 
 			out->failed++;
 			if (out->first_error[0] == '\0')
 				snprintf(out->first_error, sizeof(out->first_error), "%s",
-						 pset_errstr(e, ebuf, sizeof(ebuf)));
+						 pset_errstr(err, ebuf, sizeof(ebuf)));
 			snprintf(out->failed_names + off, sizeof(out->failed_names) - off, "%s%s",
 					 off ? "," : "", bpf_program__section_name(prog));
 			log_debug("probe set %s: %s did not attach: %s", in->set->name,
 					  bpf_program__section_name(prog), ebuf);
 			continue;
 		}
-		ks->links[ks->nlinks++] = l;
+		ks->nlinks++;
 		out->attached++;
+		if (ks->members[i].hook >= 0)
+			out->chained++;
 	}
 	bpf_object__for_each_map(m, obj)
 	{
@@ -211,10 +180,8 @@ kset_stop(pset_inst *in)
 
 	if (ks == NULL)
 		return;
-	for (i = 0; i < ks->nmembers; i++)
-		hook_chain_leave(ks->chain, &ks->members[i]);
 	for (i = 0; i < ks->nlinks; i++)
-		bpf_link__destroy(ks->links[i]);
+		hook_chain_detach(ks->chain, &ks->members[i], &ks->links[i]);
 	for (i = 0; i < KSET_MAX_OBJS; i++)
 		if (ks->skel[i] != NULL)
 			ks->destroy[i] (ks->skel[i]);

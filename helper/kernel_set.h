@@ -53,11 +53,11 @@ typedef struct kset
 	const kset_desc *desc;
 	void	   *skel[KSET_MAX_OBJS];
 	void		(*destroy[KSET_MAX_OBJS]) (void *skel);
+	/* per running program: its link, or its place in a hook chain */
 	struct bpf_link *links[KSET_MAX_LINKS];
+	chain_member members[KSET_MAX_LINKS];
 	int			nlinks;
 	hook_chain *chain;			/* where members joined */
-	chain_member members[KSET_MAX_LINKS];
-	int			nmembers;
 	int			kio_fd;
 	int			kproc_fd;
 	int			khist_fd;
