@@ -11,13 +11,22 @@
  *   as parent), so nothing it does after fork is missed; the helper adds the
  *   processes that existed before it attached from a /proc scan.
  * - A process whose last thread exits leaves both maps.
- * - sys_enter does one hash lookup of the current tgid and, on a hit, one
- *   atomic add, then hands the hook on to the probe sets that use it: their
- *   sys_enter programs never run for a process that is not tracked (most
- *   of the host's system calls, pgbench's for one).
+ * - `pgt_tracked_bits` mirrors `tracked` as a bitmap by tgid (set after an
+ *   insert, cleared at exit, by the fork/exit programs here and by the
+ *   helper for the processes it adds or drops): one plain load answers
+ *   "tracked?" where a hash lookup costs some 40 ns, on hooks that fire
+ *   for every task of the host.
+ * - sys_enter tests the bit of the current tgid and, when set, does one
+ *   hash lookup and one atomic add, then hands the hook on to the probe
+ *   sets that use it: their sys_enter programs never run for a process
+ *   that is not tracked (most of the host's system calls, pgbench's for
+ *   one).
  * - The dispatchers of the hook chains (bpf/pgt_chain.bpf.h): sys_enter
  *   above, and sys_exit and sched_switch, which the helper attaches only
- *   while some probe set has a program in their chain.
+ *   while some probe set has a program in their chain.  They hand on only
+ *   the calls of tracked processes and the switches that involve one
+ *   (every member serves those only), so the rest of the host pays the
+ *   tracepoint and one bit test.
  *
  * CO-RE: field accesses on task_struct go through vmlinux.h's
  * preserve_access_index, so the object runs on any kernel with BTF.
@@ -55,6 +64,57 @@ struct
 	__type(value, struct pgt_tracked);
 } tracked SEC(".maps");
 
+/* See the file header; the helper mmaps it (skeleton's bss). */
+__u64		pgt_tracked_bits[PGT_TRACKED_WORDS];
+
+/*
+ * tracked_word
+ *		The bitmap word of tgid (< PGT_TRACKED_WORDS * 64), masked behind a
+ *		compiler barrier: the compiler would otherwise drop the mask after
+ *		the caller's range check, and the verifier, which follows registers
+ *		rather than values, would not see the index bounded.
+ */
+static __always_inline __u32
+tracked_word(__u32 tgid)
+{
+	__u32		w = tgid >> 6;
+
+	barrier_var(w);
+	return w & (PGT_TRACKED_WORDS - 1);
+}
+
+/*
+ * is_tracked
+ *		The bitmap's answer for tgid; a tgid beyond it (no kernel has one
+ *		today) counts as tracked, so the full checks decide.
+ */
+static __always_inline bool
+is_tracked(__u32 tgid)
+{
+	if (tgid >= PGT_TRACKED_WORDS * 64)
+		return true;
+	return (pgt_tracked_bits[tracked_word(tgid)] >> (tgid & 63)) & 1;
+}
+
+/*
+ * set_tracked
+ *		Set or clear tgid's bit (atomically: the helper writes the same
+ *		words).
+ */
+static __always_inline void
+set_tracked(__u32 tgid, bool on)
+{
+	__u64		bit = 1ULL << (tgid & 63);
+	__u32		w = tracked_word(tgid);
+
+	if (tgid >= PGT_TRACKED_WORDS * 64)
+		return;
+	if (on)
+		__sync_fetch_and_or(&pgt_tracked_bits[w], bit);
+	else
+		__sync_fetch_and_and(&pgt_tracked_bits[w], ~bit);
+}
+
 /*
  * A new process whose parent is a served postmaster enters `tracked`.
  * Threads (child->pid != child->tgid) are not processes of their own.
@@ -76,7 +136,8 @@ int BPF_PROG(pgt_process_fork, struct task_struct *parent,
 	t.flags = PGT_TRACKED_FORKED;
 	t.attached_ns = bpf_ktime_get_boot_ns();
 	t.syscalls = 0;
-	bpf_map_update_elem(&tracked, &ctgid, &t, BPF_ANY);
+	if (bpf_map_update_elem(&tracked, &ctgid, &t, BPF_ANY) == 0)
+		set_tracked(ctgid, true);
 	return 0;
 }
 
@@ -96,6 +157,8 @@ int BPF_PROG(pgt_process_exit, struct task_struct *p)
 
 	if (live != 0)
 		return 0;
+	if (is_tracked(tgid))
+		set_tracked(tgid, false);
 	bpf_map_delete_elem(&tracked, &tgid);
 	bpf_map_delete_elem(&postmasters, &tgid);
 	return 0;
@@ -103,8 +166,9 @@ int BPF_PROG(pgt_process_exit, struct task_struct *p)
 
 /*
  * Hot path: every system call of every task on the host comes through
- * here, so it is one lookup and, for tracked processes, one atomic add and
- * the tail calls into the sys_enter chain (nothing when it is empty).
+ * here, so it is one bit test and, for tracked processes, one lookup, one
+ * atomic add and the tail calls into the sys_enter chain (nothing when it
+ * is empty).
  */
 SEC("tp_btf/sys_enter")
 int BPF_PROG(pgt_sys_enter, struct pt_regs *regs, long id)
@@ -112,6 +176,8 @@ int BPF_PROG(pgt_sys_enter, struct pt_regs *regs, long id)
 	__u32		tgid = bpf_get_current_pid_tgid() >> 32;
 	struct pgt_tracked *t;
 
+	if (!is_tracked(tgid))
+		return 0;
 	t = bpf_map_lookup_elem(&tracked, &tgid);
 	if (!t)
 		return 0;				/* no member serves an untracked process */
@@ -121,11 +187,12 @@ int BPF_PROG(pgt_sys_enter, struct pt_regs *regs, long id)
 	return 0;
 }
 
-/* The other two dispatchers: nothing of their own to do. */
+/* The other two dispatchers: a filter, nothing else of their own. */
 SEC("tp_btf/sys_exit")
 int BPF_PROG(pgt_sys_exit, struct pt_regs *regs, long ret)
 {
-	pgt_chain_from(ctx, &pgt_chain_exit, 0);
+	if (is_tracked(bpf_get_current_pid_tgid() >> 32))
+		pgt_chain_from(ctx, &pgt_chain_exit, 0);
 	return 0;
 }
 
@@ -133,6 +200,7 @@ SEC("tp_btf/sched_switch")
 int BPF_PROG(pgt_sched_switch, bool preempt, struct task_struct *prev,
 			 struct task_struct *next, unsigned int prev_state)
 {
-	pgt_chain_from(ctx, &pgt_chain_switch, 0);
+	if (is_tracked(prev->tgid) || is_tracked(next->tgid))
+		pgt_chain_from(ctx, &pgt_chain_switch, 0);
 	return 0;
 }

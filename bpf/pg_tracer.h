@@ -21,6 +21,14 @@
 /* Capacity of the `tracked` map (processes of all served clusters). */
 #define PGT_BPF_MAX_TRACKED		16384
 
+/*
+ * The tracked-tgid bitmap (global `pgt_tracked_bits` of the foundation's
+ * object, mapped by the helper): bit (tgid & 63) of word (tgid >> 6) is set
+ * while tgid is in `tracked`.  It covers PID_MAX_LIMIT (4M) of 64-bit
+ * kernels: 512 KiB.  Written with atomic or/and on both sides.
+ */
+#define PGT_TRACKED_WORDS		(4194304 / 64)
+
 /* struct pgt_tracked.flags */
 #define PGT_TRACKED_FORKED		0x1	/* entered at fork by the BPF program */
 #define PGT_TRACKED_SCANNED		0x2	/* inserted by the helper's /proc scan */

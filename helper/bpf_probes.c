@@ -291,6 +291,27 @@ bpf_probes_remove_postmaster(bpf_probes *p, uint32_t pm)
 }
 
 /*
+ * mark_tracked
+ *		Mirror an insert into (or a removal from) `tracked` in the bitmap
+ *		the dispatchers test (bpf/pg_tracer.bpf.c); the BPF side writes the
+ *		same words with atomic or/and.
+ */
+static void
+mark_tracked(bpf_probes *p, uint32_t pid, int on)
+{
+	uint64_t	bit = 1ULL << (pid & 63);
+	__u64	   *word;
+
+	if (pid / 64 >= PGT_TRACKED_WORDS)
+		return;
+	word = &p->skel->bss->pgt_tracked_bits[pid / 64];
+	if (on)
+		__atomic_fetch_or(word, bit, __ATOMIC_SEQ_CST);
+	else
+		__atomic_fetch_and(word, ~bit, __ATOMIC_SEQ_CST);
+}
+
+/*
  * bpf_probes_track
  *		Insert `pid` into `tracked` unless it is there already (an entry the
  *		fork program made is older and keeps its counters).  Returns 1 when
@@ -309,8 +330,14 @@ bpf_probes_track(bpf_probes *p, uint32_t pid, uint32_t pm, uint32_t flags,
 	v.flags = flags;
 	v.attached_ns = attached_ns;
 	if (bpf_map_update_elem(p->tracked_fd, &pid, &v, BPF_NOEXIST) == 0)
+	{
+		mark_tracked(p, pid, 1);
 		return 1;
-	return errno == EEXIST ? 0 : -1;
+	}
+	if (errno != EEXIST)
+		return -1;
+	mark_tracked(p, pid, 1);	/* the fork program's entry: set there too */
+	return 0;
 }
 
 /*
@@ -322,6 +349,7 @@ bpf_probes_untrack(bpf_probes *p, uint32_t pid)
 {
 	if (!p->maps_ok)
 		return 0;
+	mark_tracked(p, pid, 0);
 	if (bpf_map_delete_elem(p->tracked_fd, &pid) != 0 && errno != ENOENT)
 		return -1;
 	return 0;
