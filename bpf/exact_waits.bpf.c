@@ -94,7 +94,10 @@ struct
  * its postmaster), so a tracked process pays one task-storage lookup
  * instead of two hash lookups; an untracked task caches "not tracked" for
  * the current `exact_tick` (the helper bumps it every publication, 250 ms,
- * so a backend mapped meanwhile is picked up).
+ * so a backend mapped meanwhile is picked up).  A backend the helper has
+ * not mapped yet (its first second or so) is served through its
+ * postmaster's indirect slot: wait_ptr holds the address of its
+ * `my_wait_event_info` pointer, read on each call until the mapping comes.
  */
 struct wait_start
 {
@@ -102,7 +105,7 @@ struct wait_start
 	__u64		qid;
 	__u32		event;
 	__u32		gen;			/* exact_gen when it started */
-	__u64		wait_addr;		/* 0: not tracked (as of tick) */
+	__u64		wait_addr;		/* 0: not mapped (as of tick) */
 	__u64		procpid_addr;
 	__u64		queryid_addr;
 	__u32		nspid;
@@ -113,6 +116,7 @@ struct wait_start
 	__u32		pad;
 	__u64		off_ts;			/* preempted since, 0 = not */
 	__u64		off_qid;
+	__u64		wait_ptr;		/* not mapped yet: &my_wait_event_info, 0 = none */
 };
 
 struct
@@ -224,8 +228,9 @@ slot_qid(struct pgt_qid_slot *slot)
 /*
  * task_state
  *		The current task's cached state: created on its first system call
- *		from its `pgt_qid` slot, "not tracked" entries re-checked once per
- *		exact_tick.  NULL when storage cannot be had.
+ *		from its `pgt_qid` slot, entries without one (untracked, or not
+ *		mapped yet) re-checked once per exact_tick.  NULL when storage
+ *		cannot be had.
  */
 static __always_inline struct wait_start *
 task_state(__u32 tgid)
@@ -243,12 +248,19 @@ task_state(__u32 tgid)
 			return NULL;
 	}
 	s->tick = exact_tick;
-	slot = bpf_map_lookup_elem(&pgt_qid, &tgid);
-	if (!slot || !slot->wait_addr)
-		return s;
+	s->wait_ptr = 0;
 	s->pm = pgt_tracked_pm(tgid);
 	if (!s->pm)
 		return s;
+	slot = bpf_map_lookup_elem(&pgt_qid, &tgid);
+	if (!slot || !slot->wait_addr || (slot->flags & PGT_QID_INDIRECT))
+	{
+		/* not mapped yet: through the postmaster's indirect slot */
+		slot = bpf_map_lookup_elem(&pgt_qid, &s->pm);
+		if (slot && (slot->flags & PGT_QID_INDIRECT) && s->pm != tgid)
+			s->wait_ptr = slot->wait_addr;
+		return s;
+	}
 	s->procpid_addr = slot->procpid_addr;
 	s->queryid_addr = slot->queryid_addr;
 	s->nspid = slot->nspid;
@@ -262,12 +274,15 @@ task_state(__u32 tgid)
  *		The query id the process runs, through the cached addresses.  The
  *		slot is checked (its st_procpid is this process's) until a check
  *		passes; a live backend keeps its slot, so from then on one read.
+ *		Runs in the process's context.
  */
 static __always_inline __u64
-state_qid(struct wait_start *s)
+state_qid(struct wait_start *s, __u32 tgid)
 {
 	__u64		qid = 0;
 
+	if (!s->wait_addr)
+		return pgt_current_qid(tgid);	/* not mapped yet: indirect */
 	if (s->qid_ok)
 	{
 		if (bpf_probe_read_user(&qid, sizeof(qid), (void *) s->queryid_addr) != 0)
@@ -277,6 +292,26 @@ state_qid(struct wait_start *s)
 	if (pgt_read_qid(s->procpid_addr, s->nspid, s->queryid_addr, &qid) == 0)
 		s->qid_ok = 1;
 	return qid;
+}
+
+/*
+ * read_wait
+ *		The process's wait_event_info (its own context): through the mapped
+ *		address, or before the mapping through its my_wait_event_info
+ *		pointer.  0 when none is set or it cannot be read.
+ */
+static __always_inline __u32
+read_wait(struct wait_start *s)
+{
+	__u64		addr = s->wait_addr;
+	__u32		wei = 0;
+
+	if (!addr && (!s->wait_ptr ||
+				  bpf_probe_read_user(&addr, sizeof(addr), (void *) s->wait_ptr) != 0))
+		return 0;
+	if (!addr || bpf_probe_read_user(&wei, sizeof(wei), (void *) addr) != 0)
+		return 0;
+	return wei;
 }
 
 /*
@@ -332,7 +367,7 @@ exact_enter(long id)
 		return;
 	tgid = bpf_get_current_pid_tgid() >> 32;
 	s = task_state(tgid);
-	if (!s || !s->wait_addr)
+	if (!s || (!s->wait_addr && !s->wait_ptr))
 		return;
 	if (seeds_pending)
 	{
@@ -341,12 +376,11 @@ exact_enter(long id)
 
 		bpf_map_delete_elem(&exact_seeds, &tid);
 	}
-	if (wait_free_call(id) ||
-		bpf_probe_read_user(&wei, sizeof(wei), (void *) s->wait_addr) != 0 || wei == 0)
+	if (wait_free_call(id) || (wei = read_wait(s)) == 0)
 		return;
 	s->event = wei;
 	s->gen = exact_gen;
-	s->qid = state_qid(s);
+	s->qid = state_qid(s, tgid);
 	s->ts = bpf_ktime_get_ns();
 }
 
@@ -386,13 +420,13 @@ exact_switch(bool preempt, struct task_struct *prev, struct task_struct *next,
 	if (prev_state != 0 && !preempt)
 		return;				/* blocked: inside a system call, timed there */
 	s = bpf_task_storage_get(&exact_starts, prev, 0, 0);
-	if (s && s->wait_addr && !s->ts)
+	if (s && (s->wait_addr || s->wait_ptr) && !s->ts)
 	{
-		__u32		wei = 0;
+		__u32		wei = read_wait(s);
 
-		if (bpf_probe_read_user(&wei, sizeof(wei), (void *) s->wait_addr) != 0 || wei == 0)
+		if (wei == 0)
 			return;
-		s->off_qid = wei == s->event ? s->qid : state_qid(s);
+		s->off_qid = wei == s->event ? s->qid : state_qid(s, prev->tgid);
 		s->off_event = wei;
 		s->gen = exact_gen;
 		s->off_ts = bpf_ktime_get_ns();

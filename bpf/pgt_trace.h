@@ -70,7 +70,8 @@ struct pgt_qid_slot
 	__u32		nspid;			/* the pid PostgreSQL knows the process by */
 	__u32		flags;			/* reserved, 0 */
 	__u64		last_qid;		/* written by BPF */
-	__u64		wait_addr;		/* &PGPROC.wait_event_info of the process, 0 = unknown */
+	__u64		wait_addr;		/* &PGPROC.wait_event_info of the process, 0 = unknown
+								 * (indirect slot: &my_wait_event_info) */
 };
 _Static_assert(sizeof(struct pgt_qid_slot) == 40, "pgt_qid_slot size");
 
@@ -80,7 +81,11 @@ _Static_assert(sizeof(struct pgt_qid_slot) == 40, "pgt_qid_slot size");
  * queryid_addr is the address of the `MyBEEntry` pointer variable (the same
  * in every child), procpid_addr holds offsetof(PgBackendStatus,
  * st_query_id) and nspid offsetof(PgBackendStatus, st_procpid).  The first
- * read in a child's context creates the child's own (direct) slot.
+ * read in a child's context creates the child's own (direct) slot.  Its
+ * wait_addr is the address of the `my_wait_event_info` pointer variable
+ * (PostgreSQL 14 and later; 0 when not exported): through it the exact
+ * set times a new backend's waits before the helper has mapped the
+ * backend (a connection's first statement, a short-lived connection).
  */
 #define PGT_QID_INDIRECT	0x1
 

@@ -86,7 +86,8 @@ seed_waits(exact_priv *p)
 
 		key = next;
 		prev = &key;
-		if (bpf_map_lookup_elem(p->qid_fd, &key, &slot) != 0 || slot.wait_addr == 0)
+		if (bpf_map_lookup_elem(p->qid_fd, &key, &slot) != 0 || slot.wait_addr == 0 ||
+			(slot.flags & PGT_QID_INDIRECT))
 			continue;
 		if (procfs_mem_read(key, slot.wait_addr, &wei, sizeof(wei)) != 0 || wei == 0)
 			continue;
@@ -128,6 +129,7 @@ sample_sessions(exact_priv *p, uint32_t *active, uint32_t *locked)
 		key = next;
 		prev = &key;
 		if (bpf_map_lookup_elem(p->qid_fd, &key, &slot) != 0 || slot.wait_addr == 0 ||
+			(slot.flags & PGT_QID_INDIRECT) ||
 			procfs_mem_read(key, slot.wait_addr, &wei, sizeof(wei)) != 0)
 			continue;
 		if ((wei & 0xFF000000) == 0x05000000 || wei == 0x06000000)

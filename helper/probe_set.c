@@ -522,9 +522,10 @@ pset_wait_addr(pid_t postmaster, const pgt_layout *layout, uint32_t nspid)
 /*
  * install_indirect
  *		Once per postmaster: a PGT_QID_INDIRECT slot keyed by its pid, so a
- *		new backend's first events carry its query id before the next
- *		refresh maps it (needs the exported MyBEEntry; silently skipped
- *		when the binary does not export it: the refresh still works).
+ *		new backend's first events carry its query id, and its first waits
+ *		are timed, before the next refresh maps it (needs the exported
+ *		MyBEEntry, and my_wait_event_info for the waits; silently skipped
+ *		when the binary does not export them: the refresh still works).
  */
 static void
 install_indirect(pset_runtime *rt, pid_t postmaster, const pgt_layout *layout)
@@ -548,6 +549,11 @@ install_indirect(pset_runtime *rt, pid_t postmaster, const pgt_layout *layout)
 	slot.queryid_addr = addr;
 	slot.procpid_addr = layout->beentry_off_query_id;
 	slot.nspid = layout->beentry_off_procpid;
+	if (pg_symbol_addr(postmaster, "my_wait_event_info", &addr, err, sizeof(err)) == 0)
+		slot.wait_addr = addr;
+	else
+		log_debug("query ids: no my_wait_event_info in postmaster %d (%s): a new "
+				  "backend's waits are timed from the next refresh", (int) postmaster, err);
 	if (bpf_map_update_elem(rt->ctx.qid_fd, &key, &slot, BPF_ANY) != 0)
 		log_warn("query ids: cannot install the MyBEEntry slot: %s", strerror(errno));
 	else

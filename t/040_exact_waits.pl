@@ -15,6 +15,8 @@
 #   - escalate/deescalate rights (superuser, pgtracer_admin, others
 #     denied), idempotent deescalate, argument errors, --mode full fidelity
 #   - hardware watchpoint self-test reported in pg_tracer_probes
+#   - a new connection's first statement (pg_sleep(1.2)) timed although the
+#     helper has not mapped its backend yet
 use strict;
 use warnings;
 use FindBin;
@@ -224,6 +226,20 @@ ok($w1 - $w0 >= 950 && $w1 - $w0 <= 1100, sprintf('time model: blocking waits gr
 my $loop_ms = $loop_t * 1000;
 ok($c1 - $c0 >= 0.7 * $loop_ms && $c1 - $c0 <= $loop_ms + 150,
 	sprintf('time model: CPU* grew %.0f ms (a PL/pgSQL loop the client timed at %.0f ms)', $c1 - $c0, $loop_ms));
+# a connection's first statement, before the helper has mapped its backend
+# (it maps new backends about once a second): timed through the
+# postmaster's my_wait_event_info (the indirect query-id slot)
+my $ft0 = time();
+my $fresh = q1('SELECT pg_backend_pid() FROM pg_sleep(1.2)');
+my $fresh_truth = (time() - $ft0) * 1000;
+sleep(1.3);
+my $fslept = q1("SELECT sum(total_ms) FROM pg_tracer_exact_waits()
+	WHERE pid = $fresh AND wait_event = 'PgSleep'");
+ok(within($fslept, 1200, 0.05),
+	"a new connection's first statement: exact PgSleep = $fslept ms (1200 +-5%; psql saw "
+	  . sprintf('%.0f ms, connection included)', $fresh_truth));
+is(q1("SELECT count(*) FROM pg_tracer_exact_waits() WHERE pid = $fresh AND wait_event = 'PgSleep'"),
+	'1', 'that sleep is one row (one wait event, one query id)');
 is(q1('SELECT granted_s || mode FROM pg_tracer_exact_budget(), pg_tracer_escalate(5)'), '5full',
 	'escalate in full mode is granted without budget');
 
