@@ -75,6 +75,7 @@ for mode in select tpcb; do
 	cost_run "$mode"
 done
 
+[ "$off_pairs" -gt 0 ] || exit 0
 echo
 echo "tiered mode outside windows (programs detached), select-only ($off_pairs pairs):"
 rs=()

@@ -68,18 +68,20 @@ for s in $all_sets; do
 done
 
 echo
-echo "each set alone, select-only ($solo_pairs pairs):"
-for s in $all_sets; do
-	rs=()
-	for i in $(seq "$solo_pairs"); do
-		if bench_a_first "$i"; then run_off select; run_on select "$s"
-		else run_on select "$s"; run_off select; fi
-		rs+=("$(bench_ratio "$tb" "$ta")")
+if [ "$solo_pairs" -gt 0 ]; then
+	echo "each set alone, select-only ($solo_pairs pairs):"
+	for s in $all_sets; do
+		rs=()
+		for i in $(seq "$solo_pairs"); do
+			if bench_a_first "$i"; then run_off select; run_on select "$s"
+			else run_on select "$s"; run_off select; fi
+			rs+=("$(bench_ratio "$tb" "$ta")")
+		done
+		m=$(bench_median "${rs[@]}")
+		flag=$(echo "$m < 0.95" | bc -l)
+		printf '  %-8s median ratio %.3f%s\n' "$s" "$m" "$([ "$flag" = 1 ] && echo '  (costs more than 5% alone)')"
 	done
-	m=$(bench_median "${rs[@]}")
-	flag=$(echo "$m < 0.95" | bc -l)
-	printf '  %-8s median ratio %.3f%s\n' "$s" "$m" "$([ "$flag" = 1 ] && echo '  (costs more than 5% alone)')"
-done
+fi
 
 echo
 echo "in-kernel cost per program, select-only, $sets_on on (bpf_stats for this run only):"
