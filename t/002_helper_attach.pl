@@ -2,7 +2,8 @@
 #
 # The helper attaches to this test's cluster; status turns connected, the
 # pid filter lists the postmaster's children, a new connection appears in
-# pg_tracer_backends within 2 seconds with a syscall count that grows, ping
+# pg_tracer_backends within 2 seconds with a syscall count that grows (and so
+# does a process older than the helper's attach), ping
 # round-trips through the control socket, and bad input to the helper is
 # refused with a clear message and a non-zero exit.
 use strict;
@@ -78,6 +79,19 @@ ok(defined wait_until(sub {
 	$delta >= 1000
 }, 5), "syscall count grows by at least one per sleep (delta $delta)");
 cmp_ok($delta, '<', 100_000, 'and by a plausible amount');
+
+# A process older than the helper (found by its /proc scan, not at fork) is
+# counted too: the helper sets its bit in the dispatchers' tracked bitmap.
+# pg_tracer's sampler (started with the cluster) wakes many times a second
+# through epoll_wait and never hibernates.
+my $ww = $node->safe_psql('postgres',
+	"SELECT pid FROM pg_stat_activity WHERE backend_type = 'pg_tracer sampler'");
+my $ww0 = $node->safe_psql('postgres', "SELECT syscalls FROM pg_tracer_backends WHERE pid = $ww");
+my $ww_delta;
+ok(defined wait_until(sub {
+	$ww_delta = $node->safe_psql('postgres', "SELECT syscalls FROM pg_tracer_backends WHERE pid = $ww") - $ww0;
+	$ww_delta >= 20
+}, 5), "a process older than the helper (the sampler, $ww): its system calls are counted (+$ww_delta)");
 $bg->quit;
 ok(defined wait_until(sub {
 	$node->safe_psql('postgres', "SELECT count(*) FROM pg_tracer_backends WHERE pid = $bg_pid") eq '0'
