@@ -84,14 +84,14 @@ cmp_ok($delta, '<', 100_000, 'and by a plausible amount');
 # counted too: the helper sets its bit in the dispatchers' tracked bitmap.
 # pg_tracer's sampler (started with the cluster) wakes many times a second
 # through epoll_wait and never hibernates.
-my $ww = $node->safe_psql('postgres',
+my $sampler = $node->safe_psql('postgres',
 	"SELECT pid FROM pg_stat_activity WHERE backend_type = 'pg_tracer sampler'");
-my $ww0 = $node->safe_psql('postgres', "SELECT syscalls FROM pg_tracer_backends WHERE pid = $ww");
-my $ww_delta;
+my $sampler0 = $node->safe_psql('postgres', "SELECT syscalls FROM pg_tracer_backends WHERE pid = $sampler");
+my $sampler_delta;
 ok(defined wait_until(sub {
-	$ww_delta = $node->safe_psql('postgres', "SELECT syscalls FROM pg_tracer_backends WHERE pid = $ww") - $ww0;
-	$ww_delta >= 20
-}, 5), "a process older than the helper (the sampler, $ww): its system calls are counted (+$ww_delta)");
+	$sampler_delta = $node->safe_psql('postgres', "SELECT syscalls FROM pg_tracer_backends WHERE pid = $sampler") - $sampler0;
+	$sampler_delta >= 20
+}, 5), "a process older than the helper (the sampler, $sampler): its system calls are counted (+$sampler_delta)");
 $bg->quit;
 ok(defined wait_until(sub {
 	$node->safe_psql('postgres', "SELECT count(*) FROM pg_tracer_backends WHERE pid = $bg_pid") eq '0'
