@@ -15,7 +15,9 @@
  * PostgreSQL never makes under a wait (wait_free_call); else the `exact_on` check, one
  * task-storage lookup (the cached per-task state, struct wait_start) and,
  * for a tracked process, one user read at entry; one task-storage lookup
- * at exit.  An untracked task looks up `pgt_qid` once per exact_tick.
+ * at exit.  In the hook chains an untracked task never gets here (the
+ * dispatchers' bitmap test); attached on their own, the programs let it
+ * look up `pgt_qid` once per exact_tick.
  *
  * Time a tracked process spends preempted (runnable, off CPU) with a wait
  * event set but outside a system call, typically right after the call

@@ -14,10 +14,12 @@
  * kept there and added to `kproc` in one lookup when the task is back on a
  * CPU: a switch is counted when it ends.
  *
- * Cost for tasks that are not tracked: a context switch does one hash
- * lookup (prev, in `tracked`) and one task-storage probe (next: a task
- * without storage was never tracked); a wakeup or a migration one
- * task-storage probe.  No ring-buffer work unless a stream was asked for.
+ * Cost for tasks that are not tracked: in the hook chain, nothing for a
+ * switch between two of them (the dispatcher's bitmap test); otherwise,
+ * or attached on its own, one hash lookup (prev, in `tracked`) and one
+ * task-storage probe (next: a task without storage was never tracked); a
+ * wakeup or a migration one task-storage probe.  No ring-buffer work unless
+ * a stream was asked for.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>

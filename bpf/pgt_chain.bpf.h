@@ -12,10 +12,9 @@
  * the helper puts them into the hook's program array, at their set's slot
  * (PGT_CHAIN_SLOT_*), and each program, when done, tail-calls the slots
  * after its own.  A tail call with a constant index is a patched direct
- * jump, a few ns; an empty slot falls through.  sys_enter's chain runs for
- * tracked processes only (the dispatcher looks them up anyway); sys_exit's
- * and sched_switch's for every task (a switch concerns two tasks, and the
- * exit members' own first test is as cheap as the lookup would be).
+ * jump, a few ns; an empty slot falls through.  The chains run for tracked
+ * processes only: each dispatcher first tests the tracked bitmap (one
+ * load, bpf/pg_tracer.bpf.c), sched_switch's for prev or next.
  *
  * The program arrays are created by the foundation's object and shared by
  * name (helper/probe_set.c, pset_prepare_object), like `tracked`.

@@ -157,7 +157,6 @@ kset_status_from(pset_inst *in, const char *mechanism, const kset_attach *a)
 	else
 	{
 		kset	   *ks = in->priv;
-
 		char		chained[48] = "";
 
 		if (a->chained > 0)
