@@ -8,7 +8,8 @@
  * Completion runs in interrupt context on any CPU, so everything is keyed
  * by the request pointer: block_io_start (in the submitter's context, when
  * the kernel has it) remembers who submitted the request, block_rq_issue
- * stamps the issue time (and the submitter when block_io_start is missing),
+ * stamps the issue time (and the submitter when block_io_start is missing:
+ * a request dispatched from a kblockd worker then counts as the kernel's),
  * block_rq_complete accounts it.  A request not submitted by a tracked
  * process but by a kernel thread (writeback, kworkers) is pid 0, "kernel";
  * requests of other user processes are ignored.
@@ -76,12 +77,22 @@ submitter(struct rq_info *ri)
 	return 0;
 }
 
+/*
+ * 1 once block_io_start has fired: the kernel has it (6.5+), so a request
+ * that reaches block_rq_issue without an entry was submitted by a process
+ * that is not ours (the issue may then run in a kblockd worker, which must
+ * not take it for the kernel's).
+ */
+__u32		io_start_seen = 0;
+
 SEC("tp_btf/block_io_start")
 int BPF_PROG(pgt_kblk_start, struct request *rq)
 {
 	struct rq_info ri = {};
 	__u64		key = (__u64) rq;
 
+	if (!io_start_seen)
+		io_start_seen = 1;
 	if (!submitter(&ri))
 		return 0;
 	ri.tagged = 1;
@@ -98,8 +109,8 @@ int BPF_PROG(pgt_kblk_issue, struct request *rq)
 
 	if (!ri)
 	{
-		/* not seen at submission: maybe block_io_start is missing */
-		if (!submitter(&n))
+		/* not recorded at submission: not ours, or no block_io_start */
+		if (io_start_seen || !submitter(&n))
 			return 0;
 		n.tagged = 1;
 		n.bytes = BPF_CORE_READ(rq, __data_len);

@@ -228,9 +228,12 @@ _Static_assert(sizeof(struct pgt_engine_stream_entry) == 328, "engine stream siz
 /*
  * Kernel probe sets (codes in pgt_kernel.h).  Rows are per (pid, query id,
  * ...) aggregates since the helper attached; pid 0 is the kernel (I/O not
- * issued in a tracked process's context).  Rows of processes that exited
- * stay until the in-kernel LRU maps need the room.
+ * issued in a tracked process's context).  Rows of a process that exited
+ * keep its pid for the helper's --keep-exited seconds, then fold into the
+ * cluster's rows with pid PGT_PID_EXITED (the same for exact wait rows).
  */
+#define PGT_PID_EXITED	0x7FFFFFFFu	/* above any pid (PID_MAX_LIMIT is 2^22) */
+
 struct pgt_kernel_io_entry
 {
 	uint32_t	pid;

@@ -740,6 +740,30 @@ fill_probe(struct pgt_probeset_entry *e, const char *name, const probe_status *s
 }
 
 /*
+ * report_overflow
+ *		After a publication: log the tables whose rows did not all fit in the
+ *		segment (again each time the number doubles), and remember it for the
+ *		"process" row's reason.  procs_dropped: processes left out before.
+ */
+static void
+report_overflow(cluster *c, uint64_t procs_dropped)
+{
+	char		list[512];
+	uint64_t	dropped = seg_writer_overflow(&c->seg, list, sizeof(list)) + procs_dropped;
+
+	c->overflow = dropped;
+	if (dropped == 0)
+		c->overflow_logged = 0;	/* a later episode is logged again */
+	if (dropped == 0 ||
+		(c->overflow_logged && dropped < 2 * (uint64_t) c->overflow_logged))
+		return;
+	log_warn("%s: %llu rows do not fit in the segment and are not shown (%s%s%llu processes)",
+			 c->data_dir, (unsigned long long) dropped, list, list[0] ? "; " : "",
+			 (unsigned long long) procs_dropped);
+	c->overflow_logged = (int) dropped;
+}
+
+/*
  * cluster_publish
  *		Update the process table from a map snapshot (rows, n; ignored when
  *		BPF is unavailable) and write everything into the segment.
@@ -755,7 +779,6 @@ cluster_publish(cluster *c, const tracked_row *rows, size_t n)
 	int64_t		boot_to_real = procfs_boot_to_real_us();
 	size_t		nrows = 0;
 	size_t		i;
-	uint64_t	dropped;
 	int			nps = 0;
 
 	if (c->attached)
@@ -808,7 +831,8 @@ cluster_publish(cluster *c, const tracked_row *rows, size_t n)
 	{
 		snprintf(reason, sizeof(reason), "%s; tracking %zu processes%s",
 				 bpf->process.reason, c->nprocs,
-				 c->overflow ? ", some not published (segment full)" : "");
+				 c->overflow ? "; some rows not published (segment tables full: "
+				 "see the helper's log)" : "");
 		fill_probe(&ps[nps++], "process", &bpf->process, c->processes_seen,
 				   bpf->process.state == PGT_PROBE_AVAILABLE ? reason : NULL);
 	}
@@ -834,19 +858,8 @@ cluster_publish(cluster *c, const tracked_row *rows, size_t n)
 	p.tables[PGT_SEC_PROBESETS] = (seg_rows) {ps, (uint32_t) nps};
 	p.tables[PGT_SEC_BACKENDS] = (seg_rows) {c->rows, (uint32_t) nrows};
 	cluster_psets_publish(c, &p);
-	dropped = seg_writer_publish(&c->seg, &p);
-	dropped += c->nprocs - nrows;
-	if (dropped > c->overflow)
-	{
-		c->overflow = dropped;
-		if (!c->overflow_logged || dropped >= 2 * (uint64_t) c->overflow_logged)
-		{
-			log_warn("%s: %llu processes do not fit in the segment's backends table "
-					 "(capacity %u)", c->data_dir, (unsigned long long) dropped,
-					 seg_writer_capacity(&c->seg, PGT_SEC_BACKENDS));
-			c->overflow_logged = (int) dropped;
-		}
-	}
+	(void) seg_writer_publish(&c->seg, &p);
+	report_overflow(c, c->nprocs - nrows);
 }
 
 /*

@@ -23,6 +23,7 @@
 #include "control_server.h"
 #include "discovery.h"
 #include "evhandle.h"
+#include "pid_retire.h"
 #include "privileges.h"
 #include "probe_set.h"
 #include "procfs.h"
@@ -579,6 +580,7 @@ start_probe_sets(daemon_state *d)
 		log_error("--probes: %s", err);
 		return -1;
 	}
+	pid_retire_setup(d->bpf.maps_ok ? d->bpf.tracked_fd : -1);
 	if (pset_runtime_start(&d->psets, PSET_MODE_DAEMON, 0,
 						   d->bpf.maps_ok ? d->bpf.tracked_fd : -1,
 						   bpf_probes_chain(&d->bpf), sets, n) < 0)

@@ -20,6 +20,7 @@
 #include "escalation.h"
 #include "exact_watch.h"
 #include "log.h"
+#include "pid_retire.h"
 #include "procfs.h"
 #include "probe_set.h"
 #include "exact_waits.h"
@@ -29,6 +30,7 @@
 #include <bpf/libbpf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -529,9 +531,23 @@ copy_map(int fd, size_t max, size_t ksz, size_t vsz, void **keys, void **vals)
 	return n;
 }
 
+/* Rows of exited processes fold into their cluster's row (pid_retire.h). */
+static const retire_u64_layout waits_fold = {.nwords = 3, .max_mask = 1ULL << 2};
+
+_Static_assert(offsetof(struct pgt_exact_val, max_ns) == 2 * 8, "waits_fold layout");
+
+#define waits_retire(p) ((retire_map) { \
+	.name = "exact waits", .fd = bpf_map__fd((p)->skel->maps.exact_waits), \
+	.ksize = sizeof(struct pgt_exact_key), .vsize = sizeof(struct pgt_exact_val), \
+	.kstride = sizeof(struct pgt_exact_key), .vstride = sizeof(struct pgt_exact_val), \
+	.pid_off = offsetof(struct pgt_exact_key, pid), \
+	.pm_off = offsetof(struct pgt_exact_val, pm), \
+	.fold = pid_retire_fold_u64, .fold_arg = &waits_fold})
+
 /*
  * collect
- *		Copy the aggregates; stop seeding once every seed was consumed.
+ *		Copy the aggregates, folding the rows of processes gone for a while;
+ *		stop seeding once every seed was consumed.
  */
 static void
 collect(pset_inst *in)
@@ -544,6 +560,10 @@ collect(pset_inst *in)
 	p->n = copy_map(bpf_map__fd(p->skel->maps.exact_waits), PGT_EXACT_WAITS_MAX,
 					sizeof(struct pgt_exact_key), sizeof(struct pgt_exact_val),
 					(void **) &p->keys, (void **) &p->vals);
+	if (p->n > 0 && pid_retire_rows(&waits_retire(p), p->keys, p->vals, p->n) > 0)
+		p->n = copy_map(bpf_map__fd(p->skel->maps.exact_waits), PGT_EXACT_WAITS_MAX,
+						sizeof(struct pgt_exact_key), sizeof(struct pgt_exact_val),
+						(void **) &p->keys, (void **) &p->vals);
 	p->nh = copy_map(bpf_map__fd(p->skel->maps.exact_hists), PGT_EXACT_HISTS_MAX,
 					 sizeof(struct pgt_exact_hkey), sizeof(struct pgt_exact_hval),
 					 (void **) &p->hkeys, (void **) &p->hvals);

@@ -8,12 +8,14 @@
 #include "kernel_set.h"
 
 #include "log.h"
+#include "pid_retire.h"
 #include "pgt_kernel.h"
 #include "trace_out.h"
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -283,6 +285,56 @@ copy_map(int fd, size_t ksize, size_t vsize, unsigned char **rows, size_t max)
 	return n;
 }
 
+/* How rows of exited processes fold (pid_retire.h) */
+static const retire_u64_layout kio_fold = {.nwords = 5, .max_mask = 1ULL << 4};
+static const retire_u64_layout khist_fold = {.nwords = 32};
+static const retire_u64_layout ksched_fold = {
+	.nwords = PGT_KPROC_NVALS, .max_mask = 1ULL << PGT_KSCHED_RUNQ_MAX_NS};
+static const retire_u64_layout kmem_fold = {
+	.nwords = PGT_KPROC_NVALS, .last_mask = 1ULL << PGT_KMEM_OOM_SCORE_ADJ};
+static const retire_u64_layout ksum_fold = {.nwords = PGT_KPROC_NVALS};
+
+_Static_assert(offsetof(struct pgt_kio_val, max_ns) == 4 * 8, "kio_fold layout");
+_Static_assert(sizeof(((struct pgt_khist_val *) 0)->slots) == 32 * 8, "khist_fold layout");
+
+static const retire_u64_layout *
+kproc_fold(uint32_t proc_flag)
+{
+	switch (proc_flag)
+	{
+		case PGT_KPROC_SCHED:
+			return &ksched_fold;
+		case PGT_KPROC_MEMORY:
+			return &kmem_fold;
+	}
+	return &ksum_fold;
+}
+
+/*
+ * copy_retire
+ *		copy_map, and once more when rows of exited processes were folded.
+ */
+static size_t
+copy_retire(const retire_map *m, unsigned char **rows, size_t max)
+{
+	size_t		n = copy_map(m->fd, m->ksize, m->vsize, rows, max);
+
+	/* rows are key then value, packed (kio_row, kproc_row, khist_row) */
+	if (n > 0 && pid_retire_rows(m, *rows, *rows + m->ksize, n) > 0)
+		n = copy_map(m->fd, m->ksize, m->vsize, rows, max);
+	return n;
+}
+
+/* copy_retire of a map whose key has `pid` and whose value has `pm` */
+#define COPY_RETIRE(name_, fd_, ktype, vtype, fold_, rows_, max_) \
+	copy_retire(&(retire_map) { \
+		.name = (name_), .fd = (fd_), .ksize = sizeof(ktype), .vsize = sizeof(vtype), \
+		.kstride = sizeof(ktype) + sizeof(vtype), \
+		.vstride = sizeof(ktype) + sizeof(vtype), \
+		.pid_off = offsetof(ktype, pid), .pm_off = offsetof(vtype, pm), \
+		.fold = pid_retire_fold_u64, .fold_arg = (fold_)}, \
+		(unsigned char **) (rows_), (max_))
+
 /*
  * kset_collect
  *		Copy the set's aggregates and count its events.
@@ -296,14 +348,14 @@ kset_collect(pset_inst *in)
 
 	if (ks == NULL)
 		return;
-	ks->nio = copy_map(ks->kio_fd, sizeof(struct pgt_kio_key), sizeof(struct pgt_kio_val),
-					   (unsigned char **) &ks->io, PGT_KIO_MAX);
-	ks->nproc = copy_map(ks->kproc_fd, sizeof(struct pgt_kproc_key),
-						 sizeof(struct pgt_kproc_val),
-						 (unsigned char **) &ks->proc, PGT_KPROC_MAX);
-	ks->nhist = copy_map(ks->khist_fd, sizeof(struct pgt_khist_key),
-						 sizeof(struct pgt_khist_val),
-						 (unsigned char **) &ks->hist, PGT_KHIST_ENTRIES);
+	ks->nio = COPY_RETIRE("kernel io", ks->kio_fd, struct pgt_kio_key,
+						  struct pgt_kio_val, &kio_fold, &ks->io, PGT_KIO_MAX);
+	ks->nproc = COPY_RETIRE("kernel proc", ks->kproc_fd, struct pgt_kproc_key,
+							struct pgt_kproc_val, kproc_fold(ks->desc->proc_flag),
+							&ks->proc, PGT_KPROC_MAX);
+	ks->nhist = COPY_RETIRE("kernel histograms", ks->khist_fd, struct pgt_khist_key,
+							struct pgt_khist_val, &khist_fold, &ks->hist,
+							PGT_KHIST_ENTRIES);
 	for (i = 0; i < ks->nio; i++)
 		events += ks->io[i].v.calls;
 	for (i = 0; i < ks->nproc; i++)
@@ -357,7 +409,7 @@ kset_publish(pset_inst *in, pset_pub *pub)
 		if (!mine(pub, r->v.pm))
 			continue;
 		memset(&e, 0, sizeof(e));
-		e.pid = r->k.pid ? pset_pub_nspid(pub, r->k.pid) : 0;
+		e.pid = pset_pub_nspid(pub, r->k.pid);
 		e.layer = r->k.layer;
 		e.op = r->k.op;
 		e.file_class = r->k.file_class;
@@ -379,7 +431,7 @@ kset_publish(pset_inst *in, pset_pub *pub)
 		if (!mine(pub, r->v.pm))
 			continue;
 		memset(&e, 0, sizeof(e));
-		e.pid = r->k.pid ? pset_pub_nspid(pub, r->k.pid) : 0;
+		e.pid = pset_pub_nspid(pub, r->k.pid);
 		e.sets = ks->desc->proc_flag;
 		e.queryid = (int64_t) r->k.queryid;
 		memcpy(e.vals, r->v.v, sizeof(e.vals));
@@ -394,7 +446,7 @@ kset_publish(pset_inst *in, pset_pub *pub)
 			continue;
 		memset(&e, 0, sizeof(e));
 		e.metric = r->k.metric;
-		e.pid = r->k.pid ? pset_pub_nspid(pub, r->k.pid) : 0;
+		e.pid = pset_pub_nspid(pub, r->k.pid);
 		e.dev = r->k.dev;
 		e.op = r->k.op;
 		memcpy(e.slots, r->v.slots, sizeof(e.slots));

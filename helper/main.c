@@ -11,6 +11,7 @@
 #include "exact_watch.h"
 #include "inspect_cmd.h"
 #include "log.h"
+#include "pid_retire.h"
 #include "pgt_segment.h"
 #include "status_cmd.h"
 #include "trace_cmd.h"
@@ -50,6 +51,7 @@ static const char daemon_usage[] =
 "                        [--mode tiered|sampled|full] [--exact-budget S]\n"
 "                        [--anomaly on|off] [--anomaly-cooldown S]\n"
 "                        [--exact-source auto|syscall|watchpoint]\n"
+"                        [--keep-exited S]\n"
 "\n"
 "Run the helper in the foreground until SIGTERM or SIGINT.  Without a\n"
 "target it serves every PostgreSQL cluster on the host as it appears;\n"
@@ -80,6 +82,9 @@ static const char daemon_usage[] =
 "                     transition, costs more; syscall where they do not\n"
 "                     fire) or auto (watchpoint in tiered mode's windows,\n"
 "                     syscall in --mode full)\n"
+"  --keep-exited S    rows of an exited process keep its pid S seconds\n"
+"                     (0..86400, default 60), then fold into its cluster's\n"
+"                     rows of exited processes (pid NULL in SQL)\n"
 "  -h, --help         show this help\n"
 "\n"
 "Needs root, or CAP_BPF + CAP_PERFMON + CAP_SYS_PTRACE.  Never install it setuid.\n"
@@ -244,6 +249,7 @@ cmd_daemon(int argc, char **argv)
 		{"anomaly", required_argument, NULL, 'A'},
 		{"anomaly-cooldown", required_argument, NULL, 'C'},
 		{"exact-source", required_argument, NULL, 'X'},
+		{"keep-exited", required_argument, NULL, 'K'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0}
 	};
@@ -314,6 +320,10 @@ cmd_daemon(int argc, char **argv)
 			case 'X':
 				if (exact_configure_source(optarg, eerr, sizeof(eerr)) < 0)
 					return usage_error(daemon_usage, "--exact-source: %s", eerr);
+				break;
+			case 'K':
+				if (pid_retire_configure(optarg, eerr, sizeof(eerr)) < 0)
+					return usage_error(daemon_usage, "--keep-exited: %s", eerr);
 				break;
 			case 'h':
 				fputs(daemon_usage, stdout);

@@ -7,6 +7,7 @@
  * See probe_set.h for how a set plugs in.  Single-threaded.
  */
 #include "probe_set.h"
+#include "pid_retire.h"
 
 #include "log.h"
 #include "pg_symbols.h"
@@ -388,11 +389,16 @@ pset_pub_add(pset_pub *pub, uint32_t kind, const void *row, size_t size)
 
 /*
  * pset_pub_nspid
- *		The pid PostgreSQL (and pg_stat_activity) knows pid by.
+ *		The pid PostgreSQL (and pg_stat_activity) knows pid by; 0 stays 0
+ *		and a folded row's pid becomes PGT_PID_EXITED (pid_retire.h).
  */
 uint32_t
 pset_pub_nspid(const pset_pub *pub, uint32_t pid)
 {
+	if (pid == 0)
+		return 0;				/* the kernel's rows */
+	if (PGT_IS_RETIRED(pid))
+		return PGT_PID_EXITED;	/* folded rows of exited processes */
 	return pub->nspid ? pub->nspid(pub->nspid_arg, pid) : pid;
 }
 

@@ -45,17 +45,17 @@ align_up(size_t v, size_t a)
 
 /* The tables of a segment, in file order. */
 const seg_table_spec seg_tables[] = {
-	{PGT_SEC_PROBESETS, sizeof(struct pgt_probeset_entry), PGT_DEFAULT_PROBESETS_CAP},
-	{PGT_SEC_BACKENDS, sizeof(struct pgt_backend_entry), PGT_DEFAULT_BACKENDS_CAP},
-	{PGT_SEC_ENGINE_EVENTS, sizeof(struct pgt_engine_event_entry), PGT_DEFAULT_ENGINE_EVENTS_CAP},
-	{PGT_SEC_ENGINE_HIST, sizeof(struct pgt_engine_hist_entry), 16},
-	{PGT_SEC_ENGINE_STREAM, sizeof(struct pgt_engine_stream_entry), PGT_DEFAULT_ENGINE_STREAM_CAP},
-	{PGT_SEC_KERNEL_IO, sizeof(struct pgt_kernel_io_entry), PGT_DEFAULT_KERNEL_IO_CAP},
-	{PGT_SEC_KERNEL_PROC, sizeof(struct pgt_kernel_proc_entry), PGT_DEFAULT_KERNEL_PROC_CAP},
-	{PGT_SEC_KERNEL_HIST, sizeof(struct pgt_kernel_hist_entry), PGT_DEFAULT_KERNEL_HIST_CAP},
-	{PGT_SEC_EXACT_WAITS, sizeof(struct pgt_exact_wait_entry), PGT_DEFAULT_EXACT_WAITS_CAP},
-	{PGT_SEC_EXACT_HIST, sizeof(struct pgt_exact_hist_entry), PGT_DEFAULT_EXACT_HIST_CAP},
-	{PGT_SEC_EXACT_WINDOWS, sizeof(struct pgt_exact_window_entry), PGT_DEFAULT_EXACT_WINDOWS_CAP},
+	{PGT_SEC_PROBESETS, sizeof(struct pgt_probeset_entry), PGT_DEFAULT_PROBESETS_CAP, "probe sets"},
+	{PGT_SEC_BACKENDS, sizeof(struct pgt_backend_entry), PGT_DEFAULT_BACKENDS_CAP, "backends"},
+	{PGT_SEC_ENGINE_EVENTS, sizeof(struct pgt_engine_event_entry), PGT_DEFAULT_ENGINE_EVENTS_CAP, "engine events"},
+	{PGT_SEC_ENGINE_HIST, sizeof(struct pgt_engine_hist_entry), 16, "engine histograms"},
+	{PGT_SEC_ENGINE_STREAM, sizeof(struct pgt_engine_stream_entry), PGT_DEFAULT_ENGINE_STREAM_CAP, "engine stream"},
+	{PGT_SEC_KERNEL_IO, sizeof(struct pgt_kernel_io_entry), PGT_DEFAULT_KERNEL_IO_CAP, "kernel io"},
+	{PGT_SEC_KERNEL_PROC, sizeof(struct pgt_kernel_proc_entry), PGT_DEFAULT_KERNEL_PROC_CAP, "kernel proc"},
+	{PGT_SEC_KERNEL_HIST, sizeof(struct pgt_kernel_hist_entry), PGT_DEFAULT_KERNEL_HIST_CAP, "kernel histograms"},
+	{PGT_SEC_EXACT_WAITS, sizeof(struct pgt_exact_wait_entry), PGT_DEFAULT_EXACT_WAITS_CAP, "exact waits"},
+	{PGT_SEC_EXACT_HIST, sizeof(struct pgt_exact_hist_entry), PGT_DEFAULT_EXACT_HIST_CAP, "exact histograms"},
+	{PGT_SEC_EXACT_WINDOWS, sizeof(struct pgt_exact_window_entry), PGT_DEFAULT_EXACT_WINDOWS_CAP, "exact windows"},
 };
 const uint32_t seg_ntables = sizeof(seg_tables) / sizeof(seg_tables[0]);
 
@@ -318,6 +318,35 @@ seg_writer_publish(seg_writer *w, const seg_publish *p)
 	__sync_synchronize();
 	__atomic_store_n(&h->seq, h->seq + 1, __ATOMIC_RELAXED);	/* even */
 	return dropped;
+}
+
+/*
+ * seg_writer_overflow
+ *		Rows the last publication dropped, over all tables; list names the
+ *		tables that overflowed ("kernel io: 517 over 4096, ...").
+ */
+uint64_t
+seg_writer_overflow(const seg_writer *w, char *list, size_t len)
+{
+	uint64_t	total = 0;
+	size_t		used = 0;
+	uint32_t	i;
+
+	if (len > 0)
+		list[0] = '\0';
+	for (i = 0; i < seg_ntables; i++)
+	{
+		const seg_writer_table *t = &w->tables[seg_tables[i].kind];
+
+		if (t->overflow == 0)
+			continue;
+		total += t->overflow;
+		if (used < len)
+			used += (size_t) snprintf(list + used, len - used, "%s%s: %llu over %u",
+									  used ? ", " : "", seg_tables[i].name,
+									  (unsigned long long) t->overflow, t->capacity);
+	}
+	return total;
 }
 
 /*

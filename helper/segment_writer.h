@@ -21,6 +21,7 @@ typedef struct seg_table_spec
 	uint32_t	kind;			/* PGT_SEC_* */
 	uint32_t	entry_size;
 	uint32_t	default_capacity;
+	const char *name;			/* for the log */
 } seg_table_spec;
 
 extern const seg_table_spec seg_tables[];
@@ -78,6 +79,7 @@ typedef struct seg_publish
 
 extern size_t seg_writer_size(const seg_writer_opts *opts);
 extern uint32_t seg_writer_capacity(const seg_writer *w, uint32_t kind);
+extern uint64_t seg_writer_overflow(const seg_writer *w, char *list, size_t len);
 extern int	seg_writer_create(seg_writer *w, const char *path,
 							  const seg_writer_opts *opts,
 							  char *err, size_t errlen);

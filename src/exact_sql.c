@@ -88,7 +88,7 @@ pg_tracer_exact_waits(PG_FUNCTION_ARGS)
 			continue;
 		memset(nulls, false, sizeof(nulls));
 		pgt_event_names(e->event, &type, &name);
-		values[0] = Int32GetDatum((int32) e->pid);
+		values[0] = pgt_pid_datum(e->pid, &nulls[0]);
 		values[1] = Int64GetDatum(e->queryid);
 		values[2] = CStringGetTextDatum(type);
 		values[3] = CStringGetTextDatum(name);

@@ -132,5 +132,6 @@ typedef struct PgtVisibility
 
 extern void pgt_visibility_init(PgtVisibility *vis);
 extern bool pgt_visible_pid(const PgtVisibility *vis, uint32 pid);
+extern Datum pgt_pid_datum(uint32 pid, bool *isnull);
 
 #endif							/* PG_TRACER_H */

@@ -84,7 +84,7 @@ pg_tracer_kernel_io(PG_FUNCTION_ARGS)
 		if (!pgt_visible_pid(&vis, e->pid))
 			continue;
 		memset(nulls, false, sizeof(nulls));
-		values[0] = Int32GetDatum((int32) e->pid);
+		values[0] = pgt_pid_datum(e->pid, &nulls[0]);
 		values[1] = Int64GetDatum(e->queryid);
 		values[2] = CStringGetTextDatum(pgt_klayer_name(e->layer));
 		values[3] = CStringGetTextDatum(pgt_kop_name(e->op));
@@ -161,7 +161,7 @@ pg_tracer_kernel_proc(PG_FUNCTION_ARGS)
 			else
 				elems[j] = Int64GetDatum(pgt_uint64_to_int64(e->vals[j]));
 		}
-		values[0] = Int32GetDatum((int32) e->pid);
+		values[0] = pgt_pid_datum(e->pid, &nulls[0]);
 		values[1] = Int64GetDatum(e->queryid);
 		values[2] = PointerGetDatum(construct_array(elems, PGT_KPROC_NVALS, INT8OID,
 													sizeof(int64), FLOAT8PASSBYVAL,
@@ -215,7 +215,7 @@ pg_tracer_kernel_histogram(PG_FUNCTION_ARGS)
 			if (e->slots[b] == 0)
 				continue;
 			memset(nulls, false, sizeof(nulls));
-			values[0] = Int32GetDatum((int32) e->pid);
+			values[0] = pgt_pid_datum(e->pid, &nulls[0]);
 			values[1] = device_text(e->dev, &nulls[1]);
 			values[2] = CStringGetTextDatum(e->op ? pgt_kop_name(e->op) : "-");
 			values[3] = Int64GetDatum(b == 0 ? 0 : (INT64CONST(1) << b));

@@ -73,8 +73,9 @@ pgt_visibility_init(PgtVisibility *vis)
 /*
  * pgt_visible_pid
  *		May the caller see rows of pid?  pid 0 stands for work of no
- *		backend (kernel writeback, say): only roles that see everything do.
- *		A pid from the helper beyond int32 is never valid.
+ *		backend (kernel writeback, say) and PGT_PID_EXITED for processes
+ *		that have exited (their folded rows): only roles that see everything
+ *		do.  A pid from the helper beyond int32 is never valid.
  */
 bool
 pgt_visible_pid(const PgtVisibility *vis, uint32 pid)
@@ -86,6 +87,18 @@ pgt_visible_pid(const PgtVisibility *vis, uint32 pid)
 	if (vis->see_all)
 		return true;
 	p = (int32) pid;
-	return p != 0 && vis->n > 0 &&
+	return p != 0 && pid != PGT_PID_EXITED && vis->n > 0 &&
 		bsearch(&p, vis->pids, vis->n, sizeof(int32), cmp_int32) != NULL;
+}
+
+/*
+ * pgt_pid_datum
+ *		A helper pid as the views show it: PGT_PID_EXITED (the folded rows
+ *		of processes that have exited) is NULL.
+ */
+Datum
+pgt_pid_datum(uint32 pid, bool *isnull)
+{
+	*isnull = pid == PGT_PID_EXITED;
+	return Int32GetDatum(*isnull ? 0 : (int32) pid);
 }

@@ -11,6 +11,8 @@
 #   - a large in-memory sort: page faults ~ /proc/<pid>/stat minflt+majflt
 #   - bytes a backend sends ~ bytes the client received (±10%)
 #   - vfs: kprobes unavailable here, with the reason; bad arguments refused
+#   - rows of an exited backend keep its pid for --keep-exited seconds, then
+#     fold into the rows with pid NULL, totals kept, seen by superusers only
 use strict;
 use warnings;
 use FindBin;
@@ -29,7 +31,7 @@ my @CTL = split ' ', $ENV{PG_TRACER_CTL};
 my ($node, $rt) = tracer_node('kernel',
 	conf => "compute_query_id = on\nshared_buffers = 16MB\nfsync = on\n");
 $node->safe_psql('postgres', 'CREATE EXTENSION pg_tracer');
-my $helper = start_helper($node, $rt);
+my $helper = start_helper($node, $rt, '--keep-exited', '3');
 ok(defined wait_until(sub {
 	$node->safe_psql('postgres', 'SELECT helper_connected FROM pg_tracer_status()') eq 't'
 }, 15), 'helper connected');
@@ -210,6 +212,31 @@ wait_until(sub {
 ok(abs($sent - $client) <= 0.10 * $client,
 	"bytes the backend sent ($sent) ~ bytes the client received ($client) ±10%");
 $s6->quit;
+
+# --- rows of exited processes ------------------------------------------------------
+my ($s7, $pid7) = session();
+$s7->query_safe("SELECT repeat('y', 1000000)");
+my $netq = "SELECT coalesce(sum(send_bytes), 0) FROM pg_tracer_kernel_net WHERE pid %s";
+my $mine;
+wait_until(sub {
+	$mine = $node->safe_psql('postgres', sprintf($netq, "= $pid7"));
+	$mine >= 1_000_000
+}, 10);
+cmp_ok($mine, '>=', 1_000_000, "bytes the session sent, under its pid ($mine)");
+my $exited0 = $node->safe_psql('postgres', sprintf($netq, 'IS NULL'));
+$s7->quit;
+my $rowsq = "SELECT (SELECT count(*) FROM pg_tracer_kernel_io WHERE pid = $pid7)
+                  + (SELECT count(*) FROM pg_tracer_kernel_net WHERE pid = $pid7)";
+# the helper runs with --keep-exited 3
+ok(defined wait_until(sub { $node->safe_psql('postgres', $rowsq) eq '0' }, 20),
+	'3 s after the backend exited its rows no longer carry its pid');
+my $exited1 = $node->safe_psql('postgres', sprintf($netq, 'IS NULL'));
+cmp_ok($exited1 - $exited0, '>=', $mine,
+	"its bytes went to the exited processes' row (pid NULL): +" . ($exited1 - $exited0));
+$node->safe_psql('postgres', 'CREATE ROLE plain_reader LOGIN');
+is($node->safe_psql('postgres',
+		"SET ROLE plain_reader; SELECT count(*) FROM pg_tracer_kernel_io WHERE pid IS NULL"),
+	'0', 'a role without pg_read_all_stats does not see the exited processes\' rows');
 
 signal_helper($helper, 'TERM');
 $node->stop;

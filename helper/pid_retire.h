@@ -1,0 +1,80 @@
+/*
+ * helper/pid_retire.h
+ *	  Rows of exited processes: kept under their pid for a while, then
+ *	  folded into one row per cluster and key ("exited processes").
+ *
+ * The in-kernel aggregates (kernel sets, exact waits) are keyed by pid.
+ * Without retirement every process that ever ran leaves its rows behind:
+ * with connection churn the maps fill up (then the BPF side cannot create
+ * a row for a new backend and its numbers are lost) and the segment tables
+ * overflow.  A daemon set calls pid_retire_rows() on the rows it has just
+ * copied: a row whose pid left `tracked` at least --keep-exited seconds ago
+ * (default 60) is added into the row with the same key but the pid
+ * replaced by PGT_RETIRED_PID(postmaster), then deleted.  Totals per query
+ * id, event, layer... survive; only the pid is forgotten.  The publishers
+ * show a retired row with pid PGT_PID_EXITED (pgt_segment.h), NULL in SQL.
+ *
+ * A pid that is reused by a new process of the cluster within the period
+ * continues the old rows (as pg_stat_activity would show the new process).
+ *
+ * Threading: single-threaded (the daemon's loop).  Not used by `trace`.
+ */
+#ifndef PGT_HELPER_PID_RETIRE_H
+#define PGT_HELPER_PID_RETIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * The pid of a folded row inside the BPF maps: bit 31 (never set in a pid:
+ * the kernel's PID_MAX_LIMIT is 2^22) plus the postmaster, so clusters keep
+ * apart and the row still says whose it is.
+ */
+#define PGT_RETIRED_FLAG		0x80000000u
+#define PGT_RETIRED_PID(pm)		(PGT_RETIRED_FLAG | (uint32_t) (pm))
+#define PGT_IS_RETIRED(pid)		(((pid) & PGT_RETIRED_FLAG) != 0)
+
+#define PID_RETIRE_DEFAULT_S	60
+#define PID_RETIRE_MAX_S		86400
+
+/* How one map's rows are laid out and folded. */
+typedef struct retire_map
+{
+	const char *name;			/* for the log */
+	int			fd;				/* the BPF hash map */
+	size_t		ksize;			/* key bytes */
+	size_t		vsize;			/* value bytes */
+	size_t		kstride;		/* bytes from one copied key to the next */
+	size_t		vstride;		/* the same for values */
+	size_t		pid_off;		/* offset of the __u32 pid within the key */
+	size_t		pm_off;			/* offset of the __u32 postmaster in the value */
+	/* dst += src (sums; maxima as maxima) */
+	void		(*fold) (void *dst, const void *src, const void *arg);
+	const void *fold_arg;
+} retire_map;
+
+/* --keep-exited S: 0 .. PID_RETIRE_MAX_S.  Returns -1 with err on bad input. */
+extern int	pid_retire_configure(const char *arg, char *err, size_t errlen);
+
+/* The daemon's pid filter (`tracked`); -1: ask /proc.  Enables retirement. */
+extern void pid_retire_setup(int tracked_fd);
+
+/*
+ * Fold and delete the due rows among the n rows just copied from the map
+ * (keys and values laid out as m says).  Returns how many were retired:
+ * when any, the caller copies the map again.
+ */
+extern size_t pid_retire_rows(const retire_map *m, const void *keys, const void *vals,
+							  size_t n);
+
+/* Fold helpers for value structs made of __u64 counters. */
+typedef struct retire_u64_layout
+{
+	size_t		nwords;			/* __u64 counters at the start of the value */
+	uint64_t	max_mask;		/* bit i: word i is a maximum, not a sum */
+	uint64_t	last_mask;		/* bit i: word i is a current value: keep src */
+} retire_u64_layout;
+
+extern void pid_retire_fold_u64(void *dst, const void *src, const void *layout);
+
+#endif							/* PGT_HELPER_PID_RETIRE_H */

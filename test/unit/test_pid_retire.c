@@ -1,0 +1,185 @@
+/*
+ * test/unit/test_pid_retire.c
+ *	  Folding the rows of exited processes (helper/pid_retire.c) on real
+ *	  BPF hash maps: --keep-exited parsing, the u64 fold (sums, maxima,
+ *	  current values), and a retirement round: a pid absent from the
+ *	  `tracked` stand-in folds into its cluster's row (sums added, maximum
+ *	  kept, the original row deleted), a tracked pid and the kernel's pid 0
+ *	  stay, two exited pids of one cluster share one folded row, and a
+ *	  second cluster gets a row of its own.  Needs CAP_BPF (the test suite
+ *	  runs as root); without it the map checks are skipped and say so.
+ */
+#include "pid_retire.h"
+#include "unit.h"
+
+#include <bpf/bpf.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+/* A value like the kernel sets': counters, a maximum, then the postmaster. */
+struct val
+{
+	uint64_t	calls;
+	uint64_t	bytes;
+	uint64_t	max_ns;
+	uint32_t	pm;
+	uint32_t	pad;
+};
+
+struct key
+{
+	uint32_t	pid;
+	uint32_t	op;
+};
+
+static const retire_u64_layout layout = {.nwords = 3, .max_mask = 1ULL << 2};
+
+static void
+test_configure(void)
+{
+	char		err[128];
+
+	CHECK_INT(pid_retire_configure("0", err, sizeof(err)), 0);
+	CHECK_INT(pid_retire_configure("86400", err, sizeof(err)), 0);
+	CHECK_INT(pid_retire_configure("86401", err, sizeof(err)), -1);
+	CHECK(strstr(err, "0 to 86400") != NULL, "error names the range: %s", err);
+	CHECK_INT(pid_retire_configure("-1", err, sizeof(err)), -1);
+	CHECK_INT(pid_retire_configure("5s", err, sizeof(err)), -1);
+	CHECK_INT(pid_retire_configure("", err, sizeof(err)), -1);
+}
+
+static void
+test_fold_u64(void)
+{
+	struct val	d = {10, 100, 7, 1, 0};
+	struct val	s = {1, 5, 9, 2, 0};
+	retire_u64_layout last = {.nwords = 3, .last_mask = 1ULL << 1};
+
+	pid_retire_fold_u64(&d, &s, &layout);
+	CHECK_INT(d.calls, 11);
+	CHECK_INT(d.bytes, 105);
+	CHECK_INT(d.max_ns, 9);
+	CHECK_INT(d.pm, 1);			/* words after the counters untouched */
+	s.max_ns = 3;
+	pid_retire_fold_u64(&d, &s, &layout);
+	CHECK_INT(d.max_ns, 9);		/* a smaller maximum does not lower it */
+	pid_retire_fold_u64(&d, &s, &last);
+	CHECK_INT(d.bytes, 5);		/* a current value: the newer one */
+}
+
+static void
+put(int fd, uint32_t pid, uint32_t op, uint64_t calls, uint64_t bytes, uint64_t max,
+	uint32_t pm)
+{
+	struct key	k = {pid, op};
+	struct val	v = {calls, bytes, max, pm, 0};
+
+	CHECK_INT(bpf_map_update_elem(fd, &k, &v, BPF_ANY), 0);
+}
+
+static int
+get(int fd, uint32_t pid, uint32_t op, struct val *v)
+{
+	struct key	k = {pid, op};
+
+	return bpf_map_lookup_elem(fd, &k, v);
+}
+
+/* Copy the map as the sets do: keys and values in two arrays. */
+static size_t
+copy(int fd, struct key *keys, struct val *vals, size_t max)
+{
+	struct key	cur;
+	struct key	next;
+	void	   *prev = NULL;
+	size_t		n = 0;
+
+	while (n < max && bpf_map_get_next_key(fd, prev, &next) == 0)
+	{
+		cur = next;
+		prev = &cur;
+		if (bpf_map_lookup_elem(fd, &cur, &vals[n]) == 0)
+			keys[n++] = cur;
+	}
+	return n;
+}
+
+static void
+test_round(int fd, int tracked)
+{
+	retire_map	m = {
+		.name = "test", .fd = fd, .ksize = sizeof(struct key), .vsize = sizeof(struct val),
+		.kstride = sizeof(struct key), .vstride = sizeof(struct val),
+		.pid_off = 0, .pm_off = 24, .fold = pid_retire_fold_u64, .fold_arg = &layout};
+	struct key	keys[16];
+	struct val	vals[16];
+	struct val	v;
+	uint32_t	alive = 222;
+	uint32_t	one = 1;
+	char		err[64];
+	size_t		n;
+
+	CHECK_INT(bpf_map_update_elem(tracked, &alive, &one, BPF_ANY), 0);
+	put(fd, 111, 1, 2, 20, 50, 7);	/* exited, cluster 7 */
+	put(fd, 333, 1, 3, 30, 80, 7);	/* exited, cluster 7, same op */
+	put(fd, 444, 1, 1, 10, 90, 8);	/* exited, cluster 8 */
+	put(fd, 222, 1, 5, 50, 10, 7);	/* alive */
+	put(fd, 0, 1, 4, 40, 10, 0);	/* the kernel's */
+
+	CHECK_INT(pid_retire_configure("0", err, sizeof(err)), 0);
+	pid_retire_setup(tracked);
+	n = copy(fd, keys, vals, 16);
+	CHECK_INT(n, 5);
+	CHECK_INT(pid_retire_rows(&m, keys, vals, n), 3);
+
+	CHECK(get(fd, 111, 1, &v) != 0, "exited pid 111's row deleted");
+	CHECK(get(fd, 333, 1, &v) != 0, "exited pid 333's row deleted");
+	CHECK(get(fd, 444, 1, &v) != 0, "exited pid 444's row deleted");
+	CHECK_INT(get(fd, PGT_RETIRED_PID(7), 1, &v), 0);
+	CHECK_INT(v.calls, 5);
+	CHECK_INT(v.bytes, 50);
+	CHECK_INT(v.max_ns, 80);
+	CHECK_INT(v.pm, 7);
+	CHECK_INT(get(fd, PGT_RETIRED_PID(8), 1, &v), 0);
+	CHECK_INT(v.calls, 1);
+	CHECK_INT(v.pm, 8);
+	CHECK_INT(get(fd, 222, 1, &v), 0);
+	CHECK_INT(v.calls, 5);
+	CHECK_INT(get(fd, 0, 1, &v), 0);
+	CHECK_INT(v.calls, 4);
+
+	/* a later row of an exited pid adds to the folded row; folded rows stay */
+	put(fd, 111, 1, 1, 1, 100, 7);
+	n = copy(fd, keys, vals, 16);
+	CHECK_INT(pid_retire_rows(&m, keys, vals, n), 1);
+	CHECK_INT(get(fd, PGT_RETIRED_PID(7), 1, &v), 0);
+	CHECK_INT(v.calls, 6);
+	CHECK_INT(v.max_ns, 100);
+	n = copy(fd, keys, vals, 16);
+	CHECK_INT(pid_retire_rows(&m, keys, vals, n), 0);
+	CHECK_INT(n, 4);			/* two folded, the live one, the kernel's */
+}
+
+int
+main(void)
+{
+	int			fd;
+	int			tracked;
+
+	test_configure();
+	test_fold_u64();
+	fd = bpf_map_create(BPF_MAP_TYPE_HASH, "retire_test", sizeof(struct key),
+						sizeof(struct val), 64, NULL);
+	tracked = bpf_map_create(BPF_MAP_TYPE_HASH, "retire_trk", 4, 4, 64, NULL);
+	if (fd < 0 || tracked < 0)
+		printf("test_pid_retire: BPF maps unavailable (%s): map checks skipped\n",
+			   strerror(errno));
+	else
+		test_round(fd, tracked);
+	if (fd >= 0)
+		close(fd);
+	if (tracked >= 0)
+		close(tracked);
+	UNIT_MAIN_END("test_pid_retire");
+}
