@@ -26,6 +26,7 @@
 #include "engine_catalog.h"
 #include "layout_file.h"
 #include "log.h"
+#include "pid_retire.h"
 #include "procfs.h"
 
 #include "engine_probes.skel.h"
@@ -751,7 +752,7 @@ read_maps(void)
 		r = &core.rows[core.nrows];
 		if (bpf_map_lookup_elem(sfd, &key, &r->v) < 0)
 			continue;
-		r->k = key;
+		r->k = r->raw = key;
 		if (key.probe == ENG_LWLOCK_HOLD && (key.detail & ENG_LW_TRANCHE_ID))
 		{
 			tranche_name_by_id(key.pm, key.detail & 0xffff, r->k.name, sizeof(r->k.name));
@@ -799,26 +800,29 @@ read_maps(void)
 	}
 }
 
-/*
- * prune_exited
- *		When the counters map is three quarters full, drop the rows of
- *		processes that have exited (their numbers were published while they
- *		lived; new backends need the room more).
- */
-static void
-prune_exited(void)
-{
-	int			sfd = bpf_map__fd(core.skel->maps.eng_stats);
-	size_t		i;
-	size_t		dropped = 0;
+/* Rows of exited processes fold into their cluster's row (pid_retire.h). */
+static const retire_u64_layout eng_fold = {.nwords = 6, .max_mask = 1ULL << 2};
 
-	if (core.nrows < ENG_MAX_KEYS / 4 * 3)
-		return;
-	for (i = 0; i < core.nrows; i++)
-		if (!procfs_alive((pid_t) core.rows[i].k.pid, 0) &&
-			bpf_map_delete_elem(sfd, &core.rows[i].k) == 0)
-			dropped++;
-	log_info("engine: counters map nearly full: %zu rows of exited processes dropped", dropped);
+_Static_assert(sizeof(struct eng_val) == 6 * 8 && offsetof(struct eng_val, max_ns) == 2 * 8,
+			   "eng_fold layout");
+
+/*
+ * retire_exited
+ *		Fold the rows of processes gone for --keep-exited seconds; true when
+ *		any was (the copy is stale then).
+ */
+static bool
+retire_exited(void)
+{
+	retire_map	m = {
+		.name = "engine", .fd = bpf_map__fd(core.skel->maps.eng_stats),
+		.ksize = sizeof(struct eng_key), .vsize = sizeof(struct eng_val),
+		.kstride = sizeof(engine_row), .vstride = sizeof(engine_row),
+		.pid_off = offsetof(struct eng_key, pid), .pm_off = offsetof(struct eng_key, pm),
+		.pm_in_key = 1, .fold = pid_retire_fold_u64, .fold_arg = &eng_fold};
+
+	return core.nrows > 0 &&
+		pid_retire_rows(&m, &core.rows[0].raw, &core.rows[0].v, core.nrows) > 0;
 }
 
 /*
@@ -838,7 +842,8 @@ engine_core_collect(void)
 		return;
 	core.last_read_us = now;
 	read_maps();
-	prune_exited();
+	if (retire_exited())
+		read_maps();
 }
 
 /*

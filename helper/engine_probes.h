@@ -19,8 +19,9 @@
 /* One aggregate as read from the map. */
 typedef struct engine_row
 {
-	struct eng_key k;
+	struct eng_key k;			/* LWLock rows: tranche name resolved */
 	struct eng_val v;
+	struct eng_key raw;			/* the key in the map */
 } engine_row;
 
 /* One histogram (postmaster, probe). */

@@ -189,7 +189,7 @@ fold_row(const retire_map *m, const unsigned char *key, const unsigned char *val
 	uint32_t	pm;
 	uint32_t	pid;
 
-	memcpy(&pm, val + m->pm_off, sizeof(pm));
+	memcpy(&pm, (m->pm_in_key ? key : val) + m->pm_off, sizeof(pm));
 	pid = PGT_RETIRED_PID(pm);
 	memcpy(nkey, key, m->ksize);
 	memcpy(nkey + m->pid_off, &pid, sizeof(pid));

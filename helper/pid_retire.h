@@ -47,7 +47,9 @@ typedef struct retire_map
 	size_t		kstride;		/* bytes from one copied key to the next */
 	size_t		vstride;		/* the same for values */
 	size_t		pid_off;		/* offset of the __u32 pid within the key */
-	size_t		pm_off;			/* offset of the __u32 postmaster in the value */
+	size_t		pm_off;			/* offset of the __u32 postmaster in the value,
+								 * or in the key when pm_in_key */
+	int			pm_in_key;
 	/* dst += src (sums; maxima as maxima) */
 	void		(*fold) (void *dst, const void *src, const void *arg);
 	const void *fold_arg;

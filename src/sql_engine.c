@@ -98,7 +98,7 @@ pg_tracer_engine_events(PG_FUNCTION_ARGS)
 		pgt_copy_string(what, sizeof(what), e->what, sizeof(e->what));
 		is_lock = strcmp(engine_probes[e->probe], "lock-wait") == 0 ||
 			strcmp(engine_probes[e->probe], "lock-hold") == 0;
-		values[0] = Int32GetDatum((int32) e->pid);
+		values[0] = pgt_pid_datum(e->pid, &nulls[0]);
 		values[1] = Int64GetDatum((int64) e->queryid);
 		values[2] = CStringGetTextDatum(engine_probe_sets[e->probe]);
 		values[3] = CStringGetTextDatum(probe_text(e->probe));
