@@ -103,7 +103,13 @@ wait_until(sub {
 	abs($blk - $truth) <= 0.10 * $truth
 }, 10);
 ok(abs($blk - $truth) <= 0.10 * $truth,
-	"block read bytes of the backend ($blk) within 10% of /proc io read_bytes ($truth)");
+	"block read bytes of the backend ($blk) within 10% of /proc io read_bytes ($truth)")
+  or diag "block reads by pid, query id, device:\n" . $node->safe_psql('postgres',
+	"SELECT pid, queryid, device, sum(bytes), sum(calls) FROM pg_tracer_kernel_io
+	  WHERE layer = 'block' AND op = 'read' GROUP BY 1, 2, 3 ORDER BY 1, 2")
+  . "\npage-cache misses of the backend: " . $node->safe_psql('postgres',
+	"SELECT coalesce(sum(bytes), 0) FROM pg_tracer_kernel_io
+	  WHERE pid = $pid1 AND layer = 'pagecache' AND op = 'miss'");
 my ($bq, $bqcount) = split /\|/, $node->safe_psql('postgres',
 	"SELECT queryid, sum(bytes) FROM pg_tracer_kernel_io
 	  WHERE pid = $pid1 AND layer = 'block' AND op = 'read'
