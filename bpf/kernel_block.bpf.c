@@ -36,7 +36,7 @@ struct rq_info
 	__u32		pid;
 	__u32		pm;
 	__u32		bytes;
-	__u32		tagged;			/* submitter recorded */
+	__u32		pad;
 };
 
 struct
@@ -94,8 +94,15 @@ int BPF_PROG(pgt_kblk_start, struct request *rq)
 	if (!io_start_seen)
 		io_start_seen = 1;
 	if (!submitter(&ri))
+	{
+		/*
+		 * Not ours: forget what an earlier request at this address left
+		 * (one merged into another is freed without completing), or its
+		 * submitter would be credited with this one.
+		 */
+		bpf_map_delete_elem(&inflight, &key);
 		return 0;
-	ri.tagged = 1;
+	}
 	bpf_map_update_elem(&inflight, &key, &ri, BPF_ANY);
 	return 0;
 }
@@ -112,7 +119,6 @@ int BPF_PROG(pgt_kblk_issue, struct request *rq)
 		/* not recorded at submission: not ours, or no block_io_start */
 		if (io_start_seen || !submitter(&n))
 			return 0;
-		n.tagged = 1;
 		n.bytes = BPF_CORE_READ(rq, __data_len);
 		n.issue_ns = bpf_ktime_get_ns();
 		bpf_map_update_elem(&inflight, &key, &n, BPF_ANY);
