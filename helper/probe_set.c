@@ -329,13 +329,53 @@ pset_runtime_stop(pset_runtime *rt)
 }
 
 /*
+ * sweep_qid_slots
+ *		Remove the `pgt_qid` slots of processes that left `tracked` (they
+ *		exited): nothing else does, and with connection churn the map
+ *		would fill up and new backends get no slot (query ids 0).  At most
+ *		once a second; a slot is only ever made for a tracked process, so
+ *		one that is not tracked is dead.
+ */
+static void
+sweep_qid_slots(pset_runtime *rt)
+{
+	static int64_t last_us;
+	int64_t		now = procfs_realtime_us();
+	uint32_t	dead[1024];
+	uint32_t	cur;
+	uint32_t	next;
+	struct pgt_tracked t;
+	void	   *prev = NULL;
+	size_t		n = 0;
+	size_t		guard = PGT_BPF_MAX_TRACKED;
+	size_t		i;
+
+	if (rt->ctx.qid_fd < 0 || rt->ctx.tracked_fd < 0 || now - last_us < 1000000)
+		return;
+	last_us = now;
+	while (n < sizeof(dead) / sizeof(dead[0]) && guard-- > 0 &&
+		   bpf_map_get_next_key(rt->ctx.qid_fd, prev, &next) == 0)
+	{
+		cur = next;
+		prev = &cur;
+		if (bpf_map_lookup_elem(rt->ctx.tracked_fd, &cur, &t) != 0 && errno == ENOENT)
+			dead[n++] = cur;
+	}
+	for (i = 0; i < n; i++)
+		(void) bpf_map_delete_elem(rt->ctx.qid_fd, &dead[i]);
+}
+
+/*
  * pset_runtime_collect
- *		Every running set copies its aggregates.
+ *		Every running set copies its aggregates; slots of exited processes
+ *		go.
  */
 void
 pset_runtime_collect(pset_runtime *rt)
 {
 	size_t		i;
+
+	sweep_qid_slots(rt);
 
 	for (i = 0; i < rt->ninsts; i++)
 		if (rt->insts[i].status.state != PGT_PROBE_UNAVAILABLE && rt->insts[i].set->collect)
