@@ -749,7 +749,13 @@ static void
 report_overflow(cluster *c, uint64_t procs_dropped)
 {
 	char		list[512];
-	uint64_t	dropped = seg_writer_overflow(&c->seg, list, sizeof(list)) + procs_dropped;
+	uint64_t	dropped = seg_writer_overflow(&c->seg, list, sizeof(list));
+	size_t		l = strlen(list);
+
+	if (procs_dropped > 0 && l < sizeof(list))
+		snprintf(list + l, sizeof(list) - l, "%sprocesses: %llu", l ? ", " : "",
+				 (unsigned long long) procs_dropped);
+	dropped += procs_dropped;
 
 	c->overflow = dropped;
 	if (dropped == 0)
@@ -757,9 +763,8 @@ report_overflow(cluster *c, uint64_t procs_dropped)
 	if (dropped == 0 ||
 		(c->overflow_logged && dropped < 2 * (uint64_t) c->overflow_logged))
 		return;
-	log_warn("%s: %llu rows do not fit in the segment and are not shown (%s%s%llu processes)",
-			 c->data_dir, (unsigned long long) dropped, list, list[0] ? "; " : "",
-			 (unsigned long long) procs_dropped);
+	log_warn("%s: %llu rows do not fit in the segment and are not shown (%s)",
+			 c->data_dir, (unsigned long long) dropped, list);
 	c->overflow_logged = (int) dropped;
 }
 
