@@ -11,11 +11,11 @@
  *	  aggregate and the (postmaster, event) log2 histogram.  No ring-buffer
  *	  record per system call.
  *
- * Cost when a system call has no wait event set: nothing for the calls
- * PostgreSQL never makes under a wait (wait_free_call); else the `exact_on` check, one
- * task-storage lookup (the cached per-task state, struct wait_start) and,
- * for a tracked process, one user read at entry; one task-storage lookup
- * at exit.  In the hook chains an untracked task never gets here (the
+ * Cost when a system call has no wait event set: nothing but the number's
+ * test, at entry and exit, for the calls PostgreSQL never makes under a
+ * wait (wait_free_call); else the `exact_on` check, one task-storage
+ * lookup (the cached per-task state, struct wait_start) and, for a tracked
+ * process, one user read at entry; one task-storage lookup at exit.  In the hook chains an untracked task never gets here (the
  * dispatchers' bitmap test); attached on their own, the programs let it
  * look up `pgt_qid` once per exact_tick.
  *
@@ -449,7 +449,7 @@ int BPF_PROG(pgt_exact_switch, bool preempt, struct task_struct *prev,
  *		A system call ends: a wait noted at its entry (or seeded) is over.
  */
 static __always_inline void
-exact_exit(void)
+exact_exit(struct pt_regs *regs)
 {
 	__u64		id = bpf_get_current_pid_tgid();
 	__u32		tgid = id >> 32;
@@ -457,6 +457,9 @@ exact_exit(void)
 	__u64		now;
 	__u32		pm;
 
+	/* the enter side never starts a wait for these (nor does a seed end) */
+	if (!seeds_pending && wait_free_call(pgt_exit_nr(regs)))
+		return;
 	s = bpf_task_storage_get(&exact_starts, bpf_get_current_task_btf(), 0, 0);
 	if (s && s->ts)
 	{
@@ -485,7 +488,7 @@ exact_exit(void)
 SEC("tp_btf/sys_exit")
 int BPF_PROG(pgt_exact_exit, struct pt_regs *regs, long ret)
 {
-	exact_exit();
+	exact_exit(regs);
 	pgt_chain_next(ctx, &pgt_chain_exit, PGT_CHAIN_SLOT_EXACT);
 	return 0;
 }

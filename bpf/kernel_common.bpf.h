@@ -245,25 +245,6 @@ pgt_prefix(const char *s, const char *p, int n)
 	return 1;
 }
 
-/*
- * pgt_exit_nr
- *		The system call number at sys_exit (from the saved registers), so
- *		exit programs skip the calls they do not time before any map
- *		lookup; -1 where the architecture is not known here.  regs is a
- *		tp_btf argument: a direct load, no helper call.
- */
-static __always_inline long
-pgt_exit_nr(struct pt_regs *regs)
-{
-#if defined(__TARGET_ARCH_x86)
-	return (long) regs->orig_ax;
-#elif defined(__TARGET_ARCH_arm64)
-	return (long) regs->syscallno;
-#else
-	return -1;
-#endif
-}
-
 #define PGT_S_IFMT		00170000
 #define PGT_S_IFSOCK	0140000
 
