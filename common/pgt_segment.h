@@ -328,8 +328,8 @@ _Static_assert(sizeof(struct pgt_exact_window_entry) == 160, "exact window entry
 #define PGT_DEFAULT_EXACT_WINDOWS_CAP	64
 
 #define PGT_DEFAULT_KERNEL_IO_CAP	4096
-#define PGT_DEFAULT_KERNEL_PROC_CAP	2048
-#define PGT_DEFAULT_KERNEL_HIST_CAP	256
+#define PGT_DEFAULT_KERNEL_PROC_CAP	8192	/* three sets (sched, memory, network) */
+#define PGT_DEFAULT_KERNEL_HIST_CAP	2048	/* per-pid histograms: 256 overflowed under churn */
 
 /* Default capacities the helper allocates (readers take them from the header). */
 #define PGT_DEFAULT_PROBESETS_CAP	32

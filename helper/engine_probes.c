@@ -816,6 +816,7 @@ retire_exited(void)
 {
 	retire_map	m = {
 		.name = "engine", .fd = bpf_map__fd(core.skel->maps.eng_stats),
+		.max_entries = ENG_MAX_KEYS,
 		.ksize = sizeof(struct eng_key), .vsize = sizeof(struct eng_val),
 		.kstride = sizeof(engine_row), .vstride = sizeof(engine_row),
 		.pid_off = offsetof(struct eng_key, pid), .pm_off = offsetof(struct eng_key, pm),

@@ -143,7 +143,7 @@ eng_publish(pset_inst *inst, pset_pub *pub)
 		memcpy(e.obj, r->k.obj, sizeof(e.obj));
 		snprintf(e.probe_name, sizeof(e.probe_name), "%s", engine_probe_name(r->k.probe));
 		describe(&r->k, e.what, sizeof(e.what));
-		(void) pset_pub_add(pub, PGT_SEC_ENGINE_EVENTS, &e, sizeof(e));
+		(void) pset_pub_add_pid(pub, PGT_SEC_ENGINE_EVENTS, &e, sizeof(e), r->k.pid);
 	}
 	for (i = 0; i < v.nhist; i++)
 	{

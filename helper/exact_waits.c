@@ -541,7 +541,7 @@ _Static_assert(offsetof(struct pgt_exact_val, max_ns) == 2 * 8, "waits_fold layo
 	.ksize = sizeof(struct pgt_exact_key), .vsize = sizeof(struct pgt_exact_val), \
 	.kstride = sizeof(struct pgt_exact_key), .vstride = sizeof(struct pgt_exact_val), \
 	.pid_off = offsetof(struct pgt_exact_key, pid), \
-	.pm_off = offsetof(struct pgt_exact_val, pm), \
+	.pm_off = offsetof(struct pgt_exact_val, pm), .max_entries = PGT_EXACT_WAITS_MAX, \
 	.fold = pid_retire_fold_u64, .fold_arg = &waits_fold})
 
 /*
@@ -619,7 +619,7 @@ publish(pset_inst *in, pset_pub *pub)
 		e.count = p->vals[i].count;
 		e.total_ns = p->vals[i].total_ns;
 		e.max_ns = p->vals[i].max_ns;
-		(void) pset_pub_add(pub, PGT_SEC_EXACT_WAITS, &e, sizeof(e));
+		(void) pset_pub_add_pid(pub, PGT_SEC_EXACT_WAITS, &e, sizeof(e), p->keys[i].pid);
 	}
 	for (i = 0; i < p->nh; i++)
 	{

@@ -332,7 +332,7 @@ copy_retire(const retire_map *m, unsigned char **rows, size_t max)
 		.kstride = sizeof(ktype) + sizeof(vtype), \
 		.vstride = sizeof(ktype) + sizeof(vtype), \
 		.pid_off = offsetof(ktype, pid), .pm_off = offsetof(vtype, pm), \
-		.fold = pid_retire_fold_u64, .fold_arg = (fold_)}, \
+		.max_entries = (max_), .fold = pid_retire_fold_u64, .fold_arg = (fold_)}, \
 		(unsigned char **) (rows_), (max_))
 
 /*
@@ -421,7 +421,7 @@ kset_publish(pset_inst *in, pset_pub *pub)
 		e.errors = r->v.errors;
 		e.total_ns = r->v.total_ns;
 		e.max_ns = r->v.max_ns;
-		(void) pset_pub_add(pub, PGT_SEC_KERNEL_IO, &e, sizeof(e));
+		(void) pset_pub_add_pid(pub, PGT_SEC_KERNEL_IO, &e, sizeof(e), r->k.pid);
 	}
 	for (i = 0; i < ks->nproc; i++)
 	{
@@ -435,7 +435,7 @@ kset_publish(pset_inst *in, pset_pub *pub)
 		e.sets = ks->desc->proc_flag;
 		e.queryid = (int64_t) r->k.queryid;
 		memcpy(e.vals, r->v.v, sizeof(e.vals));
-		(void) pset_pub_add(pub, PGT_SEC_KERNEL_PROC, &e, sizeof(e));
+		(void) pset_pub_add_pid(pub, PGT_SEC_KERNEL_PROC, &e, sizeof(e), r->k.pid);
 	}
 	for (i = 0; i < ks->nhist; i++)
 	{
@@ -450,7 +450,7 @@ kset_publish(pset_inst *in, pset_pub *pub)
 		e.dev = r->k.dev;
 		e.op = r->k.op;
 		memcpy(e.slots, r->v.slots, sizeof(e.slots));
-		(void) pset_pub_add(pub, PGT_SEC_KERNEL_HIST, &e, sizeof(e));
+		(void) pset_pub_add_pid(pub, PGT_SEC_KERNEL_HIST, &e, sizeof(e), r->k.pid);
 	}
 }
 

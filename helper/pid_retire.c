@@ -138,11 +138,11 @@ is_tracked(uint32_t pid)
 
 /*
  * due
- *		Has pid been gone for keep_s seconds?  Pid 0 (the kernel's rows) and
- *		folded rows never are.
+ *		Has pid been gone for keep_s seconds (or at all, when pressed)?  Pid
+ *		0 (the kernel's rows) and folded rows never are.
  */
 static int
-due(uint32_t pid, uint64_t now)
+due(uint32_t pid, uint64_t now, int pressed)
 {
 	pid_entry  *e;
 
@@ -174,7 +174,23 @@ due(uint32_t pid, uint64_t now)
 		else if (e->dead_since_ns == 0)
 			e->dead_since_ns = now;
 	}
-	return !e->alive && now - e->dead_since_ns >= (uint64_t) keep_s * 1000000000ULL;
+	return !e->alive &&
+		(pressed || now - e->dead_since_ns >= (uint64_t) keep_s * 1000000000ULL);
+}
+
+/*
+ * pid_retire_exiting
+ *		See pid_retire.h.
+ */
+int
+pid_retire_exiting(uint32_t pid)
+{
+	const pid_entry *e;
+
+	if (!enabled || table == NULL || pid == 0 || PGT_IS_RETIRED(pid))
+		return 0;
+	e = slot_of(table, pid);
+	return e->pid == pid && !e->alive;
 }
 
 /*
@@ -197,9 +213,14 @@ fold_row(const retire_map *m, const unsigned char *key, const unsigned char *val
 		m->fold(nval, val, m->fold_arg);
 	else
 		memcpy(nval, val, m->vsize);
-	if (bpf_map_update_elem(m->fd, nkey, nval, BPF_ANY) != 0)
+	if (bpf_map_update_elem(m->fd, nkey, nval, BPF_ANY) == 0)
+		return bpf_map_delete_elem(m->fd, key);
+	if (errno != E2BIG)
 		return -1;
-	return bpf_map_delete_elem(m->fd, key);
+	/* a full map: the row's own entry makes the room (nval holds it) */
+	if (bpf_map_delete_elem(m->fd, key) != 0)
+		return -1;
+	return bpf_map_update_elem(m->fd, nkey, nval, BPF_ANY);
 }
 
 /*
@@ -212,22 +233,24 @@ pid_retire_rows(const retire_map *m, const void *keys, const void *vals, size_t 
 	uint64_t	now;
 	size_t		retired = 0;
 	size_t		i;
+	int			pressed;
 
 	if (!enabled || m->fd < 0 || m->ksize > MAX_KEY || m->vsize > MAX_VAL)
 		return 0;
 	now = now_ns();
+	pressed = m->max_entries > 0 && n * 2 >= m->max_entries;
 	for (i = 0; i < n; i++)
 	{
 		const unsigned char *key = (const unsigned char *) keys + i * m->kstride;
 		uint32_t	pid;
 
 		memcpy(&pid, key + m->pid_off, sizeof(pid));
-		if (!due(pid, now))
+		if (!due(pid, now, pressed))
 			continue;
 		if (fold_row(m, key, (const unsigned char *) vals + i * m->vstride) == 0)
 			retired++;
 		else if (fold_failures++ % 1000 == 0)
-			log_warn("%s: cannot fold the rows of exited pid %u: %s (the map is full?)",
+			log_warn("%s: cannot fold the rows of exited pid %u: %s",
 					 m->name, pid, strerror(errno));
 	}
 	if (retired)

@@ -9,7 +9,8 @@
  * a row for a new backend and its numbers are lost) and the segment tables
  * overflow.  A daemon set calls pid_retire_rows() on the rows it has just
  * copied: a row whose pid left `tracked` at least --keep-exited seconds ago
- * (default 60) is added into the row with the same key but the pid
+ * (default 60; at once when the map is half full: heavy connection churn
+ * must not fill it) is added into the row with the same key but the pid
  * replaced by PGT_RETIRED_PID(postmaster), then deleted.  Totals per query
  * id, event, layer... survive; only the pid is forgotten.  The publishers
  * show a retired row with pid PGT_PID_EXITED (pgt_segment.h), NULL in SQL.
@@ -42,6 +43,8 @@ typedef struct retire_map
 {
 	const char *name;			/* for the log */
 	int			fd;				/* the BPF hash map */
+	size_t		max_entries;	/* its capacity: from half full on, exited
+								 * pids fold without waiting --keep-exited */
 	size_t		ksize;			/* key bytes */
 	size_t		vsize;			/* value bytes */
 	size_t		kstride;		/* bytes from one copied key to the next */
@@ -68,6 +71,13 @@ extern void pid_retire_setup(int tracked_fd);
  */
 extern size_t pid_retire_rows(const retire_map *m, const void *keys, const void *vals,
 							  size_t n);
+
+/*
+ * Is pid known to have exited (its rows not folded yet)?  From the last
+ * checks, no kernel call.  Publishers add such rows after all others, so a
+ * segment table too small for a burst of exits loses those first.
+ */
+extern int	pid_retire_exiting(uint32_t pid);
 
 /* Fold helpers for value structs made of __u64 counters. */
 typedef struct retire_u64_layout

@@ -398,17 +398,12 @@ pset_runtime_find(pset_runtime *rt, uint16_t id)
 }
 
 /*
- * pset_pub_add
- *		Append one row of `size` bytes (the table's row struct) to kind.
+ * table_add
+ *		Append one row of `size` bytes to t.
  */
-int
-pset_pub_add(pset_pub *pub, uint32_t kind, const void *row, size_t size)
+static int
+table_add(pset_table_rows *t, const void *row, size_t size)
 {
-	pset_table_rows *t;
-
-	if (kind >= PGT_SEC_KIND_MAX)
-		return -1;
-	t = &pub->tables[kind];
 	if (t->size != 0 && t->size != size)
 		return -1;
 	if (t->count == t->cap)
@@ -425,6 +420,36 @@ pset_pub_add(pset_pub *pub, uint32_t kind, const void *row, size_t size)
 	memcpy(t->rows + (size_t) t->count * size, row, size);
 	t->count++;
 	return 0;
+}
+
+/*
+ * pset_pub_add
+ *		Append one row of `size` bytes (the table's row struct) to kind.
+ */
+int
+pset_pub_add(pset_pub *pub, uint32_t kind, const void *row, size_t size)
+{
+	if (kind >= PGT_SEC_KIND_MAX)
+		return -1;
+	return table_add(&pub->tables[kind], row, size);
+}
+
+/*
+ * pset_pub_add_pid
+ *		pset_pub_add for a row of host pid: the rows of processes that have
+ *		just exited (pid_retire_exiting) go after every other row of the
+ *		table, whichever set adds them, so that a table too small for a
+ *		burst of exits leaves out those rather than live processes' rows.
+ */
+int
+pset_pub_add_pid(pset_pub *pub, uint32_t kind, const void *row, size_t size,
+				 uint32_t pid)
+{
+	if (kind >= PGT_SEC_KIND_MAX)
+		return -1;
+	if (pid_retire_exiting(pid))
+		return table_add(&pub->late[kind], row, size);
+	return table_add(&pub->tables[kind], row, size);
 }
 
 /*
@@ -448,7 +473,7 @@ pset_pub_reset(pset_pub *pub)
 	uint32_t	k;
 
 	for (k = 0; k < PGT_SEC_KIND_MAX; k++)
-		pub->tables[k].count = 0;
+		pub->tables[k].count = pub->late[k].count = 0;
 }
 
 void
@@ -459,23 +484,31 @@ pset_pub_free(pset_pub *pub)
 	for (k = 0; k < PGT_SEC_KIND_MAX; k++)
 	{
 		free(pub->tables[k].rows);
+		free(pub->late[k].rows);
 		memset(&pub->tables[k], 0, sizeof(pub->tables[k]));
+		memset(&pub->late[k], 0, sizeof(pub->late[k]));
 	}
 }
 
 /*
  * pset_runtime_publish
- *		Every running set adds its rows for pub->postmaster.
+ *		Every running set adds its rows for pub->postmaster; then the rows
+ *		of processes that just exited follow the others (pset_pub_add_pid).
  */
 void
 pset_runtime_publish(pset_runtime *rt, pset_pub *pub)
 {
 	size_t		i;
+	uint32_t	k;
 
 	pset_pub_reset(pub);
 	for (i = 0; i < rt->ninsts; i++)
 		if (rt->insts[i].status.state != PGT_PROBE_UNAVAILABLE && rt->insts[i].set->publish)
 			rt->insts[i].set->publish(&rt->insts[i], pub);
+	for (k = 0; k < PGT_SEC_KIND_MAX; k++)
+		for (i = 0; i < pub->late[k].count; i++)
+			(void) table_add(&pub->tables[k],
+							 pub->late[k].rows + i * pub->late[k].size, pub->late[k].size);
 }
 
 /*

@@ -33,7 +33,9 @@
  *						inst->events.
  *	  publish(inst, pub)	daemon: add the rows of one cluster
  *						(pub->postmaster) to segment tables with
- *						pset_pub_add(pub, PGT_SEC_..., &row); pids are
+ *						pset_pub_add(pub, PGT_SEC_..., &row), or
+ *						pset_pub_add_pid() for a row of one process (rows of
+ *						exited processes then go last); pids are
  *						translated with pset_pub_nspid().  To publish a new
  *						table: reserve a section kind in your range
  *						(common/pgt_segment.h), a row struct with a
@@ -142,6 +144,7 @@ typedef struct pset_pub
 	uint32_t	(*nspid) (void *arg, uint32_t pid);	/* host -> namespace pid */
 	void	   *nspid_arg;
 	pset_table_rows tables[PGT_SEC_KIND_MAX];
+	pset_table_rows late[PGT_SEC_KIND_MAX];	/* rows of exited processes */
 } pset_pub;
 
 typedef struct probe_set
@@ -199,6 +202,8 @@ extern const char *pset_errstr(int err, char *buf, size_t buflen);
 
 /* Publication (daemon) */
 extern int	pset_pub_add(pset_pub *pub, uint32_t kind, const void *row, size_t size);
+extern int	pset_pub_add_pid(pset_pub *pub, uint32_t kind, const void *row, size_t size,
+							 uint32_t pid);
 extern uint32_t pset_pub_nspid(const pset_pub *pub, uint32_t pid);
 extern void pset_pub_reset(pset_pub *pub);
 extern void pset_pub_free(pset_pub *pub);

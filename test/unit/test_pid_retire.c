@@ -6,10 +6,13 @@
  *	  `tracked` stand-in folds into its cluster's row (sums added, maximum
  *	  kept, the original row deleted), a tracked pid and the kernel's pid 0
  *	  stay, two exited pids of one cluster share one folded row, and a
- *	  second cluster gets a row of its own.  Needs CAP_BPF (the test suite
+ *	  second cluster gets a row of its own; rows of exited processes are
+ *	  published after all others; a full map folds at once, each fold
+ *	  making its own room.  Needs CAP_BPF (the test suite
  *	  runs as root); without it the map checks are skipped and say so.
  */
 #include "pid_retire.h"
+#include "probe_set.h"
 #include "unit.h"
 
 #include <bpf/bpf.h>
@@ -161,6 +164,101 @@ test_round(int fd, int tracked)
 	CHECK_INT(n, 4);			/* two folded, the live one, the kernel's */
 }
 
+/* A probe set that publishes one kernel-io row per pid of `publish_pids`. */
+static const uint32_t publish_pids[] = {111, 222, 0, 333, PGT_RETIRED_PID(7)};
+
+static void
+fake_publish(pset_inst *inst, pset_pub *pub)
+{
+	size_t		i;
+
+	for (i = 0; i < sizeof(publish_pids) / sizeof(publish_pids[0]); i++)
+	{
+		struct pgt_kernel_io_entry e = {.pid = publish_pids[i]};
+
+		(void) pset_pub_add_pid(pub, PGT_SEC_KERNEL_IO, &e, sizeof(e), publish_pids[i]);
+	}
+}
+
+/*
+ * After test_round: 111 and 333 have exited, 222 lives.  Their rows follow
+ * every other row of the table, in the order they came.
+ */
+static void
+test_publish_order(void)
+{
+	static const probe_set fake = {.name = "fake", .publish = fake_publish};
+	static const uint32_t want[] = {222, 0, PGT_RETIRED_PID(7), 111, 333};
+	pset_inst	inst = {.set = &fake, .status = {.state = PGT_PROBE_AVAILABLE}};
+	pset_runtime rt = {.insts = &inst, .ninsts = 1};
+	pset_pub	pub = {.postmaster = 7};
+	const struct pgt_kernel_io_entry *rows;
+	size_t		i;
+
+	CHECK_INT(pid_retire_exiting(111), 1);
+	CHECK_INT(pid_retire_exiting(222), 0);
+	CHECK_INT(pid_retire_exiting(0), 0);
+	CHECK_INT(pid_retire_exiting(PGT_RETIRED_PID(7)), 0);
+	CHECK_INT(pid_retire_exiting(424242), 0);	/* never seen */
+	pset_runtime_publish(&rt, &pub);
+	CHECK_INT(pub.tables[PGT_SEC_KERNEL_IO].count, 5);
+	rows = (const struct pgt_kernel_io_entry *) pub.tables[PGT_SEC_KERNEL_IO].rows;
+	for (i = 0; i < 5 && rows != NULL; i++)
+		CHECK_INT(rows[i].pid, want[i]);
+	pset_runtime_publish(&rt, &pub);	/* a second publication starts afresh */
+	CHECK_INT(pub.tables[PGT_SEC_KERNEL_IO].count, 5);
+	pset_pub_free(&pub);
+}
+
+/*
+ * A full map (8 entries, all rows of one exited pid, each with a key of its
+ * own): half full means no waiting for --keep-exited, and each fold makes
+ * its room by deleting the row first.
+ */
+static void
+test_full_map(int tracked)
+{
+	int			fd = bpf_map_create(BPF_MAP_TYPE_HASH, "retire_full", sizeof(struct key),
+									sizeof(struct val), 8, NULL);
+	retire_map	m = {
+		.name = "full", .fd = fd, .max_entries = 8, .ksize = sizeof(struct key),
+		.vsize = sizeof(struct val), .kstride = sizeof(struct key),
+		.vstride = sizeof(struct val), .pid_off = 0, .pm_off = 24,
+		.fold = pid_retire_fold_u64, .fold_arg = &layout};
+	struct key	keys[8];
+	struct val	vals[8];
+	struct val	v;
+	char		err[64];
+	uint32_t	op;
+	size_t		n;
+
+	if (fd < 0)
+		return;
+	for (op = 1; op <= 8; op++)
+		put(fd, 555, op, op, 10 * op, op, 9);
+	CHECK_INT(pid_retire_configure("60", err, sizeof(err)), 0);
+	pid_retire_setup(tracked);
+	n = copy(fd, keys, vals, 8);
+	CHECK_INT(n, 8);
+	CHECK_INT(pid_retire_rows(&m, keys, vals, n), 8);
+	for (op = 1; op <= 8; op++)
+	{
+		CHECK(get(fd, 555, op, &v) != 0, "row %u of the exited pid deleted", op);
+		CHECK_INT(get(fd, PGT_RETIRED_PID(9), op, &v), 0);
+		CHECK_INT(v.bytes, 10 * op);
+	}
+	/* a map under half full waits the 60 s */
+	close(fd);
+	fd = bpf_map_create(BPF_MAP_TYPE_HASH, "retire_half", sizeof(struct key),
+						sizeof(struct val), 64, NULL);
+	m.fd = fd;
+	m.max_entries = 64;
+	put(fd, 556, 1, 1, 1, 1, 9);
+	n = copy(fd, keys, vals, 8);
+	CHECK_INT(pid_retire_rows(&m, keys, vals, n), 0);
+	close(fd);
+}
+
 int
 main(void)
 {
@@ -176,7 +274,11 @@ main(void)
 		printf("test_pid_retire: BPF maps unavailable (%s): map checks skipped\n",
 			   strerror(errno));
 	else
+	{
 		test_round(fd, tracked);
+		test_publish_order();
+		test_full_map(tracked);
+	}
 	if (fd >= 0)
 		close(fd);
 	if (tracked >= 0)
