@@ -12,7 +12,8 @@
 #   - bytes a backend sends ~ bytes the client received (±10%)
 #   - vfs: kprobes unavailable here, with the reason; bad arguments refused
 #   - rows of an exited backend keep its pid for --keep-exited seconds, then
-#     fold into the rows with pid NULL, totals kept, seen by superusers only
+#     fold into the rows with pid NULL, totals kept, seen by superusers only;
+#     after hundreds of short connections no row names a dead pid
 use strict;
 use warnings;
 use FindBin;
@@ -239,6 +240,33 @@ ok(defined wait_until(sub { $node->safe_psql('postgres', $rowsq) eq '0' }, 20),
 my $exited1 = $node->safe_psql('postgres', sprintf($netq, 'IS NULL'));
 cmp_ok($exited1 - $exited0, '>=', $mine,
 	"its bytes went to the exited processes' row (pid NULL): +" . ($exited1 - $exited0));
+# connection churn: hundreds of short sessions leave no rows under their pids
+my $script = $node->basedir . '/select1.sql';
+open my $sfh, '>', $script or die "$script: $!";
+print $sfh "SELECT 1;\n";
+close $sfh;
+my ($pout, $perr) = ('', '');
+IPC::Run::run([ 'pgbench', '-n', '-C', '-c', '2', '-T', '3', '-f', $script,
+		'-h', $node->host, '-p', $node->port, 'postgres' ], '>', \$pout, '2>', \$perr)
+  or die "pgbench: $perr";
+my ($nconn) = $pout =~ /number of transactions actually processed: (\d+)/;
+cmp_ok($nconn // 0, '>', 50, "pgbench -C opened $nconn connections");
+my $pidq = "SELECT (SELECT count(DISTINCT pid) FROM pg_tracer_kernel_io WHERE pid <> 0),
+                   (SELECT count(*) + 1 FROM pg_stat_activity)";
+my ($npids, $nlive);
+# polled from one session: every safe_psql would add a short-lived backend
+my $poll = $node->background_psql('postgres');
+wait_until(sub {
+	($npids, $nlive) = split /\|/, $poll->query_safe($pidq);
+	$npids <= $nlive
+}, 20);
+$poll->quit;
+cmp_ok($npids, '<=', $nlive,
+	"after the churn the kernel-io rows name $npids pids, no more than the $nlive live processes");
+cmp_ok($node->safe_psql('postgres',
+		"SELECT coalesce(sum(send_calls + recv_calls), 0) FROM pg_tracer_kernel_net WHERE pid IS NULL"),
+	'>=', 2 * $nconn, 'the short sessions\' socket calls are in the exited processes\' row');
+
 $node->safe_psql('postgres', 'CREATE ROLE plain_reader LOGIN');
 is($node->safe_psql('postgres',
 		"SET ROLE plain_reader; SELECT count(*) FROM pg_tracer_kernel_io WHERE pid IS NULL"),
