@@ -12,6 +12,7 @@
  */
 #include "pid_retire.h"
 #include "log.h"
+#include "pg_tracer.h"
 #include "procfs.h"
 
 #include <bpf/bpf.h>
@@ -129,11 +130,11 @@ rebuild(uint64_t now)
 static int
 is_tracked(uint32_t pid)
 {
-	unsigned char val[64];
+	struct pgt_tracked t;
 
 	if (tracked_fd < 0)
 		return procfs_alive((pid_t) pid, 0);
-	return bpf_map_lookup_elem(tracked_fd, &pid, val) == 0;
+	return bpf_map_lookup_elem(tracked_fd, &pid, &t) == 0;
 }
 
 /*
