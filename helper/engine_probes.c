@@ -26,6 +26,7 @@
 #include "engine_catalog.h"
 #include "layout_file.h"
 #include "log.h"
+#include "map_copy.h"
 #include "pid_retire.h"
 #include "procfs.h"
 
@@ -78,6 +79,8 @@ static struct
 	engine_row *rows;
 	size_t		nrows;
 	size_t		caprows;
+	struct eng_key *ckeys;		/* eng_stats as copied (ENG_MAX_KEYS) */
+	struct eng_val *cvals;
 	engine_hist_row *hist;
 	size_t		nhist;
 	size_t		caphist;
@@ -665,6 +668,8 @@ engine_core_leave(int set_index)
 		free(core.bins[k].attached);
 	}
 	free(core.rows);
+	free(core.ckeys);
+	free(core.cvals);
 	free(core.hist);
 	memset(&core, 0, sizeof(core));
 }
@@ -716,63 +721,84 @@ tranche_name(uint32_t pm, uint64_t addr, char *name, size_t len)
 }
 
 /*
+ * row_from
+ *		A user-space row from one eng_stats entry: LWLock tranches named.
+ */
+static void
+row_from(engine_row *r, const struct eng_key *key, const struct eng_val *val)
+{
+	r->k = r->raw = *key;
+	r->v = *val;
+	if (key->probe == ENG_LWLOCK_HOLD && (key->detail & ENG_LW_TRANCHE_ID))
+	{
+		tranche_name_by_id(key->pm, key->detail & 0xffff, r->k.name, sizeof(r->k.name));
+		r->k.detail = 0;
+	}
+	else if (key->probe == ENG_LWLOCK_HOLD ||
+			 (key->probe == ENG_LWLOCK_WAIT && key->name[0] == '\0' &&
+			  (key->obj[0] | key->obj[1]) != 0))
+	{
+		tranche_name(key->pm, (uint64_t) key->obj[1] << 32 | key->obj[0],
+					 r->k.name, sizeof(r->k.name));
+		memset(r->k.obj, 0, sizeof(r->k.obj));
+	}
+}
+
+/*
+ * read_stats
+ *		Copy eng_stats into core.rows (map_copy: in batches).
+ */
+static void
+read_stats(void)
+{
+	size_t		n;
+	size_t		i;
+
+	core.nrows = 0;
+	memset(core.set_events, 0, sizeof(core.set_events));
+	if (core.ckeys == NULL)
+	{
+		core.ckeys = malloc(ENG_MAX_KEYS * sizeof(*core.ckeys));
+		core.cvals = malloc(ENG_MAX_KEYS * sizeof(*core.cvals));
+		if (core.ckeys == NULL || core.cvals == NULL)
+			return;
+	}
+	n = map_copy(bpf_map__fd(core.skel->maps.eng_stats), sizeof(struct eng_key),
+				 sizeof(struct eng_val), core.ckeys, core.cvals, ENG_MAX_KEYS);
+	if (n > core.caprows)
+	{
+		engine_row *nr = realloc(core.rows, n * sizeof(*nr));
+
+		if (nr == NULL)
+			return;
+		core.rows = nr;
+		core.caprows = n;
+	}
+	for (i = 0; i < n; i++)
+	{
+		int			si = engine_set_index(engine_probe_set_of(core.ckeys[i].probe));
+
+		row_from(&core.rows[i], &core.ckeys[i], &core.cvals[i]);
+		if (si >= 0 && si < ENGINE_MAX_SETS)
+			core.set_events[si] += core.cvals[i].calls;
+	}
+	core.nrows = n;
+}
+
+/*
  * read_maps
  *		Copy eng_stats and eng_hist.
  */
 static void
 read_maps(void)
 {
-	int			sfd = bpf_map__fd(core.skel->maps.eng_stats);
 	int			hfd = bpf_map__fd(core.skel->maps.eng_hist);
-	struct eng_key key;
-	struct eng_key next;
 	uint64_t	hkey;
 	uint64_t	hnext;
 	void	   *prev = NULL;
 
-	core.nrows = 0;
-	memset(core.set_events, 0, sizeof(core.set_events));
-	while (bpf_map_get_next_key(sfd, prev, &next) == 0)
-	{
-		engine_row *r;
-		int			si;
-
-		key = next;
-		prev = &key;
-		if (core.nrows == core.caprows)
-		{
-			size_t		ncap = core.caprows ? core.caprows * 2 : 256;
-			engine_row *nr = ncap <= ENG_MAX_KEYS ? realloc(core.rows, ncap * sizeof(*nr)) : NULL;
-
-			if (nr == NULL)
-				break;
-			core.rows = nr;
-			core.caprows = ncap;
-		}
-		r = &core.rows[core.nrows];
-		if (bpf_map_lookup_elem(sfd, &key, &r->v) < 0)
-			continue;
-		r->k = r->raw = key;
-		if (key.probe == ENG_LWLOCK_HOLD && (key.detail & ENG_LW_TRANCHE_ID))
-		{
-			tranche_name_by_id(key.pm, key.detail & 0xffff, r->k.name, sizeof(r->k.name));
-			r->k.detail = 0;
-		}
-		else if (key.probe == ENG_LWLOCK_HOLD ||
-				 (key.probe == ENG_LWLOCK_WAIT && key.name[0] == '\0' &&
-				  (key.obj[0] | key.obj[1]) != 0))
-		{
-			tranche_name(key.pm, (uint64_t) key.obj[1] << 32 | key.obj[0],
-						 r->k.name, sizeof(r->k.name));
-			memset(r->k.obj, 0, sizeof(r->k.obj));
-		}
-		core.nrows++;
-		si = engine_set_index(engine_probe_set_of(key.probe));
-		if (si >= 0 && si < ENGINE_MAX_SETS)
-			core.set_events[si] += r->v.calls;
-	}
+	read_stats();
 	core.nhist = 0;
-	prev = NULL;
 	while (bpf_map_get_next_key(hfd, prev, &hnext) == 0)
 	{
 		engine_hist_row *h;

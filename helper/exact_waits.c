@@ -20,6 +20,7 @@
 #include "escalation.h"
 #include "exact_watch.h"
 #include "log.h"
+#include "map_copy.h"
 #include "pid_retire.h"
 #include "procfs.h"
 #include "probe_set.h"
@@ -502,11 +503,8 @@ stop(pset_inst *in)
 static size_t
 copy_map(int fd, size_t max, size_t ksz, size_t vsz, void **keys, void **vals)
 {
-	unsigned char *k = malloc(max * ksz);
-	unsigned char *v = malloc(max * vsz);
-	unsigned char cur[64];
-	unsigned char nxt[64];
-	void	   *prev = NULL;
+	void	   *k = malloc(max * ksz);
+	void	   *v = malloc(max * vsz);
 	size_t		n = 0;
 
 	if (k == NULL || v == NULL)
@@ -515,15 +513,7 @@ copy_map(int fd, size_t max, size_t ksz, size_t vsz, void **keys, void **vals)
 		free(v);
 		return 0;
 	}
-	while (n < max && bpf_map_get_next_key(fd, prev, nxt) == 0)
-	{
-		memcpy(cur, nxt, ksz);
-		prev = cur;
-		if (bpf_map_lookup_elem(fd, cur, v + n * vsz) != 0)
-			continue;
-		memcpy(k + n * ksz, cur, ksz);
-		n++;
-	}
+	n = map_copy(fd, ksz, vsz, k, v, max);
 	free(*keys);
 	free(*vals);
 	*keys = k;

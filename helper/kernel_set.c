@@ -8,6 +8,7 @@
 #include "kernel_set.h"
 
 #include "log.h"
+#include "map_copy.h"
 #include "pid_retire.h"
 #include "pgt_kernel.h"
 #include "trace_out.h"
@@ -194,95 +195,18 @@ kset_stop(pset_inst *in)
 }
 
 /*
- * copy_map_batch
- *		Copy a hash map with BPF_MAP_LOOKUP_BATCH (one system call per batch
- *		instead of two per entry).  Returns the rows, or -1 when the kernel
- *		cannot do batches.
- */
-static ssize_t
-copy_map_batch(int fd, size_t ksize, size_t vsize, unsigned char *rows, size_t max,
-			   unsigned char *keys, unsigned char *vals)
-{
-	DECLARE_LIBBPF_OPTS(bpf_map_batch_opts, opts);
-	uint64_t	in_batch = 0;
-	uint64_t	out_batch = 0;
-	size_t		n = 0;
-	size_t		i;
-	int			first = 1;
-
-	while (n < max)
-	{
-		uint32_t	count = (uint32_t) (max - n);
-		int			err = bpf_map_lookup_batch(fd, first ? NULL : &in_batch, &out_batch,
-											   keys + n * ksize, vals + n * vsize,
-											   &count, &opts);
-
-		if (err != 0 && errno != ENOENT)
-			return first ? -1 : (ssize_t) n;
-		n += count;
-		if (err != 0)
-			break;				/* ENOENT: that was the last batch */
-		in_batch = out_batch;
-		first = 0;
-	}
-	for (i = 0; i < n; i++)
-	{
-		memcpy(rows + i * (ksize + vsize), keys + i * ksize, ksize);
-		memcpy(rows + i * (ksize + vsize) + ksize, vals + i * vsize, vsize);
-	}
-	return (ssize_t) n;
-}
-
-/*
  * copy_map
- *		Copy up to max entries of a hash map (key ksize, value vsize) into
- *		rows of key then value: in batches where the kernel can, else entry
- *		by entry, bounded against a map that changes under us.  Returns the
- *		number of rows.
+ *		Up to max entries of a hash map into *rows (key then value, packed;
+ *		allocated on first use).  Returns the number of rows.
  */
 static size_t
 copy_map(int fd, size_t ksize, size_t vsize, unsigned char **rows, size_t max)
 {
-	unsigned char key[64];
-	unsigned char next[64];
-	size_t		rsize = ksize + vsize;
-	size_t		n = 0;
-	int			have = 0;
-	size_t		guard = 2 * max;
-	unsigned char *keys;
-	unsigned char *vals;
-	ssize_t		b = -1;
-
 	if (fd < 0)
 		return 0;
-	if (*rows == NULL)
-	{
-		*rows = malloc(max * rsize);
-		if (*rows == NULL)
-			return 0;
-	}
-	keys = malloc(max * ksize);
-	vals = malloc(max * vsize);
-	if (keys != NULL && vals != NULL)
-		b = copy_map_batch(fd, ksize, vsize, *rows, max, keys, vals);
-	free(keys);
-	free(vals);
-	if (b >= 0)
-		return (size_t) b;
-	while (n < max && guard-- > 0 &&
-		   bpf_map_get_next_key(fd, have ? key : NULL, next) == 0)
-	{
-		unsigned char *r = *rows + n * rsize;
-
-		memcpy(key, next, ksize);
-		have = 1;
-		if (bpf_map_lookup_elem(fd, next, r + ksize) == 0)
-		{
-			memcpy(r, next, ksize);
-			n++;
-		}
-	}
-	return n;
+	if (*rows == NULL && (*rows = malloc(max * (ksize + vsize))) == NULL)
+		return 0;
+	return map_copy_rows(fd, ksize, vsize, *rows, max);
 }
 
 /* How rows of exited processes fold (pid_retire.h) */

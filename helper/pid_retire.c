@@ -3,9 +3,10 @@
  *	  Folding the rows of exited processes (see pid_retire.h).
  *
  * A small open-addressing table remembers, per pid seen in a map, whether
- * it was tracked at the last check (checks are cached for CHECK_NS, so a
- * round over several maps asks the kernel once per pid) and since when it
- * has not been.  The table is rebuilt without the pids not looked at for a
+ * it was tracked at the last check and since when it has not been.  A live
+ * pid is asked about at most every CHECK_NS (a round over several maps asks
+ * the kernel once), a dead one when it is found dead and once more just
+ * before its rows fold (a pid reused meanwhile keeps them).  The table is rebuilt without the pids not looked at for a
  * while when it fills up.
  *
  * Threading: single-threaded (the daemon's loop).
@@ -138,6 +139,21 @@ is_tracked(uint32_t pid)
 }
 
 /*
+ * check
+ *		Ask whether e's pid is tracked; note since when it is not.
+ */
+static void
+check(pid_entry *e, uint64_t now)
+{
+	e->alive = is_tracked(e->pid);
+	e->checked_ns = now;
+	if (e->alive)
+		e->dead_since_ns = 0;
+	else if (e->dead_since_ns == 0)
+		e->dead_since_ns = now;
+}
+
+/*
  * due
  *		Has pid been gone for keep_s seconds (or at all, when pressed)?  Pid
  *		0 (the kernel's rows) and folded rows never are.
@@ -166,17 +182,15 @@ due(uint32_t pid, uint64_t now, int pressed)
 		nused++;
 	}
 	e->seen_ns = now;
-	if (e->checked_ns == 0 || now - e->checked_ns >= CHECK_NS)
-	{
-		e->alive = is_tracked(pid);
-		e->checked_ns = now;
-		if (e->alive)
-			e->dead_since_ns = 0;
-		else if (e->dead_since_ns == 0)
-			e->dead_since_ns = now;
-	}
-	return !e->alive &&
-		(pressed || now - e->dead_since_ns >= (uint64_t) keep_s * 1000000000ULL);
+	/* a live pid is checked every CHECK_NS, a dead one before it folds */
+	if (e->checked_ns == 0 || (e->alive && now - e->checked_ns >= CHECK_NS))
+		check(e, now);
+	if (e->alive ||
+		(!pressed && now - e->dead_since_ns < (uint64_t) keep_s * 1000000000ULL))
+		return 0;
+	if (now - e->checked_ns >= CHECK_NS)
+		check(e, now);			/* not reused meanwhile? */
+	return !e->alive;
 }
 
 /*
@@ -225,35 +239,254 @@ fold_row(const retire_map *m, const unsigned char *key, const unsigned char *val
 }
 
 /*
+ * A batch of folds over one copy of a map: the folded rows (those already
+ * in the copy, then new ones), indexed by key, each marked when a fold
+ * changed it; and the keys of the rows folded, to delete.
+ */
+typedef struct fold_batch
+{
+	const retire_map *m;
+	unsigned char *fkeys;
+	unsigned char *fvals;
+	unsigned char *touched;
+	size_t		nf;
+	int32_t    *slots;			/* open addressing over fkeys, -1 = free */
+	size_t		nslots;			/* a power of two */
+	unsigned char *skeys;
+	size_t		ns;
+} fold_batch;
+
+static uint32_t
+key_hash(const unsigned char *k, size_t len)
+{
+	uint32_t	h = 2166136261u;	/* FNV-1a */
+	size_t		i;
+
+	for (i = 0; i < len; i++)
+		h = (h ^ k[i]) * 16777619u;
+	return h;
+}
+
+/*
+ * batch_find
+ *		The folded row with key k: its index, creating it (with value v)
+ *		when missing; sets *created.
+ */
+static size_t
+batch_find(fold_batch *b, const unsigned char *k, const unsigned char *v, int *created)
+{
+	size_t		ks = b->m->ksize;
+	size_t		i = key_hash(k, ks) & (b->nslots - 1);
+	size_t		j;
+
+	while (b->slots[i] >= 0)
+	{
+		j = (size_t) b->slots[i];
+		if (memcmp(b->fkeys + j * ks, k, ks) == 0)
+		{
+			*created = 0;
+			return j;
+		}
+		i = (i + 1) & (b->nslots - 1);
+	}
+	j = b->nf++;
+	memcpy(b->fkeys + j * ks, k, ks);
+	memcpy(b->fvals + j * b->m->vsize, v, b->m->vsize);
+	b->touched[j] = 0;
+	b->slots[i] = (int32_t) j;
+	*created = 1;
+	return j;
+}
+
+/*
+ * batch_alloc
+ *		Room for nfold folded rows, ndue rows to fold.
+ */
+static int
+batch_alloc(fold_batch *b, const retire_map *m, size_t nfold, size_t ndue)
+{
+	size_t		i;
+
+	memset(b, 0, sizeof(*b));
+	b->m = m;
+	for (b->nslots = 16; b->nslots < 2 * (nfold + ndue); b->nslots *= 2)
+		;
+	b->fkeys = malloc((nfold + ndue) * m->ksize);
+	b->fvals = malloc((nfold + ndue) * m->vsize);
+	b->touched = malloc(nfold + ndue);
+	b->slots = malloc(b->nslots * sizeof(*b->slots));
+	b->skeys = malloc(ndue * m->ksize);
+	if (!b->fkeys || !b->fvals || !b->touched || !b->slots || !b->skeys)
+		return -1;
+	for (i = 0; i < b->nslots; i++)
+		b->slots[i] = -1;
+	return 0;
+}
+
+static void
+batch_free(fold_batch *b)
+{
+	free(b->fkeys);
+	free(b->fvals);
+	free(b->touched);
+	free(b->slots);
+	free(b->skeys);
+}
+
+/*
+ * batch_add
+ *		Fold one due row (key k, value v) into the batch.
+ */
+static void
+batch_add(fold_batch *b, const unsigned char *k, const unsigned char *v)
+{
+	const retire_map *m = b->m;
+	unsigned char fk[MAX_KEY];
+	uint32_t	pm;
+	uint32_t	pid;
+	size_t		j;
+	int			created;
+
+	memcpy(&pm, (m->pm_in_key ? k : v) + m->pm_off, sizeof(pm));
+	pid = PGT_RETIRED_PID(pm);
+	memcpy(fk, k, m->ksize);
+	memcpy(fk + m->pid_off, &pid, sizeof(pid));
+	j = batch_find(b, fk, v, &created);
+	if (!created)
+		m->fold(b->fvals + j * m->vsize, v, m->fold_arg);
+	b->touched[j] = 1;
+	memcpy(b->skeys + b->ns++ * m->ksize, k, m->ksize);
+}
+
+/*
+ * batch_write
+ *		Delete the folded rows (first: in a full map that makes the room),
+ *		then write the folded rows that changed, in one call each.  -1 when
+ *		the kernel has no batch operations (nothing was changed then).
+ */
+static int
+batch_write(fold_batch *b)
+{
+	DECLARE_LIBBPF_OPTS(bpf_map_batch_opts, opts, .elem_flags = BPF_ANY);
+	const retire_map *m = b->m;
+	__u32		count = (__u32) b->ns;
+	size_t		n = 0;
+	size_t		j;
+
+	if (bpf_map_delete_batch(m->fd, b->skeys, &count, &opts) != 0)
+	{
+		if (count == 0 && errno != ENOENT)
+			return -1;			/* no batch operations: nothing changed */
+		/* it stops at a key that is gone: the rest one by one */
+		for (j = count; j < b->ns; j++)
+			(void) bpf_map_delete_elem(m->fd, b->skeys + j * m->ksize);
+	}
+	for (j = 0; j < b->nf; j++)
+		if (b->touched[j])
+		{
+			memmove(b->fkeys + n * m->ksize, b->fkeys + j * m->ksize, m->ksize);
+			memmove(b->fvals + n * m->vsize, b->fvals + j * m->vsize, m->vsize);
+			n++;
+		}
+	count = (__u32) n;
+	if (bpf_map_update_batch(m->fd, b->fkeys, b->fvals, &count, &opts) != 0)
+	{
+		/* one by one from where it stopped */
+		for (j = count; j < n; j++)
+			if (bpf_map_update_elem(m->fd, b->fkeys + j * m->ksize,
+									b->fvals + j * m->vsize, BPF_ANY) != 0 &&
+				fold_failures++ % 1000 == 0)
+				log_warn("%s: a folded row of exited processes is lost: %s",
+						 m->name, strerror(errno));
+	}
+	return 0;
+}
+
+/*
+ * fold_rows_batch
+ *		Fold the due rows (indexes idx) through one batch.  -1 when batches
+ *		cannot be used.
+ */
+static int
+fold_rows_batch(const retire_map *m, const unsigned char *keys, const unsigned char *vals,
+				size_t n, const size_t *idx, size_t ndue)
+{
+	fold_batch	b;
+	size_t		nfold = 0;
+	size_t		i;
+	int			created;
+	int			r = -1;
+
+	for (i = 0; i < n; i++)
+	{
+		uint32_t	pid;
+
+		memcpy(&pid, keys + i * m->kstride + m->pid_off, sizeof(pid));
+		nfold += PGT_IS_RETIRED(pid);
+	}
+	if (batch_alloc(&b, m, nfold, ndue) == 0)
+	{
+		/* the folded rows as the copy has them: folds add to those */
+		for (i = 0; i < n; i++)
+		{
+			uint32_t	pid;
+
+			memcpy(&pid, keys + i * m->kstride + m->pid_off, sizeof(pid));
+			if (PGT_IS_RETIRED(pid))
+				(void) batch_find(&b, keys + i * m->kstride, vals + i * m->vstride, &created);
+		}
+		for (i = 0; i < ndue; i++)
+			batch_add(&b, keys + idx[i] * m->kstride, vals + idx[i] * m->vstride);
+		r = batch_write(&b);
+	}
+	batch_free(&b);
+	return r;
+}
+
+/*
  * pid_retire_rows
- *		See pid_retire.h.
+ *		See pid_retire.h.  Through one batch where the kernel has batch
+ *		operations on hash maps (5.6+), else row by row.
  */
 size_t
 pid_retire_rows(const retire_map *m, const void *keys, const void *vals, size_t n)
 {
+	const unsigned char *k = keys;
+	const unsigned char *v = vals;
 	uint64_t	now;
 	size_t		retired = 0;
+	size_t	   *idx;
+	size_t		ndue = 0;
 	size_t		i;
 	int			pressed;
 
-	if (!enabled || m->fd < 0 || m->ksize > MAX_KEY || m->vsize > MAX_VAL)
+	if (!enabled || m->fd < 0 || m->ksize > MAX_KEY || m->vsize > MAX_VAL || n == 0)
 		return 0;
 	now = now_ns();
 	pressed = m->max_entries > 0 && n * 2 >= m->max_entries;
+	idx = malloc(n * sizeof(*idx));
+	if (idx == NULL)
+		return 0;
 	for (i = 0; i < n; i++)
 	{
-		const unsigned char *key = (const unsigned char *) keys + i * m->kstride;
 		uint32_t	pid;
 
-		memcpy(&pid, key + m->pid_off, sizeof(pid));
-		if (!due(pid, now, pressed))
-			continue;
-		if (fold_row(m, key, (const unsigned char *) vals + i * m->vstride) == 0)
-			retired++;
-		else if (fold_failures++ % 1000 == 0)
-			log_warn("%s: cannot fold the rows of exited pid %u: %s",
-					 m->name, pid, strerror(errno));
+		memcpy(&pid, k + i * m->kstride + m->pid_off, sizeof(pid));
+		if (due(pid, now, pressed))
+			idx[ndue++] = i;
 	}
+	if (ndue > 0 && fold_rows_batch(m, k, v, n, idx, ndue) == 0)
+		retired = ndue;
+	else
+		for (i = 0; i < ndue; i++)
+		{
+			if (fold_row(m, k + idx[i] * m->kstride, v + idx[i] * m->vstride) == 0)
+				retired++;
+			else if (fold_failures++ % 1000 == 0)
+				log_warn("%s: cannot fold a row of an exited process: %s",
+						 m->name, strerror(errno));
+		}
+	free(idx);
 	if (retired)
 		log_debug("%s: %zu rows of exited processes folded", m->name, retired);
 	return retired;
