@@ -209,6 +209,24 @@ pid_retire_exiting(uint32_t pid)
 }
 
 /*
+ * folded_key
+ *		The key of the row that the row (key, val) folds into: its own with
+ *		the pid replaced by PGT_RETIRED_PID(its postmaster).
+ */
+static void
+folded_key(const retire_map *m, const unsigned char *key, const unsigned char *val,
+		   unsigned char *out)
+{
+	uint32_t	pm;
+	uint32_t	pid;
+
+	memcpy(&pm, (m->pm_in_key ? key : val) + m->pm_off, sizeof(pm));
+	pid = PGT_RETIRED_PID(pm);
+	memcpy(out, key, m->ksize);
+	memcpy(out + m->pid_off, &pid, sizeof(pid));
+}
+
+/*
  * fold_row
  *		Add one row into its cluster's folded row, then delete it.
  */
@@ -217,13 +235,8 @@ fold_row(const retire_map *m, const unsigned char *key, const unsigned char *val
 {
 	unsigned char nkey[MAX_KEY];
 	unsigned char nval[MAX_VAL];
-	uint32_t	pm;
-	uint32_t	pid;
 
-	memcpy(&pm, (m->pm_in_key ? key : val) + m->pm_off, sizeof(pm));
-	pid = PGT_RETIRED_PID(pm);
-	memcpy(nkey, key, m->ksize);
-	memcpy(nkey + m->pid_off, &pid, sizeof(pid));
+	folded_key(m, key, val, nkey);
 	if (bpf_map_lookup_elem(m->fd, nkey, nval) == 0)
 		m->fold(nval, val, m->fold_arg);
 	else
@@ -342,15 +355,10 @@ batch_add(fold_batch *b, const unsigned char *k, const unsigned char *v)
 {
 	const retire_map *m = b->m;
 	unsigned char fk[MAX_KEY];
-	uint32_t	pm;
-	uint32_t	pid;
 	size_t		j;
 	int			created;
 
-	memcpy(&pm, (m->pm_in_key ? k : v) + m->pm_off, sizeof(pm));
-	pid = PGT_RETIRED_PID(pm);
-	memcpy(fk, k, m->ksize);
-	memcpy(fk + m->pid_off, &pid, sizeof(pid));
+	folded_key(m, k, v, fk);
 	j = batch_find(b, fk, v, &created);
 	if (!created)
 		m->fold(b->fvals + j * m->vsize, v, m->fold_arg);
