@@ -757,12 +757,11 @@ read_stats(void)
 	core.nrows = 0;
 	memset(core.set_events, 0, sizeof(core.set_events));
 	if (core.ckeys == NULL)
-	{
 		core.ckeys = malloc(ENG_MAX_KEYS * sizeof(*core.ckeys));
+	if (core.cvals == NULL)
 		core.cvals = malloc(ENG_MAX_KEYS * sizeof(*core.cvals));
-		if (core.ckeys == NULL || core.cvals == NULL)
-			return;
-	}
+	if (core.ckeys == NULL || core.cvals == NULL)
+		return;
 	n = map_copy(bpf_map__fd(core.skel->maps.eng_stats), sizeof(struct eng_key),
 				 sizeof(struct eng_val), core.ckeys, core.cvals, ENG_MAX_KEYS);
 	if (n > core.caprows)

@@ -7,10 +7,10 @@
  * See probe_set.h for how a set plugs in.  Single-threaded.
  */
 #include "probe_set.h"
-#include "pid_retire.h"
 
 #include "log.h"
 #include "pg_symbols.h"
+#include "pid_retire.h"
 #include "procfs.h"
 
 #include <bpf/bpf.h>
