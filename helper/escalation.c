@@ -20,9 +20,9 @@
 #include "escalation.h"
 
 #include "log.h"
+#include "parse_num.h"
 #include "procfs.h"
 
-#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,7 +72,6 @@ escalation_configure_mode(const char *s, char *err, size_t errlen)
 int
 escalation_configure_budget(const char *s, char *err, size_t errlen)
 {
-	char	   *end;
 	long		v;
 
 	if (strcmp(s, "unlimited") == 0)
@@ -80,9 +79,7 @@ escalation_configure_budget(const char *s, char *err, size_t errlen)
 		esc.budget_s = ESC_BUDGET_UNLIMITED;
 		return 0;
 	}
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (errno != 0 || end == s || *end != '\0' || v < 0 || v > ESC_MAX_BUDGET_S)
+	if (parse_decimal(s, 0, ESC_MAX_BUDGET_S, &v) < 0)
 	{
 		snprintf(err, errlen,
 				 "\"%s\": give seconds of exact timing per rolling hour, 0..%d, or unlimited",
@@ -314,14 +311,9 @@ respond(char *out, size_t outlen, const char *fmt,...)
 static int
 parse_seconds(const char *s)
 {
-	char	   *end;
 	long		v;
 
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (errno != 0 || end == s || *end != '\0' || v < 1 || v > ESC_MAX_REQUEST_S)
-		return -1;
-	return (int) v;
+	return parse_decimal(s, 1, ESC_MAX_REQUEST_S, &v) == 0 ? (int) v : -1;
 }
 
 /*

@@ -15,8 +15,8 @@
 #include "escalation.h"
 
 #include "log.h"
+#include "parse_num.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,12 +53,9 @@ escalation_configure_anomaly(const char *s, char *err, size_t errlen)
 int
 escalation_configure_cooldown(const char *s, char *err, size_t errlen)
 {
-	char	   *end;
 	long		v;
 
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (errno != 0 || end == s || *end != '\0' || v < 1 || v > 86400)
+	if (parse_decimal(s, 1, 86400, &v) < 0)
 	{
 		snprintf(err, errlen, "\"%s\": give seconds, 1..86400", s);
 		return -1;

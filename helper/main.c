@@ -11,13 +11,13 @@
 #include "exact_watch.h"
 #include "inspect_cmd.h"
 #include "log.h"
+#include "parse_num.h"
 #include "pid_retire.h"
 #include "pgt_segment.h"
 #include "status_cmd.h"
 #include "trace_cmd.h"
 #include "trace_out.h"
 
-#include <errno.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
@@ -125,12 +125,9 @@ usage_error(const char *usage, const char *fmt, const char *arg)
 static int
 parse_pid(const char *s, pid_t *out)
 {
-	char	   *end;
 	long		v;
 
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (errno != 0 || end == s || *end != '\0' || v <= 0 || v > INT_MAX || s[0] == '+')
+	if (parse_decimal(s, 1, INT_MAX, &v) < 0)
 		return -1;
 	*out = (pid_t) v;
 	return 0;

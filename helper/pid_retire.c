@@ -13,6 +13,7 @@
  */
 #include "pid_retire.h"
 #include "log.h"
+#include "parse_num.h"
 #include "pg_tracer.h"
 #include "procfs.h"
 
@@ -52,12 +53,9 @@ static uint64_t fold_failures;
 int
 pid_retire_configure(const char *arg, char *err, size_t errlen)
 {
-	char	   *end;
 	long		v;
 
-	errno = 0;
-	v = strtol(arg, &end, 10);
-	if (errno != 0 || end == arg || *end != '\0' || v < 0 || v > PID_RETIRE_MAX_S)
+	if (parse_decimal(arg, 0, PID_RETIRE_MAX_S, &v) < 0)
 	{
 		snprintf(err, errlen, "\"%s\" is not a number of seconds from 0 to %d",
 				 arg, PID_RETIRE_MAX_S);
