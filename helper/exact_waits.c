@@ -498,27 +498,19 @@ stop(pset_inst *in)
 
 /*
  * copy_map
- *		All entries of a hash map into freshly allocated key/value arrays.
+ *		All entries of a hash map into key/value arrays of max entries
+ *		(allocated on first use, then reused).
  */
 static size_t
 copy_map(int fd, size_t max, size_t ksz, size_t vsz, void **keys, void **vals)
 {
-	void	   *k = malloc(max * ksz);
-	void	   *v = malloc(max * vsz);
-	size_t		n = 0;
-
-	if (k == NULL || v == NULL)
-	{
-		free(k);
-		free(v);
+	if (*keys == NULL)
+		*keys = malloc(max * ksz);
+	if (*vals == NULL)
+		*vals = malloc(max * vsz);
+	if (*keys == NULL || *vals == NULL)
 		return 0;
-	}
-	n = map_copy(fd, ksz, vsz, k, v, max);
-	free(*keys);
-	free(*vals);
-	*keys = k;
-	*vals = v;
-	return n;
+	return map_copy(fd, ksz, vsz, *keys, *vals, max);
 }
 
 /* Rows of exited processes fold into their cluster's row (pid_retire.h). */
