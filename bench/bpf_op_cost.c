@@ -1,0 +1,210 @@
+/*
+ * bench/bpf_op_cost.c
+ *	  The price, on this kernel and CPU, of each operation the probe sets'
+ *	  hot paths are made of (a helper call, a map lookup, a user-memory
+ *	  read, the clock), and of a program on sys_enter itself.  The probe
+ *	  sets' per-event costs are sums of these, so this says which of them
+ *	  a change could save, and how much a host's mitigations (retpolines,
+ *	  return thunks) add to each call.
+ *
+ *	  Method: bench/bpf_op_cost.bpf.c repeats one operation REPS times on
+ *	  every system call of this process; getppid is timed with REPS and
+ *	  with 0 copies, and the difference divided by REPS is the operation's
+ *	  price.  Rounds interleave every configuration; medians are printed.
+ *
+ *	  bpf_op_cost [ROUNDS (5)] [CALLS per measurement (300000)] [REPS (8)]
+ *
+ *	  Run as root.  A benchmark: it asserts nothing.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "bpf_op_cost.h"
+#include "bpf_op_cost.skel.h"
+
+#define MAX_ROUNDS 64
+
+static const char *const op_names[COST_COUNT] = {
+	[COST_NONE] = "empty program on sys_enter",
+	[COST_EXIT_HOOK] = "+ empty program on sys_exit",
+	[COST_PID_TGID] = "bpf_get_current_pid_tgid",
+	[COST_KTIME] = "bpf_ktime_get_ns",
+	[COST_READ_USER] = "bpf_probe_read_user (8 bytes)",
+	[COST_READ_KERNEL] = "bpf_probe_read_kernel (8 bytes)",
+	[COST_HASH_U32] = "hash lookup, 4-byte key",
+	[COST_HASH_32B] = "hash lookup, 32-byte key",
+	[COST_LRU_32B] = "LRU hash lookup, 32-byte key",
+	[COST_TASK_STORAGE] = "task storage get",
+	[COST_ATOMIC_ADD] = "hash lookup + atomic add",
+};
+
+/* a word of this process's memory for COST_READ_USER */
+static volatile unsigned long long user_word = 42;
+
+static double
+now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e9 + ts.tv_nsec;
+}
+
+/*
+ * time_getppid
+ *		ns per getppid over `calls` calls, after a warm-up tenth.
+ */
+static double
+time_getppid(long calls)
+{
+	double		t0;
+
+	for (long i = 0; i < calls / 10; i++)
+		(void) syscall(SYS_getppid);
+	t0 = now_ns();
+	for (long i = 0; i < calls; i++)
+		(void) syscall(SYS_getppid);
+	return (now_ns() - t0) / calls;
+}
+
+/*
+ * fill_maps
+ *		The keys the program looks up, present: lookups that hit, as the
+ *		probe sets' mostly do.
+ */
+static int
+fill_maps(struct bpf_op_cost_bpf *obj, unsigned int tgid)
+{
+	struct cost_key32 k = {.pid = tgid};
+	unsigned long long one = 1;
+
+	if (bpf_map_update_elem(bpf_map__fd(obj->maps.hash_u32), &tgid, &one, BPF_ANY) ||
+		bpf_map_update_elem(bpf_map__fd(obj->maps.hash_32b), &k, &one, BPF_ANY) ||
+		bpf_map_update_elem(bpf_map__fd(obj->maps.lru_32b), &k, &one, BPF_ANY))
+		return -errno;
+	return 0;
+}
+
+/*
+ * measure
+ *		ns per getppid with the program doing `op` `reps` times; op < 0:
+ *		no program attached.  Negative errno on failure.
+ */
+static double
+measure(int op, int reps, long calls)
+{
+	struct bpf_op_cost_bpf *obj = NULL;
+	double		ns = -1;
+	int			err;
+
+	if (op < 0)
+		return time_getppid(calls);
+	obj = bpf_op_cost_bpf__open();
+	if (!obj)
+		return -errno;
+	obj->rodata->target_tgid = getpid();
+	obj->rodata->op = op;
+	obj->rodata->reps = reps;
+	obj->rodata->user_addr = (unsigned long long) &user_word;
+	bpf_program__set_autoload(obj->progs.op_cost_exit, op == COST_EXIT_HOOK);
+	err = bpf_op_cost_bpf__load(obj);
+	if (!err)
+		err = fill_maps(obj, getpid());
+	if (!err)
+		err = bpf_op_cost_bpf__attach(obj);
+	if (err)
+	{
+		ns = err < 0 ? err : -1;
+		goto cleanup;
+	}
+	ns = time_getppid(calls);
+cleanup:
+	bpf_op_cost_bpf__destroy(obj);
+	return ns;
+}
+
+static int
+cmp_double(const void *a, const void *b)
+{
+	double		x = *(const double *) a,
+				y = *(const double *) b;
+
+	return (x > y) - (x < y);
+}
+
+static double
+median(double *v, int n)
+{
+	qsort(v, n, sizeof(*v), cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/*
+ * fail
+ *		Report a measurement that could not load or attach; exit status 1.
+ */
+static int
+fail(int op, double err)
+{
+	fprintf(stderr, "bpf_op_cost: %s: cannot load or attach: %s\n", op_names[op],
+			err <= -1 ? strerror((int) -err) : "unknown error");
+	return 1;
+}
+
+int
+main(int argc, char **argv)
+{
+	int			rounds = argc > 1 ? atoi(argv[1]) : 5;
+	long		calls = argc > 2 ? atol(argv[2]) : 300000;
+	int			reps = argc > 3 ? atoi(argv[3]) : 8;
+	static double bare[MAX_ROUNDS];
+	static double base[MAX_ROUNDS];
+	static double exit_hook[MAX_ROUNDS];
+	static double price[COST_COUNT][MAX_ROUNDS];
+
+	if (rounds < 1 || rounds > MAX_ROUNDS || calls < 1000 || reps < 1 || reps > COST_MAX_REPS)
+	{
+		fprintf(stderr, "usage: bpf_op_cost [ROUNDS 1..%d] [CALLS >= 1000] [REPS 1..%d]\n",
+				MAX_ROUNDS, COST_MAX_REPS);
+		return 2;
+	}
+	for (int r = 0; r < rounds; r++)
+	{
+		double		with_exit;
+
+		bare[r] = measure(-1, 0, calls);
+		base[r] = measure(COST_NONE, 0, calls);
+		with_exit = measure(COST_EXIT_HOOK, 0, calls);
+		if (base[r] < 0 || with_exit < 0)
+			return fail(COST_NONE, base[r] < 0 ? base[r] : with_exit);
+		exit_hook[r] = with_exit - base[r];
+		for (int op = COST_EXIT_HOOK + 1; op < COST_COUNT; op++)
+		{
+			double		zero = measure(op, 0, calls);
+			double		full = measure(op, reps, calls);
+
+			if (zero < 0 || full < 0)
+				return fail(op, zero < 0 ? zero : full);
+			price[op][r] = (full - zero) / reps;
+		}
+	}
+	printf("%-34s %8.0f ns\n", "getppid, no program", median(bare, rounds));
+	for (int r = 0; r < rounds; r++)
+		base[r] -= bare[r];
+	printf("%-34s %+8.0f ns\n", op_names[COST_NONE], median(base, rounds));
+	printf("%-34s %+8.0f ns\n", op_names[COST_EXIT_HOOK], median(exit_hook, rounds));
+	for (int op = COST_EXIT_HOOK + 1; op < COST_COUNT; op++)
+		printf("%-34s %+8.1f ns\n", op_names[op], median(price[op], rounds));
+	printf("(medians over %d rounds of %ld calls, %d copies of each operation)\n",
+		   rounds, calls, reps);
+	return 0;
+}
