@@ -6,7 +6,9 @@
  *	  The operation and the count are read-only data set before load, so
  *	  the verifier drops every other branch: the program is the hook plus
  *	  `reps` copies of the operation and nothing else.  An empty sys_exit
- *	  program is loaded only to price the exit hook (COST_EXIT_HOOK).
+ *	  program is loaded only to price the exit hook (COST_EXIT_HOOK), and
+ *	  it and an empty sched_switch program for `bpf_op_cost --hold`
+ *	  (bench/hook_floor.sh: what the hooks alone cost a workload).
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -120,6 +122,13 @@ int BPF_PROG(op_cost_enter, struct pt_regs *regs, long id)
 
 SEC("tp_btf/sys_exit")
 int BPF_PROG(op_cost_exit, struct pt_regs *regs, long ret)
+{
+	return 0;
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(op_cost_switch, bool preempt, struct task_struct *prev,
+			 struct task_struct *next)
 {
 	return 0;
 }

@@ -13,11 +13,14 @@
  *	  price.  Rounds interleave every configuration; medians are printed.
  *
  *	  bpf_op_cost [ROUNDS (5)] [CALLS per measurement (300000)] [REPS (8)]
+ *	  bpf_op_cost --hold: attach empty sys_exit and sched_switch programs
+ *	  and keep them until SIGTERM or SIGINT (bench/hook_floor.sh)
  *
  *	  Run as root.  A benchmark: it asserts nothing.
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -116,6 +119,7 @@ measure(int op, int reps, long calls)
 	obj->rodata->reps = reps;
 	obj->rodata->user_addr = (unsigned long long) &user_word;
 	bpf_program__set_autoload(obj->progs.op_cost_exit, op == COST_EXIT_HOOK);
+	bpf_program__set_autoload(obj->progs.op_cost_switch, false);
 	err = bpf_op_cost_bpf__load(obj);
 	if (!err)
 		err = fill_maps(obj, getpid());
@@ -160,10 +164,45 @@ fail(int op, double err)
 	return 1;
 }
 
+/*
+ * hold_hooks
+ *		Empty programs on sys_exit and sched_switch (no sys_enter one: the
+ *		helper's foundation has that hook already) until a signal.
+ */
+static int
+hold_hooks(void)
+{
+	struct bpf_op_cost_bpf *obj = bpf_op_cost_bpf__open();
+	sigset_t	set;
+	int			sig;
+	int			err;
+
+	if (!obj)
+		return fail(COST_EXIT_HOOK, -errno);
+	bpf_program__set_autoload(obj->progs.op_cost_enter, false);
+	err = bpf_op_cost_bpf__load(obj);
+	if (!err)
+		err = bpf_op_cost_bpf__attach(obj);
+	if (err)
+	{
+		bpf_op_cost_bpf__destroy(obj);
+		return fail(COST_EXIT_HOOK, err);
+	}
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigprocmask(SIG_BLOCK, &set, NULL);
+	printf("holding empty sys_exit and sched_switch programs\n");
+	fflush(stdout);
+	sigwait(&set, &sig);
+	bpf_op_cost_bpf__destroy(obj);
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
-	int			rounds = argc > 1 ? atoi(argv[1]) : 5;
+	int			rounds;
 	long		calls = argc > 2 ? atol(argv[2]) : 300000;
 	int			reps = argc > 3 ? atoi(argv[3]) : 8;
 	static double bare[MAX_ROUNDS];
@@ -171,6 +210,9 @@ main(int argc, char **argv)
 	static double exit_hook[MAX_ROUNDS];
 	static double price[COST_COUNT][MAX_ROUNDS];
 
+	if (argc > 1 && strcmp(argv[1], "--hold") == 0)
+		return hold_hooks();
+	rounds = argc > 1 ? atoi(argv[1]) : 5;
 	if (rounds < 1 || rounds > MAX_ROUNDS || calls < 1000 || reps < 1 || reps > COST_MAX_REPS)
 	{
 		fprintf(stderr, "usage: bpf_op_cost [ROUNDS 1..%d] [CALLS >= 1000] [REPS 1..%d]\n",

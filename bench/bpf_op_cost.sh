@@ -8,19 +8,11 @@
 #
 #   bench/bpf_op_cost.sh [ROUNDS (5)] [CALLS (300000)] [REPS (8)]
 set -euo pipefail
-[ "$(id -u)" -eq 0 ] || { echo "run as root" >&2; exit 1; }
-here=$(cd "$(dirname "$0")" && pwd)
-top=$(dirname "$here")
-vmlinux=$top/build/vmlinux.h
-[ -r "$vmlinux" ] || { echo "no $vmlinux: run make first" >&2; exit 1; }
-arch=$(uname -m | sed 's/x86_64/x86/; s/aarch64/arm64/')
-work=$(mktemp -d /tmp/pgt_bpf_op_cost.XXXXXX)
-trap 'rm -rf "$work"' EXIT
+. "$(dirname "$0")/lib.sh"
 
-${BPF_CLANG:-clang} -O2 -g -target bpf -D__TARGET_ARCH_"$arch" -I"$top/build" -I"$here" \
-	-c "$here/bpf_op_cost.bpf.c" -o "$work/bpf_op_cost.bpf.o"
-${BPFTOOL:-bpftool} gen skeleton "$work/bpf_op_cost.bpf.o" > "$work/bpf_op_cost.skel.h"
-cc -O2 -Wall -I"$work" -I"$here" -o "$work/bpf_op_cost" "$here/bpf_op_cost.c" -lbpf
+work=$(mktemp -d /tmp/pgt_bpf_op_cost.XXXXXX)
+trap 'rm -rf "$work"; bench_cleanup' EXIT
+bench_build_op_cost "$work"
 
 echo "kernel $(uname -r), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(nproc) CPUs"
 for v in spectre_v2 spec_rstack_overflow retbleed; do

@@ -192,3 +192,18 @@ print("  total %.2f%% of a CPU at %.0f tps (%.0f ns of BPF per transaction)" %
       (total / secs / 1e7, tps, total / secs / tps if tps else 0))
 PY
 }
+
+# bench_build_op_cost DIR -> DIR/bpf_op_cost
+#	Builds bench/bpf_op_cost.c and its BPF object against this kernel's BTF
+#	(build/vmlinux.h: run make first).
+bench_build_op_cost() {
+	local here top arch
+	here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+	top=$(dirname "$here")
+	[ -r "$top/build/vmlinux.h" ] || { echo "no $top/build/vmlinux.h: run make first" >&2; return 1; }
+	arch=$(uname -m | sed 's/x86_64/x86/; s/aarch64/arm64/')
+	${BPF_CLANG:-clang} -O2 -g -target bpf -D__TARGET_ARCH_"$arch" -I"$top/build" -I"$here" \
+		-c "$here/bpf_op_cost.bpf.c" -o "$1/bpf_op_cost.bpf.o"
+	${BPFTOOL:-bpftool} gen skeleton "$1/bpf_op_cost.bpf.o" > "$1/bpf_op_cost.skel.h"
+	cc -O2 -Wall -I"$1" -I"$here" -o "$1/bpf_op_cost" "$here/bpf_op_cost.c" -lbpf
+}
