@@ -14,7 +14,7 @@
  * Cost when a system call has no wait event set: nothing but the number's
  * test, at entry and exit, for the calls PostgreSQL never makes under a
  * wait (wait_free_call); else the `exact_on` check, one task-storage
- * lookup (the cached per-task state, struct wait_start) and, for a tracked
+ * lookup (the cached per-task state, struct pgt_exact_start) and, for a tracked
  * process, one user read at entry; one task-storage lookup at exit.  In the hook chains an untracked task never gets here (the
  * dispatchers' bitmap test); attached on their own, the programs let it
  * look up `pgt_qid` once per exact_tick.
@@ -43,9 +43,6 @@ char LICENSE[] SEC("license") = "GPL";
 /* Written by the helper: 1 while exact timing is on. */
 __u32		exact_on = 0;
 
-/* Written by the helper: 1 while `exact_seeds` may hold entries. */
-__u32		seeds_pending = 0;
-
 /*
  * Written by the helper: incremented each time timing is switched on.  In
  * tiered mode the programs are detached between windows, so a start left
@@ -54,7 +51,7 @@ __u32		seeds_pending = 0;
  */
 __u32		exact_gen = 0;
 
-/* Written by the helper: bumped every publication (see struct wait_start). */
+/* Written by the helper: bumped every publication (see struct pgt_exact_start). */
 __u32		exact_tick = 0;
 
 struct
@@ -76,57 +73,32 @@ struct
 struct
 {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, PGT_EXACT_SEEDS_MAX);
-	__type(key, __u32);
-	__type(value, struct pgt_exact_seed);
-} exact_seeds SEC(".maps");
-
-struct
-{
-	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, PGT_BPF_MAX_TRACKED);
 	__type(key, __u32);
 	__type(value, struct pgt_exact_watch);
 } exact_watch SEC(".maps");
 
 /*
- * Per-task state, the only map a system call of an untracked task touches
- * once the task is known.  It caches what the enter program needs from the
- * `pgt_qid` slot (addresses of the process's wait_event_info and query id,
- * its postmaster), so a tracked process pays one task-storage lookup
- * instead of two hash lookups; an untracked task caches "not tracked" for
- * the current `exact_tick` (the helper bumps it every publication, 250 ms,
- * so a backend mapped meanwhile is picked up).  A backend the helper has
- * not mapped yet (its first second or so) is served through its
- * postmaster's indirect slot: wait_ptr holds the address of its
- * `my_wait_event_info` pointer, read on each call until the mapping comes.
+ * Per-task state (struct pgt_exact_start, bpf/exact_waits.h), the only map
+ * a system call of an untracked task touches once the task is known.  It
+ * caches what the enter program needs from the `pgt_qid` slot (addresses
+ * of the process's wait_event_info and query id, its postmaster), so a
+ * tracked process pays one task-storage lookup instead of two hash
+ * lookups; an untracked task caches "not tracked" for the current
+ * `exact_tick` (the helper bumps it every publication, 250 ms, so a backend
+ * mapped meanwhile is picked up).  A backend the helper has not mapped yet
+ * (its first second or so) is served through its postmaster's indirect
+ * slot: wait_ptr holds the address of its `my_wait_event_info` pointer,
+ * read on each call until the mapping comes.  The helper seeds waits in
+ * progress at a window's start here (ts, qid, event, gen, pm): the re-check
+ * of a "not tracked" entry leaves those fields alone.
  */
-struct wait_start
-{
-	__u64		ts;				/* 0 = no wait in progress */
-	__u64		qid;
-	__u32		event;
-	__u32		gen;			/* exact_gen when it started */
-	__u64		wait_addr;		/* 0: not mapped (as of tick) */
-	__u64		procpid_addr;
-	__u64		queryid_addr;
-	__u32		nspid;
-	__u32		pm;
-	__u32		tick;			/* exact_tick of a "not tracked" entry */
-	__u32		off_event;		/* event set while preempted */
-	__u32		qid_ok;			/* the slot's st_procpid matched once */
-	__u32		pad;
-	__u64		off_ts;			/* preempted since, 0 = not */
-	__u64		off_qid;
-	__u64		wait_ptr;		/* not mapped yet: &my_wait_event_info, 0 = none */
-};
-
 struct
 {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, int);
-	__type(value, struct wait_start);
+	__type(value, struct pgt_exact_start);
 } exact_starts SEC(".maps");
 
 /*
@@ -234,11 +206,11 @@ slot_qid(struct pgt_qid_slot *slot)
  *		mapped yet) re-checked once per exact_tick.  NULL when storage
  *		cannot be had.
  */
-static __always_inline struct wait_start *
+static __always_inline struct pgt_exact_start *
 task_state(__u32 tgid)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
-	struct wait_start *s = bpf_task_storage_get(&exact_starts, task, 0, 0);
+	struct pgt_exact_start *s = bpf_task_storage_get(&exact_starts, task, 0, 0);
 	struct pgt_qid_slot *slot;
 
 	if (s && (s->wait_addr || s->tick == exact_tick))
@@ -279,7 +251,7 @@ task_state(__u32 tgid)
  *		Runs in the process's context.
  */
 static __always_inline __u64
-state_qid(struct wait_start *s, __u32 tgid)
+state_qid(struct pgt_exact_start *s, __u32 tgid)
 {
 	__u64		qid = 0;
 
@@ -303,7 +275,7 @@ state_qid(struct wait_start *s, __u32 tgid)
  *		pointer.  0 when none is set or it cannot be read.
  */
 static __always_inline __u32
-read_wait(struct wait_start *s)
+read_wait(struct pgt_exact_start *s)
 {
 	__u64		addr = s->wait_addr;
 	__u32		wei = 0;
@@ -356,30 +328,28 @@ wait_free_call(long id)
 /*
  * exact_enter
  *		A system call starts: when the process has a wait event set, note
- *		the event, its query id and the time.
+ *		the event, its query id and the time.  Without one, a wait the helper
+ *		seeded for this task (not inside a system call when seeded) is over.
  */
 static __always_inline void
 exact_enter(long id)
 {
 	__u32		tgid;
-	struct wait_start *s;
-	__u32		wei = 0;
+	struct pgt_exact_start *s;
+	__u32		wei;
 
-	if (!exact_on || (wait_free_call(id) && !seeds_pending))
+	if (!exact_on || wait_free_call(id))
 		return;
 	tgid = bpf_get_current_pid_tgid() >> 32;
 	s = task_state(tgid);
 	if (!s || (!s->wait_addr && !s->wait_ptr))
 		return;
-	if (seeds_pending)
+	wei = read_wait(s);
+	if (wei == 0)
 	{
-		/* a new system call: the wait seeded for this thread is over */
-		__u32		tid = (__u32) bpf_get_current_pid_tgid();
-
-		bpf_map_delete_elem(&exact_seeds, &tid);
-	}
-	if (wait_free_call(id) || (wei = read_wait(s)) == 0)
+		s->ts = 0;
 		return;
+	}
 	s->event = wei;
 	s->gen = exact_gen;
 	s->qid = state_qid(s, tgid);
@@ -405,7 +375,7 @@ static __always_inline void
 exact_switch(bool preempt, struct task_struct *prev, struct task_struct *next,
 			 unsigned int prev_state)
 {
-	struct wait_start *s;
+	struct pgt_exact_start *s;
 	__u64		now;
 
 	if (!exact_on)
@@ -446,43 +416,25 @@ int BPF_PROG(pgt_exact_switch, bool preempt, struct task_struct *prev,
 
 /*
  * exact_exit
- *		A system call ends: a wait noted at its entry (or seeded) is over.
+ *		A system call ends: a wait noted at its entry (or seeded by the
+ *		helper while the call was in progress) is over.
  */
 static __always_inline void
 exact_exit(struct pt_regs *regs)
 {
-	__u64		id = bpf_get_current_pid_tgid();
-	__u32		tgid = id >> 32;
-	struct wait_start *s;
+	struct pgt_exact_start *s;
 	__u64		now;
-	__u32		pm;
 
-	/* the enter side never starts a wait for these (nor does a seed end) */
-	if (!seeds_pending && wait_free_call(pgt_exit_nr(regs)))
+	/* the enter side never starts a wait for these */
+	if (wait_free_call(pgt_exit_nr(regs)))
 		return;
 	s = bpf_task_storage_get(&exact_starts, bpf_get_current_task_btf(), 0, 0);
-	if (s && s->ts)
-	{
-		now = bpf_ktime_get_ns();
-		if (s->gen == exact_gen)
-			record_wait(tgid, s->pm, s->event, s->qid, now - s->ts);
-		s->ts = 0;
+	if (!s || !s->ts)
 		return;
-	}
-	if (seeds_pending)
-	{
-		__u32		tid = (__u32) id;
-		struct pgt_exact_seed *seed = bpf_map_lookup_elem(&exact_seeds, &tid);
-
-		if (seed)
-		{
-			now = bpf_ktime_get_ns();
-			pm = pgt_tracked_pm(tgid);
-			if (pm && now > seed->start_ns)
-				record_wait(tgid, pm, seed->event, seed->queryid, now - seed->start_ns);
-			bpf_map_delete_elem(&exact_seeds, &tid);
-		}
-	}
+	now = bpf_ktime_get_ns();
+	if (s->gen == exact_gen && s->pm && now > s->ts)
+		record_wait(bpf_get_current_pid_tgid() >> 32, s->pm, s->event, s->qid, now - s->ts);
+	s->ts = 0;
 }
 
 SEC("tp_btf/sys_exit")

@@ -13,7 +13,6 @@
 
 #define PGT_EXACT_WAITS_MAX		16384	/* (pid, query id, event) aggregates */
 #define PGT_EXACT_HISTS_MAX		1024	/* (postmaster, event) histograms */
-#define PGT_EXACT_SEEDS_MAX		4096	/* waits in progress when timing began */
 #define PGT_EXACT_NSLOTS		26		/* = PGT_EXACT_HIST_SLOTS (pgt_segment.h) */
 
 /* `exact_waits`: per (pid, query id, wait_event_info) */
@@ -50,18 +49,36 @@ struct pgt_exact_hval
 _Static_assert(sizeof(struct pgt_exact_hval) == 208, "pgt_exact_hval size");
 
 /*
- * `exact_seeds` (key: tid): a wait already in progress when exact timing
- * was switched on, written by the helper from the process's current
- * wait_event_info; the next system-call exit of that thread ends it.
+ * `exact_starts` (task storage): the per-task state of the system-call
+ * source.  The BPF side keeps in it the wait in progress (ts, qid, event,
+ * gen) and a cache of what the enter program needs from the process's
+ * `pgt_qid` slot; an untracked task caches "not tracked" for the current
+ * exact_tick.  The helper writes it too, through a pidfd, once per window:
+ * a wait already in progress when timing is switched on is seeded into the
+ * task's own state (ts, qid, event, gen, pm), so the thread's next
+ * system-call exit ends it like any other and nothing else pays for the
+ * seed (see bpf/exact_waits.bpf.c).
  */
-struct pgt_exact_seed
+struct pgt_exact_start
 {
-	__u64		start_ns;		/* bpf_ktime_get_ns() clock (CLOCK_MONOTONIC) */
-	__u64		queryid;
+	__u64		ts;				/* 0 = no wait in progress */
+	__u64		qid;
 	__u32		event;
-	__u32		pid;			/* tgid */
+	__u32		gen;			/* exact_gen when it started */
+	__u64		wait_addr;		/* 0: not mapped (as of tick) */
+	__u64		procpid_addr;
+	__u64		queryid_addr;
+	__u32		nspid;
+	__u32		pm;
+	__u32		tick;			/* exact_tick of a "not tracked" entry */
+	__u32		off_event;		/* event set while preempted */
+	__u32		qid_ok;			/* the slot's st_procpid matched once */
+	__u32		pad;
+	__u64		off_ts;			/* preempted since, 0 = not */
+	__u64		off_qid;
+	__u64		wait_ptr;		/* not mapped yet: &my_wait_event_info, 0 = none */
 };
-_Static_assert(sizeof(struct pgt_exact_seed) == 24, "pgt_exact_seed size");
+_Static_assert(sizeof(struct pgt_exact_start) == 96, "pgt_exact_start size");
 
 /*
  * `exact_watch` (key: tgid): watchpoint source.  The value of the backend's

@@ -7,9 +7,12 @@
  *	  per-event histograms and the windows (segment kinds 10..12).
  *
  * When timing is switched on, waits already in progress are seeded: each
- * mapped process whose PGPROC.wait_event_info is set gets an `exact_seeds`
- * entry starting now, which its next system-call exit ends (the enter
- * program drops it when the process starts a new call instead).
+ * mapped process whose PGPROC.wait_event_info is set gets a wait starting
+ * now in its own `exact_starts` task storage (written through a pidfd),
+ * which its next system-call exit ends (a new call without a wait event
+ * drops it instead).  Nothing else pays for a seed: a process that stays
+ * asleep for the whole window (the checkpointer) keeps its seed at no cost
+ * to the others.
  *
  * Once a second (collect) in tiered mode the sessions are sampled for the
  * anomaly rules (helper/escalation_anomaly.c): each mapped process's
@@ -35,6 +38,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -47,6 +51,7 @@ typedef struct exact_priv
 	chain_member member[PGT_CHAIN_NHOOKS];
 	struct bpf_link *link[PGT_CHAIN_NHOOKS];
 	int			qid_fd;
+	int			tracked_fd;		/* the foundation's pid filter: postmasters */
 	/* copies of the maps, refreshed by collect */
 	struct pgt_exact_key *keys;
 	struct pgt_exact_val *vals;
@@ -65,25 +70,56 @@ typedef struct exact_priv
 static exact_priv *running;
 
 /*
+ * seed_one
+ *		Start a wait of `event` (query id qid) now in pid's task storage,
+ *		keeping what the BPF side cached there.  0 on success.
+ */
+static int
+seed_one(exact_priv *p, uint32_t pid, uint32_t event, uint64_t qid, uint64_t now)
+{
+	int			starts_fd = bpf_map__fd(p->skel->maps.exact_starts);
+	struct pgt_exact_start st;
+	struct pgt_tracked t;
+	int			pidfd;
+	int			rc;
+
+	if (bpf_map_lookup_elem(p->tracked_fd, &pid, &t) != 0)
+		return -1;				/* exited, or not ours */
+	pidfd = (int) syscall(SYS_pidfd_open, (pid_t) pid, 0);
+	if (pidfd < 0)
+		return -1;
+	if (bpf_map_lookup_elem(starts_fd, &pidfd, &st) != 0)
+		memset(&st, 0, sizeof(st));	/* no system call seen yet */
+	st.ts = now;
+	st.qid = qid;
+	st.event = event;
+	st.gen = p->skel->bss->exact_gen;
+	st.pm = t.postmaster;
+	rc = bpf_map_update_elem(starts_fd, &pidfd, &st, BPF_ANY);
+	close(pidfd);
+	return rc;
+}
+
+/*
  * seed_waits
- *		One `exact_seeds` entry per mapped process that is waiting now.
+ *		Seed a wait starting now for every mapped process that is waiting
+ *		now.  Returns how many.
  */
 static int
 seed_waits(exact_priv *p)
 {
-	int			seeds_fd = bpf_map__fd(p->skel->maps.exact_seeds);
 	uint32_t	key;
 	uint32_t	next;
 	uint32_t   *prev = NULL;
 	uint64_t	now = exact_mono_ns();
 	int			n = 0;
 
-	if (p->qid_fd < 0)
+	if (p->qid_fd < 0 || p->tracked_fd < 0)
 		return 0;
 	while (bpf_map_get_next_key(p->qid_fd, prev, &next) == 0)
 	{
 		struct pgt_qid_slot slot;
-		struct pgt_exact_seed seed;
+		uint64_t	qid = 0;
 		uint32_t	wei = 0;
 		int32_t		procpid = 0;
 
@@ -94,15 +130,11 @@ seed_waits(exact_priv *p)
 			continue;
 		if (procfs_mem_read(key, slot.wait_addr, &wei, sizeof(wei)) != 0 || wei == 0)
 			continue;
-		memset(&seed, 0, sizeof(seed));
-		seed.start_ns = now;
-		seed.event = wei;
-		seed.pid = key;
 		if (procfs_mem_read(key, slot.procpid_addr, &procpid, sizeof(procpid)) == 0 &&
 			(uint32_t) procpid == slot.nspid)
-			(void) procfs_mem_read(key, slot.queryid_addr, &seed.queryid, sizeof(seed.queryid));
-		/* backends are single-threaded: the thread id is the pid */
-		if (bpf_map_update_elem(seeds_fd, &key, &seed, BPF_ANY) == 0)
+			(void) procfs_mem_read(key, slot.queryid_addr, &qid, sizeof(qid));
+		/* backends are single-threaded: the process's task is its thread */
+		if (seed_one(p, key, wei, qid, now) == 0)
 			n++;
 	}
 	return n;
@@ -377,7 +409,6 @@ exact_switch(int on)
 		if (attach_progs(p) < 0)
 			return;
 		n = seed_waits(p);
-		p->skel->bss->seeds_pending = n > 0;
 		__atomic_store_n(&p->skel->bss->exact_on, 1, __ATOMIC_SEQ_CST);
 		log_debug("exact: on, %d waits in progress seeded", n);
 	}
@@ -405,6 +436,7 @@ start(pset_inst *in, const pset_ctx *ctx)
 		return -1;
 	in->priv = p;
 	p->qid_fd = ctx->qid_fd;
+	p->tracked_fd = ctx->tracked_fd;
 	p->chain = ctx->chain;
 	for (h = 0; h < PGT_CHAIN_NHOOKS; h++)
 		p->member[h].hook = -1;
@@ -528,14 +560,12 @@ _Static_assert(offsetof(struct pgt_exact_val, max_ns) == 2 * 8, "waits_fold layo
 
 /*
  * collect
- *		Copy the aggregates, folding the rows of processes gone for a while;
- *		stop seeding once every seed was consumed.
+ *		Copy the aggregates, folding the rows of processes gone for a while.
  */
 static void
 collect(pset_inst *in)
 {
 	exact_priv *p = in->priv;
-	uint32_t	k;
 
 	if (p == NULL || p->skel == NULL)
 		return;
@@ -549,9 +579,6 @@ collect(pset_inst *in)
 	p->nh = copy_map(bpf_map__fd(p->skel->maps.exact_hists), PGT_EXACT_HISTS_MAX,
 					 sizeof(struct pgt_exact_hkey), sizeof(struct pgt_exact_hval),
 					 (void **) &p->hkeys, (void **) &p->hvals);
-	if (p->skel->bss->seeds_pending &&
-		bpf_map_get_next_key(bpf_map__fd(p->skel->maps.exact_seeds), NULL, &k) != 0)
-		p->skel->bss->seeds_pending = 0;
 	if (escalation_mode() == ESC_MODE_TIERED)
 	{
 		uint32_t	active;
@@ -561,7 +588,7 @@ collect(pset_inst *in)
 		(void) escalation_anomaly_sample(procfs_realtime_us(), active, locked);
 	}
 	in->events = 0;
-	for (k = 0; k < p->n; k++)
+	for (size_t k = 0; k < p->n; k++)
 		in->events += p->vals[k].count;
 }
 
