@@ -16,20 +16,16 @@ set -euo pipefail
 pairs=${1:-5}
 secs=${2:-15}
 work=$(mktemp -d /tmp/pgt_hook_floor.XXXXXX)
-hold_pid=
-trap '[ -n "$hold_pid" ] && kill "$hold_pid" 2>/dev/null; rm -rf "$work"; bench_cleanup' EXIT
+trap 'rm -rf "$work"; bench_cleanup' EXIT
 bench_build_op_cost "$work"
 bench_cluster hookfloor 55581
 
 run_base() { bench_helper_start --probes none --anomaly off; ta=$(bench_pgbench "$1" "$secs"); bench_helper_stop; }
 run_hooks() {
 	bench_helper_start --probes none --anomaly off
-	"$work/bpf_op_cost" --hold > "$work/hold.out" &
-	hold_pid=$!
-	for _ in $(seq 50); do grep -q holding "$work/hold.out" && break; sleep 0.1; done
-	grep -q holding "$work/hold.out" || { echo "bpf_op_cost --hold did not attach" >&2; exit 1; }
+	bench_hold_hooks "$work"
 	tb=$(bench_pgbench "$1" "$secs")
-	kill "$hold_pid"; wait "$hold_pid" 2>/dev/null || true; hold_pid=
+	bench_release_hooks
 	bench_helper_stop
 }
 

@@ -32,11 +32,13 @@ bench_dir=
 bench_port=
 bench_rt=
 bench_helper_pid=
+bench_hold_pid=
 bench_old_stats=
 
 as_pg() { runuser -u postgres -- "$@"; }
 
 bench_cleanup() {
+	[ -n "$bench_hold_pid" ] && kill "$bench_hold_pid" 2>/dev/null || true
 	[ -n "$bench_helper_pid" ] && kill "$bench_helper_pid" 2>/dev/null || true
 	[ -n "$bench_old_stats" ] && sysctl -qw kernel.bpf_stats_enabled="$bench_old_stats"
 	if [ -n "$bench_dir" ]; then
@@ -206,4 +208,21 @@ bench_build_op_cost() {
 		-c "$here/bpf_op_cost.bpf.c" -o "$1/bpf_op_cost.bpf.o"
 	${BPFTOOL:-bpftool} gen skeleton "$1/bpf_op_cost.bpf.o" > "$1/bpf_op_cost.skel.h"
 	cc -O2 -Wall -I"$1" -I"$here" -o "$1/bpf_op_cost" "$here/bpf_op_cost.c" -lbpf
+}
+
+# bench_hold_hooks DIR / bench_release_hooks
+#	Attach empty sys_exit and sched_switch programs (DIR/bpf_op_cost --hold,
+#	built by bench_build_op_cost) and wait until they are attached; detach
+#	them.
+bench_hold_hooks() {
+	"$1/bpf_op_cost" --hold > "$1/hold.out" &
+	bench_hold_pid=$!
+	for _ in $(seq 100); do grep -q holding "$1/hold.out" && return 0; sleep 0.05; done
+	echo "bpf_op_cost --hold did not attach" >&2
+	return 1
+}
+bench_release_hooks() {
+	kill "$bench_hold_pid"
+	wait "$bench_hold_pid" 2>/dev/null || true
+	bench_hold_pid=
 }

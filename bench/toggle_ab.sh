@@ -29,8 +29,7 @@ secs=${2:-120}
 period=${3:-4}
 work=$(mktemp -d /tmp/pgt_toggle_ab.XXXXXX)
 chmod 755 "$work"
-hold_pid=
-trap '[ -n "$hold_pid" ] && kill "$hold_pid" 2>/dev/null; rm -rf "$work"; bench_cleanup' EXIT
+trap 'rm -rf "$work"; bench_cleanup' EXIT
 
 case $kind in
 exact)
@@ -40,13 +39,8 @@ exact)
 hooks)
 	bench_build_op_cost "$work"
 	helper_args=(--probes none --anomaly off)
-	cost_on() {
-		"$work/bpf_op_cost" --hold > "$work/hold.out" &
-		hold_pid=$!
-		for _ in $(seq 50); do grep -q holding "$work/hold.out" && return; sleep 0.05; done
-		echo "bpf_op_cost --hold did not attach" >&2; exit 1
-	}
-	cost_off() { kill "$hold_pid"; wait "$hold_pid" 2>/dev/null || true; hold_pid=; } ;;
+	cost_on() { bench_hold_hooks "$work"; }
+	cost_off() { bench_release_hooks; } ;;
 *) echo "unknown kind $kind (exact or hooks)" >&2; exit 2 ;;
 esac
 
