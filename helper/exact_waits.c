@@ -33,6 +33,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -68,6 +69,45 @@ typedef struct exact_priv
 
 /* The running instance, for the escalation switch (one per helper). */
 static exact_priv *running;
+
+/*
+ * Walk over the mapped processes (direct `pgt_qid` slots) and their current
+ * PGPROC.wait_event_info, read through /proc/<pid>/mem: what the seeds and
+ * the anomaly rules' sample both need.
+ */
+typedef struct mapped_walk
+{
+	int			qid_fd;
+	uint32_t	key;
+	bool		started;
+} mapped_walk;
+
+/*
+ * mapped_next
+ *		The next mapped process whose wait_event_info could be read: its pid,
+ *		slot and value (0: no event).  false at the end of the map.
+ */
+static bool
+mapped_next(mapped_walk *w, uint32_t *pid, struct pgt_qid_slot *slot, uint32_t *wei)
+{
+	uint32_t	next;
+
+	if (w->qid_fd < 0)
+		return false;
+	while (bpf_map_get_next_key(w->qid_fd, w->started ? &w->key : NULL, &next) == 0)
+	{
+		w->key = next;
+		w->started = true;
+		*wei = 0;
+		if (bpf_map_lookup_elem(w->qid_fd, &next, slot) != 0 || slot->wait_addr == 0 ||
+			(slot->flags & PGT_QID_INDIRECT) ||
+			procfs_mem_read(next, slot->wait_addr, wei, sizeof(*wei)) != 0)
+			continue;
+		*pid = next;
+		return true;
+	}
+	return false;
+}
 
 /*
  * seed_one
@@ -108,33 +148,27 @@ seed_one(exact_priv *p, uint32_t pid, uint32_t event, uint64_t qid, uint64_t now
 static int
 seed_waits(exact_priv *p)
 {
-	uint32_t	key;
-	uint32_t	next;
-	uint32_t   *prev = NULL;
+	mapped_walk w = {.qid_fd = p->qid_fd};
+	struct pgt_qid_slot slot;
 	uint64_t	now = exact_mono_ns();
+	uint32_t	pid;
+	uint32_t	wei;
 	int			n = 0;
 
-	if (p->qid_fd < 0 || p->tracked_fd < 0)
+	if (p->tracked_fd < 0)
 		return 0;
-	while (bpf_map_get_next_key(p->qid_fd, prev, &next) == 0)
+	while (mapped_next(&w, &pid, &slot, &wei))
 	{
-		struct pgt_qid_slot slot;
 		uint64_t	qid = 0;
-		uint32_t	wei = 0;
 		int32_t		procpid = 0;
 
-		key = next;
-		prev = &key;
-		if (bpf_map_lookup_elem(p->qid_fd, &key, &slot) != 0 || slot.wait_addr == 0 ||
-			(slot.flags & PGT_QID_INDIRECT))
+		if (wei == 0)
 			continue;
-		if (procfs_mem_read(key, slot.wait_addr, &wei, sizeof(wei)) != 0 || wei == 0)
-			continue;
-		if (procfs_mem_read(key, slot.procpid_addr, &procpid, sizeof(procpid)) == 0 &&
+		if (procfs_mem_read(pid, slot.procpid_addr, &procpid, sizeof(procpid)) == 0 &&
 			(uint32_t) procpid == slot.nspid)
-			(void) procfs_mem_read(key, slot.queryid_addr, &qid, sizeof(qid));
+			(void) procfs_mem_read(pid, slot.queryid_addr, &qid, sizeof(qid));
 		/* backends are single-threaded: the process's task is its thread */
-		if (seed_one(p, key, wei, qid, now) == 0)
+		if (seed_one(p, pid, wei, qid, now) == 0)
 			n++;
 	}
 	return n;
@@ -149,24 +183,14 @@ seed_waits(exact_priv *p)
 static void
 sample_sessions(exact_priv *p, uint32_t *active, uint32_t *locked)
 {
-	uint32_t	key;
-	uint32_t	next;
-	uint32_t   *prev = NULL;
+	mapped_walk w = {.qid_fd = p->qid_fd};
+	struct pgt_qid_slot slot;
+	uint32_t	pid;
+	uint32_t	wei;
 
 	*active = *locked = 0;
-	if (p->qid_fd < 0)
-		return;
-	while (bpf_map_get_next_key(p->qid_fd, prev, &next) == 0)
+	while (mapped_next(&w, &pid, &slot, &wei))
 	{
-		struct pgt_qid_slot slot;
-		uint32_t	wei = 0;
-
-		key = next;
-		prev = &key;
-		if (bpf_map_lookup_elem(p->qid_fd, &key, &slot) != 0 || slot.wait_addr == 0 ||
-			(slot.flags & PGT_QID_INDIRECT) ||
-			procfs_mem_read(key, slot.wait_addr, &wei, sizeof(wei)) != 0)
-			continue;
 		if ((wei & 0xFF000000) == 0x05000000 || wei == 0x06000000)
 			continue;			/* Activity, Client:ClientRead: idle */
 		(*active)++;
