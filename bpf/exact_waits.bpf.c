@@ -25,7 +25,12 @@
  * the sched_switch program adds it (to total_ns, not to the count).
  * That is where a process is preempted on a busy host, at the return to
  * user space; without it the system-call source undercounts short, frequent
- * waits (page-cache reads, WAL writes) against the event's real span.
+ * waits (page-cache reads, WAL writes) against the event's real span.  Most
+ * of a busy host's switches are other preemptions (a backend preempted at
+ * the return of a send that woke its client), so the program looks only at
+ * a process that just ended a timed wait on that CPU (exact_last_waiter) and
+ * at an incoming one only while some interval is open (exact_off_open): the
+ * rest pay the hook and two loads.
  *
  * In tiered mode the helper attaches the programs only during windows (nothing at all is paid outside them); `exact_on` covers
  * the moments around attaching and detaching.
@@ -53,6 +58,36 @@ __u32		exact_gen = 0;
 
 /* Written by the helper: bumped every publication (see struct pgt_exact_start). */
 __u32		exact_tick = 0;
+
+/*
+ * Tasks whose task storage holds a preempted interval (off_ts) not yet
+ * closed: raised when one is opened, lowered when one is closed, so it is
+ * never below the true number.  At 0 the sched_switch program skips the
+ * incoming task's storage lookup, which most switches would otherwise pay
+ * for nothing.  An interval left open when the programs were detached (a
+ * tiered window ended) keeps it raised until that task next comes back on
+ * a CPU: that costs the lookup, never a lost interval.
+ */
+__u32		exact_off_open = 0;
+
+/*
+ * Per CPU: the thread that last finished a timed wait here (sys_exit).
+ * A process preempted with a wait event set outside a system call is
+ * almost always one preempted on the way back from the call that waited
+ * (the wake-up that ended the wait, or the call's own, asked for a
+ * reschedule), on this CPU, before anything else ran here.  The
+ * sched_switch program reads the outgoing process's wait_event_info (a
+ * user-memory read, some 100 ns) only when it is that thread; the other
+ * preemptions (most of a busy host's, at the return of send or receive
+ * calls no wait surrounds) cost one per-CPU load.
+ */
+struct
+{
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} exact_last_waiter SEC(".maps");
 
 struct
 {
@@ -365,44 +400,92 @@ int BPF_PROG(pgt_exact_enter, struct pt_regs *regs, long id)
 }
 
 /*
+ * last_waiter
+ *		This CPU's slot of exact_last_waiter; NULL only if the map is broken.
+ */
+static __always_inline __u32 *
+last_waiter(void)
+{
+	__u32		zero = 0;
+
+	return bpf_map_lookup_elem(&exact_last_waiter, &zero);
+}
+
+/*
+ * close_preempted
+ *		next comes back on a CPU: the time it stood preempted with a wait
+ *		event set (an interval opened by open_preempted) goes to that event,
+ *		and this CPU watches it for the next preemption.
+ */
+static __always_inline void
+close_preempted(struct task_struct *next)
+{
+	struct pgt_exact_start *s;
+	__u32	   *waiter;
+	__u64		now;
+
+	if (!exact_off_open)
+		return;
+	s = bpf_task_storage_get(&exact_starts, next, 0, 0);
+	if (!s || !s->off_ts)
+		return;
+	now = bpf_ktime_get_ns();
+	if (s->off_gen == exact_gen && now > s->off_ts)
+		add_time(BPF_CORE_READ(next, tgid), s->pm, s->off_event, s->off_qid,
+				 now - s->off_ts);
+	s->off_ts = 0;
+	__sync_fetch_and_add(&exact_off_open, -1);
+	/* it may still be in that wait (a lock wait's loop): watch it here */
+	waiter = last_waiter();
+	if (waiter)
+		*waiter = next->pid;
+}
+
+/*
+ * open_preempted
+ *		prev leaves the CPU runnable (preempted) outside a system call: when
+ *		it has a wait event set, note since when and which (prev is still
+ *		the current task: its memory is readable).  Only for the thread that
+ *		last ended a timed wait on this CPU (exact_last_waiter).
+ */
+static __always_inline void
+open_preempted(struct task_struct *prev)
+{
+	struct pgt_exact_start *s;
+	__u32	   *waiter = last_waiter();
+	__u32		wei;
+
+	if (!waiter || *waiter != prev->pid)
+		return;
+	*waiter = 0;
+	s = bpf_task_storage_get(&exact_starts, prev, 0, 0);
+	if (!s || (!s->wait_addr && !s->wait_ptr) || s->ts || s->off_ts)
+		return;
+	wei = read_wait(s);
+	if (wei == 0)
+		return;
+	s->off_qid = wei == s->event ? s->qid : state_qid(s, prev->tgid);
+	s->off_event = wei;
+	s->off_gen = exact_gen;
+	__sync_fetch_and_add(&exact_off_open, 1);
+	s->off_ts = bpf_ktime_get_ns();
+}
+
+/*
  * exact_switch
- *		A tracked process leaving the CPU runnable (preempted) outside a
- *		system call with a wait event set: note since when and which event
- *		(prev is still the current task: its memory is readable).  A process
- *		coming back: add the time it stood preempted to that event.
+ *		Time a tracked process spends preempted with a wait event set
+ *		outside a system call (see the file header).  A process that blocks
+ *		is inside a system call: timed there.
  */
 static __always_inline void
 exact_switch(bool preempt, struct task_struct *prev, struct task_struct *next,
 			 unsigned int prev_state)
 {
-	struct pgt_exact_start *s;
-	__u64		now;
-
 	if (!exact_on)
 		return;
-	s = bpf_task_storage_get(&exact_starts, next, 0, 0);
-	if (s && s->off_ts)
-	{
-		now = bpf_ktime_get_ns();
-		if (s->gen == exact_gen && now > s->off_ts)
-			add_time(BPF_CORE_READ(next, tgid), s->pm, s->off_event, s->off_qid,
-					 now - s->off_ts);
-		s->off_ts = 0;
-	}
-	if (prev_state != 0 && !preempt)
-		return;				/* blocked: inside a system call, timed there */
-	s = bpf_task_storage_get(&exact_starts, prev, 0, 0);
-	if (s && (s->wait_addr || s->wait_ptr) && !s->ts)
-	{
-		__u32		wei = read_wait(s);
-
-		if (wei == 0)
-			return;
-		s->off_qid = wei == s->event ? s->qid : state_qid(s, prev->tgid);
-		s->off_event = wei;
-		s->gen = exact_gen;
-		s->off_ts = bpf_ktime_get_ns();
-	}
+	close_preempted(next);
+	if (prev_state == 0 || preempt)
+		open_preempted(prev);
 }
 
 SEC("tp_btf/sched_switch")
@@ -433,7 +516,14 @@ exact_exit(struct pt_regs *regs)
 		return;
 	now = bpf_ktime_get_ns();
 	if (s->gen == exact_gen && s->pm && now > s->ts)
-		record_wait(bpf_get_current_pid_tgid() >> 32, s->pm, s->event, s->qid, now - s->ts);
+	{
+		__u64		id = bpf_get_current_pid_tgid();
+		__u32	   *waiter = last_waiter();
+
+		record_wait(id >> 32, s->pm, s->event, s->qid, now - s->ts);
+		if (waiter)
+			*waiter = (__u32) id;
+	}
 	s->ts = 0;
 }
 

@@ -73,7 +73,7 @@ struct pgt_exact_start
 	__u32		tick;			/* exact_tick of a "not tracked" entry */
 	__u32		off_event;		/* event set while preempted */
 	__u32		qid_ok;			/* the slot's st_procpid matched once */
-	__u32		pad;
+	__u32		off_gen;		/* exact_gen when off_ts was set */
 	__u64		off_ts;			/* preempted since, 0 = not */
 	__u64		off_qid;
 	__u64		wait_ptr;		/* not mapped yet: &my_wait_event_info, 0 = none */
