@@ -126,6 +126,25 @@ int BPF_PROG(op_cost_exit, struct pt_regs *regs, long ret)
 	return 0;
 }
 
+/*
+ * Empty programs on the per-system-call exit tracepoints: on another
+ * call's (what a call pays that the program does not serve) and on the
+ * timed call's own.
+ */
+SEC("tracepoint/syscalls/sys_exit_getpid")
+int
+op_cost_exit_other(void *ctx)
+{
+	return 0;
+}
+
+SEC("tracepoint/syscalls/sys_exit_getppid")
+int
+op_cost_exit_same(void *ctx)
+{
+	return 0;
+}
+
 SEC("tp_btf/sched_switch")
 int BPF_PROG(op_cost_switch, bool preempt, struct task_struct *prev,
 			 struct task_struct *next)

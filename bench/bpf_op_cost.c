@@ -39,6 +39,8 @@
 static const char *const op_names[COST_COUNT] = {
 	[COST_NONE] = "empty program on sys_enter",
 	[COST_EXIT_HOOK] = "+ empty program on sys_exit",
+	[COST_EXIT_PERF_OTHER] = "+ empty on syscalls:sys_exit_getpid",
+	[COST_EXIT_PERF_SAME] = "+ empty on syscalls:sys_exit_getppid",
 	[COST_PID_TGID] = "bpf_get_current_pid_tgid",
 	[COST_KTIME] = "bpf_ktime_get_ns",
 	[COST_READ_USER] = "bpf_probe_read_user (8 bytes)",
@@ -119,6 +121,8 @@ measure(int op, int reps, long calls)
 	obj->rodata->reps = reps;
 	obj->rodata->user_addr = (unsigned long long) &user_word;
 	bpf_program__set_autoload(obj->progs.op_cost_exit, op == COST_EXIT_HOOK);
+	bpf_program__set_autoload(obj->progs.op_cost_exit_other, op == COST_EXIT_PERF_OTHER);
+	bpf_program__set_autoload(obj->progs.op_cost_exit_same, op == COST_EXIT_PERF_SAME);
 	bpf_program__set_autoload(obj->progs.op_cost_switch, false);
 	err = bpf_op_cost_bpf__load(obj);
 	if (!err)
@@ -180,6 +184,8 @@ hold_hooks(void)
 	if (!obj)
 		return fail(COST_EXIT_HOOK, -errno);
 	bpf_program__set_autoload(obj->progs.op_cost_enter, false);
+	bpf_program__set_autoload(obj->progs.op_cost_exit_other, false);
+	bpf_program__set_autoload(obj->progs.op_cost_exit_same, false);
 	err = bpf_op_cost_bpf__load(obj);
 	if (!err)
 		err = bpf_op_cost_bpf__attach(obj);
@@ -208,6 +214,7 @@ main(int argc, char **argv)
 	static double bare[MAX_ROUNDS];
 	static double base[MAX_ROUNDS];
 	static double exit_hook[MAX_ROUNDS];
+	static double exit_perf[2][MAX_ROUNDS];
 	static double price[COST_COUNT][MAX_ROUNDS];
 
 	if (argc > 1 && strcmp(argv[1], "--hold") == 0)
@@ -229,7 +236,15 @@ main(int argc, char **argv)
 		if (base[r] < 0 || with_exit < 0)
 			return fail(COST_NONE, base[r] < 0 ? base[r] : with_exit);
 		exit_hook[r] = with_exit - base[r];
-		for (int op = COST_EXIT_HOOK + 1; op < COST_COUNT; op++)
+		for (int k = 0; k < 2; k++)
+		{
+			double		with_perf = measure(COST_EXIT_PERF_OTHER + k, 0, calls);
+
+			if (with_perf < 0)
+				return fail(COST_EXIT_PERF_OTHER + k, with_perf);
+			exit_perf[k][r] = with_perf - base[r];
+		}
+		for (int op = COST_EXIT_PERF_SAME + 1; op < COST_COUNT; op++)
 		{
 			double		zero = measure(op, 0, calls);
 			double		full = measure(op, reps, calls);
@@ -244,7 +259,10 @@ main(int argc, char **argv)
 		base[r] -= bare[r];
 	printf("%-34s %+8.0f ns\n", op_names[COST_NONE], median(base, rounds));
 	printf("%-34s %+8.0f ns\n", op_names[COST_EXIT_HOOK], median(exit_hook, rounds));
-	for (int op = COST_EXIT_HOOK + 1; op < COST_COUNT; op++)
+	for (int k = 0; k < 2; k++)
+		printf("%-34s %+8.0f ns\n", op_names[COST_EXIT_PERF_OTHER + k],
+			   median(exit_perf[k], rounds));
+	for (int op = COST_EXIT_PERF_SAME + 1; op < COST_COUNT; op++)
 		printf("%-34s %+8.1f ns\n", op_names[op], median(price[op], rounds));
 	printf("(medians over %d rounds of %ld calls, %d copies of each operation)\n",
 		   rounds, calls, reps);

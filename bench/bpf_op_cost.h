@@ -10,6 +10,8 @@ enum cost_op
 {
 	COST_NONE = 0,				/* the program alone: the hook's price */
 	COST_EXIT_HOOK,				/* + an empty program on sys_exit */
+	COST_EXIT_PERF_OTHER,		/* + one on syscalls:sys_exit_getpid */
+	COST_EXIT_PERF_SAME,		/* + one on syscalls:sys_exit_getppid */
 	COST_PID_TGID,				/* bpf_get_current_pid_tgid */
 	COST_KTIME,					/* bpf_ktime_get_ns */
 	COST_READ_USER,				/* bpf_probe_read_user, 8 bytes */
