@@ -8,7 +8,7 @@
 # that drift.  A benchmark, not a test: it asserts nothing.  Run as root
 # after `make install`.
 #
-#   bench/toggle_ab.sh exact|hooks [SECONDS per workload (120)] [PERIOD (4)]
+#   bench/toggle_ab.sh exact|hooks|kernel [SECONDS per workload (120)] [PERIOD (4)]
 #
 #   exact: `--probes exact --mode tiered`, a window opened
 #          (pg_tracer_escalate) and closed (pg_tracer_deescalate): on =
@@ -16,8 +16,12 @@
 #   hooks: `--probes none`, plus empty sys_exit and sched_switch programs
 #          (bench/bpf_op_cost --hold) started and stopped: on = the price
 #          of the two hooks alone.
+#   kernel: the helper restarted at each switch, `--probes $SETS` (default
+#          the six kernel sets) for on, `--probes none` for off; a period
+#          of 6 s or more leaves room for the restart.
 #
-# The second after each switch is left out.  Printed per workload: the
+# The time a switch takes (a helper restart: a second or two) is left out,
+# and so is the second after it.  Printed per workload: the
 # median over on-blocks of (on-block mean TPS / mean of the off-blocks
 # before and after it), and the plain mean ratio.
 #   env: those of bench/lib.sh
@@ -41,11 +45,25 @@ hooks)
 	helper_args=(--probes none --anomaly off)
 	cost_on() { bench_hold_hooks "$work"; }
 	cost_off() { bench_release_hooks; } ;;
-*) echo "unknown kind $kind (exact or hooks)" >&2; exit 2 ;;
+kernel)
+	sets=${SETS:-syscall,vfs,block,sched,memory,network}
+	helper_args=(--probes none --anomaly off)
+	cost_on() { bench_helper_stop; bench_helper_start --probes "$sets" --anomaly off; }
+	cost_off() { bench_helper_stop; bench_helper_start "${helper_args[@]}"; } ;;
+*) echo "unknown kind $kind (exact, hooks or kernel)" >&2; exit 2 ;;
 esac
 
 bench_cluster toggle 55587
 bench_helper_start "${helper_args[@]}"
+
+# toggle_to on|off FUNCTION: switch (the switch itself logged as state x),
+# then hold the new state for a period
+toggle_to() {
+	echo "x $(date +%s.%N)" >> "$work/switches"
+	"$2"
+	echo "$1 $(date +%s.%N)" >> "$work/switches"
+	sleep "$period"
+}
 
 # toggle_run select|tpcb: one pgbench run with the cost switched every
 # period; prints the analysis
@@ -60,8 +78,8 @@ toggle_run() {
 	pgb=$!
 	sleep 3
 	while kill -0 "$pgb" 2>/dev/null; do
-		cost_on; echo "on $(date +%s.%N)" >> "$work/switches"; sleep "$period"
-		cost_off; echo "off $(date +%s.%N)" >> "$work/switches"; sleep "$period"
+		toggle_to on cost_on
+		toggle_to off cost_off
 	done
 	wait "$pgb" || true
 	python3 - "$1" "$work/progress" "$work/switches" <<'PY'
@@ -86,11 +104,18 @@ for t, tps in secs:
     if s:
         blocks.setdefault(i, (s, []))[1].append(tps)
 means = {i: (s, statistics.mean(v)) for i, (s, v) in blocks.items()}
+def off_near(i, step):
+    """mean of the nearest off-block from block i in direction step"""
+    j = i + step
+    while 0 <= j < len(sw) and sw[j][0] != "off":
+        j += step
+    return [means[j][1]] if j in means and means[j][0] == "off" else []
+
 ratios = []
 for i, (s, m) in means.items():
     if s != "on":
         continue
-    around = [means[j][1] for j in (i - 1, i + 1) if j in means and means[j][0] == "off"]
+    around = off_near(i, -1) + off_near(i, 1)
     if around:
         ratios.append(m / statistics.mean(around))
 on = [m for s, m in means.values() if s == "on"]
