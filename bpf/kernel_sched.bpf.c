@@ -16,9 +16,10 @@
  *
  * Cost for tasks that are not tracked: in the hook chain, nothing for a
  * switch between two of them (the dispatcher's bitmap test); otherwise,
- * or attached on its own, one hash lookup (prev, in `tracked`) and one
- * task-storage probe (next: a task without storage was never tracked); a
- * wakeup or a migration one task-storage probe.  No ring-buffer work unless
+ * or attached on its own, a task-storage probe each for prev and next (a
+ * task without storage was never tracked) and, for prev, one hash lookup
+ * in `tracked` (a tracked task gets its storage there, at its first
+ * switch-out); a wakeup or a migration one task-storage probe.  No ring-buffer work unless
  * a stream was asked for.
  */
 #include "vmlinux.h"
@@ -60,7 +61,8 @@ struct
  *		state from its first switch-out on, and a task is switched out
  *		before anything can wake it or move it, so one task-storage probe
  *		(no hash lookup) settles wakeups and migrations of every task; only
- *		a new task (create: its first wakeup) is looked up in `tracked`.
+ *		a task without state (create: at its first wakeup or switch-out) is
+ *		looked up in `tracked`.
  */
 static __always_inline struct pgt_sched_state *
 state_of(struct task_struct *p, int create)
@@ -203,27 +205,20 @@ ksched_switch(bool preempt, struct task_struct *prev, struct task_struct *next,
 			  unsigned int prev_state)
 {
 	__u64		now = 0;
-	__u32		ptgid = prev->tgid;
-	__u32		pm = pgt_tracked_pm(ptgid);
+	struct pgt_sched_state *s = state_of(prev, 1);
 
-	if (pm)
+	if (s)
 	{
-		struct pgt_sched_state *s;
 		int			runnable = preempt || prev_state == 0;
 
 		now = bpf_ktime_get_ns();
-		s = bpf_task_storage_get(&sstate, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-		if (s)
-		{
-			s->pm = pm;
-			/* prev is current: its own query id */
-			s->qid = pgt_task_qid(ptgid, &s->qc);
-			s->off_ns = now;
-			/* still runnable (preempted, even mid-way to sleep): it waits
-			 * in the run queue from now */
-			s->enq_ns = runnable ? now : 0;
-			s->out_kind = 1 + (runnable ? PGT_KSCHED_INVOLUNTARY : PGT_KSCHED_VOLUNTARY);
-		}
+		/* prev is current: its own query id */
+		s->qid = pgt_task_qid(prev->tgid, &s->qc);
+		s->off_ns = now;
+		/* still runnable (preempted, even mid-way to sleep): it waits in
+		 * the run queue from now */
+		s->enq_ns = runnable ? now : 0;
+		s->out_kind = 1 + (runnable ? PGT_KSCHED_INVOLUNTARY : PGT_KSCHED_VOLUNTARY);
 	}
 	switch_in(next, now);
 }
