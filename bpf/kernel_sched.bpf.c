@@ -19,8 +19,8 @@
  * or attached on its own, a task-storage probe each for prev and next (a
  * task without storage was never tracked) and, for prev, one hash lookup
  * in `tracked` (a tracked task gets its storage there, at its first
- * switch-out); a wakeup or a migration one task-storage probe.  No ring-buffer work unless
- * a stream was asked for.
+ * switch-out); a wakeup or a migration one task-storage probe.  No
+ * ring-buffer work unless a stream was asked for.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
