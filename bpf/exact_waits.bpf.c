@@ -455,7 +455,8 @@ open_preempted(struct task_struct *prev)
 	__u32	   *waiter = last_waiter();
 	__u32		wei;
 
-	if (!waiter || *waiter != prev->pid)
+	/* 0 = nobody (and the idle task's pid: never a waiter) */
+	if (!waiter || !*waiter || *waiter != prev->pid)
 		return;
 	*waiter = 0;
 	s = bpf_task_storage_get(&exact_starts, prev, 0, 0);
