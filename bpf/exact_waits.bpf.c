@@ -14,8 +14,9 @@
  * Cost when a system call has no wait event set: nothing but the number's
  * test, at entry and exit, for the calls PostgreSQL never makes under a
  * wait (wait_free_call); else the `exact_on` check, one task-storage
- * lookup (the cached per-task state, struct pgt_exact_start) and, for a tracked
- * process, one user read at entry; one task-storage lookup at exit.  In the hook chains an untracked task never gets here (the
+ * lookup (the cached per-task state, struct pgt_exact_start) and, for a
+ * tracked process, one user read at entry; one task-storage lookup at
+ * exit.  In the hook chains an untracked task never gets here (the
  * dispatchers' bitmap test); attached on their own, the programs let it
  * look up `pgt_qid` once per exact_tick.
  *
@@ -32,13 +33,13 @@
  * at an incoming one only while some interval is open (exact_off_open): the
  * rest pay the hook and two loads.
  *
- * In tiered mode the helper attaches the programs only during windows (nothing at all is paid outside them); `exact_on` covers
- * the moments around attaching and detaching.
+ * In tiered mode the helper attaches the programs only during windows
+ * (nothing at all is paid outside them); `exact_on` covers the moments
+ * around attaching and detaching.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
-#include <bpf/bpf_core_read.h>
 
 #include "pgt_common.bpf.h"
 #include "exact_waits.h"
@@ -114,19 +115,15 @@ struct
 } exact_watch SEC(".maps");
 
 /*
- * Per-task state (struct pgt_exact_start, bpf/exact_waits.h), the only map
- * a system call of an untracked task touches once the task is known.  It
- * caches what the enter program needs from the `pgt_qid` slot (addresses
- * of the process's wait_event_info and query id, its postmaster), so a
- * tracked process pays one task-storage lookup instead of two hash
- * lookups; an untracked task caches "not tracked" for the current
- * `exact_tick` (the helper bumps it every publication, 250 ms, so a backend
- * mapped meanwhile is picked up).  A backend the helper has not mapped yet
- * (its first second or so) is served through its postmaster's indirect
- * slot: wait_ptr holds the address of its `my_wait_event_info` pointer,
- * read on each call until the mapping comes.  The helper seeds waits in
- * progress at a window's start here (ts, qid, event, gen, pm): the re-check
- * of a "not tracked" entry leaves those fields alone.
+ * Per-task state (struct pgt_exact_start: its fields and who writes them
+ * are described in bpf/exact_waits.h), the only map a system call of an
+ * untracked task touches once the task is known.  Caching the `pgt_qid`
+ * slot's addresses here saves a tracked process two hash lookups per call.
+ * The "not tracked" mark is re-checked every `exact_tick` (bumped each
+ * publication, 250 ms), so a backend mapped meanwhile is picked up; until
+ * then (its first second or so) it is served through its postmaster's
+ * indirect slot, wait_ptr, read on each call.  The re-check leaves the
+ * fields of a wait the helper seeded alone.
  */
 struct
 {
@@ -431,8 +428,7 @@ close_preempted(struct task_struct *next)
 		return;
 	now = bpf_ktime_get_ns();
 	if (s->off_gen == exact_gen && now > s->off_ts)
-		add_time(BPF_CORE_READ(next, tgid), s->pm, s->off_event, s->off_qid,
-				 now - s->off_ts);
+		add_time(next->tgid, s->pm, s->off_event, s->off_qid, now - s->off_ts);
 	s->off_ts = 0;
 	__sync_fetch_and_add(&exact_off_open, -1);
 	/* it may still be in that wait (a lock wait's loop): watch it here */
