@@ -24,7 +24,7 @@
 # and so is the second after it.  Printed per workload: the
 # median over on-blocks of (on-block mean TPS / mean of the off-blocks
 # before and after it), and the plain mean ratio.
-#   env: those of bench/lib.sh
+#   env: those of bench/lib.sh, and WORKLOADS (default "select tpcb")
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -131,5 +131,6 @@ PY
 }
 
 echo "$kind switched every ${period} s inside ${secs} s pgbench runs (clients $bench_clients):"
-toggle_run select
-toggle_run tpcb
+for w in ${WORKLOADS:-select tpcb}; do
+	toggle_run "$w"
+done

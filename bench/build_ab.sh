@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# build_ab.sh — two builds of the helper compared by the BPF time they
+# spend per transaction, in interleaved runs on one cluster (A, B, A, B
+# ...).  The per-call figures bpf_stats gives follow the host's speed,
+# which drifts on this kind of VM by more than most changes to a program
+# are worth, so a change is judged against the other build minutes, not
+# hours, apart.  A benchmark, not a test: it asserts nothing.  Run as root.
+#
+#   bench/build_ab.sh HELPER_A HELPER_B [ROUNDS (4)] [SECONDS (10)] [select|tpcb]
+#
+# HELPER_A/B: pg-tracer binaries (e.g. `make` on two trees, copy
+# helper/pg-tracer of each; the BPF objects are built into them).  SETS:
+# the probe sets both run (default the six kernel sets).  Prints each run
+# (BPF ns per transaction, tps) and the median per build.
+#   env: those of bench/lib.sh
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+build_a=${1:?usage: build_ab.sh HELPER_A HELPER_B [ROUNDS] [SECONDS] [select|tpcb]}
+build_b=${2:?usage: build_ab.sh HELPER_A HELPER_B [ROUNDS] [SECONDS] [select|tpcb]}
+rounds=${3:-4}
+secs=${4:-10}
+mode=${5:-tpcb}
+sets=${SETS:-syscall,vfs,block,sched,memory,network}
+
+bench_cluster build_ab 55597
+trap bench_cleanup EXIT
+
+# one_run BINARY -> "NS_PER_TX TPS" of one run with that helper
+one_run() {
+	local before after tps
+	bench_helper_bin=$1
+	bench_helper_start --probes "$sets" --anomaly off
+	bench_bpf_stats_on
+	before=$(bench_bpf_snapshot)
+	tps=$(bench_pgbench "$mode" "$secs")
+	after=$(bench_bpf_snapshot)
+	bench_bpf_stats_off
+	bench_helper_stop
+	bench_bpf_report 'pgt' "$secs" "$tps" "$before" "$after" |
+		awk -v t="$tps" '/^  total/ {gsub(/[(]/, ""); print $(NF - 5), t}'
+}
+
+a=() b=()
+for r in $(seq "$rounds"); do
+	read -r ns tps <<<"$(one_run "$build_a")"
+	printf 'round %d A: %6.0f ns of BPF per transaction at %5.0f tps\n' "$r" "$ns" "$tps"
+	a+=("$ns")
+	read -r ns tps <<<"$(one_run "$build_b")"
+	printf 'round %d B: %6.0f ns of BPF per transaction at %5.0f tps\n' "$r" "$ns" "$tps"
+	b+=("$ns")
+done
+printf 'median ns of BPF per transaction (%s, sets %s): A %.0f, B %.0f\n' "$mode" "$sets" \
+	"$(bench_median "${a[@]}")" "$(bench_median "${b[@]}")"
