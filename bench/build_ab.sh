@@ -4,7 +4,8 @@
 # ...).  The per-call figures bpf_stats gives follow the host's speed,
 # which drifts on this kind of VM by more than most changes to a program
 # are worth, so a change is judged against the other build minutes, not
-# hours, apart.  A benchmark, not a test: it asserts nothing.  Run as root.
+# hours, apart.  A benchmark, not a test: it asserts nothing.  Run as root
+# after `make install` (the cluster needs the extension).
 #
 #   bench/build_ab.sh HELPER_A HELPER_B [ROUNDS (4)] [SECONDS (10)] [select|tpcb]
 #

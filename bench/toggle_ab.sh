@@ -28,7 +28,7 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-kind=${1:?usage: toggle_ab.sh exact|hooks [SECONDS] [PERIOD]}
+kind=${1:?usage: toggle_ab.sh exact|hooks|kernel [SECONDS] [PERIOD]}
 secs=${2:-120}
 period=${3:-4}
 work=$(mktemp -d /tmp/pgt_toggle_ab.XXXXXX)
