@@ -17,8 +17,12 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-build_a=${1:?usage: build_ab.sh HELPER_A HELPER_B [ROUNDS] [SECONDS] [select|tpcb]}
-build_b=${2:?usage: build_ab.sh HELPER_A HELPER_B [ROUNDS] [SECONDS] [select|tpcb]}
+if [ $# -lt 2 ]; then
+	echo "usage: build_ab.sh HELPER_A HELPER_B [ROUNDS] [SECONDS] [select|tpcb]" >&2
+	exit 2
+fi
+build_a=$1
+build_b=$2
 rounds=${3:-4}
 secs=${4:-10}
 mode=${5:-tpcb}
@@ -39,7 +43,7 @@ one_run() {
 	bench_bpf_stats_off
 	bench_helper_stop
 	bench_bpf_report 'pgt' "$secs" "$tps" "$before" "$after" |
-		awk -v t="$tps" '/^  total/ {gsub(/[(]/, ""); print $(NF - 5), t}'
+		sed -n "s/.*(\([0-9]*\) ns of BPF per transaction).*/\1 $tps/p"
 }
 
 a=() b=()
