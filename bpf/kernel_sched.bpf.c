@@ -4,23 +4,33 @@
  *	  Probe set "sched": per tracked process (and query id) off-CPU time,
  *	  run-queue latency (woken or preempted -> back on a CPU, with a log2
  *	  histogram per pid), voluntary and involuntary context switches,
- *	  wakeups and migrations.
+ *	  wakeups and migrations, all from one program on sched_switch.
+ *
+ * The scheduler keeps most of it already, so nothing runs at a wakeup or a
+ * migration: sched_info.last_queued is when a task became runnable (woken,
+ * or preempted while still runnable; zeroed when it gets a CPU, just after
+ * this tracepoint), se.nr_migrations counts its moves, and the run queue's
+ * clock (rq->clock, updated by __schedule before the tracepoint) is the
+ * clock last_queued was taken on.  So at a switch-in the run-queue wait is
+ * rq->clock - last_queued (what the kernel adds to the task's run_delay a
+ * moment later), and the off-CPU time is rq->clock - the rq clock at the
+ * task's switch-out.  A wakeup is the end of a voluntary switch (a sleep).
+ * Where the kernel keeps no sched_info or the task has no cfs_rq (the
+ * helper checks before load: kclock = 0), the off-CPU time is taken with
+ * bpf_ktime_get_ns and the run-queue wait is not measured (the set says so).
  *
  * A switch-out reads the query id in the process's own context (prev is
- * current) and keeps it in the task's storage; the switch-in, wakeup and
- * migration run in other tasks' contexts and use that id.  Per-task state
- * lives in task storage, and the counters of one off-CPU period (the
- * switch-out's kind, wakeups, migrations, off-CPU and run-queue time) are
- * kept there and added to `kproc` in one lookup when the task is back on a
- * CPU: a switch is counted when it ends.
+ * current) and keeps it in the task's storage, with the switch's kind and
+ * time; the counters of that off-CPU period are added to `kproc` in one
+ * lookup when the task is back on a CPU: a switch is counted when it ends.
+ * A new process is counted from its first switch-out on.
  *
  * Cost for tasks that are not tracked: in the hook chain, nothing for a
- * switch between two of them (the dispatcher's bitmap test); otherwise,
- * or attached on its own, a task-storage probe each for prev and next (a
- * task without storage was never tracked) and, for prev, one hash lookup
- * in `tracked` (a tracked task gets its storage there, at its first
- * switch-out); a wakeup or a migration one task-storage probe.  No
- * ring-buffer work unless a stream was asked for.
+ * switch between two of them (the dispatcher's bitmap test); otherwise, or
+ * attached on its own, a task-storage probe each for prev and next (a task
+ * without storage was never tracked) and, for prev, one hash lookup in
+ * `tracked` (a tracked task gets its storage there, at its first
+ * switch-out).  No ring-buffer work unless a stream was asked for.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -35,16 +45,22 @@ char LICENSE[] SEC("license") = "GPL";
 PGT_DECLARE_KPROC;
 PGT_DECLARE_KHIST;
 
+/*
+ * Set by the helper before load: 1 when the kernel keeps sched_info and
+ * tasks have se.cfs_rq (times are then the run queue's clock, and
+ * run-queue waits are measured), 0 otherwise.
+ */
+const volatile __u8 kclock = 1;
+
 struct pgt_sched_state
 {
-	__u64		off_ns;			/* switched out at */
-	__u64		enq_ns;			/* runnable since (wakeup / preemption) */
+	__u64		out_clock;		/* clock at the last switch-out, 0 before it */
+	__u64		migrations;		/* se.nr_migrations at the last switch-in */
 	__u64		qid;			/* query id at the last switch-out */
 	struct pgt_qid_cache qc;	/* see pgt_task_qid */
 	__u32		pm;				/* postmaster: the task is tracked */
-	__u16		wakeups;		/* since the last switch-in */
-	__u8		migrations;
-	__u8		out_kind;		/* 0, or PGT_KSCHED_(IN)VOLUNTARY + 1 */
+	__u8		out_kind;		/* PGT_KSCHED_(IN)VOLUNTARY */
+	__u8		pad[3];
 };
 
 struct
@@ -58,11 +74,9 @@ struct
 /*
  * state_of
  *		p's state, NULL for tasks that are not tracked.  A tracked task has
- *		state from its first switch-out on, and a task is switched out
- *		before anything can wake it or move it, so one task-storage probe
- *		(no hash lookup) settles wakeups and migrations of every task; only
- *		a task without state (create: at its first wakeup or switch-out) is
- *		looked up in `tracked`.
+ *		state from its first switch-out on, so one task-storage probe (no
+ *		hash lookup) settles a switch-in; only a task without state
+ *		(create: at a switch-out) is looked up in `tracked`.
  */
 static __always_inline struct pgt_sched_state *
 state_of(struct task_struct *p, int create)
@@ -79,79 +93,71 @@ state_of(struct task_struct *p, int create)
 	if (s)
 	{
 		s->pm = pm;
-		s->qid = pgt_cached_qid(p->tgid);
+		s->migrations = p->se.nr_migrations;
 	}
 	return s;
 }
 
-SEC("tp_btf/sched_wakeup")
-int BPF_PROG(pgt_ksched_wakeup, struct task_struct *p)
+/*
+ * sched_now
+ *		The clock of this switch: the run queue's (prev runs here, so its
+ *		cfs_rq is this CPU's), or with kclock 0 the monotonic clock.
+ */
+static __always_inline __u64
+sched_now(struct task_struct *prev)
 {
-	struct pgt_sched_state *s = state_of(p, 0);
-
-	if (s)
-	{
-		s->enq_ns = bpf_ktime_get_ns();
-		s->wakeups++;
-	}
-	return 0;
-}
-
-SEC("tp_btf/sched_wakeup_new")
-int BPF_PROG(pgt_ksched_wakeup_new, struct task_struct *p)
-{
-	struct pgt_sched_state *s = state_of(p, 1);
-
-	if (s)
-	{
-		s->enq_ns = bpf_ktime_get_ns();
-		s->wakeups++;
-	}
-	return 0;
-}
-
-SEC("tp_btf/sched_migrate_task")
-int BPF_PROG(pgt_ksched_migrate, struct task_struct *p, int dest_cpu)
-{
-	struct pgt_sched_state *s = state_of(p, 0);
-
-	if (s)
-		s->migrations++;
-	return 0;
+	if (kclock)
+		return prev->se.cfs_rq->rq->clock;
+	return bpf_ktime_get_ns();
 }
 
 /*
- * switch_in_state
+ * runq_wait
+ *		How long next waited in the run queue for this switch-in, 0 when it
+ *		was not queued (or kclock is 0).
+ */
+static __always_inline __u64
+runq_wait(struct task_struct *next, __u64 now)
+{
+	__u64		queued;
+
+	if (!kclock)
+		return 0;
+	queued = next->sched_info.last_queued;
+	return queued && now > queued ? now - queued : 0;
+}
+
+/*
+ * switch_in
  *		next is back on a CPU: its off-CPU period into `kproc` (one lookup),
  *		the run-queue wait into the histogram, the event when streaming.
  */
 static __always_inline void
-switch_in_state(struct task_struct *next, struct pgt_sched_state *s, __u64 now)
+switch_in(struct task_struct *next, __u64 now)
 {
+	struct pgt_sched_state *s = bpf_task_storage_get(&sstate, next, 0, 0);
 	struct pgt_kproc_val *v;
 	struct pgt_kev_proc_rec *r;
-	__u64		off = 0;
-	__u64		runq = 0;
+	__u64		off;
+	__u64		runq;
+	__u64		moved;
 	__u32		tgid;
 
-	if (s->off_ns)
-		off = now - s->off_ns;
-	if (s->enq_ns)
-		runq = now - s->enq_ns;
-	if (!off && !runq && !s->out_kind && !s->wakeups && !s->migrations)
-		return;
+	if (!s || !s->out_clock)
+		return;					/* never tracked, or not switched out yet */
+	off = now > s->out_clock ? now - s->out_clock : 0;
+	runq = runq_wait(next, now);
+	moved = next->se.nr_migrations - s->migrations;
 	tgid = next->tgid;
 	v = pgt_kproc_get(&kproc, tgid, s->qid, s->pm);
 	if (v)
 	{
-		if (off)
-			__sync_fetch_and_add(&v->v[PGT_KSCHED_OFFCPU_NS], off);
-		if (s->out_kind)
-			__sync_fetch_and_add(&v->v[(s->out_kind - 1) & 7], 1);
-		if (s->wakeups)
-			__sync_fetch_and_add(&v->v[PGT_KSCHED_WAKEUPS], s->wakeups);
-		if (s->migrations)
-			__sync_fetch_and_add(&v->v[PGT_KSCHED_MIGRATIONS], s->migrations);
+		__sync_fetch_and_add(&v->v[PGT_KSCHED_OFFCPU_NS], off);
+		__sync_fetch_and_add(&v->v[s->out_kind & 7], 1);
+		if (s->out_kind == PGT_KSCHED_VOLUNTARY)
+			__sync_fetch_and_add(&v->v[PGT_KSCHED_WAKEUPS], 1);
+		if (moved)
+			__sync_fetch_and_add(&v->v[PGT_KSCHED_MIGRATIONS], moved);
 		if (runq)
 		{
 			__sync_fetch_and_add(&v->v[PGT_KSCHED_RUNQ_NS], runq);
@@ -171,54 +177,31 @@ switch_in_state(struct task_struct *next, struct pgt_sched_state *s, __u64 now)
 		r->c.kind = 0;
 		bpf_ringbuf_submit(r, 0);
 	}
-	s->off_ns = 0;
-	s->enq_ns = 0;
-	s->out_kind = 0;
-	s->wakeups = 0;
-	s->migrations = 0;
-}
-
-/*
- * switch_in
- *		next is back on a CPU: switch_in_state when it is tracked (the clock
- *		is read only then, unless prev already read it: now != 0).
- */
-static __always_inline void
-switch_in(struct task_struct *next, __u64 now)
-{
-	struct pgt_sched_state *s = bpf_task_storage_get(&sstate, next, 0, 0);
-
-	if (!s)
-		return;					/* never tracked (or not switched out yet) */
-	if (!now)
-		now = bpf_ktime_get_ns();
-	switch_in_state(next, s, now);
+	s->out_clock = 0;
+	s->migrations += moved;
 }
 
 /*
  * ksched_switch
- *		prev leaves the CPU (tracked: note why and since when), next comes
- *		back (switch_in).
+ *		prev leaves the CPU (tracked: note why, when and for which query),
+ *		next comes back (switch_in).
  */
 static __always_inline void
 ksched_switch(bool preempt, struct task_struct *prev, struct task_struct *next,
 			  unsigned int prev_state)
 {
-	__u64		now = 0;
+	__u64		now = sched_now(prev);
 	struct pgt_sched_state *s = state_of(prev, 1);
 
 	if (s)
 	{
+		/* still runnable (preempted, even mid-way to sleep): involuntary */
 		int			runnable = preempt || prev_state == 0;
 
-		now = bpf_ktime_get_ns();
 		/* prev is current: its own query id */
 		s->qid = pgt_task_qid(prev->tgid, &s->qc);
-		s->off_ns = now;
-		/* still runnable (preempted, even mid-way to sleep): it waits in
-		 * the run queue from now */
-		s->enq_ns = runnable ? now : 0;
-		s->out_kind = 1 + (runnable ? PGT_KSCHED_INVOLUNTARY : PGT_KSCHED_VOLUNTARY);
+		s->out_clock = now;
+		s->out_kind = runnable ? PGT_KSCHED_INVOLUNTARY : PGT_KSCHED_VOLUNTARY;
 	}
 	switch_in(next, now);
 }

@@ -1,27 +1,116 @@
 /*
  * helper/kernel_sched.c
  *	  Probe set "sched" (bpf/kernel_sched.bpf.c): off-CPU time, run-queue
- *	  latency (histogram), context switches, wakeups, migrations.
+ *	  latency (histogram), context switches, wakeups, migrations, from one
+ *	  program on sched_switch that reads what the scheduler keeps per task.
+ *	  Before load it checks that the running kernel keeps it (kclock); where
+ *	  it does not, the set runs without run-queue latency and says why.
  */
 #include "kernel_set.h"
 #include "kernel_sched.skel.h"
 
+#include <bpf/btf.h>
+#include <stdio.h>
+#include <string.h>
+
+#define MECH "tp_btf/sched_switch"
+
 static const char *const names[] = {"offcpu_ns", "runq_ns", "runq_count", "runq_max_ns", "voluntary_switches", "involuntary_switches", "migrations", "wakeups", NULL};
 
 static const kset_desc desc = {PGT_KPROC_SCHED, names, 0,
-	"runs on every context switch and wakeup of the host", PGT_CHAIN_SLOT_SCHED};
+	"runs on every context switch of the host", PGT_CHAIN_SLOT_SCHED};
 
-KSET_SKELETON(kernel_sched)
+static void
+destroy_skel(void *skel)
+{
+	kernel_sched_bpf__destroy(skel);
+}
+
+/*
+ * has_member
+ *		Does struct `sname` of the kernel's BTF have a member `member`?
+ */
+static int
+has_member(const struct btf *btf, const char *sname, const char *member)
+{
+	int			id = btf__find_by_name_kind(btf, sname, BTF_KIND_STRUCT);
+	const struct btf_type *t = id > 0 ? btf__type_by_id(btf, (uint32_t) id) : NULL;
+	const struct btf_member *m;
+	int			i;
+
+	if (t == NULL)
+		return 0;
+	m = btf_members(t);
+	for (i = 0; i < btf_vlen(t); i++, m++)
+		if (strcmp(btf__name_by_offset(btf, m->name_off), member) == 0)
+			return 1;
+	return 0;
+}
+
+/*
+ * sched_info_kept
+ *		Does the scheduler keep per-task run-queue timestamps on this kernel
+ *		(CONFIG_SCHED_INFO), on the clock of a run queue that a task's
+ *		cfs_rq leads to (CONFIG_FAIR_GROUP_SCHED)?  0 with the missing piece
+ *		in why.  /proc/self/schedstat exists with CONFIG_SCHED_INFO, and its
+ *		third field (times on a CPU) is non-zero when the kernel keeps it.
+ */
+static int
+sched_info_kept(char *why, size_t whylen)
+{
+	struct btf *btf = btf__load_vmlinux_btf();
+	unsigned long long run = 0, delay = 0, count = 0;
+	FILE	   *f = fopen("/proc/self/schedstat", "r");
+	int			fields = f ? fscanf(f, "%llu %llu %llu", &run, &delay, &count) : 0;
+	int			ok = 0;
+
+	if (f != NULL)
+		fclose(f);
+	if (btf == NULL)
+		snprintf(why, whylen, "no kernel BTF to check the scheduler's fields");
+	else if (fields != 3 || count == 0 ||
+			 !has_member(btf, "task_struct", "sched_info") ||
+			 !has_member(btf, "sched_info", "last_queued"))
+		snprintf(why, whylen, "the kernel keeps no per-task run-queue times (CONFIG_SCHED_INFO)");
+	else if (!has_member(btf, "sched_entity", "cfs_rq") || !has_member(btf, "cfs_rq", "rq"))
+		snprintf(why, whylen, "tasks have no cfs_rq to reach the run-queue clock (CONFIG_FAIR_GROUP_SCHED)");
+	else
+		ok = 1;
+	btf__free(btf);
+	return ok;
+}
 
 /*
  * start
- *		open -> shared maps -> load -> attach.
+ *		open -> kclock -> shared maps -> load -> attach.
  */
 static int
 start(pset_inst *in, const pset_ctx *ctx)
 {
-	return kset_start_single(in, ctx, &desc, "tp_btf/sched_*",
-							 kernel_sched_kopen, kernel_sched_kdestroy);
+	struct kernel_sched_bpf *skel;
+	kset_attach a;
+	char		why[128];
+	int			kclock;
+
+	if (kset_new(in, &desc) == NULL)
+		return -1;
+	skel = kernel_sched_bpf__open();
+	if (skel == NULL)
+	{
+		pset_set_status(in, PGT_PROBE_UNAVAILABLE, MECH, "BPF open failed");
+		return 0;
+	}
+	skel->rodata->pgt_stream = ctx->stream;
+	skel->rodata->pgt_chained = ctx->chain != NULL;
+	kclock = sched_info_kept(why, sizeof(why));
+	skel->rodata->kclock = (uint8_t) kclock;
+	(void) kset_load_attach(in, ctx, skel->obj, skel, destroy_skel, &a);
+	kset_status_from(in, MECH, &a);
+	if (!kclock && in->status.state == PGT_PROBE_AVAILABLE)
+		pset_set_status(in, PGT_PROBE_DEGRADED, MECH,
+						"run-queue latency unavailable: %s; off-CPU time, switches, "
+						"wakeups and migrations measured", why);
+	return 0;
 }
 
 KSET_PROBE_SET(sched_set, "sched",

@@ -164,8 +164,9 @@ kset_status_from(pset_inst *in, const char *mechanism, const kset_attach *a)
 
 		if (a->chained > 0)
 			snprintf(chained, sizeof(chained), " (%d in the hook chains)", a->chained);
-		pset_set_status(in, PGT_PROBE_AVAILABLE, mechanism, "%d programs attached%s%s%s",
-						a->attached, chained, ks && ks->desc->scope ? "; " : "",
+		pset_set_status(in, PGT_PROBE_AVAILABLE, mechanism, "%d program%s attached%s%s%s",
+						a->attached, a->attached == 1 ? "" : "s", chained,
+						ks && ks->desc->scope ? "; " : "",
 						ks && ks->desc->scope ? ks->desc->scope : "");
 	}
 }

@@ -41,8 +41,8 @@ like($reason{exact}, qr/^available: .*; programs in the hook chains$/,
 like($reason{$_}, qr/^available: 3 programs attached \(2 in the hook chains\)/,
 	"$_: the shared sys_enter/sys_exit pair in the hook chains, retransmits attached")
   for qw(syscall network);
-like($reason{sched}, qr/^available: 4 programs attached \(1 in the hook chains\)/,
-	'sched: sched_switch in the hook chain, wakeups and migrations attached');
+like($reason{sched}, qr/^available: 1 program attached \(1 in the hook chains\)/,
+	'sched: its one program, on sched_switch, in the hook chain');
 
 my $s = $node->background_psql('postgres');
 my $pid = $s->query_safe('SELECT pg_backend_pid()');
@@ -107,6 +107,24 @@ ok($d->{offcpu_ms} >= 1500 * 0.95 && $d->{offcpu_ms} <= $span,
 	sprintf('after the window, sched: off CPU %.0f ms covers the sleep (%.0f ms span)',
 		$d->{offcpu_ms}, $span));
 is($d->{read_bytes}, $size, 'after the window, syscall: read bytes = file size');
+
+# A backend waiting for its client sleeps inside a receive that network
+# times: sched takes that call's query id (the last statement's, as
+# pg_stat_activity shows for an idle session) instead of reading it.
+my $idle_q = "SELECT coalesce(sum(offcpu_ms), 0) FROM pg_tracer_kernel_sched
+               WHERE pid = $pid AND queryid = $qid";
+is($s->query_safe($read_sql), $size, 'the statement ran before an idle time');
+my $t_idle = time();
+sleep(1.2);
+my $idle0 = q1($idle_q);    # the idle time is counted when it ends
+sleep(1.5);
+$s->query_safe('SELECT 1');    # ends it
+my $idle_span = (time() - $t_idle) * 1000;
+my $idle;
+wait_until(sub { $idle = q1($idle_q) - $idle0; $idle >= 2700 * 0.95 }, 5);
+ok($idle >= 2700 * 0.95 && $idle <= $idle_span,
+	sprintf('idle time in a receive goes to the last statement\'s query id (%.0f ms of %.0f)',
+		$idle, $idle_span));
 
 $s->quit;
 signal_helper($helper, 'TERM');
