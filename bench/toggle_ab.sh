@@ -18,12 +18,19 @@
 #          of the two hooks alone.
 #   kernel: the helper restarted at each switch, `--probes $SETS` (default
 #          the six kernel sets) for on, `--probes none` for off; a period
-#          of 6 s or more leaves room for the restart.
+#          of 6 s or more leaves room for the restart.  With HELPER_B set
+#          (another pg-tracer binary), every other on-block runs that build
+#          instead ("on-b"): two builds compared inside one run, each
+#          against the off-blocks around it.
 #
 # The time a switch takes (a helper restart: a second or two) is left out,
 # and so is the second after it.  Printed per workload: the
 # median over on-blocks of (on-block mean TPS / mean of the off-blocks
-# before and after it), and the plain mean ratio.
+# before and after it), and the plain mean ratio; then the same with each
+# second's TPS divided by the share of that second the VM's CPUs were not
+# stolen by the host (/proc/stat steal, sampled every 0.5 s): a guest's
+# throughput follows the CPU time it is given, and the host's other
+# tenants take more of it in some seconds than the probes cost.
 #   env: those of bench/lib.sh, and WORKLOADS (default "select tpcb")
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -49,6 +56,13 @@ kernel)
 	sets=${SETS:-syscall,vfs,block,sched,memory,network}
 	helper_args=(--probes none --anomaly off)
 	cost_on() { bench_helper_stop; bench_helper_start --probes "$sets" --anomaly off; }
+	cost_on_b() {
+		local a=$bench_helper_bin
+		bench_helper_stop
+		bench_helper_bin=$HELPER_B
+		bench_helper_start --probes "$sets" --anomaly off
+		bench_helper_bin=$a
+	}
 	cost_off() { bench_helper_stop; bench_helper_start "${helper_args[@]}"; } ;;
 *) echo "unknown kind $kind (exact, hooks or kernel)" >&2; exit 2 ;;
 esac
@@ -74,17 +88,26 @@ toggle_run() {
 	bench_psql VACUUM >/dev/null
 	bench_psql CHECKPOINT >/dev/null
 	: > "$work/switches"
+	: > "$work/cpu"
+	( while :; do echo "$(date +%s.%N) $(head -1 /proc/stat)" >> "$work/cpu"; sleep 0.5; done ) &
+	sampler=$!
 	as_pg pgbench -T "$secs" -P 1 --progress-timestamp "${f[@]}" > /dev/null 2> "$work/progress" &
 	pgb=$!
 	sleep 3
 	while kill -0 "$pgb" 2>/dev/null; do
 		toggle_to on cost_on
 		toggle_to off cost_off
+		if [ "$kind" = kernel ] && [ -n "${HELPER_B:-}" ] && kill -0 "$pgb" 2>/dev/null; then
+			toggle_to on-b cost_on_b
+			toggle_to off cost_off
+		fi
 	done
 	wait "$pgb" || true
-	python3 - "$1" "$work/progress" "$work/switches" <<'PY'
-import re, statistics, sys
-mode, progress, switches = sys.argv[1:4]
+	kill "$sampler"
+	wait "$sampler" 2>/dev/null || true
+	python3 - "$1" "$work/progress" "$work/switches" "$work/cpu" <<'PY'
+import bisect, re, statistics, sys
+mode, progress, switches, cpufile = sys.argv[1:5]
 sw = [(l.split()[0], float(l.split()[1])) for l in open(switches) if l.strip()]
 secs = [(float(m.group(1)), float(m.group(2))) for m in
         (re.match(r"progress: ([\d.]+) s, ([\d.]+) tps", l) for l in open(progress)) if m]
@@ -98,35 +121,59 @@ def state_at(t0, t1):
             return s, i
     return None, None
 
-blocks = {}
-for t, tps in secs:
-    s, i = state_at(t - 1.0, t)
-    if s:
-        blocks.setdefault(i, (s, []))[1].append(tps)
-means = {i: (s, statistics.mean(v)) for i, (s, v) in blocks.items()}
-def off_near(i, step):
-    """mean of the nearest off-block from block i in direction step"""
-    j = i + step
-    while 0 <= j < len(sw) and sw[j][0] != "off":
-        j += step
-    return [means[j][1]] if j in means and means[j][0] == "off" else []
+# /proc/stat "cpu" lines: user nice system idle iowait irq softirq steal ...
+cpu = [(float(f[0]), [int(x) for x in f[2:10]]) for f in
+       (l.split() for l in open(cpufile)) if len(f) >= 10]
+cpu_t = [c[0] for c in cpu]
 
-ratios = []
-for i, (s, m) in means.items():
-    if s != "on":
-        continue
-    around = off_near(i, -1) + off_near(i, 1)
-    if around:
-        ratios.append(m / statistics.mean(around))
-on = [m for s, m in means.values() if s == "on"]
-off = [m for s, m in means.values() if s == "off"]
-if not ratios:
-    print("%s: too few blocks" % mode)
-    sys.exit(0)
-q = statistics.quantiles(ratios, n=4) if len(ratios) >= 4 else [min(ratios), 0, max(ratios)]
-print("%-6s: %d on-blocks, median ratio %.3f (quartiles %.3f-%.3f), mean on %.1f / off %.1f tps = %.3f"
-      % (mode, len(ratios), statistics.median(ratios), q[0], q[-1],
-         statistics.mean(on), statistics.mean(off), statistics.mean(on) / statistics.mean(off)))
+def counters_at(t):
+    """the cumulative counters at time t, interpolated between samples"""
+    i = min(max(bisect.bisect_left(cpu_t, t), 1), len(cpu) - 1)
+    (t0, a), (t1, b) = cpu[i - 1], cpu[i]
+    f = (t - t0) / (t1 - t0) if t1 > t0 else 0
+    return [x + (y - x) * f for x, y in zip(a, b)]
+
+def given_share(t0, t1):
+    """share of [t0, t1] the CPUs were not stolen by the host"""
+    if len(cpu) < 2:
+        return 1.0
+    d = [y - x for x, y in zip(counters_at(t0), counters_at(t1))]
+    total = sum(d)
+    return (total - d[7]) / total if total > 0 and d[7] < total else 1.0
+
+def report(label, per_second, state="on"):
+    blocks = {}
+    for t, tps in per_second:
+        s, i = state_at(t - 1.0, t)
+        if s:
+            blocks.setdefault(i, (s, []))[1].append(tps)
+    means = {i: (s, statistics.mean(v)) for i, (s, v) in blocks.items()}
+    def off_near(i, step):
+        """mean of the nearest off-block from block i in direction step"""
+        j = i + step
+        while 0 <= j < len(sw) and sw[j][0] != "off":
+            j += step
+        return [means[j][1]] if j in means and means[j][0] == "off" else []
+    ratios = []
+    for i, (s, m) in means.items():
+        if s != state:
+            continue
+        around = off_near(i, -1) + off_near(i, 1)
+        if around:
+            ratios.append(m / statistics.mean(around))
+    on = [m for s, m in means.values() if s == state]
+    off = [m for s, m in means.values() if s == "off"]
+    if not ratios:
+        print("%s: too few blocks" % mode)
+        return
+    q = statistics.quantiles(ratios, n=4) if len(ratios) >= 4 else [min(ratios), 0, max(ratios)]
+    print("%-6s %-4s %-16s: %d on-blocks, median ratio %.3f (quartiles %.3f-%.3f), mean on %.1f / off %.1f tps = %.3f"
+          % (mode, state, label, len(ratios), statistics.median(ratios), q[0], q[-1],
+             statistics.mean(on), statistics.mean(off), statistics.mean(on) / statistics.mean(off)))
+
+for state in ["on"] + (["on-b"] if any(s == "on-b" for s, _ in sw) else []):
+    report("TPS", secs, state)
+    report("TPS / given CPU", [(t, tps / given_share(t - 1.0, t)) for t, tps in secs], state)
 PY
 }
 

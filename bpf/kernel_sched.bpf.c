@@ -72,19 +72,20 @@ struct
 } sstate SEC(".maps");
 
 /*
- * state_of
- *		p's state, NULL for tasks that are not tracked.  A tracked task has
- *		state from its first switch-out on, so one task-storage probe (no
- *		hash lookup) settles a switch-in; only a task without state
- *		(create: at a switch-out) is looked up in `tracked`.
+ * out_state
+ *		The state of p, switched out, created when p is tracked and has none
+ *		yet; NULL for tasks that are not tracked.  A tracked task has state
+ *		from its first switch-out on, so a switch-in needs one task-storage
+ *		probe and no hash lookup; only a task without state is looked up in
+ *		`tracked`.
  */
 static __always_inline struct pgt_sched_state *
-state_of(struct task_struct *p, int create)
+out_state(struct task_struct *p)
 {
 	struct pgt_sched_state *s = bpf_task_storage_get(&sstate, p, 0, 0);
 	__u32		pm;
 
-	if (s || !create)
+	if (s)
 		return s;
 	pm = pgt_tracked_pm(p->tgid);
 	if (!pm)
@@ -191,7 +192,7 @@ ksched_switch(bool preempt, struct task_struct *prev, struct task_struct *next,
 			  unsigned int prev_state)
 {
 	__u64		now = sched_now(prev);
-	struct pgt_sched_state *s = state_of(prev, 1);
+	struct pgt_sched_state *s = out_state(prev);
 
 	if (s)
 	{
