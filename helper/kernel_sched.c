@@ -20,11 +20,10 @@ static const char *const names[] = {"offcpu_ns", "runq_ns", "runq_count", "runq_
 static const kset_desc desc = {PGT_KPROC_SCHED, names, 0,
 	"runs on every context switch of the host", PGT_CHAIN_SLOT_SCHED};
 
-static void
-destroy_skel(void *skel)
-{
-	kernel_sched_bpf__destroy(skel);
-}
+KSET_SKELETON(kernel_sched)
+
+/* Why kclock is 0, for the status (the helper is single-threaded). */
+static char kclock_why[128];
 
 /*
  * has_member
@@ -81,35 +80,36 @@ sched_info_kept(char *why, size_t whylen)
 }
 
 /*
+ * sched_open
+ *		The skeleton opened by KSET_SKELETON, with kclock set for this
+ *		kernel (the reason in kclock_why when it is 0).
+ */
+static struct bpf_object *
+sched_open(void **skel, const pset_ctx *ctx)
+{
+	struct bpf_object *obj = kernel_sched_kopen(skel, ctx);
+
+	if (obj != NULL)
+		((struct kernel_sched_bpf *) *skel)->rodata->kclock =
+			(uint8_t) sched_info_kept(kclock_why, sizeof(kclock_why));
+	return obj;
+}
+
+/*
  * start
- *		open -> kclock -> shared maps -> load -> attach.
+ *		open (kclock) -> shared maps -> load -> attach; a running set
+ *		without kclock is degraded, and says why.
  */
 static int
 start(pset_inst *in, const pset_ctx *ctx)
 {
-	struct kernel_sched_bpf *skel;
-	kset_attach a;
-	char		why[128];
-	int			kclock;
-
-	if (kset_new(in, &desc) == NULL)
+	kclock_why[0] = '\0';
+	if (kset_start_single(in, ctx, &desc, MECH, sched_open, kernel_sched_kdestroy) < 0)
 		return -1;
-	skel = kernel_sched_bpf__open();
-	if (skel == NULL)
-	{
-		pset_set_status(in, PGT_PROBE_UNAVAILABLE, MECH, "BPF open failed");
-		return 0;
-	}
-	skel->rodata->pgt_stream = ctx->stream;
-	skel->rodata->pgt_chained = ctx->chain != NULL;
-	kclock = sched_info_kept(why, sizeof(why));
-	skel->rodata->kclock = (uint8_t) kclock;
-	(void) kset_load_attach(in, ctx, skel->obj, skel, destroy_skel, &a);
-	kset_status_from(in, MECH, &a);
-	if (!kclock && in->status.state == PGT_PROBE_AVAILABLE)
+	if (kclock_why[0] != '\0' && in->status.state == PGT_PROBE_AVAILABLE)
 		pset_set_status(in, PGT_PROBE_DEGRADED, MECH,
 						"run-queue latency unavailable: %s; off-CPU time, switches, "
-						"wakeups and migrations measured", why);
+						"wakeups and migrations measured", kclock_why);
 	return 0;
 }
 

@@ -108,9 +108,10 @@ ok($d->{offcpu_ms} >= 1500 * 0.95 && $d->{offcpu_ms} <= $span,
 		$d->{offcpu_ms}, $span));
 is($d->{read_bytes}, $size, 'after the window, syscall: read bytes = file size');
 
-# A backend waiting for its client sleeps inside a receive that network
-# times: sched takes that call's query id (the last statement's, as
-# pg_stat_activity shows for an idle session) instead of reading it.
+# A backend waiting for its client sleeps in the kernel (epoll_wait after
+# a receive found nothing): sched reads its query id at that switch-out,
+# and PostgreSQL keeps the last statement's id there while the session is
+# idle (as pg_stat_activity shows it), so the idle time goes to that id.
 my $idle_q = "SELECT coalesce(sum(offcpu_ms), 0) FROM pg_tracer_kernel_sched
                WHERE pid = $pid AND queryid = $qid";
 is($s->query_safe($read_sql), $size, 'the statement ran before an idle time');
