@@ -7,6 +7,7 @@
  *	  it does not, the set runs without run-queue latency and says why.
  */
 #include "kernel_set.h"
+#include "kernel_sched.h"
 #include "kernel_sched.skel.h"
 
 #include <bpf/btf.h>
@@ -24,6 +25,24 @@ KSET_SKELETON(kernel_sched)
 
 /* Why kclock is 0, for the status (the helper is single-threaded). */
 static char kclock_why[128];
+
+/* --sched-clock ktime: kclock 0 whatever the kernel keeps */
+static int	clock_ktime_forced;
+
+int
+kernel_sched_configure_clock(const char *s, char *err, size_t errlen)
+{
+	if (strcmp(s, "auto") == 0)
+		clock_ktime_forced = 0;
+	else if (strcmp(s, "ktime") == 0)
+		clock_ktime_forced = 1;
+	else
+	{
+		snprintf(err, errlen, "%s: use auto or ktime", s);
+		return -1;
+	}
+	return 0;
+}
 
 /*
  * has_member
@@ -82,16 +101,21 @@ sched_info_kept(char *why, size_t whylen)
 /*
  * sched_open
  *		The skeleton opened by KSET_SKELETON, with kclock set for this
- *		kernel (the reason in kclock_why when it is 0).
+ *		kernel and --sched-clock (the reason in kclock_why when it is 0).
  */
 static struct bpf_object *
 sched_open(void **skel, const pset_ctx *ctx)
 {
 	struct bpf_object *obj = kernel_sched_kopen(skel, ctx);
+	int			kclock = 0;
 
-	if (obj != NULL)
-		((struct kernel_sched_bpf *) *skel)->rodata->kclock =
-			(uint8_t) sched_info_kept(kclock_why, sizeof(kclock_why));
+	if (obj == NULL)
+		return NULL;
+	if (clock_ktime_forced)
+		snprintf(kclock_why, sizeof(kclock_why), "--sched-clock ktime");
+	else
+		kclock = sched_info_kept(kclock_why, sizeof(kclock_why));
+	((struct kernel_sched_bpf *) *skel)->rodata->kclock = (uint8_t) kclock;
 	return obj;
 }
 

@@ -10,6 +10,7 @@
 #include "escalation.h"
 #include "exact_watch.h"
 #include "inspect_cmd.h"
+#include "kernel_sched.h"
 #include "log.h"
 #include "parse_num.h"
 #include "pid_retire.h"
@@ -51,7 +52,7 @@ static const char daemon_usage[] =
 "                        [--mode tiered|sampled|full] [--exact-budget S]\n"
 "                        [--anomaly on|off] [--anomaly-cooldown S]\n"
 "                        [--exact-source auto|syscall|watchpoint]\n"
-"                        [--keep-exited S]\n"
+"                        [--sched-clock auto|ktime] [--keep-exited S]\n"
 "\n"
 "Run the helper in the foreground until SIGTERM or SIGINT.  Without a\n"
 "target it serves every PostgreSQL cluster on the host as it appears;\n"
@@ -82,6 +83,9 @@ static const char daemon_usage[] =
 "                     transition, costs more; syscall where they do not\n"
 "                     fire) or auto (watchpoint in tiered mode's windows,\n"
 "                     syscall in --mode full)\n"
+"  --sched-clock CLK  sched set: auto (default: the run queue's clock, and\n"
+"                     run-queue latency where the kernel keeps it) or ktime\n"
+"                     (the monotonic clock, no run-queue latency)\n"
 "  --keep-exited S    rows of an exited process keep its pid S seconds\n"
 "                     (0..86400, default 60), then fold into its cluster's\n"
 "                     rows of exited processes (pid NULL in SQL)\n"
@@ -247,6 +251,7 @@ cmd_daemon(int argc, char **argv)
 		{"anomaly-cooldown", required_argument, NULL, 'C'},
 		{"exact-source", required_argument, NULL, 'X'},
 		{"keep-exited", required_argument, NULL, 'K'},
+		{"sched-clock", required_argument, NULL, 'c'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0}
 	};
@@ -321,6 +326,10 @@ cmd_daemon(int argc, char **argv)
 			case 'K':
 				if (pid_retire_configure(optarg, eerr, sizeof(eerr)) < 0)
 					return usage_error(daemon_usage, "--keep-exited: %s", eerr);
+				break;
+			case 'c':
+				if (kernel_sched_configure_clock(optarg, eerr, sizeof(eerr)) < 0)
+					return usage_error(daemon_usage, "--sched-clock: %s", eerr);
 				break;
 			case 'h':
 				fputs(daemon_usage, stdout);

@@ -18,6 +18,7 @@
 #include "bpf_probes.h"
 #include "discovery.h"
 #include "engine_probes.h"
+#include "kernel_sched.h"
 #include "layout_file.h"
 #include "log.h"
 #include "privileges.h"
@@ -48,6 +49,7 @@ static const char trace_usage[] =
 "Usage: pg-tracer trace --probes SET[,SET...]|all [--pid PID | --pgdata DIR]\n"
 "                       [--stats] [--histogram] [--interval 2s] [--duration 30s]\n"
 "                       [--format text|json] [--log-level error|warn|info|debug]\n"
+"                       [--sched-clock auto|ktime]\n"
 "\n"
 "Trace PostgreSQL processes with probe sets, without the extension.  By\n"
 "default every event is printed as it happens; with --stats and/or\n"
@@ -68,6 +70,9 @@ static const char trace_usage[] =
 "  --format FORMAT    text (default) or json (JSON Lines: every record has\n"
 "                     ts, set, event, pid, backend_type, queryid)\n"
 "  --log-level LEVEL  error, warn (default), info or debug (stderr)\n"
+"  --sched-clock CLK  sched set: auto (default: the run queue's clock, and\n"
+"                     run-queue latency where the kernel keeps it) or ktime\n"
+"                     (the monotonic clock, no run-queue latency)\n"
 "  -h, --help         show this help\n";
 
 typedef struct trace_opts
@@ -641,6 +646,7 @@ trace_main(int argc, char **argv)
 		{"duration", required_argument, NULL, 'd'},
 		{"format", required_argument, NULL, 'f'},
 		{"log-level", required_argument, NULL, 'l'},
+		{"sched-clock", required_argument, NULL, 'c'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0}
 	};
@@ -697,6 +703,10 @@ trace_main(int argc, char **argv)
 			case 'l':
 				if (log_parse_level(optarg, &t.o.log_level) < 0)
 					return usage_error("--log-level %s: use error, warn, info or debug", optarg);
+				break;
+			case 'c':
+				if (kernel_sched_configure_clock(optarg, err, sizeof(err)) < 0)
+					return usage_error("--sched-clock: %s", err);
 				break;
 			case 'h':
 				fputs(trace_usage, stdout);

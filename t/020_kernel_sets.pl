@@ -11,6 +11,8 @@
 #   - a large in-memory sort: page faults ~ /proc/<pid>/stat minflt+majflt
 #   - bytes a backend sends ~ bytes the client received (±10%)
 #   - vfs: kprobes unavailable here, with the reason; bad arguments refused
+#   - sched with --sched-clock ktime (a kernel without run-queue times):
+#     degraded with the reason, pg_sleep's time off the CPU, no run queue
 #   - rows of an exited backend keep its pid for --keep-exited seconds, then
 #     fold into the rows with pid NULL, totals kept, seen by superusers only;
 #     after hundreds of short connections no row names a dead pid
@@ -285,6 +287,51 @@ $node->safe_psql('postgres', 'CREATE ROLE plain_reader LOGIN');
 is($node->safe_psql('postgres',
 		"SET ROLE plain_reader; SELECT count(*) FROM pg_tracer_kernel_io WHERE pid IS NULL"),
 	'0', 'a role without pg_read_all_stats does not see the exited processes\' rows');
+
+# --- sched on the monotonic clock ------------------------------------------------------
+# --sched-clock ktime takes the path of a kernel without per-task run-queue
+# times: off-CPU time from bpf_ktime_get_ns, no run-queue latency, and a
+# status that says so.
+signal_helper($helper, 'TERM');
+ok(defined wait_until(sub {
+	$node->safe_psql('postgres', 'SELECT helper_connected FROM pg_tracer_status()') eq 'f'
+}, 15), 'helper stopped');
+$helper = start_helper($node, $rt, '--probes', 'sched', '--sched-clock', 'ktime');
+ok(wait_connected($node), 'helper restarted with --sched-clock ktime');
+is($node->safe_psql('postgres',
+		"SELECT state || ': ' || reason FROM pg_tracer_probes WHERE probe_set = 'sched'"),
+	'degraded: run-queue latency unavailable: --sched-clock ktime; '
+	  . 'off-CPU time, switches, wakeups and migrations measured',
+	'sched on the monotonic clock: degraded, with the reason');
+my ($s8, $pid8) = session();
+my $t8 = time();
+$s8->query_safe('SELECT pg_sleep(1.5)');
+my $span8 = (time() - $t8) * 1000;
+# the sleep is counted when it ends, under the statement's query id (the
+# session then stays idle: its next sleep has not ended)
+my $qid8 = $node->safe_psql('postgres',
+	"SELECT query_id FROM pg_stat_activity WHERE pid = $pid8");
+my ($off8, $vol8);
+wait_until(sub {
+	($off8, $vol8) = split /\|/, $node->safe_psql('postgres',
+		"SELECT coalesce(sum(offcpu_ms), 0), coalesce(sum(voluntary_switches), 0)
+		   FROM pg_tracer_kernel_sched WHERE pid = $pid8 AND queryid = $qid8");
+	$off8 >= 1450
+}, 10);
+ok($off8 >= 1450 && $off8 <= $span8 + 20,
+	sprintf('pg_sleep(1.5): %.0f ms off the CPU on the monotonic clock (statement took %.0f ms)',
+		$off8, $span8));
+cmp_ok($vol8, '>=', 1, "the sleep is a voluntary switch ($vol8)");
+is($node->safe_psql('postgres',
+		"SELECT coalesce(sum(runq_count), 0) FROM pg_tracer_kernel_sched WHERE pid = $pid8")
+	  . '|' . $node->safe_psql('postgres',
+		"SELECT count(*) FROM pg_tracer_kernel_histogram('runq') WHERE pid = $pid8"),
+	'0|0', 'no run-queue latency is reported without the run queue\'s clock');
+$s8->quit;
+
+my ($cret, $cout, $cerr) = run_helper('daemon', '--sched-clock', 'tsc');
+is($cret, 2, '--sched-clock: an unknown clock is a usage error');
+like($cerr, qr/--sched-clock: tsc: use auto or ktime/, '--sched-clock: the error names the choices');
 
 signal_helper($helper, 'TERM');
 $node->stop;
