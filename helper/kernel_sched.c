@@ -4,7 +4,8 @@
  *	  latency (histogram), context switches, wakeups, migrations, from one
  *	  program on sched_switch that reads what the scheduler keeps per task.
  *	  Before load it checks that the running kernel keeps it (kclock); where
- *	  it does not, the set runs without run-queue latency and says why.
+ *	  it does not, or --sched-clock ktime asks, the set runs without
+ *	  run-queue latency and says why.
  */
 #include "kernel_set.h"
 #include "kernel_sched.h"
@@ -29,6 +30,10 @@ static char kclock_why[128];
 /* --sched-clock ktime: kclock 0 whatever the kernel keeps */
 static int	clock_ktime_forced;
 
+/*
+ * kernel_sched_configure_clock
+ *		--sched-clock auto|ktime (see kernel_sched.h).
+ */
 int
 kernel_sched_configure_clock(const char *s, char *err, size_t errlen)
 {
