@@ -28,7 +28,9 @@
  * Such samples of a running backend are held per backend ("pending"),
  * tagged with the statement's start timestamp, until the backend records
  * that statement's query id in its statement ring (ash_hooks.c, written
- * from post_parse_analyze_hook and ExecutorStart_hook).  A Bind message,
+ * from post_parse_analyze_hook and ExecutorStart_hook); the ring is looked
+ * at again a millisecond after a tick that left samples held
+ * (resolve_recorded), before short statements overwrite it.  A Bind message,
  * which plans without analysing, takes its Execute's id (same transaction).
  * A statement that ends without any query id gets 0.
  *
@@ -136,6 +138,8 @@ static int64 last_gc_second;
 static void sampler_shutdown(int code, Datum arg);
 static void ask_short_slice(void);
 static void sampler_tick(uint64 weight_us, TimestampTz now);
+static bool any_pending(void);
+static void resolve_recorded(TimestampTz now);
 static int	read_procs(void);
 static bool read_beentry(int slot, Sample *s, bool *torn);
 static int	cmp_procwait(const void *a, const void *b);
@@ -222,6 +226,7 @@ pgt_sampler_main(Datum main_arg)
 		{
 			instr_time	now;
 			instr_time	spent;
+			instr_time	pass;
 			uint64		weight;
 			uint64		period_us = 1000000 / Max(pgt_sample_rate, 1);
 
@@ -243,6 +248,20 @@ pgt_sampler_main(Datum main_arg)
 			INSTR_TIME_SET_CURRENT(spent);
 			INSTR_TIME_SUBTRACT(spent, now);
 			pgt_ash->tick_cpu_us += INSTR_TIME_GET_MICROSEC(spent);	/* sampler-only field */
+			if (any_pending())
+			{
+				/* a millisecond on, most of those statements have their id */
+				(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+								 1, PG_WAIT_EXTENSION);
+				ResetLatch(MyLatch);
+				INSTR_TIME_SET_CURRENT(pass);
+				resolve_recorded(GetCurrentTimestamp());
+				INSTR_TIME_SET_CURRENT(spent);
+				INSTR_TIME_SUBTRACT(spent, pass);
+				pgt_ash->tick_cpu_us += INSTR_TIME_GET_MICROSEC(spent);
+				INSTR_TIME_SET_CURRENT(spent);
+				INSTR_TIME_SUBTRACT(spent, now);	/* the period runs from the tick */
+			}
 			timeout_ms = (long) ((period_us > (uint64) INSTR_TIME_GET_MICROSEC(spent) ?
 								  period_us - INSTR_TIME_GET_MICROSEC(spent) : 0) + 500) / 1000;
 			timeout_ms = Max(timeout_ms, 1);
@@ -827,7 +846,9 @@ pending_add(int slot, const Sample *s, uint32 event, uint64 w, bool new_run)
  *		recorded it (ash_hooks.c).  Samples whose statement is over, and
  *		whose transaction too (a Bind waits for its Execute, same
  *		transaction), with no id recorded, go to query id 0; so does
- *		everything of a process that is gone (gone = true, s = NULL).
+ *		everything of a process that is gone (gone = true, s = NULL).  With
+ *		s NULL and gone false (resolve_recorded), only samples whose id is
+ *		recorded are given.
  */
 static void
 pending_resolve(int slot, const Sample *s, bool gone, PgtAshBucket *fb,
@@ -843,12 +864,60 @@ pending_resolve(int slot, const Sample *s, bool gone, PgtAshBucket *fb,
 
 		if (pgt_stmt_lookup(slot, t->pid, p->stmt_ts, p->xact_ts, &qid) ||
 			gone ||
-			!(s->state == STATE_RUNNING || s->state == STATE_FASTPATH) ||
-			s->xact_ts != p->xact_ts)
+			(s != NULL &&
+			 (!(s->state == STATE_RUNNING || s->state == STATE_FASTPATH) ||
+			  s->xact_ts != p->xact_ts)))
 			pending_give(t, i, qid, fb, cb);
 		else
 			i++;
 	}
+}
+
+/*
+ * any_pending
+ *		Does any backend have samples held for their query id?
+ */
+static bool
+any_pending(void)
+{
+	int			i;
+
+	for (i = 0; i < nslots; i++)
+		if (trackers[i].npending > 0)
+			return true;
+	return false;
+}
+
+/*
+ * resolve_recorded
+ *		Shortly after a tick, give held samples whose statement has recorded
+ *		its query id by now.  A sample taken before its statement's id
+ *		existed (raw parsing, say) could otherwise only be resolved at the
+ *		next tick, and a backend that runs more short statements per tick
+ *		than its statement ring holds (PGT_STMT_RING: 64 per 10 ms at 100
+ *		Hz is 6,400 a second, which one pgbench -S client exceeds) would
+ *		have overwritten the entry by then, leaving the samples to id 0.
+ *		The same write sections as a tick.
+ */
+static void
+resolve_recorded(TimestampTz now)
+{
+	int64		second = now / USECS_PER_SEC;
+	PgtAshBucket *fb;
+	PgtAshBucket *cb;
+	int			i;
+
+	pgt_seq_begin_write(&pgt_ash->seq);
+	fb = rotate(true, second, now);
+	cb = rotate(false, second / PGT_ASH_COARSE_SECS, now);
+	pgt_seq_begin_write(&fb->seq);
+	pgt_seq_begin_write(&cb->seq);
+	for (i = 0; i < nslots; i++)
+		if (trackers[i].npending > 0)
+			pending_resolve(i, NULL, false, fb, cb);
+	pgt_seq_end_write(&cb->seq);
+	pgt_seq_end_write(&fb->seq);
+	pgt_seq_end_write(&pgt_ash->seq);
 }
 
 /*
