@@ -30,7 +30,7 @@
  * that statement's query id in its statement ring (ash_hooks.c, written
  * from post_parse_analyze_hook and ExecutorStart_hook); the ring is looked
  * at again a millisecond after a tick that left samples held
- * (resolve_recorded), before short statements overwrite it.  A Bind message,
+ * (second_look), before short statements overwrite it.  A Bind message,
  * which plans without analysing, takes its Execute's id (same transaction).
  * A statement that ends without any query id gets 0.
  *
@@ -138,6 +138,7 @@ static int64 last_gc_second;
 static void sampler_shutdown(int code, Datum arg);
 static void ask_short_slice(void);
 static void sampler_tick(uint64 weight_us, TimestampTz now);
+static bool second_look(void);
 static bool any_pending(void);
 static void resolve_recorded(TimestampTz now);
 static int	read_procs(void);
@@ -226,7 +227,6 @@ pgt_sampler_main(Datum main_arg)
 		{
 			instr_time	now;
 			instr_time	spent;
-			instr_time	pass;
 			uint64		weight;
 			uint64		period_us = 1000000 / Max(pgt_sample_rate, 1);
 
@@ -248,17 +248,8 @@ pgt_sampler_main(Datum main_arg)
 			INSTR_TIME_SET_CURRENT(spent);
 			INSTR_TIME_SUBTRACT(spent, now);
 			pgt_ash->tick_cpu_us += INSTR_TIME_GET_MICROSEC(spent);	/* sampler-only field */
-			if (any_pending())
+			if (second_look())
 			{
-				/* a millisecond on, most of those statements have their id */
-				(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-								 1, PG_WAIT_EXTENSION);
-				ResetLatch(MyLatch);
-				INSTR_TIME_SET_CURRENT(pass);
-				resolve_recorded(GetCurrentTimestamp());
-				INSTR_TIME_SET_CURRENT(spent);
-				INSTR_TIME_SUBTRACT(spent, pass);
-				pgt_ash->tick_cpu_us += INSTR_TIME_GET_MICROSEC(spent);
 				INSTR_TIME_SET_CURRENT(spent);
 				INSTR_TIME_SUBTRACT(spent, now);	/* the period runs from the tick */
 			}
@@ -871,6 +862,32 @@ pending_resolve(int slot, const Sample *s, bool gone, PgtAshBucket *fb,
 		else
 			i++;
 	}
+}
+
+/*
+ * second_look
+ *		After a tick that left samples held, wait a millisecond and give
+ *		those whose statement has recorded its id by then
+ *		(resolve_recorded); the pass's own time counts as the tick's.
+ *		Returns whether it ran.
+ */
+static bool
+second_look(void)
+{
+	instr_time	start;
+	instr_time	spent;
+
+	if (!any_pending())
+		return false;
+	(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+					 1, PG_WAIT_EXTENSION);
+	ResetLatch(MyLatch);
+	INSTR_TIME_SET_CURRENT(start);
+	resolve_recorded(GetCurrentTimestamp());
+	INSTR_TIME_SET_CURRENT(spent);
+	INSTR_TIME_SUBTRACT(spent, start);
+	pgt_ash->tick_cpu_us += INSTR_TIME_GET_MICROSEC(spent);
+	return true;
 }
 
 /*
