@@ -66,6 +66,19 @@ probe_text(uint32 probe)
 }
 
 /*
+ * lock_object_kept
+ *		Does the helper keep the object of a lock of this type?  Not for a
+ *		transaction's own lock (its xid, virtual xid or speculative token:
+ *		a new one every transaction), whose rows aggregate by type and mode.
+ */
+static bool
+lock_object_kept(const char *type)
+{
+	return strcmp(type, "transactionid") != 0 && strcmp(type, "virtualxid") != 0 &&
+		strcmp(type, "spectoken") != 0;
+}
+
+/*
  * pg_tracer_engine_events
  *		One row per (pid, query id, probe, lock/tranche) aggregate.
  */
@@ -122,6 +135,8 @@ pg_tracer_engine_events(PG_FUNCTION_ARGS)
 			values[13] = Int64GetDatum((int64) e->obj[0]);
 			values[14] = Int64GetDatum((int64) e->obj[1]);
 			values[15] = Int64GetDatum((int64) e->obj[2]);
+			if (!lock_object_kept(what))
+				nulls[13] = nulls[14] = nulls[15] = true;
 		}
 		else
 			nulls[11] = nulls[12] = nulls[13] = nulls[14] = nulls[15] = true;

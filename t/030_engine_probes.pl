@@ -69,6 +69,8 @@ is($node->safe_psql('postgres',
 
 # --- lock conflict: waiter, lock type, mode, object, duration = blocking time
 check_lock_wait($node);
+# --- row-lock waits on transaction ids: one row, not one per transaction
+check_xid_lock_waits($node);
 
 # --- CHECKPOINT: an event with the buffers pg_stat_bgwriter counts
 check_checkpoint($node);

@@ -12,7 +12,7 @@ use PgTracerTest;
 use Test::More;
 use Time::HiRes qw(time sleep);
 
-our @EXPORT = qw(check_lock_wait check_wal_inserts check_checkpoint);
+our @EXPORT = qw(check_lock_wait check_xid_lock_waits check_wal_inserts check_checkpoint);
 
 # A lock conflict: the waiter's row has the lock type, mode and object, and
 # a duration within 10% of the time the client saw it blocked.
@@ -51,6 +51,48 @@ sub check_lock_wait
 	cmp_ok(abs(($l[5] // 0) - $blocked_ms), '<=', 0.1 * $blocked_ms,
 		"wait $l[5] ms within 10% of the blocking time $blocked_ms ms");
 	cmp_ok($l[5] // 0, '>=', 1200, 'at least the time the holder slept');
+	$holder->quit;
+	$waiter->quit;
+}
+
+# Row-lock conflicts in three transactions: the waiter waits on a new
+# transaction id each time, and the three waits add up in one row (type
+# and mode, no object: a transaction's own lock object is new every time).
+sub check_xid_lock_waits
+{
+	my ($node) = @_;
+	$node->safe_psql('postgres', 'CREATE TABLE xw (id int PRIMARY KEY, v int)');
+	$node->safe_psql('postgres', 'INSERT INTO xw VALUES (1, 0)');
+	my $holder = $node->background_psql('postgres');
+	my $waiter = $node->background_psql('postgres');
+	my $w_pid = $waiter->query_safe('SELECT pg_backend_pid()');
+	my $blocked = 0;
+	for my $i (1 .. 3)
+	{
+		$holder->query_safe('BEGIN; UPDATE xw SET v = v + 1 WHERE id = 1');
+		$waiter->query_until(qr/waiting/, "\\echo waiting\nUPDATE xw SET v = v + 10 WHERE id = 1;\n");
+		$blocked++ if defined wait_until(sub {
+			$node->safe_psql('postgres',
+				"SELECT wait_event_type || ':' || wait_event FROM pg_stat_activity WHERE pid = $w_pid")
+			  eq 'Lock:transactionid'
+		}, 5);
+		sleep(0.2);
+		$holder->query_safe('COMMIT');
+		$waiter->query_safe('SELECT 1');
+	}
+	is($blocked, 3, 'the waiter waited on the holder\'s transaction id three times');
+	my $rows = '';
+	wait_until(sub {
+		$rows = $node->safe_psql('postgres',
+			"SELECT lock_mode, lock_field1 IS NULL AND lock_field2 IS NULL AND lock_field3 IS NULL,
+			        calls, total_ms >= 3 * 200
+			   FROM pg_tracer_engine_events
+			  WHERE pid = $w_pid AND probe = 'lock-wait' AND lock_type = 'transactionid'");
+		$rows =~ /\|3\|/
+	}, 5);
+	is($rows, 'ShareLock|t|3|t',
+		'three waits on three transaction ids: one row, ShareLock, no object, 3 calls, >= 600 ms');
+	is($node->safe_psql('postgres', 'SELECT v FROM xw'), '33', 'both sides\' updates committed');
 	$holder->quit;
 	$waiter->quit;
 }
