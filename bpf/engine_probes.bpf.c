@@ -484,24 +484,23 @@ int BPF_KRETPROBE(eng_query_done_uprobe)
 
 /* LockTagType (storage/lock.h, PostgreSQL 13 and later) */
 #define LOCKTAG_TUPLE				4
-#define LOCKTAG_TRANSACTION			5
-#define LOCKTAG_VIRTUALTRANSACTION	6
-#define LOCKTAG_SPECULATIVE_TOKEN	7
 #define LOCKTAG_OBJECT				8
 
 /*
- * lock_object_per_xact
- *		Is a lock of this type on one transaction's own object (its xid,
- *		virtual xid or speculative-insertion token)?  Every transaction
- *		brings a new one, so counters keyed by it would grow without bound
- *		(a contended pgbench run filled the 4,096 rows of the segment in
- *		seconds) and say nothing once the transaction is gone.
+ * lock_object_bounded
+ *		Does a lock of this type name an object of the database (relation,
+ *		extend, frozen ids, page, tuple, object), so that counters keyed by
+ *		it stay few?  A transaction's own lock (its xid, virtual xid or
+ *		speculative token) names a new object in every transaction, and
+ *		advisory and user locks whatever the application chooses: keyed by
+ *		those, the counters would grow without bound (a contended pgbench
+ *		run filled the 4,096 rows of the segment in seconds), so their rows
+ *		keep type and mode only.  Lock waits and lock holds both follow it.
  */
 static __always_inline int
-lock_object_per_xact(__u32 type)
+lock_object_bounded(__u32 type)
 {
-	return type == LOCKTAG_TRANSACTION || type == LOCKTAG_VIRTUALTRANSACTION ||
-		type == LOCKTAG_SPECULATIVE_TOKEN;
+	return type <= LOCKTAG_TUPLE || type == LOCKTAG_OBJECT;
 }
 
 SEC("usdt")
@@ -531,7 +530,7 @@ lock_wait_done(void)
 	k.mode = (__u16) s.a[4];
 	/* the stream names the object; the counters only a lasting one */
 	trace_emit(PGT_SET_PG_LOCKS, &k, ns, 0, 0, 0, 0);
-	if (lock_object_per_xact(k.detail))
+	if (!lock_object_bounded(k.detail))
 		k.obj[0] = k.obj[1] = k.obj[2] = 0;
 	stats_add(&k, ns, 0, 0, 0);
 	hist_add(cfg, k.probe, ns);
@@ -951,8 +950,8 @@ lock_hold_done(const struct eng_cfg *cfg, struct eng_held_lock *h, __u64 now)
 	k.mode = h->mode;
 	k.detail = type;
 	k.queryid = h->queryid;
-	/* relation, extend, frozenid, page, tuple, object: database and object */
-	if (type <= LOCKTAG_TUPLE || type == LOCKTAG_OBJECT)
+	/* database and object */
+	if (lock_object_bounded(type))
 	{
 		k.obj[0] = h->tag[0];
 		k.obj[1] = h->tag[1];

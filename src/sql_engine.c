@@ -67,15 +67,22 @@ probe_text(uint32 probe)
 
 /*
  * lock_object_kept
- *		Does the helper keep the object of a lock of this type?  Not for a
- *		transaction's own lock (its xid, virtual xid or speculative token:
- *		a new one every transaction), whose rows aggregate by type and mode.
+ *		Does the helper keep the object of a lock of this type?  Only for
+ *		objects of the database; rows of a transaction's own lock (xid,
+ *		virtual xid, speculative token) and of advisory and user locks add up
+ *		by type and mode (engine_probes.bpf.c, lock_object_bounded).
  */
 static bool
 lock_object_kept(const char *type)
 {
-	return strcmp(type, "transactionid") != 0 && strcmp(type, "virtualxid") != 0 &&
-		strcmp(type, "spectoken") != 0;
+	static const char *const kept[] = {"relation", "extend", "frozenid", "page", "tuple",
+	"object"};
+	int			i;
+
+	for (i = 0; i < lengthof(kept); i++)
+		if (strcmp(type, kept[i]) == 0)
+			return true;
+	return false;
 }
 
 /*
