@@ -108,6 +108,23 @@ struct eng_hist
 	__u64		slots[ENG_HIST_SLOTS];
 };
 
+/*
+ * LockTagType values (storage/lock.h, PostgreSQL 13 and later) that the
+ * lock counters keep the object of.  ENG_LOCK_OBJECT_BOUNDED: does a lock
+ * of this type name an object of the database (relation, extend, frozen
+ * ids, page, tuple, object), so that counters keyed by it stay few?  A
+ * transaction's own lock (its xid, virtual xid or speculative token) names
+ * a new object in every transaction, and advisory and user locks whatever
+ * the application chooses: keyed by those, the counters would grow without
+ * bound (a contended pgbench run filled the 4,096 rows of the segment in
+ * seconds), so their rows keep type and mode only.  Lock waits and lock
+ * holds both follow it, in the kernel and in `trace --stats`.
+ */
+#define ENG_LOCKTAG_TUPLE		4
+#define ENG_LOCKTAG_OBJECT		8
+#define ENG_LOCK_OBJECT_BOUNDED(type) \
+	((type) <= ENG_LOCKTAG_TUPLE || (type) == ENG_LOCKTAG_OBJECT)
+
 /* In-flight start of a timed probe (a slot of the thread's eng_task). */
 struct eng_start
 {

@@ -482,25 +482,11 @@ int BPF_KRETPROBE(eng_query_done_uprobe)
 
 /* ------------------------------------------------------------ pg-locks */
 
-/* LockTagType (storage/lock.h, PostgreSQL 13 and later) */
-#define LOCKTAG_TUPLE				4
-#define LOCKTAG_OBJECT				8
-
-/*
- * lock_object_bounded
- *		Does a lock of this type name an object of the database (relation,
- *		extend, frozen ids, page, tuple, object), so that counters keyed by
- *		it stay few?  A transaction's own lock (its xid, virtual xid or
- *		speculative token) names a new object in every transaction, and
- *		advisory and user locks whatever the application chooses: keyed by
- *		those, the counters would grow without bound (a contended pgbench
- *		run filled the 4,096 rows of the segment in seconds), so their rows
- *		keep type and mode only.  Lock waits and lock holds both follow it.
- */
+/* see ENG_LOCK_OBJECT_BOUNDED (bpf/engine.h) */
 static __always_inline int
 lock_object_bounded(__u32 type)
 {
-	return type <= LOCKTAG_TUPLE || type == LOCKTAG_OBJECT;
+	return ENG_LOCK_OBJECT_BOUNDED(type);
 }
 
 SEC("usdt")

@@ -20,6 +20,7 @@
 #include "procfs.h"
 #include "trace_out.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -172,11 +173,14 @@ eng_publish(pset_inst *inst, pset_pub *pub)
 
 /*
  * put_detail
- *		The probe-specific fields of a record.
+ *		The probe-specific fields of a record.  A summary row (`summary`)
+ *		of a lock whose object the counters do not keep
+ *		(ENG_LOCK_OBJECT_BOUNDED) has no lock_field1..3: the fields are left
+ *		out rather than printed as zeros, as SQL shows NULL for them.
  */
 static void
 put_detail(trace_out *out, uint32_t probe, uint32_t detail, uint32_t mode,
-		   const __u32 *obj, const __u64 *c, const char *text)
+		   const __u32 *obj, const __u64 *c, const char *text, bool summary)
 {
 	switch (probe)
 	{
@@ -187,6 +191,8 @@ put_detail(trace_out *out, uint32_t probe, uint32_t detail, uint32_t mode,
 		case ENG_LOCK_HOLD:
 			trace_rec_str(out, "lock_type", engine_locktag_name(detail));
 			trace_rec_str(out, "lock_mode", engine_lockmode_name(mode));
+			if (summary && !ENG_LOCK_OBJECT_BOUNDED(detail))
+				break;
 			trace_rec_u64(out, "lock_field1", obj[0]);
 			trace_rec_u64(out, "lock_field2", obj[1]);
 			trace_rec_u64(out, "lock_field3", obj[2]);
@@ -232,7 +238,7 @@ eng_event(pset_inst *inst, trace_out *out, const struct pgt_event_hdr *hdr,
 					hdr->queryid, hdr->ts_ns);
 	if (r->dur_ns)
 		trace_rec_f64(out, "latency_us", (double) r->dur_ns / 1e3);
-	put_detail(out, hdr->event, r->detail, r->mode, r->obj, r->c, text);
+	put_detail(out, hdr->event, r->detail, r->mode, r->obj, r->c, text, false);
 	trace_rec_end(out);
 }
 
@@ -277,7 +283,7 @@ eng_stats(pset_inst *inst, trace_out *out)
 		else if (r->k.probe != ENG_QUERY)	/* statement text: events only */
 		{
 			pgt_copy_string(name, sizeof(name), r->k.name, sizeof(r->k.name));
-			put_detail(out, r->k.probe, r->k.detail, r->k.mode, r->k.obj, r->v.c, name);
+			put_detail(out, r->k.probe, r->k.detail, r->k.mode, r->k.obj, r->v.c, name, true);
 		}
 		trace_rec_end(out);
 	}

@@ -70,7 +70,7 @@ probe_text(uint32 probe)
  *		Does the helper keep the object of a lock of this type?  Only for
  *		objects of the database; rows of a transaction's own lock (xid,
  *		virtual xid, speculative token) and of advisory and user locks add up
- *		by type and mode (engine_probes.bpf.c, lock_object_bounded).
+ *		by type and mode (ENG_LOCK_OBJECT_BOUNDED, bpf/engine.h).
  */
 static bool
 lock_object_kept(const char *type)

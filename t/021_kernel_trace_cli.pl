@@ -15,35 +15,20 @@ use lib "$FindBin::Bin/lib";
 use PgTracerTest;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use IPC::Run ();
 use JSON::PP ();
-use Time::HiRes qw(usleep);
 
 plan skip_all => 'root helper not reachable (run through scripts/test.sh)'
   unless helper_available();
 
-my @CTL = split ' ', $ENV{PG_TRACER_CTL};
 my ($node, $rt) = tracer_node('trace', preload => 0);
 $node->safe_psql('postgres',
 	"CREATE TABLE r AS SELECT g, md5(g::text) m FROM generate_series(1, 50000) g");
 
-# Start `pg-tracer trace ARGS` as root in the background; returns (harness, \$out, \$err).
-sub start_trace
-{
-	my @args = @_;
-	my ($out, $err) = ('', '');
-	my $h = IPC::Run::start([ @CTL, 'run', 'trace', @args ],
-		'<', \undef, '>', \$out, '2>', \$err, IPC::Run::timeout(60));
-	return ($h, \$out, \$err);
-}
-
 # --- JSON stream of all sets ---------------------------------------------------------
 my $s = $node->background_psql('postgres');
 my $pid = $s->query_safe('SELECT pg_backend_pid()');
-my ($h, $out, $err) = start_trace('--probes', 'all', '--pgdata', $node->data_dir,
+my ($h, $out, $err) = start_trace(qr/"queryid-tagging"/, '--probes', 'all', '--pgdata', $node->data_dir,
 	'--format', 'json', '--duration', '4s');
-# wait for the status records: the probes are attached then
-for (1 .. 100) { $h->pump_nb; last if $$out =~ /"queryid-tagging"/; usleep(100_000) }
 like($$out, qr/"queryid-tagging"/, 'trace started');
 $s->query_safe('SELECT count(*) FROM r');
 $s->query_safe("SELECT pg_sleep(0.2)");
@@ -91,9 +76,8 @@ like($one, qr/"backend_type":"client backend".*"bytes":8192.*"latency_us":[\d.]+
 	'a pread64 event: backend type, bytes, latency, data file and relfilenode');
 
 # --- one backend only --------------------------------------------------------------------
-($h, $out, $err) = start_trace('--probes', 'syscall', '--pid', $pid, '--format', 'json',
-	'--duration', '3s');
-for (1 .. 100) { $h->pump_nb; last if $$out =~ /"queryid-tagging"/; usleep(100_000) }
+($h, $out, $err) = start_trace(qr/"queryid-tagging"/, '--probes', 'syscall', '--pid', $pid,
+	'--format', 'json', '--duration', '3s');
 $s->query_safe('SELECT count(*) FROM r');
 $node->safe_psql('postgres', 'SELECT count(*) FROM r');	# another backend
 $h->finish;
@@ -102,9 +86,8 @@ is(join(',', sort keys %pids), $pid, '--pid BACKEND: only that backend');
 $s->quit;
 
 # --- text stats and histograms ----------------------------------------------------------------
-($h, $out, $err) = start_trace('--probes', 'syscall,block,sched', '--pgdata', $node->data_dir,
-	'--stats', '--histogram', '--interval', '1s', '--duration', '3500ms');
-for (1 .. 100) { $h->pump_nb; last if $$out =~ /queryid-tagging/; usleep(100_000) }
+($h, $out, $err) = start_trace(qr/queryid-tagging/, '--probes', 'syscall,block,sched', '--pgdata',
+	$node->data_dir, '--stats', '--histogram', '--interval', '1s', '--duration', '3500ms');
 $node->safe_psql('postgres', "CREATE TABLE w AS SELECT g FROM generate_series(1, 20000) g; CHECKPOINT");
 $h->finish;
 my $stats = () = $$out =~ /^\S+ syscall\s+stats\s+pid=\d+ type="[^"]+" queryid=-?\d+ layer=syscall op=\S+ .*calls=\d+/mg;

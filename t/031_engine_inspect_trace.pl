@@ -10,6 +10,7 @@ use PgTracerTest;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use JSON::PP;
+use Time::HiRes qw(sleep);
 
 plan skip_all => 'root helper not reachable (run through scripts/test.sh)'
   unless helper_available();
@@ -89,6 +90,65 @@ SKIP:
 	cmp_ok($ev->{latency_us}, '<', 600_000, 'event latency plausible');
 }
 $bg->query_safe('SELECT 1');
+
+# --- trace pg-locks: a wait on a transaction id streams its object (the
+# holder's xid), while the summary row of `--stats`, which adds up such
+# waits by type and mode, leaves lock_field1..3 out (SQL shows NULL); a
+# relation lock's summary keeps database and relation
+$node->safe_psql('postgres',
+	'CREATE TABLE tw (id int PRIMARY KEY, v int); INSERT INTO tw VALUES (1, 0); CREATE TABLE rw (a int)');
+my $holder = $node->background_psql('postgres');
+my $waiter = $node->background_psql('postgres');
+my $w_pid = $waiter->query_safe('SELECT pg_backend_pid()');
+
+# A wait of the waiter on the holder's transaction id, then one on a
+# relation; returns that transaction id.
+sub two_lock_waits
+{
+	my $w_wait = "SELECT wait_event_type || ':' || wait_event FROM pg_stat_activity WHERE pid = $w_pid";
+	$holder->query_safe('BEGIN; UPDATE tw SET v = v + 1 WHERE id = 1');
+	my $xid = $holder->query_safe('SELECT txid_current()');
+	$waiter->query_until(qr/waiting/, "\\echo waiting\nUPDATE tw SET v = v + 10 WHERE id = 1;\n");
+	ok(defined wait_until(sub { $node->safe_psql('postgres', $w_wait) eq 'Lock:transactionid' }, 3),
+		'waiter blocked on the holder\'s transaction id');
+	sleep(0.3);
+	$holder->query_safe('COMMIT; BEGIN; LOCK TABLE rw IN ACCESS EXCLUSIVE MODE');
+	$waiter->query_safe('SELECT 1');
+	$waiter->query_until(qr/waiting/, "\\echo waiting\nSELECT count(*) FROM rw;\n");
+	ok(defined wait_until(sub { $node->safe_psql('postgres', $w_wait) eq 'Lock:relation' }, 3),
+		'waiter blocked on the relation');
+	sleep(0.3);
+	$holder->query_safe('COMMIT');
+	$waiter->query_safe('SELECT 1');
+	return $xid;
+}
+
+# Run trace --probes pg-locks ARGS around two_lock_waits; returns the
+# waiter's records and the transaction id.
+sub trace_lock_waits
+{
+	my ($h, $o, $e) = start_trace(qr/"set":"pg-locks"/, '--probes', 'pg-locks', '--pgdata',
+		$node->data_dir, '--duration', '4s', '--format', 'json', @_);
+	my $xid = two_lock_waits();
+	$h->finish;
+	is($h->result(0), 0, "trace pg-locks @_ exits 0") or diag($$e);
+	return ([ grep { $_->{pid} == $w_pid } map { decode_json($_) } grep { /^\{/ } split /\n/, $$o ], $xid);
+}
+
+my ($lk, $xid) = trace_lock_waits();
+my ($xev) = grep { $_->{event} eq 'lock-wait' && $_->{lock_type} eq 'transactionid' } @$lk;
+is($xev && $xev->{lock_field1}, $xid, "the stream names the transaction id waited on ($xid)");
+($lk) = trace_lock_waits('--stats', '--interval', '1s');
+my ($xsum) = grep { $_->{event} eq 'stats' && ($_->{lock_type} // '') eq 'transactionid' } reverse @$lk;
+ok($xsum && $xsum->{probe} eq 'lock-wait' && $xsum->{calls} == 1 && $xsum->{lock_mode} eq 'ShareLock',
+	'summary: one transactionid ShareLock wait');
+ok($xsum && !grep({ exists $xsum->{$_} } qw(lock_field1 lock_field2 lock_field3)),
+	'summary: no lock_field1..3 for a transaction id');
+my $rw = $node->safe_psql('postgres', "SELECT 'rw'::regclass::oid");
+my ($rsum) = grep { $_->{event} eq 'stats' && ($_->{lock_type} // '') eq 'relation' } reverse @$lk;
+is($rsum && $rsum->{lock_field2}, $rw, 'summary: a relation lock keeps its relation');
+$holder->quit;
+$waiter->quit;
 
 # --- trace --probes all --stats: kernel and engine sets together
 ($rc, $out, $err) = run_helper('trace', '--probes', 'all', '--pgdata', $node->data_dir,

@@ -16,7 +16,7 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-our @EXPORT = qw(tracer_node start_helper signal_helper run_helper
+our @EXPORT = qw(tracer_node start_helper signal_helper run_helper start_trace
   wait_until helper_available segment_path proc_field within wait_connected);
 
 # scripts/test.sh always sets PG_TRACER_CTL; without it the helper tests skip.
@@ -78,6 +78,25 @@ sub run_helper
 	my $timer = IPC::Run::timeout(60);
 	IPC::Run::run([ @CTL, 'run', @args ], '<', \undef, '>', \$out, '2>', \$err, $timer);
 	return ($? >> 8, $out, $err);
+}
+
+# Start `pg-tracer trace ARGS` as root in the background and wait (10 s at
+# most) until its stdout matches $ready: trace prints its status records
+# once the probes are attached.  Returns (harness, \$out, \$err); the
+# caller finishes the harness.
+sub start_trace
+{
+	my ($ready, @args) = @_;
+	my ($out, $err) = ('', '');
+	my $h = IPC::Run::start([ @CTL, 'run', 'trace', @args ],
+		'<', \undef, '>', \$out, '2>', \$err, IPC::Run::timeout(60));
+	for (1 .. 100)
+	{
+		$h->pump_nb;
+		last if $out =~ $ready;
+		usleep(100_000);
+	}
+	return ($h, \$out, \$err);
 }
 
 # Poll $code every 100 ms until it returns true or $timeout seconds pass.
