@@ -31,6 +31,10 @@
 # stolen by the host (/proc/stat steal, sampled every 0.5 s): a guest's
 # throughput follows the CPU time it is given, and the host's other
 # tenants take more of it in some seconds than the probes cost.
+# A workload named more than once in WORKLOADS runs that many times, and a
+# pooled line follows: the block ratios of all its runs together, and the
+# median of the runs' ratios of means (this host's TPS drifts between runs
+# by more than the margins the targets leave).
 #   env: those of bench/lib.sh, and WORKLOADS (default "select tpcb")
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -105,9 +109,9 @@ toggle_run() {
 	wait "$pgb" || true
 	kill "$sampler"
 	wait "$sampler" 2>/dev/null || true
-	python3 - "$1" "$work/progress" "$work/switches" "$work/cpu" <<'PY'
+	python3 - "$1" "$work/progress" "$work/switches" "$work/cpu" "$work/pool" <<'PY'
 import bisect, re, statistics, sys
-mode, progress, switches, cpufile = sys.argv[1:5]
+mode, progress, switches, cpufile, pool = sys.argv[1:6]
 sw = [(l.split()[0], float(l.split()[1])) for l in open(switches) if l.strip()]
 secs = [(float(m.group(1)), float(m.group(2))) for m in
         (re.match(r"progress: ([\d.]+) s, ([\d.]+) tps", l) for l in open(progress)) if m]
@@ -167,6 +171,9 @@ def report(label, per_second, state="on"):
         print("%s: too few blocks" % mode)
         return
     q = statistics.quantiles(ratios, n=4) if len(ratios) >= 4 else [min(ratios), 0, max(ratios)]
+    with open(pool, "a") as f:
+        f.write("%s\t%s\t%s\t%r\t%s\n" % (mode, state, label, statistics.mean(on) / statistics.mean(off),
+                                            " ".join("%r" % r for r in ratios)))
     print("%-6s %-4s %-16s: %d on-blocks, median ratio %.3f (quartiles %.3f-%.3f), mean on %.1f / off %.1f tps = %.3f"
           % (mode, state, label, len(ratios), statistics.median(ratios), q[0], q[-1],
              statistics.mean(on), statistics.mean(off), statistics.mean(on) / statistics.mean(off)))
@@ -177,7 +184,31 @@ for state in ["on"] + (["on-b"] if any(s == "on-b" for s, _ in sw) else []):
 PY
 }
 
+# pooled: for a workload run more than once (WORKLOADS="tpcb tpcb tpcb"),
+# the median and quartiles of every run's block ratios together, and the
+# median of the runs' ratios of means
+pooled() {
+	python3 - "$work/pool" <<'PY'
+import statistics, sys
+runs = {}
+for l in open(sys.argv[1]):
+    mode, state, label, mean_ratio, ratios = l.rstrip("\n").split("\t")
+    runs.setdefault((mode, state, label), []).append((float(mean_ratio), [float(r) for r in ratios.split()]))
+for (mode, state, label), rs in runs.items():
+    if len(rs) < 2:
+        continue
+    blocks = [r for _, rr in rs for r in rr]
+    q = statistics.quantiles(blocks, n=4)
+    print("%-6s %-4s %-16s: pooled over %d runs, %d on-blocks, median ratio %.3f (quartiles %.3f-%.3f); "
+          "the runs' ratios of means %s, median %.3f"
+          % (mode, state, label, len(rs), len(blocks), statistics.median(blocks), q[0], q[-1],
+             " ".join("%.3f" % m for m, _ in rs), statistics.median(m for m, _ in rs)))
+PY
+}
+
 echo "$kind switched every ${period} s inside ${secs} s pgbench runs (clients $bench_clients):"
+: > "$work/pool"
 for w in ${WORKLOADS:-select tpcb}; do
 	toggle_run "$w"
 done
+pooled
