@@ -101,25 +101,29 @@ my $holder = $node->background_psql('postgres');
 my $waiter = $node->background_psql('postgres');
 my $w_pid = $waiter->query_safe('SELECT pg_backend_pid()');
 
+# The waiter runs $sql, which blocks on a lock of the holder's ($event:
+# the wait event it shows); 0.3 s later the holder runs $release.
+sub wait_on_holder
+{
+	my ($sql, $event, $release) = @_;
+	my $w_wait = "SELECT wait_event_type || ':' || wait_event FROM pg_stat_activity WHERE pid = $w_pid";
+	$waiter->query_until(qr/waiting/, "\\echo waiting\n$sql;\n");
+	ok(defined wait_until(sub { $node->safe_psql('postgres', $w_wait) eq "Lock:$event" }, 3),
+		"waiter blocked on the holder's $event lock");
+	sleep(0.3);
+	$holder->query_safe($release);
+	$waiter->query_safe('SELECT 1');
+}
+
 # A wait of the waiter on the holder's transaction id, then one on a
 # relation; returns that transaction id.
 sub two_lock_waits
 {
-	my $w_wait = "SELECT wait_event_type || ':' || wait_event FROM pg_stat_activity WHERE pid = $w_pid";
 	$holder->query_safe('BEGIN; UPDATE tw SET v = v + 1 WHERE id = 1');
 	my $xid = $holder->query_safe('SELECT txid_current()');
-	$waiter->query_until(qr/waiting/, "\\echo waiting\nUPDATE tw SET v = v + 10 WHERE id = 1;\n");
-	ok(defined wait_until(sub { $node->safe_psql('postgres', $w_wait) eq 'Lock:transactionid' }, 3),
-		'waiter blocked on the holder\'s transaction id');
-	sleep(0.3);
-	$holder->query_safe('COMMIT; BEGIN; LOCK TABLE rw IN ACCESS EXCLUSIVE MODE');
-	$waiter->query_safe('SELECT 1');
-	$waiter->query_until(qr/waiting/, "\\echo waiting\nSELECT count(*) FROM rw;\n");
-	ok(defined wait_until(sub { $node->safe_psql('postgres', $w_wait) eq 'Lock:relation' }, 3),
-		'waiter blocked on the relation');
-	sleep(0.3);
-	$holder->query_safe('COMMIT');
-	$waiter->query_safe('SELECT 1');
+	wait_on_holder('UPDATE tw SET v = v + 10 WHERE id = 1', 'transactionid',
+		'COMMIT; BEGIN; LOCK TABLE rw IN ACCESS EXCLUSIVE MODE');
+	wait_on_holder('SELECT count(*) FROM rw', 'relation', 'COMMIT');
 	return $xid;
 }
 
