@@ -296,7 +296,10 @@ signal_helper($helper, 'TERM');
 ok(defined wait_until(sub {
 	$node->safe_psql('postgres', 'SELECT helper_connected FROM pg_tracer_status()') eq 'f'
 }, 15), 'helper stopped');
+my $old_helper = $helper;
 $helper = start_helper($node, $rt, '--probes', 'sched', '--sched-clock', 'ktime');
+note('the previous helper ' . (-e "/proc/$old_helper" ? 'was still exiting' : 'had exited')
+	  . ' when this one started');
 ok(wait_connected($node), 'helper restarted with --sched-clock ktime');
 is($node->safe_psql('postgres',
 		"SELECT state || ': ' || reason FROM pg_tracer_probes WHERE probe_set = 'sched'"),
@@ -320,7 +323,11 @@ wait_until(sub {
 }, 10);
 ok($off8 >= 1450 && $off8 <= $span8 + 20,
 	sprintf('pg_sleep(1.5): %.0f ms off the CPU on the monotonic clock (statement took %.0f ms)',
-		$off8, $span8));
+		$off8, $span8))
+  or diag("the session's rows (queryid|offcpu_ms|voluntary|involuntary), pg_sleep's id $qid8:\n"
+	  . $node->safe_psql('postgres',
+		"SELECT queryid, offcpu_ms, voluntary_switches, involuntary_switches
+		   FROM pg_tracer_kernel_sched WHERE pid = $pid8 ORDER BY queryid"));
 cmp_ok($vol8, '>=', 1, "the sleep is a voluntary switch ($vol8)");
 is($node->safe_psql('postgres',
 		"SELECT coalesce(sum(runq_count), 0) FROM pg_tracer_kernel_sched WHERE pid = $pid8")
