@@ -34,15 +34,11 @@ static int64_t last_fire_us;
 int
 escalation_configure_anomaly(const char *s, char *err, size_t errlen)
 {
-	if (strcmp(s, "on") == 0)
-		anomaly_enabled = 1;
-	else if (strcmp(s, "off") == 0)
-		anomaly_enabled = 0;
-	else
-	{
-		snprintf(err, errlen, "\"%s\": use on or off", s);
+	int			c = parse_choice(s, "on", "off", err, errlen);
+
+	if (c < 0)
 		return -1;
-	}
+	anomaly_enabled = (c == 0);
 	return 0;
 }
 

@@ -10,6 +10,7 @@
 #include "kernel_set.h"
 #include "kernel_sched.h"
 #include "kernel_sched.skel.h"
+#include "parse_num.h"
 
 #include <bpf/btf.h>
 #include <stdio.h>
@@ -37,15 +38,11 @@ static int	clock_ktime_forced;
 int
 kernel_sched_configure_clock(const char *s, char *err, size_t errlen)
 {
-	if (strcmp(s, "auto") == 0)
-		clock_ktime_forced = 0;
-	else if (strcmp(s, "ktime") == 0)
-		clock_ktime_forced = 1;
-	else
-	{
-		snprintf(err, errlen, "%s: use auto or ktime", s);
+	int			c = parse_choice(s, "auto", "ktime", err, errlen);
+
+	if (c < 0)
 		return -1;
-	}
+	clock_ktime_forced = c;
 	return 0;
 }
 

@@ -8,7 +8,9 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 /*
  * parse_decimal
@@ -28,4 +30,20 @@ parse_decimal(const char *s, long lo, long hi, long *out)
 		return -1;
 	*out = v;
 	return 0;
+}
+
+/*
+ * parse_choice
+ *		See parse_num.h.
+ */
+int
+parse_choice(const char *s, const char *first, const char *second, char *err,
+			 size_t errlen)
+{
+	if (strcmp(s, first) == 0)
+		return 0;
+	if (strcmp(s, second) == 0)
+		return 1;
+	snprintf(err, errlen, "%s: use %s or %s", s, first, second);
+	return -1;
 }

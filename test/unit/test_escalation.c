@@ -213,6 +213,7 @@ test_anomaly(void)
 	CHECK(escalation_configure_cooldown("100", err, sizeof(err)) == 0);
 	CHECK(escalation_configure_cooldown("0", err, sizeof(err)) < 0);
 	CHECK(escalation_configure_anomaly("maybe", err, sizeof(err)) < 0);
+	CHECK_STR(err, "maybe: use on or off");
 	escalation_attach(fake_switch, NULL);
 	/* a calm minute: baseline ~1 */
 	for (i = 0; i < 60; i++, t += S)
