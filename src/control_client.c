@@ -172,6 +172,34 @@ ctl_connect(int *fdp, char *err, size_t errlen)
 }
 
 /*
+ * ctl_wait
+ *		Wait until fd is ready for `events`, or fail at the deadline with
+ *		"<what> within N ms".
+ */
+static PgtCtlResult
+ctl_wait(int fd, short events, const struct timespec *deadline, const char *what,
+		 char *err, size_t errlen)
+{
+	for (;;)
+	{
+		struct pollfd pfd = {.fd = fd,.events = events};
+		int			rc = poll(&pfd, 1, ctl_remaining_ms(deadline));
+
+		if (rc > 0)
+			return PGT_CTL_OK;
+		if (rc < 0 && errno == EINTR)
+			continue;
+		if (rc < 0)
+		{
+			snprintf(err, errlen, "poll failed: %m");
+			return PGT_CTL_IO_ERROR;
+		}
+		snprintf(err, errlen, "%s within %d ms", what, PGT_PROTO_TIMEOUT_MS);
+		return PGT_CTL_TIMEOUT;
+	}
+}
+
+/*
  * ctl_send
  *		Write the whole request before the deadline.
  */
@@ -183,23 +211,12 @@ ctl_send(int fd, const char *line, size_t len,
 
 	while (done < len)
 	{
-		struct pollfd pfd = {.fd = fd,.events = POLLOUT};
 		ssize_t		n;
-		int			rc = poll(&pfd, 1, ctl_remaining_ms(deadline));
+		PgtCtlResult r = ctl_wait(fd, POLLOUT, deadline,
+								  "the helper did not accept the request", err, errlen);
 
-		if (rc < 0 && errno == EINTR)
-			continue;
-		if (rc < 0)
-		{
-			snprintf(err, errlen, "poll failed: %m");
-			return PGT_CTL_IO_ERROR;
-		}
-		if (rc == 0)
-		{
-			snprintf(err, errlen, "the helper did not accept the request within %d ms",
-					 PGT_PROTO_TIMEOUT_MS);
-			return PGT_CTL_TIMEOUT;
-		}
+		if (r != PGT_CTL_OK)
+			return r;
 		n = send(fd, line + done, len - done, MSG_NOSIGNAL);
 		if (n < 0 && (errno == EINTR || errno == EAGAIN))
 			continue;
@@ -226,23 +243,11 @@ ctl_recv_line(int fd, char *buf, size_t bufsize, size_t *lenp,
 
 	while (len < bufsize && (len == 0 || buf[len - 1] != '\n'))
 	{
-		struct pollfd pfd = {.fd = fd,.events = POLLIN};
 		ssize_t		n;
-		int			rc = poll(&pfd, 1, ctl_remaining_ms(deadline));
+		PgtCtlResult r = ctl_wait(fd, POLLIN, deadline, "no complete answer", err, errlen);
 
-		if (rc < 0 && errno == EINTR)
-			continue;
-		if (rc < 0)
-		{
-			snprintf(err, errlen, "poll failed: %m");
-			return PGT_CTL_IO_ERROR;
-		}
-		if (rc == 0)
-		{
-			snprintf(err, errlen, "no complete answer within %d ms",
-					 PGT_PROTO_TIMEOUT_MS);
-			return PGT_CTL_TIMEOUT;
-		}
+		if (r != PGT_CTL_OK)
+			return r;
 		/* one byte at a time: the answer ends at the first LF */
 		n = recv(fd, buf + len, 1, 0);
 		if (n < 0 && (errno == EINTR || errno == EAGAIN))

@@ -65,15 +65,11 @@ pg_tracer_exact_waits(PG_FUNCTION_ARGS)
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	PgtLink		link;
 	PgtVisibility vis;
+	uint32		n;
 	uint32		i;
 
-	pgt_require_preload();
-	InitMaterializedSRF(fcinfo, 0);
-	pgt_link_read(&link);
-	if (!link.connected || pgt_view_count(&link.view, PGT_SEC_EXACT_WAITS) == 0)
-		return (Datum) 0;
-	pgt_visibility_init(&vis);
-	for (i = 0; i < pgt_view_count(&link.view, PGT_SEC_EXACT_WAITS); i++)
+	n = pgt_link_srf_begin(fcinfo, &link, PGT_SEC_EXACT_WAITS, &vis);
+	for (i = 0; i < n; i++)
 	{
 		const struct pgt_exact_wait_entry *e =
 			pgt_view_row(&link.view, PGT_SEC_EXACT_WAITS, i);

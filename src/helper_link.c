@@ -27,6 +27,7 @@
 
 #include <sys/stat.h>
 
+#include "funcapi.h"
 #include "miscadmin.h"
 #include "utils/timestamp.h"
 
@@ -161,6 +162,29 @@ pgt_link_read(PgtLink *link)
 		return;
 	}
 	link_judge(link);
+}
+
+/*
+ * pgt_link_srf_begin
+ *		The start every SRF over one table of the segment shares: the
+ *		preload check, the materialized result, a fresh copy of the segment
+ *		and the caller's pg_stat_activity visibility.  Returns the number of
+ *		rows of table `section` to walk: 0 when the helper is not connected
+ *		or the table is empty (vis is then left unset: no row needs it).
+ */
+uint32
+pgt_link_srf_begin(FunctionCallInfo fcinfo, PgtLink *link, uint32 section,
+				   PgtVisibility *vis)
+{
+	uint32		n;
+
+	pgt_require_preload();
+	InitMaterializedSRF(fcinfo, 0);
+	pgt_link_read(link);
+	n = link->connected ? pgt_view_count(&link->view, section) : 0;
+	if (n > 0)
+		pgt_visibility_init(vis);
+	return n;
 }
 
 /*

@@ -134,4 +134,8 @@ extern void pgt_visibility_init(PgtVisibility *vis);
 extern bool pgt_visible_pid(const PgtVisibility *vis, uint32 pid);
 extern Datum pgt_pid_datum(uint32 pid, bool *isnull);
 
+/* helper_link.c, declared here for PgtVisibility */
+extern uint32 pgt_link_srf_begin(FunctionCallInfo fcinfo, PgtLink *link,
+								 uint32 section, PgtVisibility *vis);
+
 #endif							/* PG_TRACER_H */

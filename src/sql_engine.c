@@ -95,15 +95,11 @@ pg_tracer_engine_events(PG_FUNCTION_ARGS)
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	PgtLink		link;
 	PgtVisibility vis;
+	uint32		n;
 	uint32		i;
 
-	pgt_require_preload();
-	InitMaterializedSRF(fcinfo, 0);
-	pgt_link_read(&link);
-	if (!link.connected || pgt_view_count(&link.view, PGT_SEC_ENGINE_EVENTS) == 0)
-		return (Datum) 0;
-	pgt_visibility_init(&vis);
-	for (i = 0; i < pgt_view_count(&link.view, PGT_SEC_ENGINE_EVENTS); i++)
+	n = pgt_link_srf_begin(fcinfo, &link, PGT_SEC_ENGINE_EVENTS, &vis);
+	for (i = 0; i < n; i++)
 	{
 		const struct pgt_engine_event_entry *e =
 			pgt_view_row(&link.view, PGT_SEC_ENGINE_EVENTS, i);
@@ -219,15 +215,11 @@ pg_tracer_engine_stream(PG_FUNCTION_ARGS)
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	PgtLink		link;
 	PgtVisibility vis;
+	uint32		n;
 	uint32		i;
 
-	pgt_require_preload();
-	InitMaterializedSRF(fcinfo, 0);
-	pgt_link_read(&link);
-	if (!link.connected || pgt_view_count(&link.view, PGT_SEC_ENGINE_STREAM) == 0)
-		return (Datum) 0;
-	pgt_visibility_init(&vis);
-	for (i = 0; i < pgt_view_count(&link.view, PGT_SEC_ENGINE_STREAM); i++)
+	n = pgt_link_srf_begin(fcinfo, &link, PGT_SEC_ENGINE_STREAM, &vis);
+	for (i = 0; i < n; i++)
 	{
 		const struct pgt_engine_stream_entry *s =
 			pgt_view_row(&link.view, PGT_SEC_ENGINE_STREAM, i);

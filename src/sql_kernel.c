@@ -65,15 +65,11 @@ pg_tracer_kernel_io(PG_FUNCTION_ARGS)
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	PgtLink		link;
 	PgtVisibility	vis;
+	uint32		n;
 	uint32		i;
 
-	pgt_require_preload();
-	InitMaterializedSRF(fcinfo, 0);
-	pgt_link_read(&link);
-	if (!link.connected || pgt_view_count(&link.view, PGT_SEC_KERNEL_IO) == 0)
-		return (Datum) 0;
-	pgt_visibility_init(&vis);
-	for (i = 0; i < pgt_view_count(&link.view, PGT_SEC_KERNEL_IO); i++)
+	n = pgt_link_srf_begin(fcinfo, &link, PGT_SEC_KERNEL_IO, &vis);
+	for (i = 0; i < n; i++)
 	{
 		const struct pgt_kernel_io_entry *e =
 			pgt_view_row(&link.view, PGT_SEC_KERNEL_IO, i);
@@ -121,6 +117,7 @@ pg_tracer_kernel_proc(PG_FUNCTION_ARGS)
 	uint32		flag;
 	PgtLink		link;
 	PgtVisibility	vis;
+	uint32		n;
 	uint32		i;
 
 	if (strcmp(set, "sched") == 0)
@@ -135,13 +132,8 @@ pg_tracer_kernel_proc(PG_FUNCTION_ARGS)
 				 errmsg("unknown kernel probe set \"%s\"", set),
 				 errhint("Use one of: sched, memory, network.")));
 
-	pgt_require_preload();
-	InitMaterializedSRF(fcinfo, 0);
-	pgt_link_read(&link);
-	if (!link.connected || pgt_view_count(&link.view, PGT_SEC_KERNEL_PROC) == 0)
-		return (Datum) 0;
-	pgt_visibility_init(&vis);
-	for (i = 0; i < pgt_view_count(&link.view, PGT_SEC_KERNEL_PROC); i++)
+	n = pgt_link_srf_begin(fcinfo, &link, PGT_SEC_KERNEL_PROC, &vis);
+	for (i = 0; i < n; i++)
 	{
 		const struct pgt_kernel_proc_entry *e =
 			pgt_view_row(&link.view, PGT_SEC_KERNEL_PROC, i);
@@ -185,6 +177,7 @@ pg_tracer_kernel_histogram(PG_FUNCTION_ARGS)
 	int			metric = pgt_khist_parse(name);
 	PgtLink		link;
 	PgtVisibility	vis;
+	uint32		n;
 	uint32		i;
 
 	if (metric < 0)
@@ -193,13 +186,8 @@ pg_tracer_kernel_histogram(PG_FUNCTION_ARGS)
 				 errmsg("unknown kernel histogram metric \"%s\"", name),
 				 errhint("Use one of: block (block I/O latency), runq (run-queue latency), fsync (fsync/fdatasync latency).")));
 
-	pgt_require_preload();
-	InitMaterializedSRF(fcinfo, 0);
-	pgt_link_read(&link);
-	if (!link.connected || pgt_view_count(&link.view, PGT_SEC_KERNEL_HIST) == 0)
-		return (Datum) 0;
-	pgt_visibility_init(&vis);
-	for (i = 0; i < pgt_view_count(&link.view, PGT_SEC_KERNEL_HIST); i++)
+	n = pgt_link_srf_begin(fcinfo, &link, PGT_SEC_KERNEL_HIST, &vis);
+	for (i = 0; i < n; i++)
 	{
 		const struct pgt_kernel_hist_entry *e =
 			pgt_view_row(&link.view, PGT_SEC_KERNEL_HIST, i);
