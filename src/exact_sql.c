@@ -95,7 +95,7 @@ pg_tracer_exact_waits(PG_FUNCTION_ARGS)
 		values[8] = BoolGetDatum(pgt_event_is_idle(e->event));
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
-	pfree(link.buf);
+	pgt_link_free(&link);
 	return (Datum) 0;
 }
 
@@ -212,7 +212,7 @@ pg_tracer_histogram(PG_FUNCTION_ARGS)
 		values[4] = Float8GetDatum(100.0 * (double) cum / (double) total);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
-	pfree(link.buf);
+	pgt_link_free(&link);
 	return (Datum) 0;
 }
 
@@ -278,7 +278,7 @@ pg_tracer_escalations_srf(PG_FUNCTION_ARGS)
 		values[7] = Float8GetDatum(end > w->start_us ? (double) (end - w->start_us) / 1e6 : 0.0);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
-	pfree(link.buf);
+	pgt_link_free(&link);
 	return (Datum) 0;
 }
 
@@ -315,7 +315,7 @@ pg_tracer_exact_coverage(PG_FUNCTION_ARGS)
 		if (e > s)
 			covered += e - s;
 	}
-	pfree(link.buf);
+	pgt_link_free(&link);
 	PG_RETURN_FLOAT8(Min(1.0, (double) covered / (double) (now_us - since_us)));
 }
 
@@ -347,8 +347,7 @@ pg_tracer_reset_all(PG_FUNCTION_ARGS)
 		pgt_link_read(&link);
 		fresh = link.connected && link.view.hdr != NULL &&
 			link.view.hdr->last_update_us > asked_us;
-		if (link.buf != NULL)
-			pfree(link.buf);
+		pgt_link_free(&link);
 		if (fresh || !link.connected)
 			break;
 		CHECK_FOR_INTERRUPTS();

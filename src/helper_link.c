@@ -165,6 +165,19 @@ pgt_link_read(PgtLink *link)
 }
 
 /*
+ * pgt_link_free
+ *		Free the segment copy of pgt_link_read, if it made one (a missing or
+ *		unreadable segment leaves none).
+ */
+void
+pgt_link_free(PgtLink *link)
+{
+	if (link->buf != NULL)
+		pfree(link->buf);
+	link->buf = NULL;
+}
+
+/*
  * pgt_link_srf_begin
  *		The start every SRF over one table of the segment shares: the
  *		preload check, the materialized result, a fresh copy of the segment

@@ -99,6 +99,7 @@ extern int	pgt_collect_wait_events(pgt_wait_event_name *out, int max);
 extern bool pgt_cluster_file(const char *suffix, char *out, size_t outlen,
 							 char *err, size_t errlen);
 extern void pgt_link_read(PgtLink *link);
+extern void pgt_link_free(PgtLink *link);
 extern void pgt_link_import(void);
 extern void pgt_link_set_layout(bool written, const char *error);
 extern void pgt_shared_copy(PgtSharedState *dst);

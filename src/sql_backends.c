@@ -61,7 +61,7 @@ pg_tracer_backends(PG_FUNCTION_ARGS)
 			continue;
 		backends_put_row(rsinfo, e);
 	}
-	pfree(link.buf);
+	pgt_link_free(&link);
 	return (Datum) 0;
 }
 

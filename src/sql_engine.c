@@ -145,7 +145,7 @@ pg_tracer_engine_events(PG_FUNCTION_ARGS)
 			nulls[11] = nulls[12] = nulls[13] = nulls[14] = nulls[15] = true;
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
-	pfree(link.buf);
+	pgt_link_free(&link);
 	return (Datum) 0;
 }
 
@@ -201,7 +201,7 @@ pg_tracer_engine_histogram(PG_FUNCTION_ARGS)
 		}
 		break;
 	}
-	pfree(link.buf);
+	pgt_link_free(&link);
 	return (Datum) 0;
 }
 
@@ -248,6 +248,6 @@ pg_tracer_engine_stream(PG_FUNCTION_ARGS)
 		nulls[8] = text[0] == '\0';
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
-	pfree(link.buf);
+	pgt_link_free(&link);
 	return (Datum) 0;
 }

@@ -99,7 +99,7 @@ pg_tracer_kernel_io(PG_FUNCTION_ARGS)
 			nulls[10] = nulls[11] = nulls[12] = true;
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
-	pfree(link.buf);
+	pgt_link_free(&link);
 	return (Datum) 0;
 }
 
@@ -160,7 +160,7 @@ pg_tracer_kernel_proc(PG_FUNCTION_ARGS)
 													TYPALIGN_DOUBLE));
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
-	pfree(link.buf);
+	pgt_link_free(&link);
 	return (Datum) 0;
 }
 
@@ -212,6 +212,6 @@ pg_tracer_kernel_histogram(PG_FUNCTION_ARGS)
 			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 		}
 	}
-	pfree(link.buf);
+	pgt_link_free(&link);
 	return (Datum) 0;
 }

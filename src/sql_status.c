@@ -76,8 +76,7 @@ pg_tracer_status(PG_FUNCTION_ARGS)
 	status_fill_files(&link, values, nulls);
 
 	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
-	if (link.buf != NULL)
-		pfree(link.buf);
+	pgt_link_free(&link);
 	return (Datum) 0;
 }
 
@@ -170,8 +169,7 @@ pg_tracer_probes(PG_FUNCTION_ARGS)
 
 	pgt_link_read(&link);
 	probes_put_rows(rsinfo, &link);
-	if (link.buf != NULL)
-		pfree(link.buf);
+	pgt_link_free(&link);
 	return (Datum) 0;
 }
 
