@@ -155,6 +155,7 @@ int BPF_PROG(pgt_kblk_complete, struct request *rq, blk_status_t error,
 	__u64		key = (__u64) rq;
 	struct rq_info *ri = bpf_map_lookup_elem(&inflight, &key);
 	struct pgt_kio_key k = {};
+	struct pgt_kfile file = {};	/* a request is counted per device */
 	struct pgt_kev_io_rec *r;
 	struct gendisk *disk;
 	__u64		ns;
@@ -173,7 +174,8 @@ int BPF_PROG(pgt_kblk_complete, struct request *rq, blk_status_t error,
 	if (disk)
 		dev = ((__u32) BPF_CORE_READ(disk, major) << 20) | (__u32) BPF_CORE_READ(disk, first_minor);
 	op = blk_op(rq);
-	pgt_kio_key_set(&k, ri->pid, PGT_KLAYER_BLOCK, op, PGT_KFILE_NONE, ri->qid, 0, dev);
+	file.dev = dev;
+	pgt_kio_key_set(&k, ri->pid, PGT_KLAYER_BLOCK, op, PGT_KFILE_NONE, ri->qid, &file);
 	pgt_kio_add(&kio, &k, ri->pm, ri->bytes, error != 0, ns);
 	pgt_khist_add(&khist, PGT_KHIST_BLOCK, ri->pid, dev, op, ri->pm, ns);
 	r = pgt_event_reserve(sizeof(*r), PGT_SET_BLOCK, PGT_KEV_BLOCK, ri->pid, ri->pid, ri->qid);

@@ -35,6 +35,14 @@
 		__type(value, struct pgt_khist_val); \
 	} khist SEC(".maps")
 
+/* The file an I/O went to, as far as pgt_classify_file can tell */
+struct pgt_kfile
+{
+	__u32		relfilenode;	/* data files: the file's number, else 0 */
+	__u32		dboid;			/* data files: its database, 0 = shared (global/) */
+	__u32		dev;			/* kernel dev_t of its file system, 0 = n/a */
+};
+
 /*
  * pgt_kio_key_set
  *		Every field of an I/O aggregate's key (the padding too: it is a
@@ -42,7 +50,7 @@
  */
 static __always_inline void
 pgt_kio_key_set(struct pgt_kio_key *k, __u32 pid, __u8 layer, __u8 op, __u8 file_class,
-				__u64 qid, __u32 relfilenode, __u32 dev)
+				__u64 qid, const struct pgt_kfile *file)
 {
 	k->pid = pid;
 	k->layer = layer;
@@ -50,8 +58,10 @@ pgt_kio_key_set(struct pgt_kio_key *k, __u32 pid, __u8 layer, __u8 op, __u8 file
 	k->file_class = file_class;
 	k->pad = 0;
 	k->queryid = qid;
-	k->relfilenode = relfilenode;
-	k->dev = dev;
+	k->relfilenode = file->relfilenode;
+	k->dev = file->dev;
+	k->dboid = file->dboid;
+	k->pad2 = 0;
 }
 
 /*
@@ -209,12 +219,13 @@ pgt_task_qid(__u32 tgid, struct pgt_qid_cache *c)
 }
 
 /*
- * pgt_parse_relfilenode
+ * pgt_parse_oid
+ *		The number a relation file or database directory is named after:
  *		"16384", "16384.1", "16384_fsm" -> 16384; 0 when name does not start
  *		with a digit.
  */
 static __always_inline __u32
-pgt_parse_relfilenode(const char *name)
+pgt_parse_oid(const char *name)
 {
 	__u32		v = 0;
 	int			i;
@@ -252,24 +263,29 @@ pgt_prefix(const char *s, const char *p, int n)
  * pgt_classify_file
  *		File class of f from its name and its directory's name: pg_wal/ ->
  *		WAL, pgsql_tmp -> temp, a number under a numbered directory or
- *		global/ -> data (with its relfilenode), sockets, else other.
+ *		global/ -> data, sockets, else other.  A data file's relfilenode is
+ *		its name's number and its database the directory's (base/<db>/ or a
+ *		tablespace's <version>/<db>/); global/ holds the shared catalogs
+ *		(database 0, as pg_stat_database counts them).  *file gets those
+ *		and the file system's device.
  */
 static __always_inline __u8
-pgt_classify_file(struct file *f, __u32 *relfilenode, __u32 *dev)
+pgt_classify_file(struct file *f, struct pgt_kfile *file)
 {
 	char		name[16] = {};
 	char		parent[16] = {};
 	struct dentry *d;
 	umode_t		mode;
 
-	*relfilenode = 0;
-	*dev = 0;
+	file->relfilenode = 0;
+	file->dboid = 0;
+	file->dev = 0;
 	if (!f)
 		return PGT_KFILE_OTHER;
 	mode = BPF_CORE_READ(f, f_inode, i_mode);
 	if ((mode & PGT_S_IFMT) == PGT_S_IFSOCK)
 		return PGT_KFILE_SOCKET;
-	*dev = BPF_CORE_READ(f, f_inode, i_sb, s_dev);
+	file->dev = BPF_CORE_READ(f, f_inode, i_sb, s_dev);
 	d = BPF_CORE_READ(f, f_path.dentry);
 	bpf_probe_read_kernel_str(name, sizeof(name), BPF_CORE_READ(d, d_name.name));
 	bpf_probe_read_kernel_str(parent, sizeof(parent), BPF_CORE_READ(d, d_parent, d_name.name));
@@ -280,7 +296,8 @@ pgt_classify_file(struct file *f, __u32 *relfilenode, __u32 *dev)
 	if (name[0] >= '0' && name[0] <= '9' &&
 		((parent[0] >= '0' && parent[0] <= '9') || pgt_prefix(parent, "global", 7)))
 	{
-		*relfilenode = pgt_parse_relfilenode(name);
+		file->relfilenode = pgt_parse_oid(name);
+		file->dboid = pgt_parse_oid(parent);	/* "global": 0 */
 		return PGT_KFILE_DATA;
 	}
 	return PGT_KFILE_OTHER;

@@ -35,8 +35,10 @@ struct pgt_kio_key
 	__u64		queryid;
 	__u32		relfilenode;	/* data files: the file's number, else 0 */
 	__u32		dev;			/* kernel dev_t (major << 20 | minor), 0 = n/a */
+	__u32		dboid;			/* data files: their database, 0 = shared (global/) */
+	__u32		pad2;
 };
-_Static_assert(sizeof(struct pgt_kio_key) == 24, "pgt_kio_key size");
+_Static_assert(sizeof(struct pgt_kio_key) == 32, "pgt_kio_key size");
 
 struct pgt_kio_val
 {
@@ -95,11 +97,13 @@ struct pgt_kev_call
 	__u32		fd;
 	__u32		relfilenode;
 	__u32		dev;
+	__u32		dboid;			/* data files: their database, 0 = shared */
 	__u8		op;
 	__u8		file_class;
 	__u16		pad;
+	__u32		pad2;
 };
-_Static_assert(sizeof(struct pgt_kev_call) == 32, "pgt_kev_call size");
+_Static_assert(sizeof(struct pgt_kev_call) == 40, "pgt_kev_call size");
 
 /* block: one completed request; vfs: one page-cache miss */
 struct pgt_kev_io

@@ -9,8 +9,8 @@
  *	  processes (read, write, pread64, pwrite64, readv, writev, preadv,
  *	  pwritev and their v2 forms, fsync, fdatasync, sync_file_range,
  *	  openat, close): calls, bytes, errors and latency per (pid, query id,
- *	  call, file class, relation file, device) in `kio`, and an fsync
- *	  latency histogram in `khist`.
+ *	  call, file class, relation file and its database, device) in `kio`,
+ *	  and an fsync latency histogram in `khist`.
  *
  *	  "network" (do_net): socket send and receive calls (sendto, recvfrom,
  *	  sendmsg, recvmsg: what PostgreSQL's send()/recv() become): calls,
@@ -53,9 +53,8 @@ struct call_start
 	__u64		ts;				/* 0: no call in progress */
 	struct pgt_qid_cache qc;	/* see pgt_task_qid */
 	__u64		qid;
+	struct pgt_kfile file;		/* the file behind fd */
 	__u32		fd;
-	__u32		relfilenode;
-	__u32		dev;
 	__u32		pm;
 	__u32		owned_fd;		/* fd + 1 whose socket owner this task recorded */
 	__u8		op;
@@ -84,11 +83,10 @@ struct fd_key
 
 struct fd_class
 {
-	__u64		file;
-	__u32		relfilenode;
-	__u32		dev;
+	__u64		file;			/* the struct file classified */
+	struct pgt_kfile id;
 	__u8		cls;
-	__u8		pad[7];
+	__u8		pad[3];
 };
 
 struct
@@ -129,17 +127,15 @@ classify_fd(__u32 tgid, struct call_start *s)
 	if (c && f && c->file == (__u64) f)
 	{
 		s->file_class = c->cls;
-		s->relfilenode = c->relfilenode;
-		s->dev = c->dev;
+		s->file = c->id;
 		return;
 	}
-	s->file_class = pgt_classify_file(f, &s->relfilenode, &s->dev);
+	s->file_class = pgt_classify_file(f, &s->file);
 	if (!f)
 		return;
 	n.file = (__u64) f;
 	n.cls = s->file_class;
-	n.relfilenode = s->relfilenode;
-	n.dev = s->dev;
+	n.id = s->file;
 	bpf_map_update_elem(&fdcache, &k, &n, BPF_ANY);
 }
 
@@ -323,8 +319,9 @@ ksys_enter(struct pt_regs *regs, long id)
 	if (op != PGT_KOP_RECV)
 		s->qid = pgt_task_qid(tgid, &s->qc);
 	s->fd = (__u32) PT_REGS_PARM1_SYSCALL(regs);
-	s->relfilenode = 0;
-	s->dev = 0;
+	s->file.relfilenode = 0;
+	s->file.dboid = 0;
+	s->file.dev = 0;
 	if (is_net(op))
 	{
 		s->file_class = PGT_KFILE_SOCKET;
@@ -380,13 +377,12 @@ file_done(__u32 tgid, struct call_start *s, long ret, __u64 ns)
 	if (s->op == PGT_KOP_OPENAT && ret >= 0)
 	{
 		s->fd = (__u32) ret;
-		s->file_class = pgt_classify_file(pgt_fd_file((__u32) ret), &s->relfilenode, &s->dev);
+		s->file_class = pgt_classify_file(pgt_fd_file((__u32) ret), &s->file);
 	}
-	pgt_kio_key_set(&k, tgid, PGT_KLAYER_SYSCALL, s->op, s->file_class, s->qid,
-					s->relfilenode, s->dev);
+	pgt_kio_key_set(&k, tgid, PGT_KLAYER_SYSCALL, s->op, s->file_class, s->qid, &s->file);
 	pgt_kio_add(&kio, &k, s->pm, (moves_bytes(s->op) && ret > 0) ? (__u64) ret : 0, ret < 0, ns);
 	if (is_sync(s->op))
-		pgt_khist_add(&khist, PGT_KHIST_FSYNC, tgid, s->dev, s->op, s->pm, ns);
+		pgt_khist_add(&khist, PGT_KHIST_FSYNC, tgid, s->file.dev, s->op, s->pm, ns);
 }
 
 /*
@@ -426,11 +422,13 @@ ksys_exit(struct pt_regs *regs, long ret)
 		r->c.latency_ns = ns;
 		r->c.ret = ret;
 		r->c.fd = s->fd;
-		r->c.relfilenode = s->relfilenode;
-		r->c.dev = s->dev;
+		r->c.relfilenode = s->file.relfilenode;
+		r->c.dev = s->file.dev;
+		r->c.dboid = s->file.dboid;
 		r->c.op = s->op;
 		r->c.file_class = s->file_class;
 		r->c.pad = 0;
+		r->c.pad2 = 0;
 		bpf_ringbuf_submit(r, 0);
 	}
 }

@@ -27,6 +27,7 @@ int pgt_kvfs_cache_add(struct trace_event_raw_mm_filemap_op_page_cache *ctx)
 	__u32		tgid = id >> 32;
 	__u32		pm = pgt_tracked_pm(tgid);
 	struct pgt_kio_key k = {};
+	struct pgt_kfile file = {};	/* a miss is counted per device, not per file */
 	struct pgt_kev_io_rec *r;
 	__u64		qid;
 	__u32		bytes;
@@ -37,8 +38,9 @@ int pgt_kvfs_cache_add(struct trace_event_raw_mm_filemap_op_page_cache *ctx)
 	order = BPF_CORE_READ(ctx, order);
 	bytes = 4096U << (order & 15);
 	qid = pgt_current_qid(tgid);
+	file.dev = BPF_CORE_READ(ctx, s_dev);
 	pgt_kio_key_set(&k, tgid, PGT_KLAYER_PAGECACHE, PGT_KOP_CACHE_MISS, PGT_KFILE_NONE, qid,
-					0, BPF_CORE_READ(ctx, s_dev));
+					&file);
 	pgt_kio_add(&kio, &k, pm, bytes, 0, 0);
 	r = pgt_event_reserve(sizeof(*r), PGT_SET_VFS, PGT_KEV_CACHE_MISS, tgid, (__u32) id, qid);
 	if (r)

@@ -23,8 +23,7 @@ struct vfs_start
 {
 	__u64		ts;
 	__u64		qid;
-	__u32		relfilenode;
-	__u32		dev;
+	struct pgt_kfile file;
 	__u8		op;
 	__u8		file_class;
 };
@@ -50,7 +49,7 @@ vfs_enter(struct file *f, __u8 op)
 	s.ts = bpf_ktime_get_ns();
 	s.qid = pgt_current_qid(tgid);
 	s.op = op;
-	s.file_class = pgt_classify_file(f, &s.relfilenode, &s.dev);
+	s.file_class = pgt_classify_file(f, &s.file);
 	bpf_map_update_elem(&vstarts, &tid, &s, BPF_ANY);
 	return 0;
 }
@@ -68,8 +67,7 @@ vfs_exit(long ret)
 	if (!s)
 		return 0;
 	pm = pgt_tracked_pm(tgid);
-	pgt_kio_key_set(&k, tgid, PGT_KLAYER_VFS, s->op, s->file_class, s->qid,
-					s->relfilenode, s->dev);
+	pgt_kio_key_set(&k, tgid, PGT_KLAYER_VFS, s->op, s->file_class, s->qid, &s->file);
 	if (pm)
 		pgt_kio_add(&kio, &k, pm, (s->op != PGT_KOP_VFS_FSYNC && ret > 0) ? (__u64) ret : 0,
 					ret < 0, bpf_ktime_get_ns() - s->ts);

@@ -249,7 +249,9 @@ struct pgt_kernel_io_entry
 	uint64_t	errors;
 	uint64_t	total_ns;
 	uint64_t	max_ns;
-	uint64_t	reserved[2];
+	uint32_t	database;		/* data files: their database's oid, 0 = shared */
+	uint32_t	reserved1;
+	uint64_t	reserved2;
 };
 _Static_assert(sizeof(struct pgt_kernel_io_entry) == 80, "kernel io entry size");
 

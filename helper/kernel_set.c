@@ -340,6 +340,7 @@ kset_publish(pset_inst *in, pset_pub *pub)
 		e.file_class = r->k.file_class;
 		e.queryid = (int64_t) r->k.queryid;
 		e.relfilenode = r->k.relfilenode;
+		e.database = r->k.dboid;
 		e.dev = r->k.dev;
 		e.calls = r->v.calls;
 		e.bytes = r->v.bytes;
@@ -421,8 +422,11 @@ kset_event(pset_inst *in, trace_out *out, const struct pgt_event_hdr *h,
 				if (h->set != PGT_SET_NETWORK)
 				{
 					trace_rec_str(out, "file_class", pgt_kfile_name(c.file_class));
-					if (c.relfilenode)
+					if (c.file_class == PGT_KFILE_DATA)
+					{
 						trace_rec_u64(out, "relfilenode", c.relfilenode);
+						trace_rec_u64(out, "database", c.dboid);
+					}
 					if (c.dev)
 						trace_rec_str(out, "dev", dev_str(c.dev, dbuf, sizeof(dbuf)));
 				}
@@ -521,8 +525,11 @@ kset_stats(pset_inst *in, trace_out *out)
 		trace_rec_str(out, "layer", pgt_klayer_name(r->k.layer));
 		trace_rec_str(out, "op", pgt_kop_name(r->k.op));
 		trace_rec_str(out, "file_class", pgt_kfile_name(r->k.file_class));
-		if (r->k.relfilenode)
+		if (r->k.file_class == PGT_KFILE_DATA)
+		{
 			trace_rec_u64(out, "relfilenode", r->k.relfilenode);
+			trace_rec_u64(out, "database", r->k.dboid);
+		}
 		if (r->k.dev)
 			trace_rec_str(out, "dev", dev_str(r->k.dev, dbuf, sizeof(dbuf)));
 		trace_rec_u64(out, "calls", r->v.calls);

@@ -148,3 +148,11 @@ ALTER EXTENSION pg_tracer UPDATE;
 SELECT extversion FROM pg_extension WHERE extname = 'pg_tracer';
 SELECT count(*) FROM pg_proc WHERE proname LIKE 'pg\_tracer\_%';
 DROP EXTENSION pg_tracer;
+-- and one from 0.3.0, whose kernel I/O function the library serves as it
+-- was (13 columns, no database) until the update
+CREATE EXTENSION pg_tracer VERSION '0.3.0';
+SELECT count(*) FROM pg_tracer_kernel_io();
+ALTER EXTENSION pg_tracer UPDATE;
+SELECT extversion FROM pg_extension WHERE extname = 'pg_tracer';
+SELECT count(*) FROM pg_proc WHERE proname LIKE 'pg\_tracer\_%';
+DROP EXTENSION pg_tracer;

@@ -30,3 +30,21 @@ SELECT attname FROM pg_attribute
  WHERE attrelid = 'pg_tracer_kernel_memory'::regclass AND attnum > 0 ORDER BY attnum;
 SELECT attname FROM pg_attribute
  WHERE attrelid = 'pg_tracer_kernel_net'::regclass AND attnum > 0 ORDER BY attnum;
+
+-- a data file names a relation only from its own database (or, database 0,
+-- a shared catalog), in whichever tablespace it lies
+SELECT pg_tracer_file_relation(0, pg_relation_filenode('pg_database')) AS shared;
+SELECT pg_tracer_file_relation(d.oid, pg_relation_filenode('pg_class')) AS local
+  FROM pg_database d WHERE d.datname = current_database();
+SELECT pg_tracer_file_relation(d.oid, pg_relation_filenode('pg_class')) AS elsewhere
+  FROM pg_database d WHERE d.datname = 'template1';
+SET allow_in_place_tablespaces = on;
+CREATE TABLESPACE regress_pgt_space LOCATION '';
+CREATE TABLE regress_pgt_spaced (i int) TABLESPACE regress_pgt_space;
+SELECT pg_tracer_file_relation(d.oid, pg_relation_filenode('regress_pgt_spaced')) AS spaced
+  FROM pg_database d WHERE d.datname = current_database();
+DROP TABLE regress_pgt_spaced;
+DROP TABLESPACE regress_pgt_space;
+RESET allow_in_place_tablespaces;
+SELECT pg_tracer_file_relation(d.oid, 4294967295) AS no_such_file
+  FROM pg_database d WHERE d.datname = current_database();

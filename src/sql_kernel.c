@@ -38,7 +38,13 @@ PG_FUNCTION_INFO_V1(pg_tracer_kernel_io);
 PG_FUNCTION_INFO_V1(pg_tracer_kernel_proc);
 PG_FUNCTION_INFO_V1(pg_tracer_kernel_histogram);
 
-#define KIO_COLS	13
+/*
+ * pg_tracer_kernel_io() has 14 columns from 0.4.0 on (database last); the
+ * 0.3.0 definition, still in place until ALTER EXTENSION ... UPDATE, has 13
+ * and gets the same rows without it.
+ */
+#define KIO_COLS	14
+#define KIO_COLS_0_3	13
 #define KPROC_COLS	3
 #define KHIST_COLS	6
 
@@ -69,6 +75,12 @@ pg_tracer_kernel_io(PG_FUNCTION_ARGS)
 	uint32		i;
 
 	n = pgt_link_srf_begin(fcinfo, &link, PGT_SEC_KERNEL_IO, &vis);
+	if (rsinfo->setDesc->natts != KIO_COLS && rsinfo->setDesc->natts != KIO_COLS_0_3)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("pg_tracer_kernel_io() is declared with %d columns, the library returns %d",
+						rsinfo->setDesc->natts, KIO_COLS),
+				 errhint("Run ALTER EXTENSION pg_tracer UPDATE.")));
 	for (i = 0; i < n; i++)
 	{
 		const struct pgt_kernel_io_entry *e =
@@ -94,6 +106,8 @@ pg_tracer_kernel_io(PG_FUNCTION_ARGS)
 		values[10] = Float8GetDatum((double) e->total_ns / 1e6);
 		values[11] = Float8GetDatum(calls ? (double) e->total_ns / 1e3 / (double) calls : 0.0);
 		values[12] = Float8GetDatum((double) e->max_ns / 1e3);
+		values[13] = ObjectIdGetDatum((Oid) e->database);
+		nulls[13] = e->file_class != PGT_KFILE_DATA;
 		/* latency is not measured for page-cache misses */
 		if (e->layer == PGT_KLAYER_PAGECACHE)
 			nulls[10] = nulls[11] = nulls[12] = true;

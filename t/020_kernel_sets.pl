@@ -133,9 +133,59 @@ is($node->safe_psql('postgres',
 		    AND file_class = 'data' ORDER BY bytes DESC LIMIT 1"),
 	'cold', 'syscall reads resolved to the relation');
 is($node->safe_psql('postgres',
+		"SELECT string_agg(DISTINCT database::text, ',') FROM pg_tracer_kernel_io
+		  WHERE pid = $pid1 AND queryid = $bq AND layer = 'syscall' AND file_class = 'data'"),
+	$node->safe_psql('postgres', "SELECT oid FROM pg_database WHERE datname = 'postgres'"),
+	'the data files read are of the session\'s database');
+is($node->safe_psql('postgres',
 		"SELECT count(*) > 0 FROM pg_tracer_kernel_histogram('block') WHERE op = 'read'"),
 	't', 'block latency histogram has read buckets');
 $s1->quit;
+
+# --- a data file of another database ------------------------------------------
+# Databases copied from one template hold the same relfilenodes: 'other'
+# and 'third' both have twin, in files of the same number.  A file is
+# resolved only from its own database.  (file_copy: the copy does not go
+# through shared buffers, so the scan reads the files.)
+$node->safe_psql('template1',
+	"CREATE TABLE twin AS SELECT g, repeat(md5(g::text), 4) AS pad
+	   FROM generate_series(1, 50000) g");
+$node->safe_psql('postgres', "CREATE DATABASE $_ STRATEGY file_copy") for qw(other third);
+$node->safe_psql('template1', 'DROP TABLE twin');
+$node->safe_psql('other', "CREATE EXTENSION pg_tracer VERSION '0.3.0'");
+$node->safe_psql('third', 'CREATE EXTENSION pg_tracer');
+my ($other_oid, $twin_node) = split /\|/, $node->safe_psql('other',
+	"SELECT d.oid, pg_relation_filenode('twin')
+	   FROM pg_database d WHERE d.datname = current_database()");
+is($node->safe_psql('third', "SELECT pg_relation_filenode('twin')"), $twin_node,
+	"'third' has a twin in a file of the same number ($twin_node)");
+my $s9 = $node->background_psql('other');
+my $pid9 = $s9->query_safe('SELECT pg_backend_pid()');
+$s9->query_safe('SET max_parallel_workers_per_gather = 0');
+$s9->query_safe('SELECT count(*) FROM twin');
+my $rel_q = "SELECT string_agg(DISTINCT database::text, ','),
+                    coalesce(string_agg(DISTINCT relation::text, ','), 'none')
+               FROM pg_tracer_kernel_io
+              WHERE pid = $pid9 AND layer = 'syscall' AND relfilenode = $twin_node";
+my $seen_other;
+wait_until(sub {
+	$seen_other = $node->safe_psql('postgres', $rel_q);
+	$seen_other ne '|none'
+}, 10);
+is($seen_other, "$other_oid|none",
+	'the twin\'s reads in \'other\': its database, no relation seen from \'postgres\'');
+is($node->safe_psql('third', $rel_q), "$other_oid|none",
+	'nor from \'third\', whose own twin has that relfilenode');
+# 'other' is still at 0.3.0: the library serves its 13-column definition
+# (no database column) with the same rows
+is($node->safe_psql('other',
+		"SELECT string_agg(DISTINCT relation::text, ',') FROM pg_tracer_kernel_io
+		  WHERE pid = $pid9 AND layer = 'syscall' AND relfilenode = $twin_node"),
+	'twin', '0.3.0\'s view, before the update, names the relation');
+$node->safe_psql('other', 'ALTER EXTENSION pg_tracer UPDATE');
+is($node->safe_psql('other', $rel_q), "$other_oid|twin",
+	'after the update, from \'other\' itself the rows name its twin');
+$s9->quit;
 
 # --- fsync-heavy work ----------------------------------------------------------
 my ($s2, $pid2) = session();

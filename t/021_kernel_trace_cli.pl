@@ -74,6 +74,18 @@ ok($final, 'a final summary follows the stream');
 my ($one) = grep { /"pid":$pid,/ && /"event":"pread64"/ } @lines;
 like($one, qr/"backend_type":"client backend".*"bytes":8192.*"latency_us":[\d.]+.*"file_class":"data","relfilenode":\d+/,
 	'a pread64 event: backend type, bytes, latency, data file and relfilenode');
+# the data files it read (catalogs at least: r itself may sit in shared
+# buffers) lie in its database, or in global/ (database 0)
+my $dboid = $node->safe_psql('postgres', "SELECT oid FROM pg_database WHERE datname = 'postgres'");
+my %dbs;
+$dbs{ /"database":(\d+)/ ? $1 : 'none' }++
+  for grep { /"pid":$pid,/ && /"event":"pread64"/ && /"file_class":"data"/ } @lines;
+ok($dbs{$dboid} && !grep({ $_ ne $dboid && $_ ne '0' } keys %dbs),
+	"data-file preads name their database ($dboid, or 0 for shared catalogs): "
+	  . join(',', map { "$_ x$dbs{$_}" } sort keys %dbs));
+ok((grep { /"event":"stats"/ && /"pid":$pid,/ && /"layer":"syscall"/
+			 && /"file_class":"data","relfilenode":\d+,"database":${dboid}[,}]/ } @lines),
+	'the final summary keeps the files and their database');
 
 # --- one backend only --------------------------------------------------------------------
 ($h, $out, $err) = start_trace(qr/"queryid-tagging"/, '--probes', 'syscall', '--pid', $pid,

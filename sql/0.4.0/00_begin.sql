@@ -1,0 +1,5 @@
+-- Version 0.4.0 of pg_tracer: this folder holds what 0.4.0 adds or changes
+-- over 0.3.0, one file per feature, in the same numbering as sql/0.2.0/.
+-- The Makefile concatenates them, in name order, into the upgrade script
+-- sql/pg_tracer--0.3.0--0.4.0.sql; CREATE EXTENSION runs 0.1.0, then each
+-- upgrade in turn, so a fresh install and an upgrade are the same path.
