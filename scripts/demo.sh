@@ -81,7 +81,7 @@ psql_demo -c "SELECT wait_event_type, wait_event, waits, round(total_ms::numeric
                 FROM pg_tracer_wait_events WHERE NOT idle ORDER BY total_ms DESC LIMIT 8"
 
 echo "=== kernel I/O per backend and query (join pg_stat_statements on queryid)"
-psql_demo -c "SELECT pid, queryid, layer, op, file_class, calls, bytes, round(avg_us::numeric, 1) AS avg_us
+psql_demo -c "SELECT pid, queryid, layer, op, file_class, relation, calls, bytes, round(avg_us::numeric, 1) AS avg_us
                 FROM pg_tracer_kernel_io ORDER BY calls DESC LIMIT 10"
 echo "=== scheduler, network and memory per client backend (all its queries together)"
 psql_demo -c "SELECT pid, round(sum(offcpu_ms)::numeric) AS offcpu_ms, sum(runq_count) AS runq_waits,
