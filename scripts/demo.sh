@@ -84,19 +84,18 @@ echo "=== kernel I/O per backend and query (join pg_stat_statements on queryid)"
 psql_demo -c "SELECT pid, queryid, layer, op, file_class, relation, calls, bytes, round(avg_us::numeric, 1) AS avg_us
                 FROM pg_tracer_kernel_io ORDER BY calls DESC LIMIT 10"
 echo "=== scheduler, network and memory per client backend (all its queries together)"
+per_client="JOIN pg_stat_activity USING (pid)
+               WHERE backend_type = 'client backend' AND pid <> pg_backend_pid() GROUP BY pid ORDER BY pid"
 psql_demo -c "SELECT pid, round(sum(offcpu_ms)::numeric) AS offcpu_ms, sum(runq_count) AS runq_waits,
                      round((sum(runq_ms) * 1000 / nullif(sum(runq_count), 0))::numeric, 1) AS runq_avg_us,
                      sum(voluntary_switches) AS vol_switches, sum(involuntary_switches) AS invol_switches
-                FROM pg_tracer_kernel_sched JOIN pg_stat_activity USING (pid)
-               WHERE backend_type = 'client backend' AND pid <> pg_backend_pid() GROUP BY pid ORDER BY pid"
+                FROM pg_tracer_kernel_sched $per_client"
 psql_demo -c "SELECT pid, sum(send_calls) AS sends, sum(send_bytes) AS sent_bytes,
                      sum(recv_calls) AS recvs, sum(recv_bytes) AS received_bytes, sum(retransmits) AS retransmits
-                FROM pg_tracer_kernel_net JOIN pg_stat_activity USING (pid)
-               WHERE backend_type = 'client backend' AND pid <> pg_backend_pid() GROUP BY pid ORDER BY pid"
+                FROM pg_tracer_kernel_net $per_client"
 psql_demo -c "SELECT pid, sum(faults_minor) AS minor_faults, sum(faults_major) AS major_faults,
                      sum(pages_alloc) AS pages_alloc, sum(pages_free) AS pages_free
-                FROM pg_tracer_kernel_memory JOIN pg_stat_activity USING (pid)
-               WHERE backend_type = 'client backend' AND pid <> pg_backend_pid() GROUP BY pid ORDER BY pid"
+                FROM pg_tracer_kernel_memory $per_client"
 echo "=== run-queue latency of all backends (log2 histogram, microseconds)"
 psql_demo -c "SELECT bucket_lo_us, bucket_hi_us, sum(count) AS switches_in
                 FROM pg_tracer_kernel_histogram('runq') GROUP BY 1, 2 ORDER BY 1"

@@ -127,6 +127,12 @@ my $miss = $node->safe_psql('postgres',
 	"SELECT coalesce(sum(bytes), 0) FROM pg_tracer_kernel_io
 	  WHERE pid = $pid1 AND queryid = $bq AND layer = 'pagecache' AND op = 'miss'");
 cmp_ok($miss, '>', 0.5 * $truth, "page-cache misses on the backend and query id ($miss bytes)");
+# the share of file reads served from the page cache, after dropping it: low
+my ($c_read, $c_ratio) = split /\|/, $node->safe_psql('postgres',
+	"SELECT read_bytes, round(cache_hit_ratio::numeric, 3) FROM pg_tracer_kernel_cache
+	  WHERE pid = $pid1 AND queryid = $bq");
+cmp_ok($c_read, '>', 0.5 * $truth, "pg_tracer_kernel_cache: the scan's file reads ($c_read bytes)");
+ok($c_ratio ne '' && $c_ratio < 0.25, "a cold scan is served mostly from disk (cache hit ratio $c_ratio)");
 is($node->safe_psql('postgres',
 		"SELECT relation::text FROM pg_tracer_kernel_io
 		  WHERE pid = $pid1 AND queryid = $bq AND layer = 'syscall'

@@ -12,7 +12,8 @@
 --
 -- The function's result type changes, so it and the two views over it are
 -- dropped and created again; the library also serves the 0.3.0 definition
--- (13 columns) until the update runs.
+-- (13 columns) until the update runs.  pg_tracer_kernel_cache keeps its
+-- columns and meaning.
 --
 DROP VIEW pg_tracer_kernel_cache;
 DROP VIEW pg_tracer_kernel_io;
@@ -71,23 +72,20 @@ CREATE VIEW pg_tracer_kernel_io AS
 COMMENT ON VIEW pg_tracer_kernel_io IS
     'Kernel I/O per backend and query: system calls, page-cache misses, block requests (vfs kprobes where available); data files with their database and, in the current database, their relation';
 
+-- The same columns as 0.2.0's, with the read filter written once.
 CREATE VIEW pg_tracer_kernel_cache AS
-    SELECT pid, queryid,
-           sum(bytes) FILTER (WHERE layer = 'syscall'
-                              AND op IN ('read', 'pread64', 'readv', 'preadv', 'preadv2')
-                              AND file_class <> 'socket')::bigint AS read_bytes,
-           sum(bytes) FILTER (WHERE layer = 'pagecache')::bigint AS miss_bytes,
-           CASE WHEN sum(bytes) FILTER (WHERE layer = 'syscall'
-                              AND op IN ('read', 'pread64', 'readv', 'preadv', 'preadv2')
-                              AND file_class <> 'socket') > 0
-                THEN greatest(0, 1 - coalesce(sum(bytes) FILTER (WHERE layer = 'pagecache'), 0)
-                          / sum(bytes) FILTER (WHERE layer = 'syscall'
-                              AND op IN ('read', 'pread64', 'readv', 'preadv', 'preadv2')
-                              AND file_class <> 'socket'))::double precision
+    SELECT pid, queryid, read_bytes, miss_bytes,
+           CASE WHEN read_bytes > 0
+                THEN greatest(0, 1 - coalesce(miss_bytes, 0)::double precision / read_bytes)
            END AS cache_hit_ratio
-      FROM pg_tracer_kernel_io()
-     WHERE pid <> 0
-     GROUP BY pid, queryid;
+      FROM (SELECT pid, queryid,
+                   sum(bytes) FILTER (WHERE layer = 'syscall'
+                                      AND op IN ('read', 'pread64', 'readv', 'preadv', 'preadv2')
+                                      AND file_class <> 'socket')::bigint AS read_bytes,
+                   sum(bytes) FILTER (WHERE layer = 'pagecache')::bigint AS miss_bytes
+              FROM pg_tracer_kernel_io()
+             WHERE pid <> 0
+             GROUP BY pid, queryid) per_query;
 
 COMMENT ON VIEW pg_tracer_kernel_cache IS
     'Share of file read bytes served from the page cache, per backend and query (1 - misses / reads)';
