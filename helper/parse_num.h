@@ -7,10 +7,10 @@
 #ifndef PGT_HELPER_PARSE_NUM_H
 #define PGT_HELPER_PARSE_NUM_H
 
+#include <stddef.h>
+
 /* 0 with *out when s is a decimal in [lo, hi] (lo >= 0), else -1. */
 extern int	parse_decimal(const char *s, long lo, long hi, long *out);
-
-#include <stddef.h>
 
 /*
  * 0 when s is `first`, 1 when it is `second`; else -1 with "S: use FIRST or
