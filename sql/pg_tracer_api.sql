@@ -156,3 +156,9 @@ ALTER EXTENSION pg_tracer UPDATE;
 SELECT extversion FROM pg_extension WHERE extname = 'pg_tracer';
 SELECT count(*) FROM pg_proc WHERE proname LIKE 'pg\_tracer\_%';
 DROP EXTENSION pg_tracer;
+-- and one from 0.4.0 (a fix release: the same objects)
+CREATE EXTENSION pg_tracer VERSION '0.4.0';
+ALTER EXTENSION pg_tracer UPDATE;
+SELECT extversion FROM pg_extension WHERE extname = 'pg_tracer';
+SELECT count(*) FROM pg_proc WHERE proname LIKE 'pg\_tracer\_%';
+DROP EXTENSION pg_tracer;

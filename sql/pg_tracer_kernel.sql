@@ -44,6 +44,19 @@ CREATE TABLE regress_pgt_spaced (i int) TABLESPACE regress_pgt_space;
 SELECT pg_tracer_file_relation(d.oid, pg_relation_filenode('regress_pgt_spaced')) AS spaced
   FROM pg_database d WHERE d.datname = current_database();
 DROP TABLE regress_pgt_spaced;
+-- a database whose default tablespace is another one still finds its
+-- relations placed in pg_default (and those in its own default)
+SELECT current_database() AS regress_db \gset
+CREATE DATABASE regress_pgt_db TABLESPACE regress_pgt_space;
+\c regress_pgt_db
+CREATE EXTENSION pg_tracer;
+CREATE TABLE regress_pgt_in_default (i int) TABLESPACE pg_default;
+CREATE TABLE regress_pgt_in_own (i int);
+SELECT pg_tracer_file_relation(d.oid, pg_relation_filenode('regress_pgt_in_default')) AS in_pg_default,
+       pg_tracer_file_relation(d.oid, pg_relation_filenode('regress_pgt_in_own')) AS in_own_default
+  FROM pg_database d WHERE d.datname = current_database();
+\c :regress_db
+DROP DATABASE regress_pgt_db;
 DROP TABLESPACE regress_pgt_space;
 RESET allow_in_place_tablespaces;
 SELECT pg_tracer_file_relation(d.oid, 4294967295) AS no_such_file

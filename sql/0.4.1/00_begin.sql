@@ -1,0 +1,5 @@
+-- Version 0.4.1 of pg_tracer: this folder holds what 0.4.1 changes over
+-- 0.4.0, one file per feature, in the same numbering as sql/0.2.0/.  The
+-- Makefile concatenates them, in name order, into the upgrade script
+-- sql/pg_tracer--0.4.0--0.4.1.sql.  A fix release: no object changes its
+-- columns, so the 0.4.0 library and the 0.4.1 one serve either definition.
