@@ -80,8 +80,9 @@ $(BUILD)/%.bpf.o: bpf/%.bpf.c $(BUILD)/vmlinux.h $(wildcard bpf/*.h)
 $(BUILD)/%.skel.h: $(BUILD)/%.bpf.o
 	$(BPFTOOL) gen skeleton $< > $@.tmp && mv $@.tmp $@
 
+# The Makefile too: the helper reports EXT_VERSION, set above.
 $(HELPER): helper/main.c $(HELPER_SRCS) $(COMMON_SRCS) $(BPF_SKELS) \
-           $(wildcard helper/*.h) $(wildcard common/*.h) $(wildcard bpf/*.h)
+           $(wildcard helper/*.h) $(wildcard common/*.h) $(wildcard bpf/*.h) Makefile
 	$(CC) $(HELPER_CFLAGS) -o $@ helper/main.c $(HELPER_SRCS) $(COMMON_SRCS) $(HELPER_LIBS)
 
 helper: $(HELPER)
