@@ -25,10 +25,13 @@
 #include <string.h>
 #include <time.h>
 
+/* see bpf_probes_libbpf_quiet */
+static int	libbpf_quiet;
+
 /*
  * libbpf_print
  *		Route libbpf's messages into our log (its debug chatter only at
- *		--log-level debug).
+ *		--log-level debug; its warnings too while libbpf_quiet is set).
  */
 static int
 libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
@@ -37,7 +40,7 @@ libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
 	enum log_level ours;
 	int			n;
 
-	ours = level == LIBBPF_WARN ? LOG_LEVEL_WARN : LOG_LEVEL_DEBUG;
+	ours = level == LIBBPF_WARN && !libbpf_quiet ? LOG_LEVEL_WARN : LOG_LEVEL_DEBUG;
 	if (ours > log_get_level())
 		return 0;
 	n = vsnprintf(buf, sizeof(buf), fmt, ap);
@@ -45,6 +48,19 @@ libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
 		return 0;
 	log_msg(ours, "%s", buf);
 	return n;
+}
+
+/*
+ * bpf_probes_libbpf_quiet
+ *		While `on`, libbpf's warnings are logged at debug level: for an
+ *		attempt that is known to fail on this kernel (a kprobe without the
+ *		kprobe PMU), whose outcome the probe set's status reports with its
+ *		reason, so the same failure is not also printed a dozen times.
+ */
+void
+bpf_probes_libbpf_quiet(int on)
+{
+	libbpf_quiet = on;
 }
 
 /*

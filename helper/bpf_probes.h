@@ -56,5 +56,6 @@ extern int	bpf_probes_untrack(bpf_probes *p, uint32_t pid);
 extern int	bpf_probes_snapshot(bpf_probes *p, const tracked_row **rows, size_t *n);
 extern uint64_t bpf_probes_boot_ns(void);
 extern hook_chain *bpf_probes_chain(bpf_probes *p);
+extern void bpf_probes_libbpf_quiet(int on);
 
 #endif							/* PGT_HELPER_BPF_PROBES_H */

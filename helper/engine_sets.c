@@ -243,13 +243,39 @@ eng_event(pset_inst *inst, trace_out *out, const struct pgt_event_hdr *hdr,
 }
 
 /*
+ * cmp_row
+ *		qsort order of the rows' pointers in trace --stats: by pid, probe,
+ *		the most time first, the most calls; the key decides ties, so the
+ *		order is the same from one summary to the next.
+ */
+static int
+cmp_row(const void *a, const void *b)
+{
+	const engine_row *x = *(const engine_row *const *) a;
+	const engine_row *y = *(const engine_row *const *) b;
+	int			c;
+
+	if ((c = TRACE_CMP3(x->k.pid, y->k.pid)) != 0)
+		return c;
+	if ((c = TRACE_CMP3(x->k.probe, y->k.probe)) != 0)
+		return c;
+	if ((c = TRACE_CMP3(y->v.total_ns, x->v.total_ns)) != 0)
+		return c;
+	if ((c = TRACE_CMP3(y->v.calls, x->v.calls)) != 0)
+		return c;
+	return memcmp(&x->k, &y->k, sizeof(x->k));
+}
+
+/*
  * eng_stats
- *		One summary record per (pid, query id, probe, lock/tranche).
+ *		One summary record per (pid, query id, probe, lock/tranche), grouped
+ *		by pid (cmp_row; in the core's order when out of memory).
  */
 static void
 eng_stats(pset_inst *inst, trace_out *out)
 {
 	engine_view v;
+	const engine_row **ord;
 	double		secs;
 	size_t		i;
 
@@ -257,9 +283,16 @@ eng_stats(pset_inst *inst, trace_out *out)
 	secs = (double) (procfs_realtime_us() - v.started_us) / 1e6;
 	if (secs <= 0)
 		secs = 1;
+	ord = v.nrows ? malloc(v.nrows * sizeof(*ord)) : NULL;
+	if (ord != NULL)
+	{
+		for (i = 0; i < v.nrows; i++)
+			ord[i] = &v.rows[i];
+		qsort(ord, v.nrows, sizeof(*ord), cmp_row);
+	}
 	for (i = 0; i < v.nrows; i++)
 	{
-		const engine_row *r = &v.rows[i];
+		const engine_row *r = ord != NULL ? ord[i] : &v.rows[i];
 		char		name[ENG_NAME_LEN + 1];
 
 		if (!in_set(inst, r->k.probe))
@@ -287,6 +320,7 @@ eng_stats(pset_inst *inst, trace_out *out)
 		}
 		trace_rec_end(out);
 	}
+	free(ord);
 }
 
 /*

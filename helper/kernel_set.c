@@ -504,8 +504,62 @@ kset_event(pset_inst *in, trace_out *out, const struct pgt_event_hdr *h,
 }
 
 /*
+ * cmp_io
+ *		qsort order of I/O rows in trace --stats: by pid, then the most time
+ *		first, then the most calls; the key decides ties, so the order is
+ *		the same from one summary to the next.
+ */
+static int
+cmp_io(const void *a, const void *b)
+{
+	const kio_row *x = a;
+	const kio_row *y = b;
+	int			c;
+
+	if ((c = TRACE_CMP3(x->k.pid, y->k.pid)) != 0)
+		return c;
+	if ((c = TRACE_CMP3(y->v.total_ns, x->v.total_ns)) != 0)
+		return c;
+	if ((c = TRACE_CMP3(y->v.calls, x->v.calls)) != 0)
+		return c;
+	return memcmp(&x->k, &y->k, sizeof(x->k));
+}
+
+/* process rows: by pid, then query id */
+static int
+cmp_proc(const void *a, const void *b)
+{
+	const kproc_row *x = a;
+	const kproc_row *y = b;
+	int			c;
+
+	if ((c = TRACE_CMP3(x->k.pid, y->k.pid)) != 0)
+		return c;
+	return TRACE_CMP3((int64_t) x->k.queryid, (int64_t) y->k.queryid);
+}
+
+/* histograms: by pid, metric, op, device */
+static int
+cmp_hist(const void *a, const void *b)
+{
+	const khist_row *x = a;
+	const khist_row *y = b;
+	int			c;
+
+	if ((c = TRACE_CMP3(x->k.pid, y->k.pid)) != 0)
+		return c;
+	if ((c = TRACE_CMP3(x->k.metric, y->k.metric)) != 0)
+		return c;
+	if ((c = TRACE_CMP3(x->k.op, y->k.op)) != 0)
+		return c;
+	return TRACE_CMP3(x->k.dev, y->k.dev);
+}
+
+/*
  * kset_stats
- *		trace --stats: one record per I/O aggregate and per process row.
+ *		trace --stats: one record per I/O aggregate and per process row,
+ *		grouped by pid (cmp_io, cmp_proc).  The rows are the last collect's
+ *		copy, so sorting them in place loses nothing.
  */
 void
 kset_stats(pset_inst *in, trace_out *out)
@@ -517,6 +571,10 @@ kset_stats(pset_inst *in, trace_out *out)
 
 	if (ks == NULL)
 		return;
+	if (ks->nio > 1)
+		qsort(ks->io, ks->nio, sizeof(ks->io[0]), cmp_io);
+	if (ks->nproc > 1)
+		qsort(ks->proc, ks->nproc, sizeof(ks->proc[0]), cmp_proc);
 	for (i = 0; i < ks->nio; i++)
 	{
 		const kio_row *r = &ks->io[i];
@@ -559,7 +617,7 @@ kset_stats(pset_inst *in, trace_out *out)
 
 /*
  * kset_histograms
- *		trace --histogram: every histogram of the set.
+ *		trace --histogram: every histogram of the set, by pid (cmp_hist).
  */
 void
 kset_histograms(pset_inst *in, trace_out *out)
@@ -569,6 +627,8 @@ kset_histograms(pset_inst *in, trace_out *out)
 
 	if (ks == NULL)
 		return;
+	if (ks->nhist > 1)
+		qsort(ks->hist, ks->nhist, sizeof(ks->hist[0]), cmp_hist);
 	for (i = 0; i < ks->nhist; i++)
 	{
 		const khist_row *r = &ks->hist[i];

@@ -6,6 +6,7 @@
  *	  (bpf/kernel_vfs_kprobe.bpf.c, sharing the same `kio` map).  Without
  *	  kprobes the set is degraded and says why.
  */
+#include "bpf_probes.h"
 #include "kernel_set.h"
 #include "kernel_vfs.skel.h"
 #include "kernel_vfs_kprobe.skel.h"
@@ -67,7 +68,10 @@ start(pset_inst *in, const pset_ctx *ctx)
 		kp->rodata->pgt_stream = ctx->stream;
 		if (ks->kio_fd >= 0)
 			(void) bpf_map__reuse_fd(kp->maps.kio, ks->kio_fd);
+		/* without a kprobe PMU this fails by design: the status says so */
+		bpf_probes_libbpf_quiet(!ctx->kprobes);
 		(void) kset_load_attach(in, ctx, kp->obj, kp, destroy_kp, &b);
+		bpf_probes_libbpf_quiet(0);
 		if (b.load_err < 0 || b.attached == 0)
 			snprintf(kreason, sizeof(kreason), "vfs_read/write/fsync kprobes unavailable: %s (attach: %s)",
 					 ctx->kprobes ? "attach failed" : ctx->kprobes_reason, b.first_error);

@@ -109,6 +109,8 @@ typedef struct trace_state
 	uint32_t   *pm_pids;
 	struct ring_buffer *rb;
 	uint64_t	bad_records;
+	int64_t		started_us;		/* CLOCK_REALTIME when tracing began */
+	uint64_t	summaries;		/* summary blocks printed so far */
 } trace_state;
 
 /*
@@ -403,14 +405,22 @@ print_status(trace_state *t)
 
 /*
  * print_summary
- *		Stats and/or histograms of every running set.
+ *		Stats and/or histograms of every running set, after a `summary`
+ *		record that opens the block: its number, whether it is the final
+ *		one, and the seconds since tracing began (the counters are
+ *		cumulative over that span).
  */
 static void
-print_summary(trace_state *t, int stats, int hist)
+print_summary(trace_state *t, int stats, int hist, int final)
 {
 	size_t		i;
 
 	pset_runtime_collect(&t->rt);
+	trace_rec_begin(&t->out, "trace", "summary", 0, 0, 0);
+	trace_rec_u64(&t->out, "seq", ++t->summaries);
+	trace_rec_bool(&t->out, "final", final);
+	trace_rec_f64(&t->out, "elapsed_s", (double) (procfs_realtime_us() - t->started_us) / 1e6);
+	trace_rec_end(&t->out);
 	for (i = 0; i < t->rt.ninsts; i++)
 	{
 		pset_inst  *in = &t->rt.insts[i];
@@ -526,7 +536,7 @@ run_loop(trace_state *t)
 				if (read(ivfd, &v, sizeof(v)) < 0 && errno != EAGAIN)
 					log_debug("timerfd: %s", strerror(errno));
 				if (!streaming)
-					print_summary(t, t->o.stats, t->o.histogram);
+					print_summary(t, t->o.stats, t->o.histogram, 0);
 			}
 			else if (fd == reffd)
 			{
@@ -539,7 +549,7 @@ run_loop(trace_state *t)
 	if (t->rb != NULL)
 		(void) ring_buffer__consume(t->rb);
 	/* the final summary: stats always, histograms when asked */
-	print_summary(t, 1, t->o.histogram);
+	print_summary(t, 1, t->o.histogram, 1);
 	if (t->bad_records > 0)
 		log_warn("%llu malformed ring-buffer records ignored",
 				 (unsigned long long) t->bad_records);
@@ -604,6 +614,7 @@ trace_run(trace_state *t, const probe_set *const *sets, size_t nsets)
 		goto cleanup;
 	}
 	track_targets(t, 1);
+	t->started_us = procfs_realtime_us();
 	if (streaming)
 	{
 		t->rb = ring_buffer__new(t->rt.ctx.events_fd, on_record, t, NULL);

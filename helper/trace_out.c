@@ -182,6 +182,14 @@ trace_rec_str(trace_out *o, const char *k, const char *v)
 		fputs(v, o->f);
 }
 
+/* JSON true/false; text true/false */
+void
+trace_rec_bool(trace_out *o, const char *k, int v)
+{
+	key(o, k);
+	fputs(v ? "true" : "false", o->f);
+}
+
 /*
  * trace_rec_end
  *		Close the record and flush (streams are read live).

@@ -14,6 +14,12 @@
 
 #define TRACE_TYPE_CACHE	512
 
+/*
+ * Three-way comparison (-1, 0, 1) of two values of one type, for the
+ * qsort orders that group summary records by pid.
+ */
+#define TRACE_CMP3(a, b) (((a) > (b)) - ((a) < (b)))
+
 typedef struct trace_type_entry
 {
 	uint32_t	pid;
@@ -44,6 +50,7 @@ extern void trace_rec_u64(trace_out *o, const char *key, uint64_t v);
 extern void trace_rec_i64(trace_out *o, const char *key, int64_t v);
 extern void trace_rec_f64(trace_out *o, const char *key, double v);
 extern void trace_rec_str(trace_out *o, const char *key, const char *v);
+extern void trace_rec_bool(trace_out *o, const char *key, int v);
 extern void trace_rec_end(trace_out *o);
 
 /*

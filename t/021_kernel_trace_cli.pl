@@ -3,10 +3,13 @@
 #
 #   - JSON Lines: every line parses and carries ts, set, event, pid,
 #     backend_type, queryid; a status record per set says what runs (vfs:
-#     kprobes unavailable with the reason here); a workload's file reads
-#     show as events of its backend; a final summary follows
+#     kprobes unavailable with the reason here, and libbpf's own attach
+#     warnings are not printed on top of it); a workload's file reads
+#     show as events of its backend; a final summary follows, opened by a
+#     `summary` record
 #   - --pid BACKEND traces that backend only
-#   - text --stats --histogram: periodic summaries and ASCII histograms
+#   - text --stats --histogram: numbered periodic summaries, stats grouped
+#     by pid with the most time first, and ASCII histograms
 #   - bad options: usage errors (exit 2), a pid that is not PostgreSQL (exit 1)
 use strict;
 use warnings;
@@ -37,11 +40,13 @@ is($h->result(0), 0, 'trace exits 0 after --duration');
 
 my @lines = split /\n/, $$out;
 cmp_ok(scalar(@lines), '>', 20, scalar(@lines) . ' JSON lines');
-my ($bad, $missing, %status, %events_of_pid, $final) = (0, 0);
+my ($bad, $missing, %status, %events_of_pid, $final, @summaries, $events_after) = (0, 0);
 for my $l (@lines)
 {
 	my $r = eval { JSON::PP::decode_json($l) };
 	if (!$r) { $bad++; diag("unparsable: $l"); next; }
+	push @summaries, $r if $r->{set} eq 'trace' && $r->{event} eq 'summary';
+	$events_after++ if @summaries && $r->{event} !~ /^(stats|histogram|summary)$/;
 	for my $f (qw(ts set event pid backend_type queryid))
 	{
 		$missing++, diag("no $f: $l") unless exists $r->{$f};
@@ -71,6 +76,14 @@ is($status{'queryid-tagging'}{state}, 'unavailable',
 ok($events_of_pid{'syscall/pread64'}, 'the scan\'s preads are events of its backend');
 ok($events_of_pid{'network/send'}, 'the result is a network send of its backend');
 ok($final, 'a final summary follows the stream');
+is(scalar(@summaries), 1, 'one summary record: the final one (no --stats)');
+ok($summaries[0] && $summaries[0]{final} && $summaries[0]{seq} == 1
+	  && $summaries[0]{elapsed_s} >= 3.5 && $summaries[0]{elapsed_s} < 10,
+	'it says final, seq 1, and the seconds traced: '
+	  . join(' ', map { "$_=" . ($summaries[0]{$_} // 'undef') } qw(final seq elapsed_s)));
+is($events_after // 0, 0, 'no event after the final summary opened');
+unlike($$err, qr/libbpf: .*kprobe/, 'no libbpf kprobe warnings on stderr (the status says it)')
+  unless -e '/sys/bus/event_source/devices/kprobe';
 my ($one) = grep { /"pid":$pid,/ && /"event":"pread64"/ } @lines;
 like($one, qr/"backend_type":"client backend".*"bytes":8192.*"latency_us":[\d.]+.*"file_class":"data","relfilenode":\d+/,
 	'a pread64 event: backend type, bytes, latency, data file and relfilenode');
@@ -93,7 +106,7 @@ ok((grep { /"event":"stats"/ && /"pid":$pid,/ && /"layer":"syscall"/
 $s->query_safe('SELECT count(*) FROM r');
 $node->safe_psql('postgres', 'SELECT count(*) FROM r');	# another backend
 $h->finish;
-my %pids = map { /"pid":(\d+)/ ? ($1 => 1) : () } grep { !/"event":"status"/ } split /\n/, $$out;
+my %pids = map { /"pid":(\d+)/ ? ($1 => 1) : () } grep { !/"event":"(status|summary)"/ } split /\n/, $$out;
 is(join(',', sort keys %pids), $pid, '--pid BACKEND: only that backend');
 $s->quit;
 
@@ -107,6 +120,27 @@ cmp_ok($stats, '>', 3, "text: periodic stats lines ($stats)");
 like($$out, qr/^\s+usecs : count\s+\|distribution\s+\|\n(\s+\d+ -> \d+\s+: \d+\s+\|[* ]{40}\|\n)*\s+\d+ -> \d+\s+: [1-9]\d*\s+\|\*+ *\|/m,
 	'text: ASCII log2 histogram');
 unlike($$out, qr/ pread64 .*latency_us=/, 'text --stats: no per-event stream');
+my @heads = $$out =~ /^\S+ trace\s+summary\s+pid=0 type="kernel" queryid=0 seq=(\d+) final=(\w+) elapsed_s=[\d.]+$/mg;
+my @seqs = @heads[ grep { $_ % 2 == 0 } 0 .. $#heads ];
+my @finals = @heads[ grep { $_ % 2 == 1 } 0 .. $#heads ];
+is(join(',', @seqs), join(',', 1 .. scalar(@seqs)), 'text: summaries numbered 1.. (' . scalar(@seqs) . ')');
+cmp_ok(scalar(@seqs), '>=', 3, 'text: a summary every --interval');
+is(join(',', @finals), join(',', ('false') x (@finals - 1), 'true'), 'text: only the last is final');
+# in each block the syscall stats come by pid, the most time first
+my ($unordered, $rows) = (0, 0);
+for my $block (split /^\S+ trace\s+summary .*\n/m, $$out)
+{
+	my @r = map { [ /pid=(\d+)/, /total_ms=([\d.]+)/ ] } grep { /^\S+ syscall\s+stats / } split /\n/, $block;
+	for my $i (1 .. $#r)
+	{
+		$rows++;
+		$unordered++, diag("out of order: pid $r[$i-1][0] $r[$i-1][1] ms, then $r[$i][0] $r[$i][1] ms")
+		  if $r[$i][0] < $r[ $i - 1 ][0]
+		  || ($r[$i][0] == $r[ $i - 1 ][0] && $r[$i][1] > $r[ $i - 1 ][1]);
+	}
+}
+cmp_ok($rows, '>', 3, "text: consecutive stats rows compared ($rows)");
+is($unordered, 0, 'text: stats rows by pid, then the most time first');
 
 # --- bad input ------------------------------------------------------------------------------
 my ($rc, $o, $e) = run_helper('trace', '--probes', 'disk');

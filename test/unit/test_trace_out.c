@@ -35,6 +35,8 @@ one_record(trace_out *o)
 	trace_rec_i64(o, "ret", -5);
 	trace_rec_f64(o, "latency_us", 12.5);
 	trace_rec_str(o, "note", "a \"quoted\"\\ \x01 word");
+	trace_rec_bool(o, "final", 1);
+	trace_rec_bool(o, "early", 0);
 	trace_rec_end(o);
 }
 
@@ -57,7 +59,8 @@ test_json_record(void)
 	CHECK(strstr(s, "Z\",\"set\":\"syscall\",\"event\":\"pread64\",\"pid\":0,"
 				 "\"backend_type\":\"kernel\",\"queryid\":-42,") != NULL, "%s", s);
 	CHECK(strstr(s, "\"bytes\":8192,\"ret\":-5,\"latency_us\":12.500,") != NULL, "%s", s);
-	CHECK(strstr(s, "\"note\":\"a \\\"quoted\\\"\\\\ \\u0001 word\"}\n") != NULL, "%s", s);
+	CHECK(strstr(s, "\"note\":\"a \\\"quoted\\\"\\\\ \\u0001 word\","
+				 "\"final\":true,\"early\":false}\n") != NULL, "%s", s);
 	free(s);
 }
 
@@ -67,6 +70,7 @@ test_text_record(void)
 	char	   *s = render(0, one_record);
 
 	CHECK(strstr(s, " syscall  pread64        pid=0 type=\"kernel\" queryid=-42 bytes=8192 ret=-5 latency_us=12.500") != NULL, "%s", s);
+	CHECK(strstr(s, " final=true early=false\n") != NULL, "%s", s);
 	free(s);
 }
 
