@@ -109,7 +109,7 @@ typedef struct trace_state
 	uint32_t   *pm_pids;
 	struct ring_buffer *rb;
 	uint64_t	bad_records;
-	int64_t		started_us;		/* CLOCK_REALTIME when tracing began */
+	uint64_t	started_ns;		/* CLOCK_BOOTTIME when tracing began */
 	uint64_t	summaries;		/* summary blocks printed so far */
 } trace_state;
 
@@ -419,7 +419,7 @@ print_summary(trace_state *t, int stats, int hist, int final)
 	trace_rec_begin(&t->out, "trace", "summary", 0, 0, 0);
 	trace_rec_u64(&t->out, "seq", ++t->summaries);
 	trace_rec_bool(&t->out, "final", final);
-	trace_rec_f64(&t->out, "elapsed_s", (double) (procfs_realtime_us() - t->started_us) / 1e6);
+	trace_rec_f64(&t->out, "elapsed_s", (double) (bpf_probes_boot_ns() - t->started_ns) / 1e9);
 	trace_rec_end(&t->out);
 	for (i = 0; i < t->rt.ninsts; i++)
 	{
@@ -614,7 +614,7 @@ trace_run(trace_state *t, const probe_set *const *sets, size_t nsets)
 		goto cleanup;
 	}
 	track_targets(t, 1);
-	t->started_us = procfs_realtime_us();
+	t->started_ns = bpf_probes_boot_ns();
 	if (streaming)
 	{
 		t->rb = ring_buffer__new(t->rt.ctx.events_fd, on_record, t, NULL);
