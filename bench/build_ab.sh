@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # build_ab.sh — two builds of the helper compared by the BPF time they
-# spend per transaction, in interleaved runs on one cluster (A, B, A, B
-# ...).  The per-call figures bpf_stats gives follow the host's speed,
+# spend per transaction, in interleaved runs on one cluster (A B, B A,
+# A B, ...: a TPC-B cluster slows as its tables grow, so neither build
+# always runs second).  The per-call figures bpf_stats gives follow the host's speed,
 # which drifts on this kind of VM by more than most changes to a program
 # are worth, so a change is judged against the other build minutes, not
 # hours, apart.  A benchmark, not a test: it asserts nothing.  Run as root
@@ -12,7 +13,8 @@
 # HELPER_A/B: pg-tracer binaries (e.g. `make` on two trees, copy
 # helper/pg-tracer of each; the BPF objects are built into them).  SETS:
 # the probe sets both run (default the six kernel sets).  Prints each run
-# (BPF ns per transaction, tps) and the median per build.
+# (BPF ns per transaction, tps) and the median per build; DETAIL=1 also
+# prints each run's programs (calls/s, ns per call).
 #   env: those of bench/lib.sh
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -28,8 +30,9 @@ secs=${4:-10}
 mode=${5:-tpcb}
 sets=${SETS:-syscall,vfs,block,sched,memory,network}
 
+report=$(mktemp)
 bench_cluster build_ab 55597
-trap bench_cleanup EXIT
+trap 'rm -f "$report"; bench_cleanup' EXIT
 
 # one_run BINARY -> "NS_PER_TX TPS" of one run with that helper
 one_run() {
@@ -42,18 +45,30 @@ one_run() {
 	after=$(bench_bpf_snapshot)
 	bench_bpf_stats_off
 	bench_helper_stop
-	bench_bpf_report 'pgt' "$secs" "$tps" "$before" "$after" |
-		sed -n "s/.*(\([0-9]*\) ns of BPF per transaction).*/\1 $tps/p"
+	bench_bpf_report 'pgt' "$secs" "$tps" "$before" "$after" > "$report"
+	[ -z "${DETAIL:-}" ] || sed '$d' "$report" >&2
+	sed -n "s/.*(\([0-9]*\) ns of BPF per transaction).*/\1 $tps/p" "$report"
+}
+
+# run_build A|B ROUND: one run of that build, printed and kept
+run_build() {
+	local bin=$build_a ns tps
+	[ "$1" = B ] && bin=$build_b
+	[ -z "${DETAIL:-}" ] || echo "round $2 $1:" >&2
+	read -r ns tps <<<"$(one_run "$bin")"
+	printf 'round %d %s: %6.0f ns of BPF per transaction at %5.0f tps\n' "$2" "$1" "$ns" "$tps"
+	if [ "$1" = A ]; then a+=("$ns"); else b+=("$ns"); fi
 }
 
 a=() b=()
 for r in $(seq "$rounds"); do
-	read -r ns tps <<<"$(one_run "$build_a")"
-	printf 'round %d A: %6.0f ns of BPF per transaction at %5.0f tps\n' "$r" "$ns" "$tps"
-	a+=("$ns")
-	read -r ns tps <<<"$(one_run "$build_b")"
-	printf 'round %d B: %6.0f ns of BPF per transaction at %5.0f tps\n' "$r" "$ns" "$tps"
-	b+=("$ns")
+	if bench_a_first "$r"; then
+		run_build A "$r"
+		run_build B "$r"
+	else
+		run_build B "$r"
+		run_build A "$r"
+	fi
 done
 printf 'median ns of BPF per transaction (%s, sets %s): A %.0f, B %.0f\n' "$mode" "$sets" \
 	"$(bench_median "${a[@]}")" "$(bench_median "${b[@]}")"

@@ -22,7 +22,7 @@
 /* Capacities of the aggregation maps (LRU: the least used entries go first) */
 #define PGT_KIO_MAX			16384
 #define PGT_KPROC_MAX		8192
-#define PGT_KHIST_ENTRIES	2048
+#define PGT_KHIST_ENTRIES	4096
 
 /* `kio`: one I/O aggregate per (pid, query, layer, op, file, device) */
 struct pgt_kio_key

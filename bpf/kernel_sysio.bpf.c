@@ -10,7 +10,8 @@
  *	  pwritev and their v2 forms, fsync, fdatasync, sync_file_range,
  *	  openat, close): calls, bytes, errors and latency per (pid, query id,
  *	  call, file class, relation file and its database, device) in `kio`,
- *	  and an fsync latency histogram in `khist`.
+ *	  and latency histograms per (pid, call, device) in `khist`: the fsync
+ *	  family's (metric fsync) and the reads' and writes' (metric syscall).
  *
  *	  "network" (do_net): socket send and receive calls (sendto, recvfrom,
  *	  sendmsg, recvmsg: what PostgreSQL's send()/recv() become): calls,
@@ -366,8 +367,8 @@ net_done(__u32 tgid, struct call_start *s, long ret, __u64 ns)
 
 /*
  * file_done
- *		A file call completed: into the I/O aggregate (and the fsync
- *		histogram).
+ *		A file call completed: into the I/O aggregate, and a read or write
+ *		or a sync into its latency histogram (opens and closes into none).
  */
 static __always_inline void
 file_done(__u32 tgid, struct call_start *s, long ret, __u64 ns)
@@ -383,6 +384,8 @@ file_done(__u32 tgid, struct call_start *s, long ret, __u64 ns)
 	pgt_kio_add(&kio, &k, s->pm, (moves_bytes(s->op) && ret > 0) ? (__u64) ret : 0, ret < 0, ns);
 	if (is_sync(s->op))
 		pgt_khist_add(&khist, PGT_KHIST_FSYNC, tgid, s->file.dev, s->op, s->pm, ns);
+	else if (moves_bytes(s->op))
+		pgt_khist_add(&khist, PGT_KHIST_SYSCALL, tgid, s->file.dev, s->op, s->pm, ns);
 }
 
 /*

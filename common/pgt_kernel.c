@@ -97,6 +97,8 @@ pgt_khist_name(unsigned metric)
 			return "runq";
 		case PGT_KHIST_FSYNC:
 			return "fsync";
+		case PGT_KHIST_SYSCALL:
+			return "syscall";
 	}
 	return "unknown";
 }

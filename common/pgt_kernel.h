@@ -62,7 +62,8 @@
 #define PGT_KHIST_BLOCK			1	/* block request issue -> completion */
 #define PGT_KHIST_RUNQ			2	/* wakeup/preemption -> on CPU */
 #define PGT_KHIST_FSYNC			3	/* fsync / fdatasync / sync_file_range */
-#define PGT_KHIST_MAX			4
+#define PGT_KHIST_SYSCALL		4	/* file reads and writes (read ... pwritev2) */
+#define PGT_KHIST_MAX			5
 
 /* Which set filled a pgt_kernel_proc_entry (its `sets`) */
 #define PGT_KPROC_SCHED			1

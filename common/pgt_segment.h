@@ -331,7 +331,7 @@ _Static_assert(sizeof(struct pgt_exact_window_entry) == 160, "exact window entry
 
 #define PGT_DEFAULT_KERNEL_IO_CAP	4096
 #define PGT_DEFAULT_KERNEL_PROC_CAP	8192	/* three sets (sched, memory, network) */
-#define PGT_DEFAULT_KERNEL_HIST_CAP	2048	/* per-pid histograms: 256 overflowed under churn */
+#define PGT_DEFAULT_KERNEL_HIST_CAP	4096	/* per-pid histograms: 256 overflowed under churn; a backend has several */
 
 /* Default capacities the helper allocates (readers take them from the header). */
 #define PGT_DEFAULT_PROBESETS_CAP	32

@@ -12,6 +12,7 @@ SELECT count(*) FROM pg_tracer_kernel_net;
 SELECT count(*) FROM pg_tracer_kernel_histogram('block');
 SELECT count(*) FROM pg_tracer_kernel_histogram('runq');
 SELECT count(*) FROM pg_tracer_kernel_histogram('fsync');
+SELECT count(*) FROM pg_tracer_kernel_histogram('syscall');
 
 -- join keys
 SELECT count(*) FROM pg_tracer_kernel_io k JOIN pg_stat_activity a USING (pid);

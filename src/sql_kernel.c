@@ -181,7 +181,7 @@ pg_tracer_kernel_proc(PG_FUNCTION_ARGS)
 /*
  * pg_tracer_kernel_histogram
  *		The non-empty buckets of every histogram of one metric ('block',
- *		'runq', 'fsync'), in microseconds.
+ *		'runq', 'fsync', 'syscall'), in microseconds.
  */
 Datum
 pg_tracer_kernel_histogram(PG_FUNCTION_ARGS)
@@ -198,7 +198,7 @@ pg_tracer_kernel_histogram(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("unknown kernel histogram metric \"%s\"", name),
-				 errhint("Use one of: block (block I/O latency), runq (run-queue latency), fsync (fsync/fdatasync latency).")));
+				 errhint("Use one of: block (block I/O latency), runq (run-queue latency), fsync (fsync/fdatasync latency), syscall (file read/write system call latency).")));
 
 	n = pgt_link_srf_begin(fcinfo, &link, PGT_SEC_KERNEL_HIST, &vis);
 	for (i = 0; i < n; i++)

@@ -3,7 +3,9 @@
 #
 #   - cold table scan (caches dropped): block reads and page-cache misses on
 #     the scanning backend and its query id; block read bytes within 10% of
-#     /proc/<pid>/io read_bytes over the same span
+#     /proc/<pid>/io read_bytes over the same span; the read and write
+#     calls in the backend's syscall latency histograms equal /proc io's
+#     syscr and syscw
 #   - commit-heavy work: fdatasync of WAL with latency, on that backend
 #     only, and in the fsync histogram
 #   - a CPU hog pinned to the backend's CPU: run-queue latency for it,
@@ -146,6 +148,31 @@ is($node->safe_psql('postgres',
 is($node->safe_psql('postgres',
 		"SELECT count(*) > 0 FROM pg_tracer_kernel_histogram('block') WHERE op = 'read'"),
 	't', 'block latency histogram has read buckets');
+# Every read and write system call of the backend lands in its syscall
+# latency histograms: their counts equal the kernel's own, /proc io's syscr
+# and syscw (cumulative since the fork, which the helper traced from).  The
+# backend is idle; a signal could still make it read its latch, so the two
+# reads of /proc around the query must agree.
+my $families = "coalesce(sum(count) FILTER (WHERE op IN ('read', 'pread64', 'readv', 'preadv', 'preadv2')), 0),
+	coalesce(sum(count) FILTER (WHERE op IN ('write', 'pwrite64', 'writev', 'pwritev', 'pwritev2')), 0)";
+my ($hist_rw, $proc_rw);
+my $syscrw = sub {
+	join '/', map { proc_field("/proc/$pid1/io", qr/^$_: (\d+)/m) } qw(syscr syscw);
+};
+wait_until(sub {
+	my $before = $syscrw->();
+	$hist_rw = join '/', split /\|/, $node->safe_psql('postgres',
+		"SELECT $families FROM pg_tracer_kernel_histogram('syscall') WHERE pid = $pid1");
+	$proc_rw = $syscrw->();
+	$before eq $proc_rw && $hist_rw eq $proc_rw
+}, 10);
+is($hist_rw, $proc_rw, "syscall histograms: the backend's read/write calls equal /proc io syscr/syscw ($proc_rw)");
+cmp_ok((split m{/}, $hist_rw)[0], '>', 1000, 'the scan\'s reads are among them');
+is($node->safe_psql('postgres',
+		"SELECT string_agg(DISTINCT op, ',') FROM pg_tracer_kernel_histogram('syscall')
+		  WHERE op NOT IN ('read', 'pread64', 'readv', 'preadv', 'preadv2',
+		                   'write', 'pwrite64', 'writev', 'pwritev', 'pwritev2')"),
+	'', 'syscall histograms hold reads and writes only (syncs: fsync; opens, closes: none)');
 $s1->quit;
 
 # --- a data file of another database ------------------------------------------
