@@ -259,9 +259,7 @@ cmp_row(const void *a, const void *b)
 		return c;
 	if ((c = TRACE_CMP3(x->k.probe, y->k.probe)) != 0)
 		return c;
-	if ((c = TRACE_CMP3(y->v.total_ns, x->v.total_ns)) != 0)
-		return c;
-	if ((c = TRACE_CMP3(y->v.calls, x->v.calls)) != 0)
+	if ((c = trace_cmp_heaviest(x->v.total_ns, x->v.calls, y->v.total_ns, y->v.calls)) != 0)
 		return c;
 	return memcmp(&x->k, &y->k, sizeof(x->k));
 }

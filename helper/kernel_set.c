@@ -518,9 +518,7 @@ cmp_io(const void *a, const void *b)
 
 	if ((c = TRACE_CMP3(x->k.pid, y->k.pid)) != 0)
 		return c;
-	if ((c = TRACE_CMP3(y->v.total_ns, x->v.total_ns)) != 0)
-		return c;
-	if ((c = TRACE_CMP3(y->v.calls, x->v.calls)) != 0)
+	if ((c = trace_cmp_heaviest(x->v.total_ns, x->v.calls, y->v.total_ns, y->v.calls)) != 0)
 		return c;
 	return memcmp(&x->k, &y->k, sizeof(x->k));
 }

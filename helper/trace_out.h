@@ -20,6 +20,19 @@
  */
 #define TRACE_CMP3(a, b) (((a) > (b)) - ((a) < (b)))
 
+/*
+ * trace_cmp_heaviest
+ *		Within one pid's summary rows: the most time first, then the most
+ *		calls.
+ */
+static inline int
+trace_cmp_heaviest(uint64_t ns_a, uint64_t calls_a, uint64_t ns_b, uint64_t calls_b)
+{
+	int			c = TRACE_CMP3(ns_b, ns_a);
+
+	return c != 0 ? c : TRACE_CMP3(calls_b, calls_a);
+}
+
 typedef struct trace_type_entry
 {
 	uint32_t	pid;
