@@ -35,7 +35,12 @@
 # pooled line follows: the block ratios of all its runs together, and the
 # median of the runs' ratios of means (this host's TPS drifts between runs
 # by more than the margins the targets leave).
-#   env: those of bench/lib.sh, and WORKLOADS (default "select tpcb")
+# A "by second" line gives the on-blocks' seconds by how long after the
+# switch they ran (medians over the blocks): a helper restart whose work
+# spilled into the block would show as low early seconds.
+#   env: those of bench/lib.sh, WORKLOADS (default "select tpcb"), and
+#   KEEP=DIR to keep each run's raw data there (pgbench's per-second
+#   progress, the switch times, the /proc/stat samples).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -109,6 +114,11 @@ toggle_run() {
 	wait "$pgb" || true
 	kill "$sampler"
 	wait "$sampler" 2>/dev/null || true
+	if [ -n "${KEEP:-}" ]; then
+		mkdir -p "$KEEP"
+		n=$(ls "$KEEP" | grep -c "^$1-" || true)
+		for f in progress switches cpu; do cp "$work/$f" "$KEEP/$1-$((n / 3 + 1)).$f"; done
+	fi
 	python3 - "$1" "$work/progress" "$work/switches" "$work/cpu" "$work/pool" <<'PY'
 import bisect, re, statistics, sys
 mode, progress, switches, cpufile, pool = sys.argv[1:6]
@@ -178,8 +188,31 @@ def report(label, per_second, state="on"):
           % (mode, state, label, len(ratios), statistics.median(ratios), q[0], q[-1],
              statistics.mean(on), statistics.mean(off), statistics.mean(on) / statistics.mean(off)))
 
+def by_second(state):
+    """each on-block's seconds, by their distance from its switch, over the
+    off-blocks around it: a restart that still weighs on a block's first
+    seconds would show there, not in the later ones"""
+    off = {}
+    for t, tps in secs:
+        s, i = state_at(t - 1.0, t)
+        if s == "off":
+            off.setdefault(i, []).append(tps)
+    at = {}
+    for i, (s, t) in enumerate(sw):
+        if s != state:
+            continue
+        near = [statistics.mean(off[j]) for j in (i - 2, i + 2) if j in off]
+        if not near:
+            continue
+        for tt, tps in secs:
+            if state_at(tt - 1.0, tt)[1] == i:
+                at.setdefault(int(tt - t), []).append(tps / statistics.mean(near))
+    print("%-6s %-4s by second      : %s" % (mode, state, " ".join(
+        "%ds %.3f" % (k, statistics.median(v)) for k, v in sorted(at.items()) if len(v) >= 3)))
+
 for state in ["on"] + (["on-b"] if any(s == "on-b" for s, _ in sw) else []):
     report("TPS", secs, state)
+    by_second(state)
     report("TPS / given CPU", [(t, tps / given_share(t - 1.0, t)) for t, tps in secs], state)
 PY
 }
