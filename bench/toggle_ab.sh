@@ -38,9 +38,15 @@
 # A "by second" line gives the on-blocks' seconds by how long after the
 # switch they ran (medians over the blocks): a helper restart whose work
 # spilled into the block would show as low early seconds.
+# A "per transaction" line splits a transaction's time, for the backends
+# and for pgbench, into time on a CPU, waiting in a run queue, and asleep,
+# from the kernel's scheduler accounting (bench/schedstat_sample.py): the
+# median over off-blocks, over on-blocks, and the on-blocks' median ratio
+# to the off-blocks around them.  It tells whether the probes cost CPU,
+# queueing for the CPUs, or waiting on something else.
 #   env: those of bench/lib.sh, WORKLOADS (default "select tpcb"), and
 #   KEEP=DIR to keep each run's raw data there (pgbench's per-second
-#   progress, the switch times, the /proc/stat samples).
+#   progress, the switch times, the /proc/stat and schedstat samples).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -102,6 +108,8 @@ toggle_run() {
 	sampler=$!
 	as_pg pgbench -T "$secs" -P 1 --progress-timestamp "${f[@]}" > /dev/null 2> "$work/progress" &
 	pgb=$!
+	python3 "$(dirname "$0")/schedstat_sample.py" "$(head -1 "$bench_dir/data/postmaster.pid")" "$work/sched" &
+	sched_sampler=$!
 	sleep 3
 	while kill -0 "$pgb" 2>/dev/null; do
 		toggle_to on cost_on
@@ -112,16 +120,16 @@ toggle_run() {
 		fi
 	done
 	wait "$pgb" || true
-	kill "$sampler"
-	wait "$sampler" 2>/dev/null || true
+	kill "$sampler" "$sched_sampler" 2>/dev/null || true	# the sampler may have died: its line is then left out
+	wait "$sampler" "$sched_sampler" 2>/dev/null || true
 	if [ -n "${KEEP:-}" ]; then
 		mkdir -p "$KEEP"
-		n=$(ls "$KEEP" | grep -c "^$1-" || true)
-		for f in progress switches cpu; do cp "$work/$f" "$KEEP/$1-$((n / 3 + 1)).$f"; done
+		n=$(ls "$KEEP" | grep -c "^$1-.*\.progress$" || true)
+		for f in progress switches cpu sched; do cp "$work/$f" "$KEEP/$1-$((n + 1)).$f"; done
 	fi
-	python3 - "$1" "$work/progress" "$work/switches" "$work/cpu" "$work/pool" <<'PY'
+	python3 - "$1" "$work/progress" "$work/switches" "$work/cpu" "$work/pool" "$work/sched" <<'PY'
 import bisect, re, statistics, sys
-mode, progress, switches, cpufile, pool = sys.argv[1:6]
+mode, progress, switches, cpufile, pool, schedfile = sys.argv[1:7]
 sw = [(l.split()[0], float(l.split()[1])) for l in open(switches) if l.strip()]
 secs = [(float(m.group(1)), float(m.group(2))) for m in
         (re.match(r"progress: ([\d.]+) s, ([\d.]+) tps", l) for l in open(progress)) if m]
@@ -210,9 +218,73 @@ def by_second(state):
     print("%-6s %-4s by second      : %s" % (mode, state, " ".join(
         "%ds %.3f" % (k, statistics.median(v)) for k, v in sorted(at.items()) if len(v) >= 3)))
 
+# schedstat_sample.py's samples: [(time, {tid: (class, cpu_ns, runq_ns, slices)})]
+sched = []
+for l in open(schedfile):
+    f = l.split()
+    if f and f[0] == "T":
+        sched.append((float(f[1]), {}))
+    elif sched and len(f) == 5:
+        sched[-1][1][f[0]] = (f[1], int(f[2]), int(f[3]), int(f[4]))
+
+def txn_split(t0, t1):
+    """a transaction's time in [t0, t1] by process class: microseconds on a
+    CPU, waiting in a run queue, and asleep (the rest of its threads' time),
+    each summed over the class's threads and divided by the transactions"""
+    inside = [x for x in sched if t0 <= x[0] <= t1]
+    if len(inside) < 4:
+        return None
+    (ta, a), (tb, b) = inside[0], inside[-1]
+    tps = [v for t, v in secs if ta + 1.0 <= t <= tb]
+    if not tps or not statistics.mean(tps):
+        return None
+    txns = statistics.mean(tps) * (tb - ta)
+    split = {}
+    for tid, (cls, cpu_ns, runq_ns, _) in b.items():
+        if tid in a:
+            c = split.setdefault(cls, [0.0, 0.0, 0.0])
+            c[0] += cpu_ns - a[tid][1]
+            c[1] += runq_ns - a[tid][2]
+            c[2] += (tb - ta) * 1e9 - (cpu_ns - a[tid][1]) - (runq_ns - a[tid][2])
+    return {(cls, part): ns / txns / 1e3 for cls, c in split.items()
+            for part, ns in zip(("CPU", "run queue", "asleep"), c)}
+
+def per_txn(state):
+    """txn_split of the on-blocks against the off-blocks before and after:
+    whether the probes cost the clients and backends CPU, or time in a run
+    queue (the CPUs' queueing), or sleep (waiting on something else)"""
+    blocks = [(s, txn_split(t + 1.0, sw[i + 1][1])) for i, (s, t) in enumerate(sw[:-1]) if s != "x"]
+    level = {}
+    ratios = {}
+    for i, (s, v) in enumerate(blocks):
+        if not v:
+            continue
+        for k, us in v.items():
+            level.setdefault((s, k), []).append(us)
+        near = [blocks[j][1] for j in (i - 1, i + 1)
+                if 0 <= j < len(blocks) and blocks[j][0] == "off" and blocks[j][1]]
+        if s != state or len(near) < 2:
+            continue
+        for k, us in v.items():
+            base = statistics.mean(n.get(k, 0.0) for n in near)
+            if base > 0:
+                ratios.setdefault(k, []).append(us / base)
+    groups = []
+    for cls, label in (("backend", "backends"), ("pgbench", "pgbench")):
+        parts = ["%s %.0f -> %.0f us (x%.3f)" % (
+                     part, statistics.median(level[("off", (cls, part))]),
+                     statistics.median(level[(state, (cls, part))]), statistics.median(ratios[(cls, part)]))
+                 for part in ("CPU", "run queue", "asleep")
+                 if ("off", (cls, part)) in level and (state, (cls, part)) in level and (cls, part) in ratios]
+        if parts:
+            groups.append(label + ": " + ", ".join(parts))
+    if groups:
+        print("%-6s %-4s per transaction: %s" % (mode, state, "; ".join(groups)))
+
 for state in ["on"] + (["on-b"] if any(s == "on-b" for s, _ in sw) else []):
     report("TPS", secs, state)
     by_second(state)
+    per_txn(state)
     report("TPS / given CPU", [(t, tps / given_share(t - 1.0, t)) for t, tps in secs], state)
 PY
 }
