@@ -143,6 +143,19 @@ def state_at(t0, t1):
             return s, i
     return None, None
 
+def off_around(i, values):
+    """the values of the nearest off-blocks before and after switch entry i
+    (values: {switch index of an off-block: value}; a side whose nearest
+    off-block has none is left out): what an on-block is compared with"""
+    near = []
+    for step in (-1, 1):
+        j = i + step
+        while 0 <= j < len(sw) and sw[j][0] != "off":
+            j += step
+        if j in values:
+            near.append(values[j])
+    return near
+
 # /proc/stat "cpu" lines: user nice system idle iowait irq softirq steal ...
 cpu = [(float(f[0]), [int(x) for x in f[2:10]]) for f in
        (l.split() for l in open(cpufile)) if len(f) >= 10]
@@ -170,17 +183,12 @@ def report(label, per_second, state="on"):
         if s:
             blocks.setdefault(i, (s, []))[1].append(tps)
     means = {i: (s, statistics.mean(v)) for i, (s, v) in blocks.items()}
-    def off_near(i, step):
-        """mean of the nearest off-block from block i in direction step"""
-        j = i + step
-        while 0 <= j < len(sw) and sw[j][0] != "off":
-            j += step
-        return [means[j][1]] if j in means and means[j][0] == "off" else []
+    off_means = {i: m for i, (s, m) in means.items() if s == "off"}
     ratios = []
     for i, (s, m) in means.items():
         if s != state:
             continue
-        around = off_near(i, -1) + off_near(i, 1)
+        around = off_around(i, off_means)
         if around:
             ratios.append(m / statistics.mean(around))
     on = [m for s, m in means.values() if s == state]
@@ -209,7 +217,7 @@ def by_second(state):
     for i, (s, t) in enumerate(sw):
         if s != state:
             continue
-        near = [statistics.mean(off[j]) for j in (i - 2, i + 2) if j in off]
+        near = off_around(i, {j: statistics.mean(v) for j, v in off.items()})
         if not near:
             continue
         for tt, tps in secs:
@@ -253,16 +261,16 @@ def per_txn(state):
     """txn_split of the on-blocks against the off-blocks before and after:
     whether the probes cost the clients and backends CPU, or time in a run
     queue (the CPUs' queueing), or sleep (waiting on something else)"""
-    blocks = [(s, txn_split(t + 1.0, sw[i + 1][1])) for i, (s, t) in enumerate(sw[:-1]) if s != "x"]
+    blocks = {i: (s, txn_split(t + 1.0, sw[i + 1][1])) for i, (s, t) in enumerate(sw[:-1]) if s != "x"}
+    off_splits = {i: v for i, (s, v) in blocks.items() if s == "off" and v}
     level = {}
     ratios = {}
-    for i, (s, v) in enumerate(blocks):
+    for i, (s, v) in blocks.items():
         if not v:
             continue
         for k, us in v.items():
             level.setdefault((s, k), []).append(us)
-        near = [blocks[j][1] for j in (i - 1, i + 1)
-                if 0 <= j < len(blocks) and blocks[j][0] == "off" and blocks[j][1]]
+        near = off_around(i, off_splits)
         if s != state or len(near) < 2:
             continue
         for k, us in v.items():
