@@ -1,8 +1,9 @@
 /*
  * bpf/kernel_common.bpf.h
  *	  Inline pieces the kernel probe sets (bpf/kernel_*.bpf.c) share: map
- *	  declarations of their aggregates, the in-kernel aggregation updates,
- *	  and the classification of the file behind a descriptor.
+ *	  declarations of their aggregates, the in-kernel aggregation updates
+ *	  (on the shared maps; a task's own rows are kernel_tacc.bpf.h's), and
+ *	  the classification of the file behind a descriptor.
  *
  * Include after vmlinux.h, the libbpf headers and pgt_common.bpf.h.
  */
@@ -65,12 +66,33 @@ pgt_kio_key_set(struct pgt_kio_key *k, __u32 pid, __u8 layer, __u8 op, __u8 file
 }
 
 /*
- * pgt_kio_add
- *		One operation into an I/O aggregate.
+ * PGT_ADD
+ *		*p += x: atomically on a row of a shared map (other CPUs add to it
+ *		too), plainly on a row of a task's own accumulators (only that task,
+ *		or the CPU switching it in, writes them).
  */
-static __always_inline void
-pgt_kio_add(void *map, struct pgt_kio_key *k, __u32 pm, __u64 bytes, int error,
-			__u64 ns)
+#define PGT_ADD(shared, p, x) \
+	do { \
+		if (shared) \
+			__sync_fetch_and_add((p), (x)); \
+		else \
+			*(p) += (x); \
+	} while (0)
+
+/* *p = max(*p, x): racy on a shared row, good enough for a maximum */
+#define PGT_MAX(p, x) \
+	do { \
+		if ((x) > *(p)) \
+			*(p) = (x); \
+	} while (0)
+
+/*
+ * pgt_kio_get
+ *		The I/O aggregate of k in map, created when missing; NULL when the
+ *		map refuses it.
+ */
+static __always_inline struct pgt_kio_val *
+pgt_kio_get(void *map, const struct pgt_kio_key *k, __u32 pm)
 {
 	struct pgt_kio_val *v = bpf_map_lookup_elem(map, k);
 
@@ -81,20 +103,41 @@ pgt_kio_add(void *map, struct pgt_kio_key *k, __u32 pm, __u64 bytes, int error,
 		init.pm = pm;
 		bpf_map_update_elem(map, k, &init, BPF_NOEXIST);
 		v = bpf_map_lookup_elem(map, k);
-		if (!v)
-			return;
 	}
-	__sync_fetch_and_add(&v->calls, 1);
+	return v;
+}
+
+/*
+ * pgt_kio_val_add
+ *		One operation into an I/O aggregate (shared: a map's row).
+ */
+static __always_inline void
+pgt_kio_val_add(struct pgt_kio_val *v, int shared, __u64 bytes, int error, __u64 ns)
+{
+	PGT_ADD(shared, &v->calls, 1);
 	if (bytes)
-		__sync_fetch_and_add(&v->bytes, bytes);
+		PGT_ADD(shared, &v->bytes, bytes);
 	if (error)
-		__sync_fetch_and_add(&v->errors, 1);
+		PGT_ADD(shared, &v->errors, 1);
 	if (ns)
 	{
-		__sync_fetch_and_add(&v->total_ns, ns);
-		if (ns > v->max_ns)
-			v->max_ns = ns;		/* racy max: good enough for a maximum */
+		PGT_ADD(shared, &v->total_ns, ns);
+		PGT_MAX(&v->max_ns, ns);
 	}
+}
+
+/*
+ * pgt_kio_add
+ *		One operation into an I/O aggregate of map.
+ */
+static __always_inline void
+pgt_kio_add(void *map, struct pgt_kio_key *k, __u32 pm, __u64 bytes, int error,
+			__u64 ns)
+{
+	struct pgt_kio_val *v = pgt_kio_get(map, k, pm);
+
+	if (v)
+		pgt_kio_val_add(v, 1, bytes, error, ns);
 }
 
 /*
@@ -119,30 +162,45 @@ pgt_kproc_get(void *map, __u32 pid, __u64 qid, __u32 pm)
 }
 
 /*
- * pgt_khist_add
- *		One latency (ns) into a microsecond log2 histogram.
+ * pgt_khist_get
+ *		The histogram of k in map, created when missing.
  */
-static __always_inline void
-pgt_khist_add(void *map, __u32 metric, __u32 pid, __u32 dev, __u32 op, __u32 pm,
-			  __u64 ns)
+static __always_inline struct pgt_khist_val *
+pgt_khist_get(void *map, const struct pgt_khist_key *k, __u32 pm)
 {
-	struct pgt_khist_key k = {.metric = metric, .pid = pid, .dev = dev, .op = op};
-	struct pgt_khist_val *v = bpf_map_lookup_elem(map, &k);
-	__u32		slot;
+	struct pgt_khist_val *v = bpf_map_lookup_elem(map, k);
 
 	if (!v)
 	{
 		struct pgt_khist_val init = {};
 
 		init.pm = pm;
-		bpf_map_update_elem(map, &k, &init, BPF_NOEXIST);
-		v = bpf_map_lookup_elem(map, &k);
-		if (!v)
-			return;
+		bpf_map_update_elem(map, k, &init, BPF_NOEXIST);
+		v = bpf_map_lookup_elem(map, k);
 	}
-	slot = pgt_log2(ns / 1000);
-	if (slot < 32)
-		__sync_fetch_and_add(&v->slots[slot], 1);
+	return v;
+}
+
+/* The microsecond log2 slot of a latency in ns */
+static __always_inline __u32
+pgt_khist_slot(__u64 ns)
+{
+	return pgt_log2(ns / 1000) & 31;
+}
+
+/*
+ * pgt_khist_add
+ *		One latency (ns) into a microsecond log2 histogram of map.
+ */
+static __always_inline void
+pgt_khist_add(void *map, __u32 metric, __u32 pid, __u32 dev, __u32 op, __u32 pm,
+			  __u64 ns)
+{
+	struct pgt_khist_key k = {.metric = metric, .pid = pid, .dev = dev, .op = op};
+	struct pgt_khist_val *v = pgt_khist_get(map, &k, pm);
+
+	if (v)
+		__sync_fetch_and_add(&v->slots[pgt_khist_slot(ns)], 1);
 }
 
 /*

@@ -21,9 +21,12 @@
  *
  * A switch-out reads the query id in the process's own context (prev is
  * current) and keeps it in the task's storage, with the switch's kind and
- * time; the counters of that off-CPU period are added to `kproc` in one
- * lookup when the task is back on a CPU: a switch is counted when it ends.
- * A new process is counted from its first switch-out on.
+ * time; the counters of that off-CPU period are added when the task is back
+ * on a CPU (a switch is counted when it ends), to the task's own row for
+ * that query id and its own run-queue histogram (task accumulators,
+ * kernel_tacc.bpf.h: no shared-map lookup until the task has more query
+ * ids than its table holds, or exits).  A new process is counted from its
+ * first switch-out on.
  *
  * Cost for tasks that are not tracked: in the hook chain, nothing for a
  * switch between two of them (the dispatcher's bitmap test); otherwise, or
@@ -45,6 +48,8 @@ char LICENSE[] SEC("license") = "GPL";
 PGT_DECLARE_KPROC;
 PGT_DECLARE_KHIST;
 
+#include "kernel_tacc.bpf.h"
+
 /*
  * Set by the helper before load: 1 when the kernel keeps sched_info and
  * tasks have se.cfs_rq (times are then the run queue's clock, and
@@ -60,7 +65,11 @@ struct pgt_sched_state
 	struct pgt_qid_cache qc;	/* see pgt_task_qid */
 	__u32		pm;				/* postmaster: the task is tracked */
 	__u8		out_kind;		/* PGT_KSCHED_(IN)VOLUNTARY */
-	__u8		pad[3];
+	__u8		exited;			/* the task folded its rows at exit */
+	__u8		pad[2];
+	/* the task's accumulators (kernel_tacc.bpf.h) */
+	struct pgt_tacc_proc tproc;
+	struct pgt_tacc_hist thist;
 };
 
 struct
@@ -130,8 +139,10 @@ runq_wait(struct task_struct *next, __u64 now)
 
 /*
  * switch_in
- *		next is back on a CPU: its off-CPU period into `kproc` (one lookup),
- *		the run-queue wait into the histogram, the event when streaming.
+ *		next is back on a CPU: its off-CPU period into its (pid, query)
+ *		counters, the run-queue wait into its histogram (both the task's
+ *		accumulators: this CPU is the only one touching next now), the
+ *		event when streaming.
  */
 static __always_inline void
 switch_in(struct task_struct *next, __u64 now)
@@ -143,6 +154,7 @@ switch_in(struct task_struct *next, __u64 now)
 	__u64		runq;
 	__u64		moved;
 	__u32		tgid;
+	int			shared;
 
 	if (!s || !s->out_clock)
 		return;					/* never tracked, or not switched out yet */
@@ -150,25 +162,26 @@ switch_in(struct task_struct *next, __u64 now)
 	runq = runq_wait(next, now);
 	moved = next->se.nr_migrations - s->migrations;
 	tgid = next->tgid;
-	v = pgt_kproc_get(&kproc, tgid, s->qid, s->pm);
+	v = pgt_tacc_kproc(s->exited ? 0 : &s->tproc, &kproc, tgid, s->qid, s->pm,
+					   PGT_KSCHED_RUNQ_MAX_NS, &shared);
 	if (v)
 	{
-		__sync_fetch_and_add(&v->v[PGT_KSCHED_OFFCPU_NS], off);
-		__sync_fetch_and_add(&v->v[s->out_kind & 7], 1);
+		PGT_ADD(shared, &v->v[PGT_KSCHED_OFFCPU_NS], off);
+		PGT_ADD(shared, &v->v[s->out_kind & 7], 1);
 		if (s->out_kind == PGT_KSCHED_VOLUNTARY)
-			__sync_fetch_and_add(&v->v[PGT_KSCHED_WAKEUPS], 1);
+			PGT_ADD(shared, &v->v[PGT_KSCHED_WAKEUPS], 1);
 		if (moved)
-			__sync_fetch_and_add(&v->v[PGT_KSCHED_MIGRATIONS], moved);
+			PGT_ADD(shared, &v->v[PGT_KSCHED_MIGRATIONS], moved);
 		if (runq)
 		{
-			__sync_fetch_and_add(&v->v[PGT_KSCHED_RUNQ_NS], runq);
-			__sync_fetch_and_add(&v->v[PGT_KSCHED_RUNQ_COUNT], 1);
-			if (runq > v->v[PGT_KSCHED_RUNQ_MAX_NS])
-				v->v[PGT_KSCHED_RUNQ_MAX_NS] = runq;
+			PGT_ADD(shared, &v->v[PGT_KSCHED_RUNQ_NS], runq);
+			PGT_ADD(shared, &v->v[PGT_KSCHED_RUNQ_COUNT], 1);
+			PGT_MAX(&v->v[PGT_KSCHED_RUNQ_MAX_NS], runq);
 		}
 	}
 	if (runq)
-		pgt_khist_add(&khist, PGT_KHIST_RUNQ, tgid, 0, 0, s->pm, runq);
+		pgt_tacc_khist(s->exited ? 0 : &s->thist, &khist, PGT_KHIST_RUNQ, tgid, 0, 0,
+					   s->pm, runq);
 	r = pgt_event_reserve(sizeof(*r), PGT_SET_SCHED, PGT_KEV_ONCPU, tgid, next->pid, s->qid);
 	if (r)
 	{
@@ -213,5 +226,42 @@ int BPF_PROG(pgt_ksched_switch, bool preempt, struct task_struct *prev,
 {
 	ksched_switch(preempt, prev, next, prev_state);
 	pgt_chain_next(ctx, &pgt_chain_switch, PGT_CHAIN_SLOT_SCHED);
+	return 0;
+}
+
+/*
+ * pgt_ksched_exit
+ *		A task exits: its accumulated rows into the maps (its storage dies
+ *		with it); its last switches after this go to the maps directly.
+ */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(pgt_ksched_exit, struct task_struct *p)
+{
+	struct pgt_sched_state *s = bpf_task_storage_get(&sstate, bpf_get_current_task_btf(),
+													 0, 0);
+
+	if (!s || s->exited)
+		return 0;
+	pgt_tacc_fold_all(0, 0, &s->tproc, &kproc, PGT_KSCHED_RUNQ_MAX_NS, &s->thist, &khist);
+	s->exited = 1;
+	return 0;
+}
+
+/*
+ * pgt_ksched_dump
+ *		The helper's read of every task's accumulated rows (a task
+ *		iterator: helper/task_accum.c).
+ */
+SEC("iter/task")
+int pgt_ksched_dump(struct bpf_iter__task *ctx)
+{
+	struct task_struct *task = ctx->task;
+	struct pgt_sched_state *s;
+
+	if (!task)
+		return 0;
+	s = bpf_task_storage_get(&sstate, task, 0, 0);
+	if (s)
+		pgt_tacc_dump(ctx->meta->seq, 0, &s->tproc, &s->thist);
 	return 0;
 }

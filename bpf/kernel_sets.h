@@ -87,6 +87,64 @@ struct pgt_khist_val
 };
 _Static_assert(sizeof(struct pgt_khist_val) == 264, "pgt_khist_val size");
 
+/*
+ * Whole rows (key then value), as the helper copies the maps and as a
+ * task's accumulators (bpf/kernel_tacc.bpf.h) hold them.
+ */
+struct pgt_kio_row
+{
+	struct pgt_kio_key k;
+	struct pgt_kio_val v;
+};
+_Static_assert(sizeof(struct pgt_kio_row) == 80, "pgt_kio_row size");
+
+struct pgt_kproc_row
+{
+	struct pgt_kproc_key k;
+	struct pgt_kproc_val v;
+};
+_Static_assert(sizeof(struct pgt_kproc_row) == 120, "pgt_kproc_row size");
+
+struct pgt_khist_row
+{
+	struct pgt_khist_key k;
+	struct pgt_khist_val v;
+};
+_Static_assert(sizeof(struct pgt_khist_row) == 280, "pgt_khist_row size");
+
+/*
+ * Task accumulators: the rows a tracked task keeps in its task storage
+ * (bpf/kernel_tacc.bpf.h), read by the helper through the object's task
+ * iterator as records of a pgt_tacc_rec header and one row.
+ */
+#define PGT_TACC_IO_ROWS	8
+#define PGT_TACC_PROC_ROWS	8
+#define PGT_TACC_HIST_ROWS	4
+
+#define PGT_TACC_KIO		1	/* struct pgt_kio_row follows */
+#define PGT_TACC_KPROC		2	/* struct pgt_kproc_row */
+#define PGT_TACC_KHIST		3	/* struct pgt_khist_row */
+
+struct pgt_tacc_rec
+{
+	__u32		kind;			/* PGT_TACC_K* */
+	__u32		size;			/* bytes of the row that follows */
+};
+_Static_assert(sizeof(struct pgt_tacc_rec) == 8, "pgt_tacc_rec size");
+
+/*
+ * `tacc_folds` (one entry): rows moved between a task's accumulators and
+ * the maps, counted when the move begins and when it is done.  A reader
+ * whose copy of maps and accumulators saw begun == done before and the
+ * same begun after read every row exactly once.
+ */
+struct pgt_tacc_folds
+{
+	__u64		begun;
+	__u64		done;
+};
+_Static_assert(sizeof(struct pgt_tacc_folds) == 16, "pgt_tacc_folds size");
+
 /* Event payloads (after struct pgt_event_hdr) */
 
 /* syscall, vfs (kprobes), network: one completed call */

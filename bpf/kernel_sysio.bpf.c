@@ -20,6 +20,10 @@
  *	  owner is learnt when a process sends on the socket (fd -> file ->
  *	  socket -> sock), so a retransmit finds it by sock.
  *
+ * A call's aggregates go to the task's own rows (task accumulators,
+ * kernel_tacc.bpf.h), which the helper reads with the maps and which are
+ * folded into the maps when the table overflows or the task exits.
+ *
  * The helper sets do_file / do_net before load from the sets selected
  * (helper/kernel_sysio.c); a disabled set's code is dead and removed by the
  * verifier.  Path of a system call: the call number is tested first (a
@@ -49,6 +53,8 @@ PGT_DECLARE_KIO;
 PGT_DECLARE_KHIST;
 PGT_DECLARE_KPROC;
 
+#include "kernel_tacc.bpf.h"
+
 struct call_start
 {
 	__u64		ts;				/* 0: no call in progress */
@@ -60,7 +66,12 @@ struct call_start
 	__u32		owned_fd;		/* fd + 1 whose socket owner this task recorded */
 	__u8		op;
 	__u8		file_class;
-	__u16		pad;
+	__u8		exited;			/* the task folded its rows at exit */
+	__u8		pad;
+	/* the task's accumulators (kernel_tacc.bpf.h): syscall, network */
+	struct pgt_tacc_io tio;
+	struct pgt_tacc_hist thist;
+	struct pgt_tacc_proc tproc;
 };
 
 struct
@@ -351,18 +362,20 @@ int BPF_PROG(pgt_ksys_enter, struct pt_regs *regs, long id)
 static __always_inline void
 net_done(__u32 tgid, struct call_start *s, long ret, __u64 ns)
 {
-	struct pgt_kproc_val *v = pgt_kproc_get(&kproc, tgid, s->qid, s->pm);
+	int			shared;
+	struct pgt_kproc_val *v = pgt_tacc_kproc(s->exited ? 0 : &s->tproc, &kproc, tgid,
+											 s->qid, s->pm, -1, &shared);
 	int			send = s->op == PGT_KOP_SEND;
 
 	if (!v)
 		return;
-	__sync_fetch_and_add(&v->v[send ? PGT_KNET_SEND_CALLS : PGT_KNET_RECV_CALLS], 1);
-	__sync_fetch_and_add(&v->v[send ? PGT_KNET_SEND_NS : PGT_KNET_RECV_NS], ns);
+	PGT_ADD(shared, &v->v[send ? PGT_KNET_SEND_CALLS : PGT_KNET_RECV_CALLS], 1);
+	PGT_ADD(shared, &v->v[send ? PGT_KNET_SEND_NS : PGT_KNET_RECV_NS], ns);
 	if (ret > 0)
-		__sync_fetch_and_add(&v->v[send ? PGT_KNET_SEND_BYTES : PGT_KNET_RECV_BYTES],
-							 (__u64) ret);
+		PGT_ADD(shared, &v->v[send ? PGT_KNET_SEND_BYTES : PGT_KNET_RECV_BYTES],
+				(__u64) ret);
 	else if (ret < 0)
-		__sync_fetch_and_add(&v->v[send ? PGT_KNET_SEND_ERRORS : PGT_KNET_RECV_ERRORS], 1);
+		PGT_ADD(shared, &v->v[send ? PGT_KNET_SEND_ERRORS : PGT_KNET_RECV_ERRORS], 1);
 }
 
 /*
@@ -374,6 +387,8 @@ static __always_inline void
 file_done(__u32 tgid, struct call_start *s, long ret, __u64 ns)
 {
 	struct pgt_kio_key k = {};
+	struct pgt_kio_val *v;
+	int			shared;
 
 	if (s->op == PGT_KOP_OPENAT && ret >= 0)
 	{
@@ -381,11 +396,16 @@ file_done(__u32 tgid, struct call_start *s, long ret, __u64 ns)
 		s->file_class = pgt_classify_file(pgt_fd_file((__u32) ret), &s->file);
 	}
 	pgt_kio_key_set(&k, tgid, PGT_KLAYER_SYSCALL, s->op, s->file_class, s->qid, &s->file);
-	pgt_kio_add(&kio, &k, s->pm, (moves_bytes(s->op) && ret > 0) ? (__u64) ret : 0, ret < 0, ns);
+	v = pgt_tacc_kio(s->exited ? 0 : &s->tio, &kio, &k, s->pm, &shared);
+	if (v)
+		pgt_kio_val_add(v, shared, (moves_bytes(s->op) && ret > 0) ? (__u64) ret : 0,
+						ret < 0, ns);
 	if (is_sync(s->op))
-		pgt_khist_add(&khist, PGT_KHIST_FSYNC, tgid, s->file.dev, s->op, s->pm, ns);
+		pgt_tacc_khist(s->exited ? 0 : &s->thist, &khist, PGT_KHIST_FSYNC, tgid,
+					   s->file.dev, s->op, s->pm, ns);
 	else if (moves_bytes(s->op))
-		pgt_khist_add(&khist, PGT_KHIST_SYSCALL, tgid, s->file.dev, s->op, s->pm, ns);
+		pgt_tacc_khist(s->exited ? 0 : &s->thist, &khist, PGT_KHIST_SYSCALL, tgid,
+					   s->file.dev, s->op, s->pm, ns);
 }
 
 /*
@@ -441,6 +461,42 @@ int BPF_PROG(pgt_ksys_exit, struct pt_regs *regs, long ret)
 {
 	ksys_exit(regs, ret);
 	pgt_chain_next(ctx, &pgt_chain_exit, PGT_CHAIN_SLOT_SYSIO);
+	return 0;
+}
+
+/*
+ * pgt_ksysio_exit
+ *		A task exits: its accumulated rows into the maps (its storage dies
+ *		with it); what it does after this goes to the maps directly.
+ */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(pgt_ksysio_exit, struct task_struct *p)
+{
+	struct call_start *s = bpf_task_storage_get(&starts, bpf_get_current_task_btf(), 0, 0);
+
+	if (!s || s->exited)
+		return 0;
+	pgt_tacc_fold_all(&s->tio, &kio, &s->tproc, &kproc, -1, &s->thist, &khist);
+	s->exited = 1;
+	return 0;
+}
+
+/*
+ * pgt_ksysio_dump
+ *		The helper's read of every task's accumulated rows (a task
+ *		iterator: helper/task_accum.c).
+ */
+SEC("iter/task")
+int pgt_ksysio_dump(struct bpf_iter__task *ctx)
+{
+	struct task_struct *task = ctx->task;
+	struct call_start *s;
+
+	if (!task)
+		return 0;
+	s = bpf_task_storage_get(&starts, task, 0, 0);
+	if (s)
+		pgt_tacc_dump(ctx->meta->seq, &s->tio, &s->tproc, &s->thist);
 	return 0;
 }
 

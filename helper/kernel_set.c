@@ -2,7 +2,8 @@
  * helper/kernel_set.c
  *	  Shared machinery of the kernel probe sets (see kernel_set.h): load and
  *	  attach on the shared maps with per-program failure reasons, copy the
- *	  aggregate maps, publish segment rows for one cluster, print summaries,
+ *	  aggregate maps and merge the tasks' own rows into the copies
+ *	  (task_accum.h), publish segment rows for one cluster, print summaries,
  *	  histograms and events.  Single-threaded.
  */
 #include "kernel_set.h"
@@ -33,7 +34,7 @@ kset_new(pset_inst *in, const kset_desc *desc)
 	if (ks == NULL)
 		return NULL;
 	ks->desc = desc;
-	ks->kio_fd = ks->kproc_fd = ks->khist_fd = -1;
+	ks->kio_fd = ks->kproc_fd = ks->khist_fd = ks->tacc_folds_fd = -1;
 	in->priv = ks;
 	return ks;
 }
@@ -98,6 +99,8 @@ kset_load_attach(pset_inst *in, const pset_ctx *ctx, struct bpf_object *obj,
 					  bpf_program__section_name(prog), ebuf);
 			continue;
 		}
+		if (bpf_program__expected_attach_type(prog) == BPF_TRACE_ITER)
+			ks->tacc_iter = ks->links[i];
 		ks->nlinks++;
 		out->attached++;
 		if (ks->members[i].hook >= 0)
@@ -113,6 +116,8 @@ kset_load_attach(pset_inst *in, const pset_ctx *ctx, struct bpf_object *obj,
 			ks->kproc_fd = bpf_map__fd(m);
 		else if (strcmp(name, "khist") == 0)
 			ks->khist_fd = bpf_map__fd(m);
+		else if (strcmp(name, "tacc_folds") == 0)
+			ks->tacc_folds_fd = bpf_map__fd(m);
 	}
 	return 0;
 }
@@ -191,6 +196,7 @@ kset_stop(pset_inst *in)
 	free(ks->io);
 	free(ks->proc);
 	free(ks->hist);
+	tacc_buf_free(&ks->tacc);
 	free(ks);
 	in->priv = NULL;
 }
@@ -261,8 +267,93 @@ copy_retire(const retire_map *m, unsigned char **rows, size_t max)
 		(unsigned char **) (rows_), (max_))
 
 /*
+ * copy_maps
+ *		The set's aggregate maps into its copies.
+ */
+static void
+copy_maps(kset *ks)
+{
+	ks->nio = COPY_RETIRE("kernel io", ks->kio_fd, struct pgt_kio_key,
+						  struct pgt_kio_val, &kio_fold, &ks->io, PGT_KIO_MAX);
+	ks->nproc = COPY_RETIRE("kernel proc", ks->kproc_fd, struct pgt_kproc_key,
+							struct pgt_kproc_val, kproc_fold(ks->desc->proc_flag),
+							&ks->proc, PGT_KPROC_MAX);
+	ks->nhist = COPY_RETIRE("kernel histograms", ks->khist_fd, struct pgt_khist_key,
+							struct pgt_khist_val, &khist_fold, &ks->hist,
+							PGT_KHIST_ENTRIES);
+}
+
+/*
+ * copy_with_tasks
+ *		The maps and the tasks' own rows (ks->tacc), taken again (up to
+ *		three times) while rows moved between the two, so that each row is
+ *		counted once (task_accum.h).
+ */
+static void
+copy_with_tasks(kset *ks)
+{
+	int			attempt;
+
+	for (attempt = 0; attempt < 3; attempt++)
+	{
+		struct pgt_tacc_folds before;
+		struct pgt_tacc_folds after;
+		int			quiet;
+
+		quiet = tacc_folds_read(ks->tacc_folds_fd, &before) == 0 &&
+			before.begun == before.done;
+		copy_maps(ks);
+		if (ks->tacc_iter == NULL || tacc_read(ks->tacc_iter, &ks->tacc) != 0)
+			return;
+		if (quiet && tacc_folds_read(ks->tacc_folds_fd, &after) == 0 &&
+			after.begun == before.begun)
+			return;
+	}
+	log_debug("probe set: rows kept moving between tasks and maps; this copy may count "
+			  "a few twice or not at all");
+}
+
+/* The tasks' rows of each kind: keys and folds as the maps' */
+#define TACC_KIND(kind_, row, fold_) \
+	((tacc_kind) {.kind = (kind_), .ksize = sizeof(((row *) 0)->k), .rsize = sizeof(row), \
+		.pid_off = offsetof(row, k.pid), .fold = pid_retire_fold_u64, .fold_arg = (fold_)})
+
+/*
+ * merge_tasks
+ *		The tasks' rows into the copies of the maps this set reads.
+ */
+static void
+merge_tasks(kset *ks)
+{
+	if (ks->tacc.len == 0)
+		return;
+	if (ks->kio_fd >= 0)
+	{
+		ks->io_cap = ks->io_cap ? ks->io_cap : PGT_KIO_MAX;
+		ks->nio = tacc_merge(&TACC_KIND(PGT_TACC_KIO, kio_row, &kio_fold), &ks->tacc,
+							 (unsigned char **) &ks->io, ks->nio, &ks->io_cap);
+	}
+	if (ks->kproc_fd >= 0)
+	{
+		ks->proc_cap = ks->proc_cap ? ks->proc_cap : PGT_KPROC_MAX;
+		ks->nproc = tacc_merge(&TACC_KIND(PGT_TACC_KPROC, kproc_row,
+										  kproc_fold(ks->desc->proc_flag)),
+							   &ks->tacc, (unsigned char **) &ks->proc, ks->nproc,
+							   &ks->proc_cap);
+	}
+	if (ks->khist_fd >= 0)
+	{
+		ks->hist_cap = ks->hist_cap ? ks->hist_cap : PGT_KHIST_ENTRIES;
+		ks->nhist = tacc_merge(&TACC_KIND(PGT_TACC_KHIST, khist_row, &khist_fold),
+							   &ks->tacc, (unsigned char **) &ks->hist, ks->nhist,
+							   &ks->hist_cap);
+	}
+}
+
+/*
  * kset_collect
- *		Copy the set's aggregates and count its events.
+ *		Copy the set's aggregates (the maps' rows and the tasks' own) and
+ *		count its events.
  */
 void
 kset_collect(pset_inst *in)
@@ -273,14 +364,8 @@ kset_collect(pset_inst *in)
 
 	if (ks == NULL)
 		return;
-	ks->nio = COPY_RETIRE("kernel io", ks->kio_fd, struct pgt_kio_key,
-						  struct pgt_kio_val, &kio_fold, &ks->io, PGT_KIO_MAX);
-	ks->nproc = COPY_RETIRE("kernel proc", ks->kproc_fd, struct pgt_kproc_key,
-							struct pgt_kproc_val, kproc_fold(ks->desc->proc_flag),
-							&ks->proc, PGT_KPROC_MAX);
-	ks->nhist = COPY_RETIRE("kernel histograms", ks->khist_fd, struct pgt_khist_key,
-							struct pgt_khist_val, &khist_fold, &ks->hist,
-							PGT_KHIST_ENTRIES);
+	copy_with_tasks(ks);
+	merge_tasks(ks);
 	for (i = 0; i < ks->nio; i++)
 		events += ks->io[i].v.calls;
 	for (i = 0; i < ks->nproc; i++)

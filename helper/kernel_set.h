@@ -3,7 +3,8 @@
  *	  The machinery the six kernel probe sets (kernel_syscall.c,
  *	  kernel_vfs.c, kernel_block.c, kernel_sched.c, kernel_memory.c,
  *	  kernel_net.c) share: load and attach one or more BPF objects on the
- *	  shared maps, copy their aggregate maps (kio, kproc, khist), publish
+ *	  shared maps, copy their aggregate maps (kio, kproc, khist) with the
+ *	  rows tracked tasks keep themselves (task_accum.h), publish
  *	  them as segment rows, print them for `pg-tracer trace`, and render
  *	  their events.  A set file only opens its skeleton(s) and describes
  *	  itself with a kset_desc.
@@ -13,6 +14,7 @@
 
 #include "probe_set.h"
 #include "kernel_sets.h"
+#include "task_accum.h"
 
 struct bpf_object;
 struct bpf_link;
@@ -30,23 +32,9 @@ typedef struct kset_desc
 								 * chained hook (hook_chain.h), if it has any */
 } kset_desc;
 
-typedef struct kio_row
-{
-	struct pgt_kio_key k;
-	struct pgt_kio_val v;
-} kio_row;
-
-typedef struct kproc_row
-{
-	struct pgt_kproc_key k;
-	struct pgt_kproc_val v;
-} kproc_row;
-
-typedef struct khist_row
-{
-	struct pgt_khist_key k;
-	struct pgt_khist_val v;
-} khist_row;
+typedef struct pgt_kio_row kio_row;
+typedef struct pgt_kproc_row kproc_row;
+typedef struct pgt_khist_row khist_row;
 
 typedef struct kset
 {
@@ -61,12 +49,20 @@ typedef struct kset
 	int			kio_fd;
 	int			kproc_fd;
 	int			khist_fd;
+	/* the tasks' own rows (task_accum.h): NULL / -1 when the object has none */
+	struct bpf_link *tacc_iter;
+	int			tacc_folds_fd;
+	tacc_buf	tacc;
+	/* the copies: maps' rows, then the tasks' rows merged in */
 	kio_row    *io;
 	size_t		nio;
+	size_t		io_cap;
 	kproc_row  *proc;
 	size_t		nproc;
+	size_t		proc_cap;
 	khist_row  *hist;
 	size_t		nhist;
+	size_t		hist_cap;
 } kset;
 
 /* attach outcome of one object */

@@ -134,6 +134,8 @@ ksysio_start(pset_inst *in, const pset_ctx *ctx, const kset_desc *desc,
 	ks->skel[0] = &shared;
 	ks->destroy[0] = release;
 	sh = shared.inst.priv;
+	ks->tacc_iter = sh->tacc_iter;
+	ks->tacc_folds_fd = sh->tacc_folds_fd;
 	if (in->set->id == PGT_SET_SYSCALL)
 	{
 		ks->kio_fd = sh->kio_fd;
