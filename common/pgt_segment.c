@@ -61,6 +61,8 @@ pgt_seg_result_name(pgt_seg_result r)
 			return "busy";
 		case PGT_SEG_NO_MEMORY:
 			return "out of memory";
+		case PGT_SEG_ABANDONED:
+			return "stale";
 	}
 	return "unknown";
 }
@@ -311,6 +313,11 @@ read_seq(int fd, uint64_t *seq)
  * The size to copy comes from the file (fstat), capped at PGT_SEG_MAX_SIZE,
  * never from the header, so a lying header cannot make us allocate or read
  * more than is there.
+ *
+ * A segment whose seq stays at the same odd value through every attempt
+ * was left in the middle of an update (its writer was killed there, or
+ * hangs): PGT_SEG_ABANDONED, with *lenp the bytes of the last copy, whose
+ * header passed every check but seq's.
  */
 pgt_seg_result
 pgt_segment_snapshot(const char *path, pgt_alloc_fn alloc_fn, void *alloc_arg,
@@ -323,6 +330,9 @@ pgt_segment_snapshot(const char *path, pgt_alloc_fn alloc_fn, void *alloc_arg,
 	size_t		cap;
 	int			fd;
 	int			attempt;
+	int			stuck = 0;		/* attempts that saw the same odd seq */
+	uint64_t	stuck_seq = 0;
+	ssize_t		last_n = 0;
 
 	*bufp = NULL;
 	*lenp = 0;
@@ -351,6 +361,7 @@ pgt_segment_snapshot(const char *path, pgt_alloc_fn alloc_fn, void *alloc_arg,
 	for (attempt = 0; attempt < SNAPSHOT_RETRIES; attempt++)
 	{
 		uint64_t	seq_after;
+		uint64_t	seq_now;
 		ssize_t		n;
 
 		n = read_full(fd, buf, cap, 0);
@@ -363,7 +374,17 @@ pgt_segment_snapshot(const char *path, pgt_alloc_fn alloc_fn, void *alloc_arg,
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);
 		r = pgt_segment_validate(buf, n, view, err, errlen);
 		if (r == PGT_SEG_BUSY)
+		{
+			/* the same odd seq at every attempt: nobody is writing */
+			if (read_seq(fd, &seq_now) == 0 && (seq_now & 1) &&
+				(attempt == 0 || seq_now == stuck_seq))
+				stuck++;
+			else
+				stuck = 0;
+			stuck_seq = seq_now;
+			last_n = n;
 			goto retry;
+		}
 		if (r != PGT_SEG_OK)
 			goto cleanup;		/* damaged, not merely mid-write */
 		if (read_seq(fd, &seq_after) < 0)
@@ -382,6 +403,14 @@ pgt_segment_snapshot(const char *path, pgt_alloc_fn alloc_fn, void *alloc_arg,
 retry:
 		memset(view, 0, sizeof(*view));
 		usleep(attempt < 10 ? 100 : 1000);
+	}
+	if (stuck == SNAPSHOT_RETRIES)
+	{
+		snprintf(err, errlen, "writer stopped in the middle of an update (seq %" PRIu64
+				 " for %d attempts): it exited or hangs", stuck_seq, SNAPSHOT_RETRIES);
+		r = PGT_SEG_ABANDONED;
+		*lenp = (size_t) last_n;
+		goto cleanup;
 	}
 	snprintf(err, errlen, "writer kept updating the segment during %d attempts",
 			 SNAPSHOT_RETRIES);

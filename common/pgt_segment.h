@@ -353,7 +353,8 @@ typedef enum pgt_seg_result
 	PGT_SEG_BAD_VERSION,		/* another layout version */
 	PGT_SEG_CORRUPT,			/* a size, offset or count is impossible */
 	PGT_SEG_BUSY,				/* writer kept changing it while we copied */
-	PGT_SEG_NO_MEMORY
+	PGT_SEG_NO_MEMORY,
+	PGT_SEG_ABANDONED			/* left mid-update: its writer died (or hangs) */
 } pgt_seg_result;
 
 /* One validated table of a copied segment. */

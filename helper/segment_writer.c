@@ -23,6 +23,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,7 +104,10 @@ seg_writer_capacity(const seg_writer *w, uint32_t kind)
 /*
  * previous_generation
  *		Generation of the valid segment at path, or 0 when there is none
- *		(missing, foreign, corrupt: then we start over at 1).
+ *		(missing, foreign, corrupt: then we start over at 1).  A segment
+ *		its writer left in the middle of an update (killed there) counts:
+ *		its header is whole but for seq, and readers must see the
+ *		generation move on.
  */
 static uint64_t
 previous_generation(const char *path)
@@ -119,6 +123,15 @@ previous_generation(const char *path)
 							 err, sizeof(err));
 	if (r == PGT_SEG_OK)
 		gen = view.hdr->generation;
+	else if (r == PGT_SEG_ABANDONED && buf != NULL && len >= sizeof(struct pgt_seg_header))
+	{
+		struct pgt_seg_header h;
+
+		memcpy(&h, buf, sizeof(h));
+		gen = h.generation;
+		log_info("previous segment %s was left mid-update (%s); generation %" PRIu64
+				 " continues", path, err, gen + 1);
+	}
 	else if (r != PGT_SEG_MISSING)
 		log_warn("previous segment %s unusable (%s: %s), generation restarts at 1",
 				 path, pgt_seg_result_name(r), err);

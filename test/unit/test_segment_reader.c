@@ -8,6 +8,8 @@
  * (run under valgrind to see that too).
  */
 #include "unit.h"
+
+#include <stddef.h>
 #include "pgt_segment.h"
 
 #include <fcntl.h>
@@ -165,6 +167,20 @@ test_snapshot_file(void)
 		  == PGT_SEG_OK && clen == len, "snapshot of a good file: %s", err);
 	CHECK(pgt_view_count(&v, PGT_SEC_BACKENDS) == NBACK, "snapshot view");
 	free(copy);
+
+	/* seq left odd, as by a writer killed mid-update: stale, not busy */
+	{
+		uint64_t	odd = 43;
+
+		CHECK(pwrite(fd, &odd, sizeof(odd), offsetof(struct pgt_seg_header, seq)) ==
+			  (ssize_t) sizeof(odd), "seq made odd");
+		CHECK(pgt_segment_snapshot(path, pgt_alloc_malloc, NULL, &copy, &clen, &v, err,
+								   sizeof(err)) == PGT_SEG_ABANDONED && clen == len,
+			  "a segment left mid-update is abandoned: %s", err);
+		CHECK(strcmp(pgt_seg_result_name(PGT_SEG_ABANDONED), "stale") == 0);
+		CHECK(strstr(err, "stopped in the middle of an update") != NULL, "says why: %s", err);
+		free(copy);
+	}
 
 	CHECK(ftruncate(fd, 900) == 0, "truncate");
 	CHECK(pgt_segment_snapshot(path, pgt_alloc_malloc, NULL, &copy, &clen, &v, err, sizeof(err))

@@ -9,6 +9,8 @@
 #include "segment_writer.h"
 #include "unit.h"
 
+#include <stddef.h>
+
 #include <fcntl.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -214,6 +216,20 @@ test_recreate(const char *path)
 	/* again: 9, and no temporary file is left behind */
 	CHECK_INT(seg_writer_create(&w, path, &o, err, sizeof(err)), 0);
 	CHECK_INT(seg_writer_generation(&w), 9);
+	seg_writer_close(&w, PGT_WRITER_STOPPED);
+
+	/* a writer killed mid-update (seq left odd): the generation goes on, 10 */
+	{
+		int			fd = open(path, O_WRONLY);
+		uint64_t	odd = 1001;
+
+		CHECK(fd >= 0);
+		CHECK_INT(pwrite(fd, &odd, sizeof(odd), offsetof(struct pgt_seg_header, seq)),
+				  sizeof(odd));
+		close(fd);
+	}
+	CHECK_INT(seg_writer_create(&w, path, &o, err, sizeof(err)), 0);
+	CHECK_INT(seg_writer_generation(&w), 10);
 	seg_writer_close(&w, PGT_WRITER_STOPPED);
 
 	/* a foreign file at the name: generation restarts at 1 */
