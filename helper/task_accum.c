@@ -216,11 +216,12 @@ tacc_merge(const tacc_kind *k, const tacc_buf *b, unsigned char **rows, size_t n
 	{
 		unsigned char *r = *rows + i * k->rsize;
 		unsigned char *hit = bsearch(r, extra, m, k->rsize, cmp_key);
+		size_t		j = hit != NULL ? (size_t) (hit - extra) / k->rsize : 0;
 
-		if (hit != NULL)
+		if (hit != NULL && !used[j])	/* a key twice in the copy: once */
 		{
 			k->fold(r + k->ksize, hit + k->ksize, k->fold_arg);
-			used[(size_t) (hit - extra) / k->rsize] = 1;
+			used[j] = 1;
 			left--;
 		}
 	}
