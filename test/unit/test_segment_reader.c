@@ -8,11 +8,10 @@
  * (run under valgrind to see that too).
  */
 #include "unit.h"
-
-#include <stddef.h>
 #include "pgt_segment.h"
 
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>

@@ -9,9 +9,8 @@
 #include "segment_writer.h"
 #include "unit.h"
 
-#include <stddef.h>
-
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
