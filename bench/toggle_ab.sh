@@ -8,7 +8,7 @@
 # that drift.  A benchmark, not a test: it asserts nothing.  Run as root
 # after `make install`.
 #
-#   bench/toggle_ab.sh exact|hooks|kernel [SECONDS per workload (120)] [PERIOD (4)]
+#   bench/toggle_ab.sh exact|hooks|kernel|kwindow [SECONDS per workload (120)] [PERIOD (4)]
 #
 #   exact: `--probes exact --mode tiered`, a window opened
 #          (pg_tracer_escalate) and closed (pg_tracer_deescalate): on =
@@ -22,9 +22,15 @@
 #          (another pg-tracer binary), every other on-block runs that build
 #          instead ("on-b"): two builds compared inside one run, each
 #          against the off-blocks around it.
+#   kwindow: one helper, `--probes $SETS --kernel-sets escalated`, and an
+#          escalation window opened and closed: on = the kernel sets'
+#          hooks attached, off = held (loaded, detached).  A switch takes
+#          milliseconds, not a restart, so periods of 2-3 s work: more,
+#          shorter blocks in the same run, each nearer its neighbours.
 #
 # The time a switch takes (a helper restart: a second or two) is left out,
-# and so is the second after it.  Printed per workload: the
+# and so is the second after it (0.2 s for kwindow, whose switch is an
+# attach or a detach: no work spills over).  Printed per workload: the
 # median over on-blocks of (on-block mean TPS / mean of the off-blocks
 # before and after it), and the plain mean ratio; then the same with each
 # second's TPS divided by the share of that second the VM's CPUs were not
@@ -50,7 +56,7 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-kind=${1:?usage: toggle_ab.sh exact|hooks|kernel [SECONDS] [PERIOD]}
+kind=${1:?usage: toggle_ab.sh exact|hooks|kernel|kwindow [SECONDS] [PERIOD]}
 secs=${2:-120}
 period=${3:-4}
 work=$(mktemp -d /tmp/pgt_toggle_ab.XXXXXX)
@@ -79,9 +85,16 @@ kernel)
 		bench_helper_bin=$a
 	}
 	cost_off() { bench_helper_stop; bench_helper_start "${helper_args[@]}"; } ;;
-*) echo "unknown kind $kind (exact, hooks or kernel)" >&2; exit 2 ;;
+kwindow)
+	sets=${SETS:-syscall,vfs,block,sched,memory,network}
+	helper_args=(--probes "$sets" --kernel-sets escalated --exact-budget unlimited --anomaly off)
+	cost_on() { bench_psql "SELECT granted_s FROM pg_tracer_escalate(3600)" >/dev/null; }
+	cost_off() { bench_psql "SELECT pg_tracer_deescalate()" >/dev/null; }
+	settle=0.2 ;;
+*) echo "unknown kind $kind (exact, hooks, kernel or kwindow)" >&2; exit 2 ;;
 esac
 
+settle=${settle:-1.0}	# seconds after a switch left out
 bench_cluster toggle 55587
 bench_helper_start "${helper_args[@]}"
 
@@ -127,19 +140,20 @@ toggle_run() {
 		n=$(ls "$KEEP" | grep -c "^$1-.*\.progress$" || true)
 		for f in progress switches cpu sched; do cp "$work/$f" "$KEEP/$1-$((n + 1)).$f"; done
 	fi
-	python3 - "$1" "$work/progress" "$work/switches" "$work/cpu" "$work/pool" "$work/sched" <<'PY'
+	python3 - "$1" "$work/progress" "$work/switches" "$work/cpu" "$work/pool" "$work/sched" "$settle" <<'PY'
 import bisect, re, statistics, sys
 mode, progress, switches, cpufile, pool, schedfile = sys.argv[1:7]
+settle = float(sys.argv[7])
 sw = [(l.split()[0], float(l.split()[1])) for l in open(switches) if l.strip()]
 secs = [(float(m.group(1)), float(m.group(2))) for m in
         (re.match(r"progress: ([\d.]+) s, ([\d.]+) tps", l) for l in open(progress)) if m]
 
 def state_at(t0, t1):
-    """on/off when [t0, t1] lies in one block, more than 1 s after its switch"""
+    """on/off when [t0, t1] lies in one block, settle s or more after its switch"""
     cur = None
     for i, (s, t) in enumerate(sw):
         end = sw[i + 1][1] if i + 1 < len(sw) else float("inf")
-        if t + 1.0 <= t0 and t1 <= end:
+        if t + settle <= t0 and t1 <= end:
             return s, i
     return None, None
 

@@ -164,7 +164,7 @@ int BPF_PROG(pgt_kblk_complete, struct request *rq, blk_status_t error,
 
 	if (!ri)
 		return 0;
-	if (!ri->issue_ns)
+	if (!ri->issue_ns || pgt_started_before_resume(ri->issue_ns))
 	{
 		bpf_map_delete_elem(&inflight, &key);
 		return 0;

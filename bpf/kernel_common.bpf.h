@@ -36,6 +36,48 @@
 		__type(value, struct pgt_khist_val); \
 	} khist SEC(".maps")
 
+/*
+ * When the helper last let this object's programs run again after holding
+ * them (--kernel-sets escalated: they are detached outside escalation
+ * windows).  A start noted before that (a system call entered, a request
+ * issued, a switch-out) has its end seen only now, with the time in
+ * between unseen: it is dropped, not counted.  Written by the helper
+ * (helper/kernel_hold.c), read here; one entry per object.
+ */
+struct
+{
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct pgt_kresume);
+} kresume SEC(".maps");
+
+/*
+ * pgt_kresumed
+ *		The object's resume record (an array lookup the verifier inlines);
+ *		never NULL in practice, so callers treat NULL as "never held".
+ */
+static __always_inline struct pgt_kresume *
+pgt_kresumed(void)
+{
+	__u32		k = 0;
+
+	return bpf_map_lookup_elem(&kresume, &k);
+}
+
+/*
+ * pgt_started_before_resume
+ *		Was a start taken on bpf_ktime_get_ns() at start_ns before the
+ *		object's programs last resumed?
+ */
+static __always_inline int
+pgt_started_before_resume(__u64 start_ns)
+{
+	struct pgt_kresume *r = pgt_kresumed();
+
+	return r && start_ns < r->ns;
+}
+
 /* The file an I/O went to, as far as pgt_classify_file can tell */
 struct pgt_kfile
 {

@@ -66,7 +66,7 @@ struct pgt_sched_state
 	__u32		pm;				/* postmaster: the task is tracked */
 	__u8		out_kind;		/* PGT_KSCHED_(IN)VOLUNTARY */
 	__u8		exited;			/* the task folded its rows at exit */
-	__u8		pad[2];
+	__u16		out_gen;		/* kresume's gen at the last switch-out */
 	/* the task's accumulators (kernel_tacc.bpf.h) */
 	struct pgt_tacc_proc tproc;
 	struct pgt_tacc_hist thist;
@@ -145,7 +145,7 @@ runq_wait(struct task_struct *next, __u64 now)
  *		event when streaming.
  */
 static __always_inline void
-switch_in(struct task_struct *next, __u64 now)
+switch_in(struct task_struct *next, __u64 now, __u16 gen)
 {
 	struct pgt_sched_state *s = bpf_task_storage_get(&sstate, next, 0, 0);
 	struct pgt_kproc_val *v;
@@ -158,6 +158,13 @@ switch_in(struct task_struct *next, __u64 now)
 
 	if (!s || !s->out_clock)
 		return;					/* never tracked, or not switched out yet */
+	if (s->out_gen != gen)
+	{
+		/* switched out before the set was held: that period went unseen */
+		s->out_clock = 0;
+		s->migrations = next->se.nr_migrations;
+		return;
+	}
 	off = now > s->out_clock ? now - s->out_clock : 0;
 	runq = runq_wait(next, now);
 	moved = next->se.nr_migrations - s->migrations;
@@ -206,6 +213,8 @@ ksched_switch(bool preempt, struct task_struct *prev, struct task_struct *next,
 {
 	__u64		now = sched_now(prev);
 	struct pgt_sched_state *s = out_state(prev);
+	struct pgt_kresume *r = pgt_kresumed();
+	__u16		gen = r ? (__u16) r->gen : 0;
 
 	if (s)
 	{
@@ -216,8 +225,9 @@ ksched_switch(bool preempt, struct task_struct *prev, struct task_struct *next,
 		s->qid = pgt_task_qid(prev->tgid, &s->qc);
 		s->out_clock = now;
 		s->out_kind = runnable ? PGT_KSCHED_INVOLUNTARY : PGT_KSCHED_VOLUNTARY;
+		s->out_gen = gen;
 	}
-	switch_in(next, now);
+	switch_in(next, now, gen);
 }
 
 SEC("tp_btf/sched_switch")

@@ -205,6 +205,19 @@ struct pgt_kev_proc_rec
 	struct pgt_kev_proc c;
 };
 
+/*
+ * `kresume` (one entry per object): when the helper last attached the
+ * object's hooks again after holding them (helper/kernel_hold.c); a start
+ * noted before it is dropped at its end (bpf/kernel_common.bpf.h).
+ */
+struct pgt_kresume
+{
+	__u64		ns;				/* CLOCK_MONOTONIC (bpf_ktime_get_ns) */
+	__u32		gen;			/* resumes so far */
+	__u32		pad;
+};
+_Static_assert(sizeof(struct pgt_kresume) == 16, "pgt_kresume size");
+
 /* Event codes (pgt_event_hdr.event) */
 #define PGT_KEV_CALL		1	/* pgt_kev_call */
 #define PGT_KEV_BLOCK		2	/* pgt_kev_io */

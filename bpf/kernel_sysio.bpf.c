@@ -429,6 +429,11 @@ ksys_exit(struct pt_regs *regs, long ret)
 	s = bpf_task_storage_get(&starts, bpf_get_current_task_btf(), 0, 0);
 	if (!s || !s->ts)
 		return;
+	if (pgt_started_before_resume(s->ts))
+	{
+		s->ts = 0;				/* entered before the set was held */
+		return;
+	}
 	ns = bpf_ktime_get_ns() - s->ts;
 	s->ts = 0;
 	id = bpf_get_current_pid_tgid();

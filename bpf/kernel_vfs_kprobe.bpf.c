@@ -66,7 +66,7 @@ vfs_exit(long ret)
 
 	if (!s)
 		return 0;
-	pm = pgt_tracked_pm(tgid);
+	pm = pgt_started_before_resume(s->ts) ? 0 : pgt_tracked_pm(tgid);
 	pgt_kio_key_set(&k, tgid, PGT_KLAYER_VFS, s->op, s->file_class, s->qid, &s->file);
 	if (pm)
 		pgt_kio_add(&kio, &k, pm, (s->op != PGT_KOP_VFS_FSYNC && ret > 0) ? (__u64) ret : 0,

@@ -22,6 +22,7 @@
 #include "cluster.h"
 #include "control_server.h"
 #include "discovery.h"
+#include "escalation.h"
 #include "evhandle.h"
 #include "pid_retire.h"
 #include "privileges.h"
@@ -561,6 +562,47 @@ resolve_target(daemon_state *d, char *data_dir, size_t dlen, uid_t *uid, gid_t *
 	}
 }
 
+/* The daemon's probe sets, for the escalation switch of held kernel sets. */
+static pset_runtime *held_sets;
+
+/*
+ * kernel_window_switch
+ *		--kernel-sets escalated: an escalation window opened (on) or closed.
+ */
+static void
+kernel_window_switch(int on)
+{
+	int			n = held_sets ? pset_runtime_hold(held_sets, !on) : 0;
+
+	if (n > 0)
+		log_info("kernel sets: %d %s", n, on ? "attached for an escalation window" : "held");
+}
+
+/*
+ * hold_kernel_sets
+ *		--kernel-sets escalated: from now on the kernel sets run only inside
+ *		escalation windows (held at once unless one is open).
+ */
+static void
+hold_kernel_sets(daemon_state *d)
+{
+	held_sets = &d->psets;
+	escalation_attach_kernel(kernel_window_switch);
+}
+
+/*
+ * release_kernel_sets
+ *		Undo hold_kernel_sets before the sets stop.
+ */
+static void
+release_kernel_sets(void)
+{
+	if (held_sets == NULL)
+		return;
+	escalation_detach_kernel();
+	held_sets = NULL;
+}
+
 /*
  * start_probe_sets
  *		Start the always-on probe sets named by --probes (default all; none
@@ -588,6 +630,8 @@ start_probe_sets(daemon_state *d)
 		log_error("probe sets: out of memory");
 		return -1;
 	}
+	if (d->opts->kernel_escalated)
+		hold_kernel_sets(d);
 	return 0;
 }
 
@@ -761,6 +805,7 @@ cleanup:
 		cluster_close(d.clusters[i], PGT_WRITER_STOPPED);
 	free(d.clusters);
 	free(d.skips);
+	release_kernel_sets();
 	pset_runtime_stop(&d.psets);
 	bpf_probes_stop(&d.bpf);
 	if (lock_fd >= 0)

@@ -16,6 +16,7 @@ typedef struct daemon_opts
 	const char *runtime_dir;
 	enum log_level log_level;
 	const char *probes;			/* --probes: always-on probe sets, NULL = all */
+	int			kernel_escalated;	/* --kernel-sets escalated */
 } daemon_opts;
 
 extern int	daemon_run(const daemon_opts *opts);

@@ -1,6 +1,7 @@
 /*
  * helper/escalation.c
- *	  Tiers and escalation windows of exact wait timing.
+ *	  Tiers and escalation windows of exact wait timing (and of the kernel
+ *	  sets, when the daemon runs with --kernel-sets escalated).
  *
  * In tiered mode exact timing is on only inside windows: one opened by
  * ESCALATE <seconds> <who> [reason] lasts at most the seconds granted,
@@ -10,6 +11,11 @@
  * used up the budget (so the budget holds mid-window).  DEESCALATE closes
  * the open window and is idempotent.  In full mode exact timing is always
  * on and the budget does not apply; in sampled mode it is never on.
+ *
+ * Two listeners are told when a window opens or closes: the exact set
+ * (escalation_attach) and the held kernel sets (escalation_attach_kernel:
+ * their hooks are attached only inside windows).  Either one running is
+ * enough to grant a window.
  *
  * A budget of 0 disables escalation; ESC_BUDGET_UNLIMITED removes the
  * limit.  Windows of the last hour (and the open one) are kept for
@@ -33,9 +39,11 @@ typedef struct esc_state
 	int			mode;
 	int			budget_s;		/* ESC_BUDGET_UNLIMITED, 0 or 1..3600 */
 	esc_switch_fn sw;			/* NULL while the exact set is not running */
+	esc_switch_fn kernel_sw;	/* held kernel sets, or NULL */
 	esc_reset_fn reset;			/* empties the exact counters, or NULL */
 	char		unavailable[160];
 	int			on;				/* what sw was last told */
+	int			kernel_on;		/* what kernel_sw was last told */
 	struct pgt_exact_window_entry win[ESC_MAX_WINDOWS];	/* oldest first */
 	size_t		nwin;
 	int			open;			/* win[nwin - 1] is open */
@@ -117,7 +125,8 @@ escalation_budget(void)
 
 /*
  * set_on
- *		Tell the exact set whether to time waits.
+ *		Tell the exact set whether to time waits, and the held kernel sets
+ *		whether to run.
  */
 static void
 set_on(int on)
@@ -125,6 +134,9 @@ set_on(int on)
 	if (esc.sw != NULL && esc.on != on)
 		esc.sw(on);
 	esc.on = on;
+	if (esc.kernel_sw != NULL && esc.kernel_on != on)
+		esc.kernel_sw(on);
+	esc.kernel_on = on;
 }
 
 /*
@@ -151,7 +163,7 @@ open_window(int64_t now_us, int64_t planned_end_us, uint32_t granted_s,
 	snprintf(w->who, sizeof(w->who), "%s", who);
 	esc.open = 1;
 	set_on(1);
-	log_info("exact timing on: %s window of %u s for %s", reason, granted_s, who);
+	log_info("escalation window open: %s, %u s for %s", reason, granted_s, who);
 }
 
 /*
@@ -170,7 +182,7 @@ close_window(int64_t now_us, const char *why)
 	snprintf(w->end_reason, sizeof(w->end_reason), "%s", why);
 	esc.open = 0;
 	set_on(0);
-	log_info("exact timing off (%s) after %.1f s", why,
+	log_info("escalation window closed (%s) after %.1f s", why,
 			 (double) (w->end_us - w->start_us) / 1e6);
 }
 
@@ -203,6 +215,36 @@ escalation_detach(void)
 {
 	close_window(procfs_realtime_us(), "stop");
 	esc.sw = NULL;
+}
+
+/*
+ * escalation_attach_kernel
+ *		The kernel sets run only inside windows: sw(1) when one opens, sw(0)
+ *		when it closes, and now sw with the current state (in full mode the
+ *		unbudgeted window opens at once).
+ */
+void
+escalation_attach_kernel(esc_switch_fn sw)
+{
+	esc.kernel_sw = sw;
+	if (esc.mode == ESC_MODE_FULL && !esc.open)
+	{
+		esc.kernel_on = 0;
+		open_window(procfs_realtime_us(), 0, 0, "full", "helper");
+		return;
+	}
+	esc.kernel_on = esc.open;
+	sw(esc.open);
+}
+
+/*
+ * escalation_detach_kernel
+ *		The kernel sets stop: tell them nothing more.
+ */
+void
+escalation_detach_kernel(void)
+{
+	esc.kernel_sw = NULL;
 }
 
 /*
@@ -351,7 +393,7 @@ escalate(const pgt_request *r, int64_t now_us, char *out, size_t outlen)
 		return respond(out, outlen, "ERR bad-argument seconds must be 1..%d", ESC_MAX_REQUEST_S);
 	if (!word_ok(r->args[1]) || !word_ok(reason) || strlen(reason) >= PGT_EXACT_REASON_LEN)
 		return respond(out, outlen, "ERR bad-argument who and reason: letters, digits, _.-@");
-	if (esc.sw == NULL)
+	if (esc.sw == NULL && esc.kernel_sw == NULL)
 		return respond(out, outlen, "ERR unavailable exact timing is not running: %s",
 					   esc.unavailable[0] ? esc.unavailable : "probe set exact not started");
 	if (esc.mode == ESC_MODE_SAMPLED)
@@ -487,4 +529,5 @@ escalation_reset(void)
 	esc.nwin = 0;
 	esc.open = 0;
 	esc.on = 0;
+	esc.kernel_on = 0;
 }

@@ -1,6 +1,7 @@
 /*
  * helper/escalation.h
- *	  Tiers and escalation windows of exact wait timing: the --mode
+ *	  Tiers and escalation windows of exact wait timing (and of the kernel
+ *	  sets with --kernel-sets escalated): the --mode
  *	  (tiered, sampled, full), the budget of exact seconds per rolling hour,
  *	  the windows of the last hour, and the control verbs ESCALATE,
  *	  DEESCALATE and BUDGET (common/pgt_protocol.h).
@@ -28,7 +29,7 @@
 #define ESC_HOUR_US				(INT64_C(3600) * 1000000)
 #define ESC_MAX_WINDOWS			64
 
-/* Turns exact timing on (1) or off (0); set by the exact probe set. */
+/* Turns exact timing (or the held kernel sets) on (1) or off (0). */
 typedef void (*esc_switch_fn) (int on);
 typedef void (*esc_reset_fn) (void);
 
@@ -43,6 +44,8 @@ extern int	escalation_budget(void);
 
 extern void escalation_attach(esc_switch_fn fn, const char *unavailable_reason);
 extern void escalation_detach(void);
+extern void escalation_attach_kernel(esc_switch_fn fn);
+extern void escalation_detach_kernel(void);
 extern void escalation_tick(int64_t now_us);
 extern int	escalation_active(void);
 extern int	escalation_used_s(int64_t now_us);

@@ -35,6 +35,8 @@ kset_new(pset_inst *in, const kset_desc *desc)
 		return NULL;
 	ks->desc = desc;
 	ks->kio_fd = ks->kproc_fd = ks->khist_fd = ks->tacc_folds_fd = -1;
+	ks->resume_fd[0] = ks->resume_fd[1] = -1;
+	ks->runner = ks;
 	in->priv = ks;
 	return ks;
 }
@@ -101,6 +103,7 @@ kset_load_attach(pset_inst *in, const pset_ctx *ctx, struct bpf_object *obj,
 		}
 		if (bpf_program__expected_attach_type(prog) == BPF_TRACE_ITER)
 			ks->tacc_iter = ks->links[i];
+		ks->progs[i] = prog;
 		ks->nlinks++;
 		out->attached++;
 		if (ks->members[i].hook >= 0)
@@ -118,6 +121,8 @@ kset_load_attach(pset_inst *in, const pset_ctx *ctx, struct bpf_object *obj,
 			ks->khist_fd = bpf_map__fd(m);
 		else if (strcmp(name, "tacc_folds") == 0)
 			ks->tacc_folds_fd = bpf_map__fd(m);
+		else if (strcmp(name, "kresume") == 0)
+			ks->resume_fd[slot] = bpf_map__fd(m);
 	}
 	return 0;
 }

@@ -44,8 +44,16 @@ typedef struct kset
 	/* per running program: its link, or its place in a hook chain */
 	struct bpf_link *links[KSET_MAX_LINKS];
 	chain_member members[KSET_MAX_LINKS];
+	struct bpf_program *progs[KSET_MAX_LINKS];	/* to attach again */
 	int			nlinks;
 	hook_chain *chain;			/* where members joined */
+	/* holding (kernel_hold.c): whose programs run for this set, and theirs */
+	struct kset *runner;		/* this kset, or the shared object's */
+	int			held;			/* runner: its hooks are detached */
+	int			resume_fd[KSET_MAX_OBJS];	/* each object's `kresume` */
+	uint32_t	resumes;
+	uint32_t	state;			/* status before the first hold */
+	char		reason[sizeof(((probe_status *) 0)->reason)];
 	int			kio_fd;
 	int			kproc_fd;
 	int			khist_fd;
@@ -119,6 +127,7 @@ static const probe_set sym = { \
 	.event = kset_event, \
 	.stats = kset_stats, \
 	.histograms = kset_histograms, \
+	.hold = kset_hold, \
 }; \
 PGT_REGISTER_PROBE_SET(sym)
 
@@ -132,6 +141,7 @@ extern void kset_status_from(pset_inst *in, const char *mechanism, const kset_at
 
 /* probe_set callbacks shared by the kernel sets */
 extern void kset_stop(pset_inst *in);
+extern void kset_hold(pset_inst *in, int hold);	/* kernel_hold.c */
 extern void kset_collect(pset_inst *in);
 extern void kset_publish(pset_inst *in, pset_pub *pub);
 extern void kset_event(pset_inst *in, struct trace_out *out,

@@ -134,6 +134,7 @@ ksysio_start(pset_inst *in, const pset_ctx *ctx, const kset_desc *desc,
 	ks->skel[0] = &shared;
 	ks->destroy[0] = release;
 	sh = shared.inst.priv;
+	ks->runner = sh;			/* holding one holds the object for both */
 	ks->tacc_iter = sh->tacc_iter;
 	ks->tacc_folds_fd = sh->tacc_folds_fd;
 	if (in->set->id == PGT_SET_SYSCALL)

@@ -53,6 +53,7 @@ static const char daemon_usage[] =
 "                        [--anomaly on|off] [--anomaly-cooldown S]\n"
 "                        [--exact-source auto|syscall|watchpoint]\n"
 "                        [--sched-clock auto|ktime] [--keep-exited S]\n"
+"                        [--kernel-sets always|escalated]\n"
 "\n"
 "Run the helper in the foreground until SIGTERM or SIGINT.  Without a\n"
 "target it serves every PostgreSQL cluster on the host as it appears;\n"
@@ -86,6 +87,11 @@ static const char daemon_usage[] =
 "  --sched-clock CLK  sched set: auto (default: the run queue's clock, and\n"
 "                     run-queue latency where the kernel keeps it) or ktime\n"
 "                     (the monotonic clock, no run-queue latency)\n"
+"  --kernel-sets WHEN  the kernel sets (syscall, vfs, block, sched, memory,\n"
+"                     network): always (default) or escalated (loaded, but\n"
+"                     their hooks attached only inside escalation windows,\n"
+"                     so they cost nothing outside them; needs --mode\n"
+"                     tiered or full)\n"
 "  --keep-exited S    rows of an exited process keep its pid S seconds\n"
 "                     (0..86400, default 60), then fold into its cluster's\n"
 "                     rows of exited processes (pid NULL in SQL)\n"
@@ -252,6 +258,7 @@ cmd_daemon(int argc, char **argv)
 		{"exact-source", required_argument, NULL, 'X'},
 		{"keep-exited", required_argument, NULL, 'K'},
 		{"sched-clock", required_argument, NULL, 'c'},
+		{"kernel-sets", required_argument, NULL, 'k'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0}
 	};
@@ -331,6 +338,12 @@ cmd_daemon(int argc, char **argv)
 				if (kernel_sched_configure_clock(optarg, eerr, sizeof(eerr)) < 0)
 					return usage_error(daemon_usage, "--sched-clock: %s", eerr);
 				break;
+			case 'k':
+				if (strcmp(optarg, "escalated") != 0 && strcmp(optarg, "always") != 0)
+					return usage_error(daemon_usage,
+									   "--kernel-sets %s: use always or escalated", optarg);
+				o.kernel_escalated = strcmp(optarg, "escalated") == 0;
+				break;
 			case 'h':
 				fputs(daemon_usage, stdout);
 				return 0;
@@ -342,6 +355,10 @@ cmd_daemon(int argc, char **argv)
 		return usage_error(daemon_usage, "unexpected argument %s", argv[optind]);
 	if (o.pgdata != NULL && o.pid != 0)
 		return usage_error(daemon_usage, "--pgdata and --pid are exclusive%s", "");
+	if (o.kernel_escalated && escalation_mode() == ESC_MODE_SAMPLED)
+		return usage_error(daemon_usage,
+						   "--kernel-sets escalated needs escalation windows, which "
+						   "--mode sampled never opens%s", "");
 	return daemon_run(&o);
 }
 

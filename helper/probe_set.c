@@ -398,6 +398,29 @@ pset_runtime_find(pset_runtime *rt, uint16_t id)
 }
 
 /*
+ * pset_runtime_hold
+ *		Hold (1) or let run again (0) every running set that can be held
+ *		(the kernel sets).  Returns how many sets were told.
+ */
+int
+pset_runtime_hold(pset_runtime *rt, int hold)
+{
+	size_t		i;
+	int			n = 0;
+
+	for (i = 0; i < rt->ninsts; i++)
+	{
+		pset_inst  *in = &rt->insts[i];
+
+		if (in->set->hold == NULL || in->status.state == PGT_PROBE_UNAVAILABLE)
+			continue;
+		in->set->hold(in, hold);
+		n++;
+	}
+	return n;
+}
+
+/*
  * table_add
  *		Append one row of `size` bytes to t.
  */

@@ -47,6 +47,10 @@
  *	  stats(inst, out)	trace --stats: one summary record per pid (and
  *						query id) with the set's counters.
  *	  histograms(inst, out)	trace --histogram: trace_hist() per histogram.
+ *	  hold(inst, hold)	daemon, --kernel-sets escalated: detach the set's
+ *						hooks (hold 1) outside escalation windows, attach
+ *						them again (0) when one opens; its maps, counts
+ *						and status row stay.
  *
  * STREAMING EVENTS
  * ----------------
@@ -162,6 +166,7 @@ typedef struct probe_set
 						  const void *data, size_t len);
 	void		(*stats) (pset_inst *inst, struct trace_out *out);
 	void		(*histograms) (pset_inst *inst, struct trace_out *out);
+	void		(*hold) (pset_inst *inst, int hold);
 } probe_set;
 
 #define PGT_REGISTER_PROBE_SET(sym) \
@@ -192,6 +197,7 @@ extern int	pset_runtime_start(pset_runtime *rt, int mode, int stream,
 extern void pset_runtime_stop(pset_runtime *rt);
 extern void pset_runtime_collect(pset_runtime *rt);
 extern pset_inst *pset_runtime_find(pset_runtime *rt, uint16_t id);
+extern int	pset_runtime_hold(pset_runtime *rt, int hold);
 
 /* For sets: before load, reuse the shared maps of ctx in obj (by name). */
 extern int	pset_prepare_object(const pset_ctx *ctx, struct bpf_object *obj);

@@ -20,17 +20,16 @@ use lib "$FindBin::Bin/lib";
 use PgTracerTest;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use IPC::Run ();
+use PgTracerSession;
 use Time::HiRes qw(usleep);
 
 plan skip_all => 'root helper not reachable (run through scripts/test.sh)'
   unless helper_available();
-my ($ss) = grep { -x $_ } map { "$_/ss" } (split(/:/, $ENV{PATH}), '/usr/sbin', '/sbin', '/usr/bin');
-plan skip_all => 'ss (iproute2) is not installed: no ground truth' unless $ss;
+plan skip_all => 'ss (iproute2) is not installed: no ground truth'
+  unless PgTracerSession::ss_path();
 
 my ($node, $rt) = tracer_node('tacc',
 	conf => "compute_query_id = on\nlisten_addresses = '127.0.0.1'\nautovacuum = off\n");
-my $port = $node->port;
 $node->safe_psql('postgres', 'CREATE EXTENSION pg_tracer');
 my $helper = start_helper($node, $rt, '--probes', 'syscall,network,sched', '--keep-exited', '3');
 ok(wait_connected($node), 'helper connected (syscall, network, sched)');
@@ -40,86 +39,13 @@ my $poll = $node->background_psql('postgres');
 sub q1 { my ($sql) = @_; return $poll->query_safe($sql); }
 
 # The TCP session
-my ($in, $out, $err) = ('', '', '');
-my $psql = IPC::Run::start(
-	[ 'psql', '-XAtq', '-h', '127.0.0.1', '-p', $port, '-d', 'postgres' ],
-	'<', \$in, '>', \$out, '2>', \$err, IPC::Run::timeout(180));
-$in .= "SELECT pg_backend_pid();\n";
-$psql->pump until $out =~ /^(\d+)\n/;
-my $pid = $1;
-$out = '';
-
-# Run SQL in the session and wait for its marker line.
-my $marks = 0;
-sub session_run
-{
-	my ($sql) = @_;
-	$marks++;
-	$in .= "$sql\nSELECT 'done $marks';\n";
-	$psql->pump until $out =~ /done $marks\n/;
-	$out = '';
-}
-
-# The kernel's counts for the backend, as one string.
-sub truth
-{
-	my $io = do { local (@ARGV, $/) = ("/proc/$pid/io"); <> };
-	my $st = do { local (@ARGV, $/) = ("/proc/$pid/status"); <> };
-	my $tcp = `$ss -tinH state established '( sport = :$port )'`;
-	my %t;
-	$t{$1} = $2 while $io =~ /^(syscr|syscw|rchar|wchar): (\d+)$/mg;
-	($t{sent}) = $tcp =~ /\bbytes_sent:(\d+)/;
-	($t{received}) = $tcp =~ /\bbytes_received:(\d+)/;
-	# bytes_sent counts retransmitted bytes again: what send() took is the rest
-	my ($retrans) = $tcp =~ /\bbytes_retrans:(\d+)/;
-	$t{sent} -= $retrans // 0 if defined $t{sent};
-	my ($v) = $st =~ /^voluntary_ctxt_switches:\s+(\d+)/m;
-	my ($n) = $st =~ /^nonvoluntary_ctxt_switches:\s+(\d+)/m;
-	$t{switches} = $v + $n;
-	return \%t;
-}
-
-# The views' figures for the backend (pid IS NULL: the exited processes').
-sub views
-{
-	my ($where) = @_;
-	my %v;
-	@v{qw(syscr rchar syscw wchar)} = split /\|/, q1("
-		SELECT coalesce(sum(calls) FILTER (WHERE op IN ('read', 'pread64', 'readv', 'preadv', 'preadv2')), 0),
-		       coalesce(sum(bytes) FILTER (WHERE op IN ('read', 'pread64', 'readv', 'preadv', 'preadv2')), 0),
-		       coalesce(sum(calls) FILTER (WHERE op IN ('write', 'pwrite64', 'writev', 'pwritev', 'pwritev2')), 0),
-		       coalesce(sum(bytes) FILTER (WHERE op IN ('write', 'pwrite64', 'writev', 'pwritev', 'pwritev2')), 0)
-		  FROM pg_tracer_kernel_io WHERE layer = 'syscall' AND pid $where");
-	@v{qw(sent received)} = split /\|/, q1(
-		"SELECT coalesce(sum(send_bytes), 0), coalesce(sum(recv_bytes), 0)
-		   FROM pg_tracer_kernel_net WHERE pid $where");
-	$v{switches} = q1(
-		"SELECT coalesce(sum(voluntary_switches + involuntary_switches), 0)
-		   FROM pg_tracer_kernel_sched WHERE pid $where");
-	return \%v;
-}
-
-my @keys = qw(syscr rchar syscw wchar sent received switches);
-sub fmt { my ($h) = @_; return join(' ', map { "$_=" . ($h->{$_} // '?') } @keys); }
-
-# A baseline while the backend is idle: its own counts unchanged around a
-# read of views that have stopped moving (the helper copies once a second).
-sub baseline
-{
-	for (1 .. 20)
-	{
-		my $t0 = truth();
-		my $v = views("= $pid");
-		usleep(1_300_000);
-		my $v2 = views("= $pid");
-		my $t1 = truth();
-		return ($t1, $v2) if fmt($t0) eq fmt($t1) && fmt($v) eq fmt($v2);
-	}
-	BAIL_OUT('the idle backend never held still');
-}
+my $sess = PgTracerSession->new($node, $poll);
+my $pid = $sess->pid;
+my @keys = @PgTracerSession::KEYS;
+sub fmt { return PgTracerSession::fmt(@_); }
 
 usleep(500_000);
-my ($ta, $va) = baseline();
+my ($ta, $va) = $sess->baseline;
 note 'baseline: kernel ' . fmt($ta) . '; views ' . fmt($va);
 
 # 50 statements, 20 of them with query ids of their own (COPY's text,
@@ -129,16 +55,16 @@ my $dir = $node->basedir;
 for my $i (1 .. 10)
 {
 	my $cols = join(', ', map { "g * $_" } 1 .. $i);
-	session_run("COPY (SELECT $cols FROM generate_series(1, 2000 * $i) g) TO '$dir/f$i.csv';");
-	session_run("SELECT " . join(', ', map { "repeat('x', $_ * 100) AS c$_" } 1 .. $i) . ";");
-	session_run("SELECT pg_sleep(0.01 * $i) AS s$i;");
-	session_run("SELECT length(pg_read_file('$dir/f$i.csv')) AS len$i;");
+	$sess->run("COPY (SELECT $cols FROM generate_series(1, 2000 * $i) g) TO '$dir/f$i.csv';");
+	$sess->run("SELECT " . join(', ', map { "repeat('x', $_ * 100) AS c$_" } 1 .. $i) . ";");
+	$sess->run("SELECT pg_sleep(0.01 * $i) AS s$i;");
+	$sess->run("SELECT length(pg_read_file('$dir/f$i.csv')) AS len$i;");
 }
 
 my ($tb, $vb);
 my $same = wait_until(sub {
-	($tb) = baseline();
-	$vb = views("= $pid");
+	($tb) = $sess->baseline;
+	$vb = $sess->views("= $pid");
 	!grep { ($vb->{$_} - $va->{$_}) != ($tb->{$_} - $ta->{$_}) } @keys
 }, 20);
 note 'after: kernel ' . fmt($tb) . '; views ' . fmt($vb);
@@ -161,14 +87,13 @@ is(q1("
 
 # The session quits: its rows are folded into the maps at exit, then (the
 # helper keeps exited pids 3 s) into the exited processes' row.
-my $last = views("= $pid");
-my $exited0 = views('IS NULL');
-$in .= "\\q\n";
-$psql->finish;
+my $last = $sess->views("= $pid");
+my $exited0 = $sess->views('IS NULL');
+$sess->quit;
 ok(defined wait_until(sub {
 	q1("SELECT count(*) FROM pg_tracer_kernel_net WHERE pid = $pid") eq '0'
 }, 20), 'its rows left its pid after it exited');
-my $exited1 = views('IS NULL');
+my $exited1 = $sess->views('IS NULL');
 is($exited1->{sent} - $exited0->{sent}, $last->{sent},
 	"bytes it sent reached the exited processes' row, none lost ($last->{sent})");
 cmp_ok($exited1->{wchar} - $exited0->{wchar}, '>=', $last->{wchar},

@@ -5,7 +5,8 @@
  *	  window, expiry and mid-window enforcement by escalation_tick, budget
  *	  freed as windows leave the hour, idempotent DEESCALATE, denials
  *	  (exhausted, disabled, sampled mode, set not running), argument
- *	  checks, full mode, the switch calls, the windows table.
+ *	  checks, full mode, the switch calls, the windows table, the held
+ *	  kernel sets as a second listener.
  */
 #include "escalation.h"
 #include "unit.h"
@@ -246,6 +247,66 @@ test_anomaly(void)
 	CHECK(escalation_configure_anomaly("on", err, sizeof(err)) == 0);
 }
 
+static int	ksw_on = -1;
+static int	ksw_calls;
+
+static void
+fake_kernel_switch(int on)
+{
+	ksw_on = on;
+	ksw_calls++;
+}
+
+/* --kernel-sets escalated: the held kernel sets as the second listener */
+static void
+test_kernel_sets(void)
+{
+	char		err[256];
+
+	escalation_reset();
+	CHECK(escalation_configure_budget("300", err, sizeof(err)) == 0);
+	escalation_attach(NULL, "tp_btf: EPERM");	/* no exact timing */
+	ksw_calls = 0;
+	escalation_attach_kernel(fake_kernel_switch);
+	CHECK(ksw_calls == 1 && ksw_on == 0, "held at attach: %d calls, on %d", ksw_calls, ksw_on);
+	CHECK_STR(ask(T0, "ESCALATE", 2, "10", "alice", NULL),
+			  "OK granted=10 remaining=290 budget=300 mode=tiered");
+	CHECK(ksw_calls == 2 && ksw_on == 1, "a window lets them run");
+	CHECK(strncmp(ask(T0 + S, "ESCALATE", 2, "20", "alice", NULL), "OK granted=20 ", 14) == 0);
+	CHECK(ksw_calls == 2, "extending the window switches nothing");
+	escalation_tick(T0 + 30 * S);
+	CHECK(!escalation_active() && ksw_on == 0 && ksw_calls == 3, "held again at expiry");
+	CHECK_STR(ask(T0 + 31 * S, "DEESCALATE", 1, "alice", NULL, NULL),
+			  "OK closed=0 remaining=270 budget=300 mode=tiered");
+	CHECK(ksw_calls == 3, "closing no window switches nothing");
+	escalation_detach_kernel();
+	CHECK_STR(ask(T0 + 32 * S, "ESCALATE", 2, "10", "alice", NULL),
+			  "ERR unavailable exact timing is not running: tp_btf: EPERM");
+	CHECK(ksw_calls == 3, "detached: told nothing");
+
+	/* both listeners are told together */
+	escalation_reset();
+	sw_on = 0;
+	escalation_attach(fake_switch, NULL);
+	escalation_attach_kernel(fake_kernel_switch);
+	CHECK(strncmp(ask(T0, "ESCALATE", 2, "5", "alice", NULL), "OK ", 3) == 0);
+	CHECK(sw_on == 1 && ksw_on == 1);
+	CHECK(strncmp(ask(T0 + S, "DEESCALATE", 1, "alice", NULL, NULL), "OK closed=1 ", 12) == 0);
+	CHECK(sw_on == 0 && ksw_on == 0);
+	escalation_detach_kernel();
+	escalation_detach();
+
+	/* full mode: they run from the start */
+	escalation_reset();
+	CHECK(escalation_configure_mode("full", err, sizeof(err)) == 0);
+	escalation_attach(NULL, "tp_btf: EPERM");
+	escalation_attach_kernel(fake_kernel_switch);
+	CHECK(ksw_on == 1 && escalation_active(), "full mode: running at attach");
+	escalation_detach_kernel();
+	escalation_detach();
+	CHECK(escalation_configure_mode("tiered", err, sizeof(err)) == 0);
+}
+
 int
 main(void)
 {
@@ -254,5 +315,6 @@ main(void)
 	test_budget();
 	test_modes();
 	test_anomaly();
+	test_kernel_sets();
 	UNIT_MAIN_END("test_escalation");
 }

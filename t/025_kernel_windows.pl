@@ -1,0 +1,200 @@
+# 025_kernel_windows.pl — `pg-tracer daemon --kernel-sets escalated`: the
+# kernel sets stay loaded but their hooks run only inside escalation
+# windows (pg_tracer_escalate / pg_tracer_deescalate).
+#
+# One psql session over TCP (t/lib/PgTracerSession.pm) does the same work
+# three times: held, in a window, held again, then once more in a second
+# window.  Ground truth is the kernel's own accounting of that backend
+# (/proc/<pid>/io, the socket's tcp_info, /proc/<pid>/status), read while
+# the backend is idle.
+# - Held: the views do not move at all, though the kernel counts the work.
+# - In a window: file I/O calls and bytes, bytes sent and received equal
+#   the kernel's counts exactly.  The backend sleeps off-CPU when the window
+#   opens; that switch began before it and is not counted: one switch fewer.
+# - A read(2) entered in one window and ended while held, and a switch-out
+#   taken in a window: the next window must not pair their starts with its
+#   first read or switch-in (the `kresume` guard), so its counts stay exact
+#   and no time held leaks into its figures.
+# Also: the sets' status rows say whether they are held, and the option's
+# bad values are refused.
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use PgTracerTest;
+use PgTracerSession;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use POSIX ();
+use Time::HiRes qw(time usleep);
+
+plan skip_all => 'root helper not reachable (run through scripts/test.sh)'
+  unless helper_available();
+plan skip_all => 'ss (iproute2) is not installed: no ground truth'
+  unless PgTracerSession::ss_path();
+
+# The option's bad values
+my ($rc, $out, $err) = run_helper('daemon', '--kernel-sets', 'sometimes');
+is($rc, 2, '--kernel-sets sometimes: usage error');
+like($err, qr/--kernel-sets sometimes: use always or escalated/, 'and says what is allowed');
+($rc, $out, $err) = run_helper('daemon', '--kernel-sets', 'escalated', '--mode', 'sampled');
+is($rc, 2, '--kernel-sets escalated with --mode sampled: usage error');
+like($err, qr/--mode sampled never opens/, 'and says why');
+
+my ($node, $rt) = tracer_node('kwin',
+	conf => "compute_query_id = on\nlisten_addresses = '127.0.0.1'\nautovacuum = off\n");
+$node->safe_psql('postgres', 'CREATE EXTENSION pg_tracer');
+my $helper = start_helper($node, $rt, '--probes', 'syscall,network,sched',
+	'--kernel-sets', 'escalated', '--exact-budget', 'unlimited', '--anomaly', 'off');
+ok(wait_connected($node), 'helper connected (syscall, network, sched; escalated)');
+my $poll = $node->background_psql('postgres');
+sub q1 { my ($sql) = @_; return $poll->query_safe($sql); }
+
+# The status rows of the three sets, "name:state:held|window" each.
+sub set_states
+{
+	return q1("
+		SELECT string_agg(probe_set || ':' || state || ':' ||
+		                  CASE WHEN reason LIKE 'held outside escalation windows%' THEN 'held'
+		                       WHEN reason LIKE 'attached for an escalation window%' THEN 'window'
+		                       ELSE reason END, ' ' ORDER BY probe_set)
+		  FROM pg_tracer_probes WHERE probe_set IN ('syscall', 'network', 'sched')");
+}
+ok(defined wait_until(sub {
+	set_states() eq 'network:available:held sched:available:held syscall:available:held' }, 10),
+	'the three sets are loaded and held') or diag(set_states());
+
+my $sess = PgTracerSession->new($node, $poll);
+my $pid = $sess->pid;
+my @keys = @PgTracerSession::KEYS;
+my $dir = $node->basedir;
+
+# The workload: files written and read back, results, short sleeps.
+sub work
+{
+	my ($tag) = @_;
+	for my $i (1 .. 4)
+	{
+		$sess->run("COPY (SELECT g, g * $i FROM generate_series(1, 3000 * $i) g) TO '$dir/$tag$i.csv';");
+		$sess->run("SELECT repeat('x', $i * 500) AS c$i;");
+		$sess->run("SELECT pg_sleep(0.02) AS s$i;");
+		$sess->run("SELECT length(pg_read_file('$dir/$tag$i.csv')) AS len$i;");
+	}
+}
+
+# The change of truth and views over $code, read while the backend idles.
+sub over
+{
+	my ($code) = @_;
+	my ($t0, $v0) = $sess->baseline;
+	$code->();
+	my ($t1, $v1) = $sess->baseline;
+	my (%dt, %dv);
+	$dt{$_} = $t1->{$_} - $t0->{$_} for @keys;
+	$dv{$_} = $v1->{$_} - $v0->{$_} for (@keys, 'recv_ms', 'offcpu_ms');
+	note 'kernel ' . PgTracerSession::fmt(\%dt) . '; views ' . PgTracerSession::fmt(\%dv)
+	  . " recv_ms=$dv{recv_ms} offcpu_ms=$dv{offcpu_ms}";
+	return (\%dt, \%dv);
+}
+
+# Held: nothing counted
+sub check_held
+{
+	my ($label) = @_;
+	my ($dt, $dv) = over(sub { work("h$label") });
+	cmp_ok($dt->{wchar}, '>', 100_000, "$label: the kernel saw the work");
+	is($dv->{$_}, 0, "$label: $_ unchanged in the views") for @keys;
+}
+
+# In a window: counted, less what began before it; no time from before it.
+sub check_window
+{
+	my ($label) = @_;
+	my ($opened, $closed);
+	my ($dt, $dv) = over(sub {
+		is(q1('SELECT granted_s FROM pg_tracer_escalate(600)'), '600', "$label: window granted");
+		$opened = time();
+		ok(defined wait_until(sub { set_states() eq
+			'network:available:window sched:available:window syscall:available:window' }, 5),
+			"$label: the sets say they run") or diag(set_states());
+		work("w$label");
+		q1('SELECT pg_tracer_deescalate()');
+		$closed = time();
+	});
+	my $window_ms = ($closed - $opened) * 1000;
+	is($dv->{$_}, $dt->{$_}, "$label: $_ = kernel ($dt->{$_})")
+	  for qw(syscr rchar syscw wchar sent received);
+	is($dv->{switches}, $dt->{switches} - 1,
+		"$label: switches = kernel less the one under way at the switch ($dt->{switches})");
+	cmp_ok($dv->{recv_ms}, '<', $window_ms, "$label: receive time within the window");
+	cmp_ok($dv->{offcpu_ms}, '<', $window_ms, "$label: off-CPU time within the window");
+	ok(defined wait_until(sub { set_states() eq
+		'network:available:held sched:available:held syscall:available:held' }, 5),
+		"$label: held again after pg_tracer_deescalate") or diag(set_states());
+}
+
+usleep(500_000);
+check_held('held');
+check_window('window 1');
+
+# A read(2) across a hold.  The backend reads a named pipe (COPY FROM a
+# file) whose writer, a child of this script, answers at 2 s and
+# at 6 s: read 1 begins in window A and ends while held, read 2 begins
+# while held and ends in window B.  The backend's task storage still holds
+# read 1's start when window B opens: read 2 must not be paired with it
+# (the `kresume` guard).  A call under way when a window opens is not
+# counted, like a switch: window B's reads are the kernel's less one, and
+# no read is timed across the hold.  (A pipe from a program would not do:
+# the kernel adds a reaped child's I/O to its parent's /proc/<pid>/io.)
+my $fifo = "$dir/kw.fifo";
+POSIX::mkfifo($fifo, 0600) or die "mkfifo $fifo: $!";
+my $writer = fork() // die "fork: $!";
+if ($writer == 0)
+{
+	open(my $fh, '>', $fifo) or POSIX::_exit(1);
+	sleep(2);
+	syswrite($fh, "1\n");
+	sleep(4);
+	syswrite($fh, "2\n");
+	close($fh);
+	POSIX::_exit(0);
+}
+$node->safe_psql('postgres', 'CREATE TABLE kw (i int)');
+is(q1('SELECT granted_s FROM pg_tracer_escalate(600)'), '600', 'window A: granted');
+$sess->send("COPY kw FROM '$fifo';");
+my $read_nr = (POSIX::uname())[4] eq 'aarch64' ? 63 : 0;
+ok(defined wait_until(sub {
+	my $sc = eval { proc_field("/proc/$pid/syscall", qr/^(\d+) /) } // '';
+	$sc eq $read_nr }, 10), 'window A: the backend waits in read(2) on the pipe');
+q1('SELECT pg_tracer_deescalate()');
+sleep(3);
+my $t0 = $sess->truth;
+my $v0 = $sess->views("= $pid");
+is(q1('SELECT granted_s FROM pg_tracer_escalate(600)'), '600', 'window B: granted');
+my $opened = time();
+$sess->wait;
+my $copy_ms = (time() - $opened) * 1000;
+waitpid($writer, 0);
+is($?, 0, 'the writer wrote both lines');
+my ($t1, $v1) = $sess->baseline;
+q1('SELECT pg_tracer_deescalate()');
+note 'window B: kernel ' . PgTracerSession::fmt($t1) . ' from ' . PgTracerSession::fmt($t0)
+  . '; views ' . PgTracerSession::fmt($v1) . ' from ' . PgTracerSession::fmt($v0);
+is($v1->{syscr} - $v0->{syscr}, $t1->{syscr} - $t0->{syscr} - 1,
+	'window B: reads = kernel less the one under way when it opened');
+is($v1->{$_} - $v0->{$_}, $t1->{$_} - $t0->{$_}, "window B: $_ = kernel")
+  for qw(syscw wchar sent received);
+my $max_ms = q1("SELECT coalesce(max(max_us), 0) / 1000 FROM pg_tracer_kernel_io
+	WHERE pid = $pid AND layer = 'syscall' AND op = 'read'");
+cmp_ok($max_ms, '<', $copy_ms, "no read timed across the hold (longest $max_ms ms)");
+check_held('held again');
+check_window('window 2');
+
+like(slurp_file($node->basedir . '/helper.log'), qr/kernel sets: 3 attached for an escalation window/,
+	'the helper logs each window of the sets');
+
+$sess->quit;
+$poll->quit;
+signal_helper($helper, 'TERM');
+$node->stop;
+done_testing();
