@@ -77,19 +77,18 @@ note_resume(kset *r)
 
 /*
  * runner_hold
- *		Detach r's hooks (hold) or attach them again.  Returns how many
- *		programs did not attach again (0 when holding), *first_err the
- *		first one's error.
+ *		Detach r's hooks (hold) or attach them again; r->failed and
+ *		r->failed_err say how many programs did not attach again and the
+ *		first one's error (both 0 when holding), for every set r runs for.
  */
-static int
-runner_hold(kset *r, int hold, int *first_err)
+static void
+runner_hold(kset *r, int hold)
 {
-	int			failed = 0;
 	int			i;
 
-	*first_err = 0;
 	if (r->held == hold)
-		return 0;
+		return;
+	r->failed = r->failed_err = 0;
 	if (!hold)
 		note_resume(r);
 	for (i = 0; i < r->nlinks; i++)
@@ -109,12 +108,11 @@ runner_hold(kset *r, int hold, int *first_err)
 		{
 			log_warn("kernel sets: %s did not attach again: %s",
 					 bpf_program__section_name(r->progs[i]), strerror(-err));
-			if (failed++ == 0)
-				*first_err = err;
+			if (r->failed++ == 0)
+				r->failed_err = err;
 		}
 	}
 	r->held = hold;
-	return failed;
 }
 
 /*
@@ -127,9 +125,8 @@ void
 kset_hold(pset_inst *in, int hold)
 {
 	kset	   *ks = in->priv;
+	kset	   *r;
 	char		ebuf[128];
-	int			err;
-	int			failed;
 
 	if (ks == NULL || ks->runner == NULL)
 		return;
@@ -138,11 +135,13 @@ kset_hold(pset_inst *in, int hold)
 		ks->state = in->status.state;
 		snprintf(ks->reason, sizeof(ks->reason), "%s", in->status.reason);
 	}
-	failed = runner_hold(ks->runner, hold, &err);
-	if (failed > 0)
+	r = ks->runner;
+	runner_hold(r, hold);
+	if (r->failed > 0)
 		pset_set_status(in, PGT_PROBE_DEGRADED, in->status.mechanism,
 						"%d program%s did not attach again for an escalation window: %s",
-						failed, failed == 1 ? "" : "s", pset_errstr(err, ebuf, sizeof(ebuf)));
+						r->failed, r->failed == 1 ? "" : "s",
+						pset_errstr(r->failed_err, ebuf, sizeof(ebuf)));
 	else
 		pset_set_status(in, ks->state, in->status.mechanism, "%s; %s",
 						hold ? HOLD_NOTE : RUN_NOTE, ks->reason);

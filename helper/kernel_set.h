@@ -52,6 +52,8 @@ typedef struct kset
 	int			held;			/* runner: its hooks are detached */
 	int			resume_fd[KSET_MAX_OBJS];	/* each object's `kresume` */
 	uint32_t	resumes;
+	int			failed;			/* runner: programs not attached again */
+	int			failed_err;		/* the first one's error */
 	uint32_t	state;			/* status before the first hold */
 	char		reason[sizeof(((probe_status *) 0)->reason)];
 	int			kio_fd;
