@@ -581,11 +581,18 @@ kernel_window_switch(int on)
 /*
  * hold_kernel_sets
  *		--kernel-sets escalated: from now on the kernel sets run only inside
- *		escalation windows (held at once unless one is open).
+ *		escalation windows (held at once unless one is open).  Without a
+ *		running kernel set there is nothing to hold, and the windows must
+ *		not be granted on their behalf.
  */
 static void
 hold_kernel_sets(daemon_state *d)
 {
+	if (pset_runtime_hold(&d->psets, 1) == 0)
+	{
+		log_info("--kernel-sets escalated: no kernel set runs, nothing to hold");
+		return;
+	}
 	held_sets = &d->psets;
 	escalation_attach_kernel(kernel_window_switch);
 }

@@ -375,22 +375,12 @@ is($node->safe_psql('postgres',
 # --sched-clock ktime takes the path of a kernel without per-task run-queue
 # times: off-CPU time from bpf_ktime_get_ns, no run-queue latency, and a
 # status that says so.
-signal_helper($helper, 'TERM');
-ok(defined wait_until(sub {
-	$node->safe_psql('postgres', 'SELECT helper_connected FROM pg_tracer_status()') eq 'f'
-}, 15), 'helper stopped');
-# as a service restart does, the new helper starts once the old one has
+# As a service restart does, the new helper starts once the old one has
 # gone (its BPF teardown takes most of a second after it disconnects): the
 # one CI miss of the check below (a pg_sleep's off-CPU period not counted)
 # happened while the two overlapped, and that overlap is not what this
-# check is about
-my $old_helper = $helper;
-my $gone = wait_until(sub {
-	my $state = eval { proc_field("/proc/$old_helper/stat", qr/^\d+ \(.*\) (\S)/) };
-	!defined $state || $state eq 'Z'
-}, 15);
-note('the previous helper ' . (defined $gone ? 'had exited' : 'was still exiting after 15 s')
-	  . ' when this one started');
+# check is about.
+ok(stop_helper($node, $helper), 'helper stopped');
 $helper = start_helper($node, $rt, '--probes', 'sched', '--sched-clock', 'ktime');
 ok(wait_connected($node), 'helper restarted with --sched-clock ktime');
 is($node->safe_psql('postgres',

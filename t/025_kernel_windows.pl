@@ -10,13 +10,14 @@
 # - Held: the views do not move at all, though the kernel counts the work.
 # - In a window: file I/O calls and bytes, bytes sent and received equal
 #   the kernel's counts exactly.  The backend sleeps off-CPU when the window
-#   opens; that switch began before it and is not counted: one switch fewer.
+#   opens; that switch began before it and is not counted: one switch fewer
+#   (two when the idle backend also woke outside the window).
 # - A read(2) entered in one window and ended while held, and a switch-out
 #   taken in a window: the next window must not pair their starts with its
 #   first read or switch-in (the `kresume` guard), so its counts stay exact
 #   and no time held leaks into its figures.
-# Also: the sets' status rows say whether they are held, and the option's
-# bad values are refused.
+# Also: the sets' status rows say whether they are held, the option's bad
+# values are refused, and without a kernel set nothing is held.
 use strict;
 use warnings;
 use FindBin;
@@ -124,8 +125,16 @@ sub check_window
 	my $window_ms = ($closed - $opened) * 1000;
 	is($dv->{$_}, $dt->{$_}, "$label: $_ = kernel ($dt->{$_})")
 	  for qw(syscr rchar syscw wchar sent received);
-	is($dv->{switches}, $dt->{switches} - 1,
-		"$label: switches = kernel less the one under way at the switch ($dt->{switches})");
+	# One switch is under way when the window opens (the backend sleeps)
+	# and is not counted.  The idle backend may also wake once between a
+	# baseline and a switch of the window (PostgreSQL 15 flushes pending
+	# statistics on a timer, IDLE_STATS_UPDATE_TIMEOUT): a sleep the
+	# views cannot see.  A switch paired across the hold would show as
+	# none missing.
+	my $missing = $dt->{switches} - $dv->{switches};
+	ok($missing == 1 || $missing == 2,
+		"$label: switches = kernel less the one under way when the window opened "
+		  . "(and any idle wake-up outside it): $missing of $dt->{switches} missing");
 	cmp_ok($dv->{recv_ms}, '<', $window_ms, "$label: receive time within the window");
 	cmp_ok($dv->{offcpu_ms}, '<', $window_ms, "$label: off-CPU time within the window");
 	ok(defined wait_until(sub { set_states() eq
@@ -195,6 +204,16 @@ like(slurp_file($node->basedir . '/helper.log'), qr/kernel sets: 3 attached for 
 
 $sess->quit;
 $poll->quit;
+
+# Without a kernel set there is nothing to hold: no window is granted on
+# the sets' behalf (and without the exact set, none at all).
+ok(stop_helper($node, $helper), 'helper stopped');
+$helper = start_helper($node, $rt, '--probes', 'none', '--kernel-sets', 'escalated');
+ok(wait_connected($node), 'helper restarted with --probes none --kernel-sets escalated');
+my ($ok, $stdout, $stderr) = $node->psql('postgres', 'SELECT pg_tracer_escalate(10)');
+like($stderr, qr/exact wait timing is not available/, 'no window for sets that do not run');
+like(slurp_file($node->basedir . '/helper.log'), qr/no kernel set runs, nothing to hold/,
+	'the helper says why');
 signal_helper($helper, 'TERM');
 $node->stop;
 done_testing();

@@ -16,7 +16,7 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-our @EXPORT = qw(tracer_node start_helper signal_helper run_helper start_trace
+our @EXPORT = qw(tracer_node start_helper stop_helper signal_helper run_helper start_trace
   wait_until helper_available segment_path proc_field within wait_connected);
 
 # scripts/test.sh always sets PG_TRACER_CTL; without it the helper tests skip.
@@ -68,6 +68,25 @@ sub signal_helper
 	IPC::Run::run([ @CTL, 'signal', $pid, $sig ], '>', \$out, '2>', \$err)
 	  or die "cannot signal helper $pid: $err";
 	return 1;
+}
+
+# SIGTERM the helper, wait (15 s at most) until the extension of $node sees
+# it disconnected, then until the process is gone: a new helper started
+# while the old one still tears its BPF programs down overlaps with it, as
+# a service restart never does.  Returns true when it disconnected.
+sub stop_helper
+{
+	my ($node, $pid) = @_;
+	signal_helper($pid, 'TERM');
+	my $off = wait_until(sub {
+		$node->safe_psql('postgres', 'SELECT helper_connected FROM pg_tracer_status()') eq 'f'
+	}, 15);
+	my $gone = wait_until(sub {
+		my $state = eval { proc_field("/proc/$pid/stat", qr/^\d+ \(.*\) (\S)/) };
+		!defined $state || $state eq 'Z'
+	}, 15);
+	note("helper $pid " . (defined $gone ? 'exited' : 'was still exiting after 15 s'));
+	return defined $off;
 }
 
 # Run the helper in the foreground as root; returns (exit code, stdout, stderr).
