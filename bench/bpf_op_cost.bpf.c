@@ -145,6 +145,17 @@ op_cost_exit_same(void *ctx)
 	return 0;
 }
 
+/*
+ * An empty program for the per-system-call exit tracepoints the holder
+ * attaches it to one by one (bpf_op_cost --hold percall).
+ */
+SEC("tracepoint")
+int
+op_cost_exit_percall(void *ctx)
+{
+	return 0;
+}
+
 SEC("tp_btf/sched_switch")
 int BPF_PROG(op_cost_switch, bool preempt, struct task_struct *prev,
 			 struct task_struct *next)

@@ -13,8 +13,13 @@
  *	  price.  Rounds interleave every configuration; medians are printed.
  *
  *	  bpf_op_cost [ROUNDS (5)] [CALLS per measurement (300000)] [REPS (8)]
- *	  bpf_op_cost --hold: attach empty sys_exit and sched_switch programs
- *	  and keep them until SIGTERM or SIGINT (bench/hook_floor.sh)
+ *	  bpf_op_cost --hold [HOOKS]: attach empty programs and keep them until
+ *	  SIGTERM or SIGINT (bench/hook_floor.sh, bench/toggle_ab.sh hooks).
+ *	  HOOKS, a comma-separated list (default exit,switch): exit (the raw
+ *	  sys_exit tracepoint), switch (sched_switch), percall (the
+ *	  syscalls:sys_exit_* tracepoints of the calls the syscall and network
+ *	  sets time, one by one: what timing those calls would cost without a
+ *	  host-wide sys_exit program).
  *
  *	  Run as root.  A benchmark: it asserts nothing.
  */
@@ -168,13 +173,65 @@ fail(int op, double err)
 	return 1;
 }
 
+/* The calls the syscall and network sets time (bpf/kernel_sysio.bpf.c) */
+static const char *const percall_exits[] = {
+	"read", "write", "close", "pread64", "pwrite64", "readv", "writev", "fsync",
+	"fdatasync", "openat", "sync_file_range", "preadv", "pwritev", "preadv2", "pwritev2",
+	"sendto", "recvfrom", "sendmsg", "recvmsg"
+};
+
 /*
- * hold_hooks
- *		Empty programs on sys_exit and sched_switch (no sys_enter one: the
- *		helper's foundation has that hook already) until a signal.
+ * has_hook
+ *		Is hook named in the comma-separated list?
  */
 static int
-hold_hooks(void)
+has_hook(const char *list, const char *hook)
+{
+	size_t		n = strlen(hook);
+	const char *p = list;
+
+	while ((p = strstr(p, hook)) != NULL)
+	{
+		if ((p == list || p[-1] == ',') && (p[n] == '\0' || p[n] == ','))
+			return 1;
+		p += n;
+	}
+	return 0;
+}
+
+/*
+ * attach_percall
+ *		The empty per-call program on each syscalls:sys_exit_* tracepoint of
+ *		percall_exits.  Returns 0 or a negative error.
+ */
+static int
+attach_percall(struct bpf_op_cost_bpf *obj)
+{
+	char		name[64];
+	size_t		i;
+
+	for (i = 0; i < sizeof(percall_exits) / sizeof(percall_exits[0]); i++)
+	{
+		snprintf(name, sizeof(name), "sys_exit_%s", percall_exits[i]);
+		if (bpf_program__attach_tracepoint(obj->progs.op_cost_exit_percall, "syscalls",
+										   name) == NULL)
+		{
+			fprintf(stderr, "bpf_op_cost: syscalls:%s: %s\n", name, strerror(errno));
+			return -errno;
+		}
+	}
+	return 0;
+}
+
+/*
+ * hold_hooks
+ *		Empty programs on the hooks named (no sys_enter one: the helper's
+ *		foundation has that hook already) until a signal.  The links of the
+ *		per-call programs live until the object is destroyed (the process
+ *		exits).
+ */
+static int
+hold_hooks(const char *hooks)
 {
 	struct bpf_op_cost_bpf *obj = bpf_op_cost_bpf__open();
 	sigset_t	set;
@@ -186,9 +243,14 @@ hold_hooks(void)
 	bpf_program__set_autoload(obj->progs.op_cost_enter, false);
 	bpf_program__set_autoload(obj->progs.op_cost_exit_other, false);
 	bpf_program__set_autoload(obj->progs.op_cost_exit_same, false);
+	bpf_program__set_autoload(obj->progs.op_cost_exit, has_hook(hooks, "exit"));
+	bpf_program__set_autoload(obj->progs.op_cost_switch, has_hook(hooks, "switch"));
+	bpf_program__set_autoload(obj->progs.op_cost_exit_percall, has_hook(hooks, "percall"));
 	err = bpf_op_cost_bpf__load(obj);
 	if (!err)
 		err = bpf_op_cost_bpf__attach(obj);
+	if (!err && has_hook(hooks, "percall"))
+		err = attach_percall(obj);
 	if (err)
 	{
 		bpf_op_cost_bpf__destroy(obj);
@@ -198,7 +260,7 @@ hold_hooks(void)
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGINT);
 	sigprocmask(SIG_BLOCK, &set, NULL);
-	printf("holding empty sys_exit and sched_switch programs\n");
+	printf("holding empty programs: %s\n", hooks);
 	fflush(stdout);
 	sigwait(&set, &sig);
 	bpf_op_cost_bpf__destroy(obj);
@@ -218,7 +280,7 @@ main(int argc, char **argv)
 	static double price[COST_COUNT][MAX_ROUNDS];
 
 	if (argc > 1 && strcmp(argv[1], "--hold") == 0)
-		return hold_hooks();
+		return hold_hooks(argc > 2 ? argv[2] : "exit,switch");
 	rounds = argc > 1 ? atoi(argv[1]) : 5;
 	if (rounds < 1 || rounds > MAX_ROUNDS || calls < 1000 || reps < 1 || reps > COST_MAX_REPS)
 	{

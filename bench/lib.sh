@@ -211,11 +211,12 @@ bench_build_op_cost() {
 }
 
 # bench_hold_hooks DIR / bench_release_hooks
-#	Attach empty sys_exit and sched_switch programs (DIR/bpf_op_cost --hold,
-#	built by bench_build_op_cost) and wait until they are attached; detach
-#	them.
+#	Attach empty programs on the hooks HOOKS names (default exit,switch:
+#	sys_exit and sched_switch; see bench/bpf_op_cost.c) with
+#	DIR/bpf_op_cost --hold, built by bench_build_op_cost, and wait until
+#	they are attached; detach them.
 bench_hold_hooks() {
-	"$1/bpf_op_cost" --hold > "$1/hold.out" &
+	"$1/bpf_op_cost" --hold "${HOOKS:-exit,switch}" > "$1/hold.out" &
 	bench_hold_pid=$!
 	for _ in $(seq 100); do grep -q holding "$1/hold.out" && return 0; sleep 0.05; done
 	echo "bpf_op_cost --hold did not attach" >&2

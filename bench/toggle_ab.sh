@@ -15,7 +15,9 @@
 #          every blocking wait timed, as in full mode.
 #   hooks: `--probes none`, plus empty sys_exit and sched_switch programs
 #          (bench/bpf_op_cost --hold) started and stopped: on = the price
-#          of the two hooks alone.
+#          of the two hooks alone.  HOOKS picks others: "exit" (sys_exit
+#          alone), "percall" (the per-call exit tracepoints of the calls
+#          the syscall and network sets time).
 #   kernel: the helper restarted at each switch, `--probes $SETS` (default
 #          the six kernel sets) for on, `--probes none` for off; a period
 #          of 6 s or more leaves room for the restart.  With HELPER_B set
@@ -333,7 +335,9 @@ for (mode, state, label), rs in runs.items():
 PY
 }
 
-echo "$kind switched every ${period} s inside ${secs} s pgbench runs (clients $bench_clients):"
+label=$kind
+[ "$kind" = hooks ] && label="hooks (${HOOKS:-exit,switch})"
+echo "$label switched every ${period} s inside ${secs} s pgbench runs (clients $bench_clients):"
 : > "$work/pool"
 for w in ${WORKLOADS:-select tpcb}; do
 	toggle_run "$w"
