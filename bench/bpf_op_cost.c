@@ -216,8 +216,10 @@ attach_percall(struct bpf_op_cost_bpf *obj)
 		if (bpf_program__attach_tracepoint(obj->progs.op_cost_exit_percall, "syscalls",
 										   name) == NULL)
 		{
-			fprintf(stderr, "bpf_op_cost: syscalls:%s: %s\n", name, strerror(errno));
-			return -errno;
+			int			err = errno;
+
+			fprintf(stderr, "bpf_op_cost: syscalls:%s: %s\n", name, strerror(err));
+			return -err;
 		}
 	}
 	return 0;
