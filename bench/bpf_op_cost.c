@@ -200,6 +200,37 @@ has_hook(const char *list, const char *hook)
 }
 
 /*
+ * hooks_valid
+ *		Is every name in the comma-separated list a hook hold_hooks knows
+ *		(and the list not empty)?  A misspelt name would otherwise hold
+ *		nothing, and a toggle run would measure nothing.
+ */
+static int
+hooks_valid(const char *list)
+{
+	static const char *const known[] = {"exit", "switch", "percall"};
+	const char *p = list;
+
+	if (*p == '\0')
+		return 0;
+	for (;;)
+	{
+		size_t		n = strcspn(p, ",");
+		size_t		k;
+		int			ok = 0;
+
+		for (k = 0; k < sizeof(known) / sizeof(known[0]); k++)
+			if (n == strlen(known[k]) && strncmp(p, known[k], n) == 0)
+				ok = 1;
+		if (!ok)
+			return 0;
+		if (p[n] == '\0')
+			return 1;
+		p += n + 1;
+	}
+}
+
+/*
  * attach_percall
  *		The empty per-call program on each syscalls:sys_exit_* tracepoint of
  *		percall_exits.  Returns 0 or a negative error.
@@ -282,7 +313,17 @@ main(int argc, char **argv)
 	static double price[COST_COUNT][MAX_ROUNDS];
 
 	if (argc > 1 && strcmp(argv[1], "--hold") == 0)
-		return hold_hooks(argc > 2 ? argv[2] : "exit,switch");
+	{
+		const char *hooks = argc > 2 ? argv[2] : "exit,switch";
+
+		if (!hooks_valid(hooks))
+		{
+			fprintf(stderr, "bpf_op_cost: --hold %s: name hooks among exit, switch, percall "
+					"(comma-separated)\n", hooks);
+			return 2;
+		}
+		return hold_hooks(hooks);
+	}
 	rounds = argc > 1 ? atoi(argv[1]) : 5;
 	if (rounds < 1 || rounds > MAX_ROUNDS || calls < 1000 || reps < 1 || reps > COST_MAX_REPS)
 	{
