@@ -28,6 +28,18 @@
  * ids than its table holds, or exits).  A new process is counted from its
  * first switch-out on.
  *
+ * A switch-in the program never sees still ends a period.  Tracepoints can
+ * go unreported: on some hosts the kernel reports no event at all while
+ * certain tasks are current (seen here: a sandbox's own agent threads,
+ * hidden from /proc), so a switch from such a task to a backend never
+ * reaches us, though the kernel counted the backend's switch-out before.
+ * A task found on a CPU with its switch-out still open (at its next
+ * switch-out, or at its exit) was switched in unseen: the scheduler's own
+ * record closes that period, sched_info.last_arrival being when it got
+ * the CPU and the growth of sched_info.run_delay since the switch-out its
+ * run-queue wait (account_unseen_in).  Without kclock only the switch
+ * itself is counted.
+ *
  * Cost for tasks that are not tracked: in the hook chain, nothing for a
  * switch between two of them (the dispatcher's bitmap test); otherwise, or
  * attached on its own, a task-storage probe each for prev and next (a task
@@ -62,6 +74,7 @@ struct pgt_sched_state
 	__u64		out_clock;		/* clock at the last switch-out, 0 before it */
 	__u64		migrations;		/* se.nr_migrations at the last switch-in */
 	__u64		qid;			/* query id at the last switch-out */
+	__u64		out_run_delay;	/* sched_info.run_delay then (kclock) */
 	struct pgt_qid_cache qc;	/* see pgt_task_qid */
 	__u32		pm;				/* postmaster: the task is tracked */
 	__u8		out_kind;		/* PGT_KSCHED_(IN)VOLUNTARY */
@@ -138,37 +151,22 @@ runq_wait(struct task_struct *next, __u64 now)
 }
 
 /*
- * switch_in
- *		next is back on a CPU: its off-CPU period into its (pid, query)
- *		counters, the run-queue wait into its histogram (both the task's
- *		accumulators: this CPU is the only one touching next now), the
- *		event when streaming.
+ * account_period
+ *		One off-CPU period of task (switched out at s->out_clock, for s->qid)
+ *		has ended, off ns long with runq ns of it in a run queue: into its
+ *		(pid, query) counters and its run-queue histogram (the task's
+ *		accumulators: only this CPU touches the task now), the event when
+ *		streaming.  The period is closed.
  */
 static __always_inline void
-switch_in(struct task_struct *next, __u64 now, __u16 gen)
+account_period(struct task_struct *task, struct pgt_sched_state *s, __u64 off, __u64 runq)
 {
-	struct pgt_sched_state *s = bpf_task_storage_get(&sstate, next, 0, 0);
 	struct pgt_kproc_val *v;
 	struct pgt_kev_proc_rec *r;
-	__u64		off;
-	__u64		runq;
-	__u64		moved;
-	__u32		tgid;
+	__u64		moved = task->se.nr_migrations - s->migrations;
+	__u32		tgid = task->tgid;
 	int			shared;
 
-	if (!s || !s->out_clock)
-		return;					/* never tracked, or not switched out yet */
-	if (s->out_gen != gen)
-	{
-		/* switched out before the set was held: that period went unseen */
-		s->out_clock = 0;
-		s->migrations = next->se.nr_migrations;
-		return;
-	}
-	off = now > s->out_clock ? now - s->out_clock : 0;
-	runq = runq_wait(next, now);
-	moved = next->se.nr_migrations - s->migrations;
-	tgid = next->tgid;
 	v = pgt_tacc_kproc(s->exited ? 0 : &s->tproc, &kproc, tgid, s->qid, s->pm,
 					   PGT_KSCHED_RUNQ_MAX_NS, &shared);
 	if (v)
@@ -189,7 +187,7 @@ switch_in(struct task_struct *next, __u64 now, __u16 gen)
 	if (runq)
 		pgt_tacc_khist(s->exited ? 0 : &s->thist, &khist, PGT_KHIST_RUNQ, tgid, 0, 0,
 					   s->pm, runq);
-	r = pgt_event_reserve(sizeof(*r), PGT_SET_SCHED, PGT_KEV_ONCPU, tgid, next->pid, s->qid);
+	r = pgt_event_reserve(sizeof(*r), PGT_SET_SCHED, PGT_KEV_ONCPU, tgid, task->pid, s->qid);
 	if (r)
 	{
 		r->c.a = off;
@@ -200,6 +198,64 @@ switch_in(struct task_struct *next, __u64 now, __u16 gen)
 	}
 	s->out_clock = 0;
 	s->migrations += moved;
+}
+
+/*
+ * period_is_stale
+ *		Was s's open period begun before the set was last held (that span
+ *		went unseen)?  Then it is dropped, not counted.
+ */
+static __always_inline int
+period_is_stale(struct task_struct *task, struct pgt_sched_state *s, __u16 gen)
+{
+	if (s->out_gen == gen)
+		return 0;
+	s->out_clock = 0;
+	s->migrations = task->se.nr_migrations;
+	return 1;
+}
+
+/*
+ * switch_in
+ *		next is back on a CPU: the period since its switch-out ends now.
+ */
+static __always_inline void
+switch_in(struct task_struct *next, __u64 now, __u16 gen)
+{
+	struct pgt_sched_state *s = bpf_task_storage_get(&sstate, next, 0, 0);
+
+	if (!s || !s->out_clock)
+		return;					/* never tracked, or not switched out yet */
+	if (period_is_stale(next, s, gen))
+		return;
+	account_period(next, s, now > s->out_clock ? now - s->out_clock : 0,
+				   runq_wait(next, now));
+}
+
+/*
+ * account_unseen_in
+ *		task is on a CPU with its switch-out still open: it was switched in
+ *		unseen (see the file header).  The scheduler's record closes the
+ *		period: it got this CPU at sched_info.last_arrival, after waiting
+ *		the growth of sched_info.run_delay since the switch-out.
+ */
+static __always_inline void
+account_unseen_in(struct task_struct *task, struct pgt_sched_state *s, __u16 gen)
+{
+	__u64		arrived;
+	__u64		delay;
+
+	if (period_is_stale(task, s, gen))
+		return;
+	if (!kclock)
+	{
+		account_period(task, s, 0, 0);
+		return;
+	}
+	arrived = task->sched_info.last_arrival;
+	delay = task->sched_info.run_delay;
+	account_period(task, s, arrived > s->out_clock ? arrived - s->out_clock : 0,
+				   delay > s->out_run_delay ? delay - s->out_run_delay : 0);
 }
 
 /*
@@ -221,9 +277,13 @@ ksched_switch(bool preempt, struct task_struct *prev, struct task_struct *next,
 		/* still runnable (preempted, even mid-way to sleep): involuntary */
 		int			runnable = preempt || prev_state == 0;
 
+		if (s->out_clock)
+			account_unseen_in(prev, s, gen);
 		/* prev is current: its own query id */
 		s->qid = pgt_task_qid(prev->tgid, &s->qc);
 		s->out_clock = now;
+		if (kclock)
+			s->out_run_delay = prev->sched_info.run_delay;
 		s->out_kind = runnable ? PGT_KSCHED_INVOLUNTARY : PGT_KSCHED_VOLUNTARY;
 		s->out_gen = gen;
 	}
@@ -243,15 +303,19 @@ int BPF_PROG(pgt_ksched_switch, bool preempt, struct task_struct *prev,
  * pgt_ksched_exit
  *		A task exits: its accumulated rows into the maps (its storage dies
  *		with it); its last switches after this go to the maps directly.
+ *		An open period is one whose switch-in went unseen: closed first.
  */
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(pgt_ksched_exit, struct task_struct *p)
 {
-	struct pgt_sched_state *s = bpf_task_storage_get(&sstate, bpf_get_current_task_btf(),
-													 0, 0);
+	struct task_struct *t = bpf_get_current_task_btf();
+	struct pgt_sched_state *s = bpf_task_storage_get(&sstate, t, 0, 0);
+	struct pgt_kresume *r = pgt_kresumed();
 
 	if (!s || s->exited)
 		return 0;
+	if (s->out_clock)			/* it runs, yet was never seen switched in */
+		account_unseen_in(t, s, r ? (__u16) r->gen : 0);
 	pgt_tacc_fold_all(0, 0, &s->tproc, &kproc, PGT_KSCHED_RUNQ_MAX_NS, &s->thist, &khist);
 	s->exited = 1;
 	return 0;
