@@ -109,11 +109,20 @@ struct
 	__type(value, struct fd_class);
 } fdcache SEC(".maps");
 
-/* socket (struct sock *) -> the tracked process that last sent on it */
+/*
+ * socket (struct sock *) -> the tracked process that last sent on it, and
+ * how many of the socket's retransmitted segments (tcp_sock.total_retrans)
+ * are counted already, as of which resume generation (kresume.gen: a
+ * count taken before the set was last held is a new baseline, not a delta)
+ */
 struct sock_owner
 {
 	__u32		pid;
 	__u32		pm;
+	__u32		retrans_seen;
+	__u32		gen;
+	__u32		ports;			/* sock_ports: the key's memory may be reused */
+	__u32		pad;
 };
 
 struct
@@ -259,6 +268,44 @@ is_sync(__u8 op)
 }
 
 /*
+ * kresume_gen
+ *		The object's resume generation (0 before any hold).
+ */
+static __always_inline __u32
+kresume_gen(void)
+{
+	struct pgt_kresume *r = pgt_kresumed();
+
+	return r ? r->gen : 0;
+}
+
+/*
+ * tcp_total_retrans
+ *		The segments sk has retransmitted (what tcp_info reports), 0 for a
+ *		socket that is not TCP.
+ */
+static __always_inline __u32
+tcp_total_retrans(const struct sock *sk)
+{
+	if (BPF_CORE_READ_BITFIELD_PROBED(sk, sk_protocol) != IPPROTO_TCP ||
+		BPF_CORE_READ_BITFIELD_PROBED(sk, sk_type) != SOCK_STREAM)
+		return 0;
+	return BPF_CORE_READ((const struct tcp_sock *) sk, total_retrans);
+}
+
+/*
+ * sock_ports
+ *		The socket's remote and local port, to tell it from a later socket
+ *		at the same address (an owner's entry outlives its socket).
+ */
+static __always_inline __u32
+sock_ports(const struct sock *sk)
+{
+	return ((__u32) BPF_CORE_READ(sk, __sk_common.skc_dport) << 16) |
+		BPF_CORE_READ(sk, __sk_common.skc_num);
+}
+
+/*
  * note_owner
  *		Record that tgid owns the socket behind s->fd.  A backend sends on
  *		one socket for its whole life, so the walk (fd -> sock) and the
@@ -271,7 +318,7 @@ note_owner(__u32 tgid, struct call_start *s)
 	struct socket *sock;
 	struct sock *sk;
 	struct sock_owner *cur;
-	struct sock_owner o = {.pid = tgid, .pm = s->pm};
+	struct sock_owner o = {.pid = tgid, .pm = s->pm, .gen = kresume_gen()};
 	__u64		key;
 
 	if (s->owned_fd == s->fd + 1)
@@ -283,9 +330,14 @@ note_owner(__u32 tgid, struct call_start *s)
 		return;
 	key = (__u64) sk;
 	cur = bpf_map_lookup_elem(&owners, &key);
+	o.ports = sock_ports(sk);
 	/* an update takes the LRU's lock: only when the owner changed */
-	if (!cur || cur->pid != tgid)
+	if (!cur || cur->pid != tgid || cur->ports != o.ports)
+	{
+		/* the new owner is charged the retransmits from now on */
+		o.retrans_seen = tcp_total_retrans(sk);
 		bpf_map_update_elem(&owners, &key, &o, BPF_ANY);
+	}
 	s->owned_fd = s->fd + 1;
 }
 
@@ -506,53 +558,122 @@ int pgt_ksysio_dump(struct bpf_iter__task *ctx)
 }
 
 /*
- * A TCP retransmission on a socket a tracked process owns, counted in
- * segments (the skb's tcp_skb_pcount), as the socket's total_retrans
- * (tcp_info) counts them.  Loaded only when the network set is selected
- * (the helper's autoload).  Kernels from 6.12 on pass a third argument,
- * the transmit's error, and fire for attempts given up with -EBUSY (the
- * original still queued), which total_retrans does not count: skipped.
- * retrans_err_arg says whether the argument exists (read from the
- * kernel's BTF by the helper: where it does not, the access is dead code,
- * removed at load).
+ * TCP retransmissions on a socket a tracked process owns, counted in
+ * segments, as the socket's total_retrans (tcp_info) counts them.  Both
+ * programs are loaded only when the network set is selected (the helper's
+ * autoload).
+ *
+ * The count is the growth of total_retrans since the owner's last count
+ * (sock_owner.retrans_seen), not one per event: the kernel may not report
+ * every retransmission (on some hosts no tracepoint fires while certain
+ * tasks are current, and a retransmit timer runs in whatever task it
+ * interrupts), so each event also counts those that went unreported
+ * before it, and the helper runs pgt_knet_reconcile before each copy for
+ * those after the last one.  total_retrans grows before the tracepoint
+ * fires.  Kernels from 6.12 on pass a third argument, the transmit's
+ * error, and also fire for attempts given up with -EBUSY (the original
+ * still queued), which total_retrans does not count; retrans_err_arg says
+ * whether the argument exists (read from the kernel's BTF by the helper:
+ * where it does not, the access is dead code, removed at load).
  */
 const volatile __u8 retrans_err_arg = 0;
+
+/*
+ * retrans_count
+ *		Segments of o's socket (retransmitted total_retrans in all) to charge
+ *		o now, and o's count moved on; `segs` is what the reporting event
+ *		retransmitted (0 from the helper's reconcile).  A count from before
+ *		the set was last held is a new baseline: held spans are not counted.
+ */
+static __always_inline __u32
+retrans_count(struct sock_owner *o, __u32 total, __u32 segs)
+{
+	__u32		gen = kresume_gen();
+	__u32		n = total - o->retrans_seen;
+
+	if (o->gen != gen)
+	{
+		o->gen = gen;
+		n = segs;
+	}
+	else if ((__s32) n < 0)
+		n = 0;					/* not the socket counted before: a new baseline */
+	o->retrans_seen = total;
+	return n;
+}
+
+/*
+ * charge_retrans
+ *		n retransmitted segments to o's process, under its cached query id.
+ */
+static __always_inline void
+charge_retrans(const struct sock_owner *o, __u64 qid, __u32 n)
+{
+	struct pgt_kproc_val *v = pgt_kproc_get(&kproc, o->pid, qid, o->pm);
+
+	if (v)
+		__sync_fetch_and_add(&v->v[PGT_KNET_RETRANSMITS], n);
+}
 
 SEC("tp_btf/tcp_retransmit_skb")
 int pgt_knet_retransmit(unsigned long long *ctx)
 {
 	const struct sock *sk = (const struct sock *) ctx[0];
+	const struct sk_buff *skb = (const struct sk_buff *) ctx[1];
 	__u64		key = (__u64) sk;
 	struct sock_owner *o;
-	struct pgt_kproc_val *v;
 	struct pgt_kev_proc_rec *r;
 	__u64		qid;
+	__u32		n;
 	__u16		segs;
 
 	if (retrans_err_arg && (int) ctx[2] == -16)	/* -EBUSY */
 		return 0;
 	o = bpf_map_lookup_elem(&owners, &key);
-	if (!o)
+	if (!o || o->ports != sock_ports(sk))
+		return 0;
+	segs = BPF_CORE_READ((struct tcp_skb_cb *) skb->cb, tcp_gso_segs);
+	n = retrans_count(o, tcp_total_retrans(sk), segs ? segs : 1);
+	if (!n)
 		return 0;
 	qid = pgt_cached_qid(o->pid);
-	v = pgt_kproc_get(&kproc, o->pid, qid, o->pm);
-	if (v)
-	{
-		const struct sk_buff *skb = (const struct sk_buff *) ctx[1];
-		struct tcp_skb_cb *cb = (struct tcp_skb_cb *) skb->cb;
-
-		segs = BPF_CORE_READ(cb, tcp_gso_segs);
-		__sync_fetch_and_add(&v->v[PGT_KNET_RETRANSMITS], segs ? segs : 1);
-	}
+	charge_retrans(o, qid, n);
 	r = pgt_event_reserve(sizeof(*r), PGT_SET_NETWORK, PGT_KEV_RETRANSMIT, o->pid, o->pid, qid);
 	if (r)
 	{
-		r->c.a = ((__u64) bpf_ntohs(BPF_CORE_READ(sk, __sk_common.skc_dport)) << 16) |
-			BPF_CORE_READ(sk, __sk_common.skc_num);
-		r->c.b = 0;
+		r->c.a = ((__u64) bpf_ntohs(o->ports >> 16) << 16) | (o->ports & 0xffff);
+		r->c.b = n;
 		r->c.cpu = bpf_get_smp_processor_id();
 		r->c.kind = 0;
 		bpf_ringbuf_submit(r, 0);
 	}
+	return 0;
+}
+
+/*
+ * pgt_knet_reconcile
+ *		The helper's pass over the host's TCP sockets before each copy: an
+ *		owned socket whose total_retrans grew past its owner's count had
+ *		retransmissions the kernel did not report; they are charged now.
+ *		The iterator holds each socket's lock, as its retransmit timer does.
+ */
+SEC("iter/tcp")
+int pgt_knet_reconcile(struct bpf_iter__tcp *ctx)
+{
+	struct sock_common *skc = ctx->sk_common;
+	struct tcp_sock *tp = skc ? bpf_skc_to_tcp_sock(skc) : 0;
+	struct sock_owner *o;
+	__u64		key;
+	__u32		n;
+
+	if (!tp)
+		return 0;				/* not a full TCP socket (time-wait, request) */
+	key = (__u64) tp;
+	o = bpf_map_lookup_elem(&owners, &key);
+	if (!o || o->ports != sock_ports((const struct sock *) tp))
+		return 0;
+	n = retrans_count(o, tp->total_retrans, 0);
+	if (n)
+		charge_retrans(o, pgt_cached_qid(o->pid), n);
 	return 0;
 }

@@ -62,6 +62,8 @@ typedef struct kset
 	/* the tasks' own rows (task_accum.h): NULL / -1 when the object has none */
 	struct bpf_link *tacc_iter;
 	int			tacc_folds_fd;
+	/* network: the pass that charges unreported retransmits, or NULL */
+	struct bpf_link *sock_iter;
 	tacc_buf	tacc;
 	/* the copies: maps' rows, then the tasks' rows merged in */
 	kio_row    *io;

@@ -114,6 +114,7 @@ acquire(pset_inst *in, const pset_ctx *ctx)
 	skel->rodata->do_net = (uint8_t) net;
 	skel->rodata->retrans_err_arg = (uint8_t) (net && retransmit_has_err());
 	(void) bpf_program__set_autoload(skel->progs.pgt_knet_retransmit, net);
+	(void) bpf_program__set_autoload(skel->progs.pgt_knet_reconcile, net);
 	(void) kset_load_attach(&shared.inst, ctx, skel->obj, skel, destroy_skel, &shared.att);
 	return 0;
 }
@@ -143,7 +144,10 @@ ksysio_start(pset_inst *in, const pset_ctx *ctx, const kset_desc *desc,
 		ks->khist_fd = sh->khist_fd;
 	}
 	else
+	{
 		ks->kproc_fd = sh->kproc_fd;
+		ks->sock_iter = sh->sock_iter;
+	}
 	kset_status_from(in, mechanism, &shared.att);
 	return 0;
 }

@@ -39,10 +39,11 @@ my %reason = map { split /\|/, $_, 2 } split /\n/,
 like($reason{exact}, qr/^available: .*; programs in the hook chains$/,
 	"exact: programs in the hook chains ($reason{exact})");
 # sysio: sys_enter, sys_exit (chained), tcp_retransmit_skb, sched_process_exit
-# (a task's own rows into the maps) and the task iterator (the helper's read
-# of them); sched: sched_switch (chained), sched_process_exit, the iterator
-like($reason{$_}, qr/^available: 5 programs attached \(2 in the hook chains\)/,
-	"$_: the shared sys_enter/sys_exit pair in the hook chains, retransmits, exit, iterator")
+# (a task's own rows into the maps), the task iterator (the helper's read of
+# them) and the TCP socket iterator (retransmits the kernel did not report);
+# sched: sched_switch (chained), sched_process_exit, the iterator
+like($reason{$_}, qr/^available: 6 programs attached \(2 in the hook chains\)/,
+	"$_: the shared sys_enter/sys_exit pair in the hook chains, retransmits, exit, iterators")
   for qw(syscall network);
 like($reason{sched}, qr/^available: 3 programs attached \(1 in the hook chains\)/,
 	'sched: sched_switch in the hook chain, exit and iterator on their own');
