@@ -31,7 +31,9 @@
  * the return of a send that woke its client), so the program looks only at
  * a process that just ended a timed wait on that CPU (exact_last_waiter) and
  * at an incoming one only while some interval is open (exact_off_open): the
- * rest pay the hook and two loads.
+ * rest pay the hook and two loads.  An interval whose switch-in the kernel
+ * did not report (the task is found running, or has had a CPU since:
+ * sched_info.pcount moved) is dropped, not stretched (drop_unseen_interval).
  *
  * In tiered mode the helper attaches the programs only during windows
  * (nothing at all is paid outside them); `exact_on` covers the moments
@@ -40,6 +42,7 @@
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
 
 #include "pgt_common.bpf.h"
 #include "exact_waits.h"
@@ -409,6 +412,34 @@ last_waiter(void)
 }
 
 /*
+ * arrivals
+ *		How many times t has been given a CPU (sched_info.pcount; 0 where
+ *		the kernel keeps no sched_info).
+ */
+static __always_inline __u64
+arrivals(struct task_struct *t)
+{
+	if (!bpf_core_field_exists(t->sched_info))
+		return 0;
+	return t->sched_info.pcount;
+}
+
+/*
+ * drop_unseen_interval
+ *		A task found running with a preempted interval open was switched in
+ *		unseen (the kernel reports no tracepoint while certain tasks are
+ *		current: the switch from one of them never reached us); when that
+ *		was is not known on this clock, so the interval is dropped, not
+ *		stretched over the time the task has run since.
+ */
+static __always_inline void
+drop_unseen_interval(struct pgt_exact_start *s)
+{
+	s->off_ts = 0;
+	__sync_fetch_and_add(&exact_off_open, -1);
+}
+
+/*
  * close_preempted
  *		next comes back on a CPU: the time it stood preempted with a wait
  *		event set (an interval opened by open_preempted) goes to that event,
@@ -426,6 +457,12 @@ close_preempted(struct task_struct *next)
 	s = bpf_task_storage_get(&exact_starts, next, 0, 0);
 	if (!s || !s->off_ts)
 		return;
+	/* it got a CPU since it was preempted: that switch-in went unseen */
+	if (arrivals(next) != s->off_arrivals)
+	{
+		drop_unseen_interval(s);
+		return;
+	}
 	now = bpf_ktime_get_ns();
 	if (s->off_gen == exact_gen && now > s->off_ts)
 		add_time(next->tgid, s->pm, s->off_event, s->off_qid, now - s->off_ts);
@@ -464,6 +501,7 @@ open_preempted(struct task_struct *prev)
 	s->off_qid = wei == s->event ? s->qid : state_qid(s, prev->tgid);
 	s->off_event = wei;
 	s->off_gen = exact_gen;
+	s->off_arrivals = arrivals(prev);
 	__sync_fetch_and_add(&exact_off_open, 1);
 	s->off_ts = bpf_ktime_get_ns();
 }
@@ -509,7 +547,11 @@ exact_exit(struct pt_regs *regs)
 	if (wait_free_call(pgt_exit_nr(regs)))
 		return;
 	s = bpf_task_storage_get(&exact_starts, bpf_get_current_task_btf(), 0, 0);
-	if (!s || !s->ts)
+	if (!s)
+		return;
+	if (s->off_ts)				/* it runs: switched in unseen */
+		drop_unseen_interval(s);
+	if (!s->ts)
 		return;
 	now = bpf_ktime_get_ns();
 	if (s->gen == exact_gen && s->pm && now > s->ts)

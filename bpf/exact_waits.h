@@ -77,8 +77,9 @@ struct pgt_exact_start
 	__u64		off_ts;			/* preempted since, 0 = not */
 	__u64		off_qid;
 	__u64		wait_ptr;		/* not mapped yet: &my_wait_event_info, 0 = none */
+	__u64		off_arrivals;	/* sched_info.pcount when off_ts was set */
 };
-_Static_assert(sizeof(struct pgt_exact_start) == 96, "pgt_exact_start size");
+_Static_assert(sizeof(struct pgt_exact_start) == 104, "pgt_exact_start size");
 
 /*
  * `exact_watch` (key: tgid): watchpoint source.  The value of the backend's
