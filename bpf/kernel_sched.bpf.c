@@ -69,6 +69,9 @@ PGT_DECLARE_KHIST;
  */
 const volatile __u8 kclock = 1;
 
+/* --miss-events N (testing): ignore every Nth switch-in seen, 0 = none */
+const volatile __u32 miss_in_every = 0;
+
 struct pgt_sched_state
 {
 	__u64		out_clock;		/* clock at the last switch-out, 0 before it */
@@ -80,6 +83,7 @@ struct pgt_sched_state
 	__u8		out_kind;		/* PGT_KSCHED_(IN)VOLUNTARY */
 	__u8		exited;			/* the task folded its rows at exit */
 	__u16		out_gen;		/* kresume's gen at the last switch-out */
+	__u32		ins;			/* switch-ins seen (for miss_in_every) */
 	/* the task's accumulators (kernel_tacc.bpf.h) */
 	struct pgt_tacc_proc tproc;
 	struct pgt_tacc_hist thist;
@@ -226,6 +230,8 @@ switch_in(struct task_struct *next, __u64 now, __u16 gen)
 
 	if (!s || !s->out_clock)
 		return;					/* never tracked, or not switched out yet */
+	if (miss_in_every && ++s->ins % miss_in_every == 0)
+		return;					/* as if the kernel had not reported it */
 	if (period_is_stale(next, s, gen))
 		return;
 	account_period(next, s, now > s->out_clock ? now - s->out_clock : 0,

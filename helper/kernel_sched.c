@@ -10,6 +10,7 @@
 #include "kernel_set.h"
 #include "kernel_sched.h"
 #include "kernel_sched.skel.h"
+#include "log.h"
 #include "parse_num.h"
 
 #include <bpf/btf.h>
@@ -118,6 +119,7 @@ sched_open(void **skel, const pset_ctx *ctx)
 	else
 		kclock = sched_info_kept(kclock_why, sizeof(kclock_why));
 	((struct kernel_sched_bpf *) *skel)->rodata->kclock = (uint8_t) kclock;
+	((struct kernel_sched_bpf *) *skel)->rodata->miss_in_every = (uint32_t) kset_miss_events;
 	return obj;
 }
 
@@ -130,6 +132,9 @@ static int
 start(pset_inst *in, const pset_ctx *ctx)
 {
 	kclock_why[0] = '\0';
+	if (kset_miss_events)
+		log_warn("sched: --miss-events %d: one switch-in in %d is ignored (testing)",
+				 kset_miss_events, kset_miss_events);
 	if (kset_start_single(in, ctx, &desc, MECH, sched_open, kernel_sched_kdestroy) < 0)
 		return -1;
 	if (kclock_why[0] != '\0' && in->status.state == PGT_PROBE_AVAILABLE)

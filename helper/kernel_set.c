@@ -10,6 +10,7 @@
 
 #include "log.h"
 #include "map_copy.h"
+#include "parse_num.h"
 #include "pid_retire.h"
 #include "pgt_kernel.h"
 #include "trace_out.h"
@@ -22,6 +23,29 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+int			kset_miss_events = 0;
+
+#define KSET_MISS_EVENTS_MAX	1000
+
+/*
+ * kset_configure_miss_events
+ *		--miss-events N (see kernel_set.h).
+ */
+int
+kset_configure_miss_events(const char *arg, char *err, size_t errlen)
+{
+	long		v;
+
+	if (parse_decimal(arg, 0, KSET_MISS_EVENTS_MAX, &v) < 0)
+	{
+		snprintf(err, errlen, "\"%s\" is not a number from 0 to %d", arg,
+				 KSET_MISS_EVENTS_MAX);
+		return -1;
+	}
+	kset_miss_events = (int) v;
+	return 0;
+}
 
 /*
  * kset_new

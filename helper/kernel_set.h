@@ -135,6 +135,17 @@ static const probe_set sym = { \
 }; \
 PGT_REGISTER_PROBE_SET(sym)
 
+/*
+ * --miss-events N (testing): the sets behave as on a kernel that leaves
+ * some events unreported, so that what repairs such gaps is exercised
+ * (t/022, t/024): the sched program ignores every Nth switch-in it sees
+ * (its period is then closed from the scheduler's record), and the network
+ * set attaches no retransmit program (retransmits reach the counts through
+ * the helper's socket pass alone).  0, the default, is off.
+ */
+extern int	kset_miss_events;
+extern int	kset_configure_miss_events(const char *arg, char *err, size_t errlen);
+
 extern kset *kset_new(pset_inst *in, const kset_desc *desc);
 extern int	kset_start_single(pset_inst *in, const pset_ctx *ctx, const kset_desc *desc,
 							  const char *mechanism, kset_open_fn open,

@@ -13,6 +13,7 @@
 #include "kernel_sysio.h"
 
 #include "kernel_sysio.skel.h"
+#include "log.h"
 
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
@@ -113,7 +114,11 @@ acquire(pset_inst *in, const pset_ctx *ctx)
 	skel->rodata->do_file = (uint8_t) file;
 	skel->rodata->do_net = (uint8_t) net;
 	skel->rodata->retrans_err_arg = (uint8_t) (net && retransmit_has_err());
-	(void) bpf_program__set_autoload(skel->progs.pgt_knet_retransmit, net);
+	if (net && kset_miss_events)
+		log_warn("network: --miss-events: no retransmit program; the socket pass alone "
+				 "counts retransmits (testing)");
+	(void) bpf_program__set_autoload(skel->progs.pgt_knet_retransmit,
+									 net && !kset_miss_events);
 	(void) bpf_program__set_autoload(skel->progs.pgt_knet_reconcile, net);
 	(void) kset_load_attach(&shared.inst, ctx, skel->obj, skel, destroy_skel, &shared.att);
 	return 0;

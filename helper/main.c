@@ -11,6 +11,7 @@
 #include "exact_watch.h"
 #include "inspect_cmd.h"
 #include "kernel_sched.h"
+#include "kernel_set.h"
 #include "log.h"
 #include "parse_num.h"
 #include "pid_retire.h"
@@ -53,7 +54,7 @@ static const char daemon_usage[] =
 "                        [--anomaly on|off] [--anomaly-cooldown S]\n"
 "                        [--exact-source auto|syscall|watchpoint]\n"
 "                        [--sched-clock auto|ktime] [--keep-exited S]\n"
-"                        [--kernel-sets always|escalated]\n"
+"                        [--kernel-sets always|escalated] [--miss-events N]\n"
 "\n"
 "Run the helper in the foreground until SIGTERM or SIGINT.  Without a\n"
 "target it serves every PostgreSQL cluster on the host as it appears;\n"
@@ -95,6 +96,11 @@ static const char daemon_usage[] =
 "  --keep-exited S    rows of an exited process keep its pid S seconds\n"
 "                     (0..86400, default 60), then fold into its cluster's\n"
 "                     rows of exited processes (pid NULL in SQL)\n"
+"  --miss-events N    testing: act as a kernel that leaves events unreported\n"
+"                     (the sched set ignores every Nth switch-in it sees, the\n"
+"                     network set attaches no retransmit program), so that\n"
+"                     the repairs keeping the counts exact are exercised;\n"
+"                     0 (default) off, at most 1000\n"
 "  -h, --help         show this help\n"
 "\n"
 "Needs root, or CAP_BPF + CAP_PERFMON + CAP_SYS_PTRACE.  Never install it setuid.\n"
@@ -259,6 +265,7 @@ cmd_daemon(int argc, char **argv)
 		{"keep-exited", required_argument, NULL, 'K'},
 		{"sched-clock", required_argument, NULL, 'c'},
 		{"kernel-sets", required_argument, NULL, 'k'},
+		{"miss-events", required_argument, NULL, 'm'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0}
 	};
@@ -337,6 +344,10 @@ cmd_daemon(int argc, char **argv)
 			case 'c':
 				if (kernel_sched_configure_clock(optarg, eerr, sizeof(eerr)) < 0)
 					return usage_error(daemon_usage, "--sched-clock: %s", eerr);
+				break;
+			case 'm':
+				if (kset_configure_miss_events(optarg, eerr, sizeof(eerr)) < 0)
+					return usage_error(daemon_usage, "--miss-events: %s", eerr);
 				break;
 			case 'k':
 				if (strcmp(optarg, "escalated") != 0 && strcmp(optarg, "always") != 0)

@@ -12,7 +12,9 @@
 # (context switches).
 # The views' change over the workload must equal the kernel's own counts,
 # exactly.  Then the session quits: its rows, folded at exit, must reach
-# the exited processes' row with nothing lost.
+# the exited processes' row with nothing lost.  Last, the helper is
+# restarted with --miss-events 2 and a second session's counts must stay
+# exact with every other switch-in unreported to the sched program.
 use strict;
 use warnings;
 use FindBin;
@@ -100,6 +102,37 @@ cmp_ok($exited1->{wchar} - $exited0->{wchar}, '>=', $last->{wchar},
 	"bytes it wrote too, and any log line of its exit ($last->{wchar})");
 cmp_ok($exited1->{switches} - $exited0->{switches}, '>=', $last->{switches},
 	"its context switches too, and those of its exit ($last->{switches})");
+
+# The same counts on a kernel that leaves switch-ins unreported: restarted
+# with --miss-events 2, the sched program ignores every other switch-in it
+# sees, and those periods must close from the scheduler's own record
+# (bpf/kernel_sched.bpf.c, account_unseen_in).
+stop_helper($node, $helper);
+$helper = start_helper($node, $rt, '--probes', 'syscall,network,sched', '--keep-exited', '3',
+	'--miss-events', '2');
+ok(wait_connected($node), 'helper restarted with --miss-events 2');
+$sess = PgTracerSession->new($node, $poll);
+$pid = $sess->pid;
+usleep(500_000);
+($ta, $va) = $sess->baseline;
+for my $i (1 .. 5)
+{
+	$sess->run("SELECT pg_sleep(0.05 * $i) AS z$i;");
+	$sess->run("SELECT length(pg_read_file('$dir/f$i.csv')) AS y$i;");
+}
+$same = wait_until(sub {
+	($tb) = $sess->baseline;
+	$vb = $sess->views("= $pid");
+	!grep { ($vb->{$_} - $va->{$_}) != ($tb->{$_} - $ta->{$_}) } @keys
+}, 20);
+note 'unreported switch-ins: kernel ' . fmt($tb) . '; views ' . fmt($vb);
+is($vb->{$_} - $va->{$_}, $tb->{$_} - $ta->{$_},
+	"$_ with half the switch-ins unreported: views = kernel (" . ($tb->{$_} - $ta->{$_}) . ')')
+  for @keys;
+cmp_ok($vb->{offcpu_ms} - $va->{offcpu_ms}, '>=', 750,
+	'off-CPU time still covers the 750 ms of sleeps ('
+	  . sprintf('%.0f', $vb->{offcpu_ms} - $va->{offcpu_ms}) . ' ms)');
+$sess->quit;
 
 $poll->quit;
 signal_helper($helper, 'TERM');
