@@ -66,6 +66,19 @@ pgt_kresumed(void)
 }
 
 /*
+ * pgt_kresume_gen
+ *		The object's resume generation: how many times its programs were let
+ *		run again after a hold (0 before any).
+ */
+static __always_inline __u32
+pgt_kresume_gen(void)
+{
+	struct pgt_kresume *r = pgt_kresumed();
+
+	return r ? r->gen : 0;
+}
+
+/*
  * pgt_started_before_resume
  *		Was a start taken on bpf_ktime_get_ns() at start_ns before the
  *		object's programs last resumed?

@@ -275,8 +275,7 @@ ksched_switch(bool preempt, struct task_struct *prev, struct task_struct *next,
 {
 	__u64		now = sched_now(prev);
 	struct pgt_sched_state *s = out_state(prev);
-	struct pgt_kresume *r = pgt_kresumed();
-	__u16		gen = r ? (__u16) r->gen : 0;
+	__u16		gen = (__u16) pgt_kresume_gen();
 
 	if (s)
 	{
@@ -316,12 +315,11 @@ int BPF_PROG(pgt_ksched_exit, struct task_struct *p)
 {
 	struct task_struct *t = bpf_get_current_task_btf();
 	struct pgt_sched_state *s = bpf_task_storage_get(&sstate, t, 0, 0);
-	struct pgt_kresume *r = pgt_kresumed();
 
 	if (!s || s->exited)
 		return 0;
 	if (s->out_clock)			/* it runs, yet was never seen switched in */
-		account_unseen_in(t, s, r ? (__u16) r->gen : 0);
+		account_unseen_in(t, s, (__u16) pgt_kresume_gen());
 	pgt_tacc_fold_all(0, 0, &s->tproc, &kproc, PGT_KSCHED_RUNQ_MAX_NS, &s->thist, &khist);
 	s->exited = 1;
 	return 0;

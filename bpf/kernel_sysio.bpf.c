@@ -268,18 +268,6 @@ is_sync(__u8 op)
 }
 
 /*
- * kresume_gen
- *		The object's resume generation (0 before any hold).
- */
-static __always_inline __u32
-kresume_gen(void)
-{
-	struct pgt_kresume *r = pgt_kresumed();
-
-	return r ? r->gen : 0;
-}
-
-/*
  * tcp_total_retrans
  *		The segments sk has retransmitted (what tcp_info reports), 0 for a
  *		socket that is not TCP.
@@ -318,7 +306,7 @@ note_owner(__u32 tgid, struct call_start *s)
 	struct socket *sock;
 	struct sock *sk;
 	struct sock_owner *cur;
-	struct sock_owner o = {.pid = tgid, .pm = s->pm, .gen = kresume_gen()};
+	struct sock_owner o = {.pid = tgid, .pm = s->pm, .gen = pgt_kresume_gen()};
 	__u64		key;
 
 	if (s->owned_fd == s->fd + 1)
@@ -588,7 +576,7 @@ const volatile __u8 retrans_err_arg = 0;
 static __always_inline __u32
 retrans_count(struct sock_owner *o, __u32 total, __u32 segs)
 {
-	__u32		gen = kresume_gen();
+	__u32		gen = pgt_kresume_gen();
 	__u32		n = total - o->retrans_seen;
 
 	if (o->gen != gen)
