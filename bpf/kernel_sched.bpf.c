@@ -13,8 +13,10 @@
  * clock (rq->clock, updated by __schedule before the tracepoint) is the
  * clock last_queued was taken on.  So at a switch-in the run-queue wait is
  * rq->clock - last_queued (what the kernel adds to the task's run_delay a
- * moment later), and the off-CPU time is rq->clock - the rq clock at the
- * task's switch-out.  A wakeup is the end of a voluntary switch (a sleep).
+ * moment later), plus what run_delay grew by since the switch-out (a task
+ * moved off a queue it waited in: the kernel added that stint when it left
+ * it), the period's whole wait, as /proc/<pid>/schedstat counts it; and
+ * the off-CPU time is rq->clock - the rq clock at the task's switch-out.  A wakeup is the end of a voluntary switch (a sleep).
  * Where the kernel keeps no sched_info or the task has no cfs_rq (the
  * helper checks before load: kclock = 0), the off-CPU time is taken with
  * bpf_ktime_get_ns and the run-queue wait is not measured (the set says so).
@@ -140,18 +142,22 @@ sched_now(struct task_struct *prev)
 
 /*
  * runq_wait
- *		How long next waited in the run queue for this switch-in, 0 when it
- *		was not queued (or kclock is 0).
+ *		How long next waited in run queues since its switch-out (s), for
+ *		this switch-in: the stint it ends (not in run_delay yet) and any
+ *		earlier one (in it already).  0 when kclock is 0.
  */
 static __always_inline __u64
-runq_wait(struct task_struct *next, __u64 now)
+runq_wait(struct task_struct *next, const struct pgt_sched_state *s, __u64 now)
 {
 	__u64		queued;
+	__u64		delay;
 
 	if (!kclock)
 		return 0;
 	queued = next->sched_info.last_queued;
-	return queued && now > queued ? now - queued : 0;
+	delay = next->sched_info.run_delay;
+	return (queued && now > queued ? now - queued : 0) +
+		(delay > s->out_run_delay ? delay - s->out_run_delay : 0);
 }
 
 /*
@@ -235,7 +241,7 @@ switch_in(struct task_struct *next, __u64 now, __u16 gen)
 	if (period_is_stale(next, s, gen))
 		return;
 	account_period(next, s, now > s->out_clock ? now - s->out_clock : 0,
-				   runq_wait(next, now));
+				   runq_wait(next, s, now));
 }
 
 /*

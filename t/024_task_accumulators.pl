@@ -9,7 +9,7 @@
 # idle: /proc/<pid>/io (syscr, syscw, rchar, wchar: the read and write
 # family's calls and bytes), the socket's tcp_info (bytes_sent less
 # bytes_retrans, bytes_received, from `ss -ti`), /proc/<pid>/status
-# (context switches).
+# (context switches), /proc/<pid>/schedstat (run-queue wait).
 # The views' change over the workload must equal the kernel's own counts,
 # exactly.  Then the session quits: its rows, folded at exit, must reach
 # the exited processes' row with nothing lost.  Last, the helper is
@@ -40,6 +40,24 @@ ok(wait_connected($node), 'helper connected (syscall, network, sched)');
 my $poll = $node->background_psql('postgres');
 sub q1 { my ($sql) = @_; return $poll->query_safe($sql); }
 
+# The run-queue wait over the workload (views in ms, schedstat in ns): the
+# same to the microsecond (the views' sum of doubles rounds below that).
+my ($ta, $va, $tb, $vb);
+sub runq_same
+{
+	my ($when) = @_;
+  SKIP:
+	{
+		skip 'the kernel keeps no run-queue times (/proc/<pid>/schedstat)', 1
+		  unless defined $tb->{runq_ns} && defined $ta->{runq_ns};
+		my $views_ns = ($vb->{runq_ms} - $va->{runq_ms}) * 1e6;
+		my $kernel_ns = $tb->{runq_ns} - $ta->{runq_ns};
+		cmp_ok(abs($views_ns - $kernel_ns), '<', 1000,
+			sprintf('run-queue wait %s: views %.0f ns = schedstat %d ns', $when,
+				$views_ns, $kernel_ns));
+	}
+}
+
 # The TCP session
 my $sess = PgTracerSession->new($node, $poll);
 my $pid = $sess->pid;
@@ -47,7 +65,7 @@ my @keys = @PgTracerSession::KEYS;
 sub fmt { return PgTracerSession::fmt(@_); }
 
 usleep(500_000);
-my ($ta, $va) = $sess->baseline;
+($ta, $va) = $sess->baseline;
 note 'baseline: kernel ' . fmt($ta) . '; views ' . fmt($va);
 
 # 50 statements, 20 of them with query ids of their own (COPY's text,
@@ -63,7 +81,6 @@ for my $i (1 .. 10)
 	$sess->run("SELECT length(pg_read_file('$dir/f$i.csv')) AS len$i;");
 }
 
-my ($tb, $vb);
 my $same = wait_until(sub {
 	($tb) = $sess->baseline;
 	$vb = $sess->views("= $pid");
@@ -76,6 +93,7 @@ for my $k (@keys)
 	is($vb->{$k} - $va->{$k}, $tb->{$k} - $ta->{$k},
 		"$k over the workload: views = kernel (" . ($tb->{$k} - $ta->{$k}) . ')');
 }
+runq_same('over the workload');
 cmp_ok(q1(
 		"SELECT count(DISTINCT queryid) FROM pg_tracer_kernel_net WHERE pid = $pid"),
 	'>', 16, 'network rows under more than 16 query ids: the 8-row tables overflowed');
@@ -129,6 +147,7 @@ note 'unreported switch-ins: kernel ' . fmt($tb) . '; views ' . fmt($vb);
 is($vb->{$_} - $va->{$_}, $tb->{$_} - $ta->{$_},
 	"$_ with half the switch-ins unreported: views = kernel (" . ($tb->{$_} - $ta->{$_}) . ')')
   for @keys;
+runq_same('with half the switch-ins unreported');
 cmp_ok($vb->{offcpu_ms} - $va->{offcpu_ms}, '>=', 750,
 	'off-CPU time still covers the 750 ms of sleeps ('
 	  . sprintf('%.0f', $vb->{offcpu_ms} - $va->{offcpu_ms}) . ' ms)');

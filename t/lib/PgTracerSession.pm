@@ -3,8 +3,9 @@
 # sched sets) and from the kernel's own accounting (/proc/<pid>/io: syscr,
 # syscw, rchar, wchar, the read and write family's calls and bytes; the
 # socket's tcp_info from `ss -ti`: bytes_sent less bytes_retrans,
-# bytes_received; /proc/<pid>/status: context switches).  Shared by the
-# TAP tests that compare the two exactly (t/024, t/025).
+# bytes_received; /proc/<pid>/status: context switches; /proc/<pid>/schedstat:
+# run-queue wait).  Shared by the TAP tests that compare the two exactly
+# (t/024, t/025).
 #
 # Views are read through $poll, one background_psql session, so that no
 # reading backend exits and adds to the exited processes' row.
@@ -80,6 +81,7 @@ sub truth
 	my $pid = $self->{pid};
 	my $io = do { local (@ARGV, $/) = ("/proc/$pid/io"); <> };
 	my $st = do { local (@ARGV, $/) = ("/proc/$pid/status"); <> };
+	my $ss = do { local (@ARGV, $/) = ("/proc/$pid/schedstat"); <> };
 	my $tcp = `$self->{ss} -tinH state established '( sport = :$self->{port} )'`;
 	my %t;
 	$t{$1} = $2 while $io =~ /^(syscr|syscw|rchar|wchar): (\d+)$/mg;
@@ -91,12 +93,14 @@ sub truth
 	my ($v) = $st =~ /^voluntary_ctxt_switches:\s+(\d+)/m;
 	my ($n) = $st =~ /^nonvoluntary_ctxt_switches:\s+(\d+)/m;
 	$t{switches} = $v + $n;
+	# on-CPU ns, run-queue wait ns, times on a CPU
+	(undef, $t{runq_ns}) = split ' ', $ss // '';
 	return \%t;
 }
 
 # The views' figures for the rows WHERE pid $where ("= <pid>", or
 # "IS NULL": the exited processes'), with the time columns: recv_ms,
-# offcpu_ms.
+# offcpu_ms, runq_ms.
 sub views
 {
 	my ($self, $where) = @_;
@@ -111,9 +115,9 @@ sub views
 		"SELECT coalesce(sum(send_bytes), 0), coalesce(sum(recv_bytes), 0),
 		        coalesce(sum(recv_ms), 0)
 		   FROM pg_tracer_kernel_net WHERE pid $where");
-	@v{qw(switches offcpu_ms)} = split /\|/, $self->q1(
+	@v{qw(switches offcpu_ms runq_ms)} = split /\|/, $self->q1(
 		"SELECT coalesce(sum(voluntary_switches + involuntary_switches), 0),
-		        coalesce(sum(offcpu_ms), 0)
+		        coalesce(sum(offcpu_ms), 0), coalesce(sum(runq_ms), 0)
 		   FROM pg_tracer_kernel_sched WHERE pid $where");
 	return \%v;
 }
