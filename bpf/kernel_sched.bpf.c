@@ -141,6 +141,20 @@ sched_now(struct task_struct *prev)
 }
 
 /*
+ * delay_since_out
+ *		What t's sched_info.run_delay grew by since its switch-out (s): the
+ *		run-queue stints of this period the kernel has added already (with
+ *		kclock only).
+ */
+static __always_inline __u64
+delay_since_out(struct task_struct *t, const struct pgt_sched_state *s)
+{
+	__u64		delay = t->sched_info.run_delay;
+
+	return delay > s->out_run_delay ? delay - s->out_run_delay : 0;
+}
+
+/*
  * runq_wait
  *		How long next waited in run queues since its switch-out (s), for
  *		this switch-in: the stint it ends (not in run_delay yet) and any
@@ -150,14 +164,11 @@ static __always_inline __u64
 runq_wait(struct task_struct *next, const struct pgt_sched_state *s, __u64 now)
 {
 	__u64		queued;
-	__u64		delay;
 
 	if (!kclock)
 		return 0;
 	queued = next->sched_info.last_queued;
-	delay = next->sched_info.run_delay;
-	return (queued && now > queued ? now - queued : 0) +
-		(delay > s->out_run_delay ? delay - s->out_run_delay : 0);
+	return (queued && now > queued ? now - queued : 0) + delay_since_out(next, s);
 }
 
 /*
@@ -255,7 +266,6 @@ static __always_inline void
 account_unseen_in(struct task_struct *task, struct pgt_sched_state *s, __u16 gen)
 {
 	__u64		arrived;
-	__u64		delay;
 
 	if (period_is_stale(task, s, gen))
 		return;
@@ -265,9 +275,8 @@ account_unseen_in(struct task_struct *task, struct pgt_sched_state *s, __u16 gen
 		return;
 	}
 	arrived = task->sched_info.last_arrival;
-	delay = task->sched_info.run_delay;
 	account_period(task, s, arrived > s->out_clock ? arrived - s->out_clock : 0,
-				   delay > s->out_run_delay ? delay - s->out_run_delay : 0);
+				   delay_since_out(task, s));
 }
 
 /*
