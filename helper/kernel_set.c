@@ -108,6 +108,8 @@ kset_load_attach(pset_inst *in, const pset_ctx *ctx, struct bpf_object *obj,
 	{
 		int			i = ks->nlinks;
 
+		if (!bpf_program__autoload(prog))
+			continue;			/* left out on purpose: its set is not selected */
 		if (i >= KSET_MAX_LINKS)
 			break;
 		err = hook_chain_attach(ks->chain, prog, ks->desc->chain_slot, &ks->members[i],

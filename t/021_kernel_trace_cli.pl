@@ -108,6 +108,8 @@ $node->safe_psql('postgres', 'SELECT count(*) FROM r');	# another backend
 $h->finish;
 my %pids = map { /"pid":(\d+)/ ? ($1 => 1) : () } grep { !/"event":"(status|summary)"/ } split /\n/, $$out;
 is(join(',', sort keys %pids), $pid, '--pid BACKEND: only that backend');
+like($$out, qr/"set":"syscall","event":"status",[^\n]*"state":"available"/,
+	'syscall alone: available (the network programs of its object are not loaded, not failed)');
 $s->quit;
 
 # --- text stats and histograms ----------------------------------------------------------------
