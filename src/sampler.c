@@ -29,8 +29,8 @@
  * tagged with the statement's start timestamp, until the backend records
  * that statement's query id in its statement ring (ash_hooks.c, written
  * from post_parse_analyze_hook and ExecutorStart_hook); the ring is looked
- * at again a millisecond after a tick that left samples held
- * (second_look), before short statements overwrite it.  A Bind message,
+ * at again 1, 2, 4, ... ms after a tick that left samples held
+ * (later_looks), before short statements overwrite it.  A Bind message,
  * which plans without analysing, takes its Execute's id (same transaction).
  * A statement that ends without any query id gets 0.
  *
@@ -138,7 +138,7 @@ static int64 last_gc_second;
 static void sampler_shutdown(int code, Datum arg);
 static void ask_short_slice(void);
 static void sampler_tick(uint64 weight_us, TimestampTz now);
-static bool second_look(void);
+static bool later_looks(uint64 period_us);
 static bool any_pending(void);
 static void resolve_recorded(TimestampTz now);
 static int	read_procs(void);
@@ -248,7 +248,7 @@ pgt_sampler_main(Datum main_arg)
 			INSTR_TIME_SET_CURRENT(spent);
 			INSTR_TIME_SUBTRACT(spent, now);
 			pgt_ash->tick_cpu_us += INSTR_TIME_GET_MICROSEC(spent);	/* sampler-only field */
-			if (second_look())
+			if (later_looks(period_us))
 			{
 				INSTR_TIME_SET_CURRENT(spent);
 				INSTR_TIME_SUBTRACT(spent, now);	/* the period runs from the tick */
@@ -865,29 +865,41 @@ pending_resolve(int slot, const Sample *s, bool gone, PgtAshBucket *fb,
 }
 
 /*
- * second_look
- *		After a tick that left samples held, wait a millisecond and give
- *		those whose statement has recorded its id by then
- *		(resolve_recorded); the pass's own time counts as the tick's.
- *		Returns whether it ran.
+ * later_looks
+ *		After a tick that left samples held, look again 1, 2, 4, ... ms
+ *		later (while samples are held, and the waits stay within a quarter
+ *		of the sampling period) and give those whose statement has recorded
+ *		its id by then (resolve_recorded).  One look a millisecond after the
+ *		tick is enough on an idle host; on a busy one the backend may not get
+ *		a CPU to finish parse analysis that soon, and by the next tick at a
+ *		low rate its statement ring has moved on.  The passes' own time
+ *		counts as the tick's.  Returns whether any look ran.
  */
 static bool
-second_look(void)
+later_looks(uint64 period_us)
 {
-	instr_time	start;
-	instr_time	spent;
+	long		delay_ms = 1;
+	uint64		waited_us = 0;
+	bool		looked = false;
 
-	if (!any_pending())
-		return false;
-	(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-					 1, PG_WAIT_EXTENSION);
-	ResetLatch(MyLatch);
-	INSTR_TIME_SET_CURRENT(start);
-	resolve_recorded(GetCurrentTimestamp());
-	INSTR_TIME_SET_CURRENT(spent);
-	INSTR_TIME_SUBTRACT(spent, start);
-	pgt_ash->tick_cpu_us += INSTR_TIME_GET_MICROSEC(spent);
-	return true;
+	while (any_pending() && (!looked || waited_us + delay_ms * 1000 <= period_us / 4))
+	{
+		instr_time	start;
+		instr_time	spent;
+
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 delay_ms, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		waited_us += delay_ms * 1000;
+		delay_ms *= 2;
+		looked = true;
+		INSTR_TIME_SET_CURRENT(start);
+		resolve_recorded(GetCurrentTimestamp());
+		INSTR_TIME_SET_CURRENT(spent);
+		INSTR_TIME_SUBTRACT(spent, start);
+		pgt_ash->tick_cpu_us += INSTR_TIME_GET_MICROSEC(spent);
+	}
+	return looked;
 }
 
 /*

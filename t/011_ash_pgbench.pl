@@ -10,7 +10,8 @@
 # A third run samples at 10 Hz: each backend then runs far more statements
 # per tick than its statement ring holds (64), so the samples taken before
 # a statement's id existed are only attributed because the sampler looks
-# them up a millisecond after the tick, not at the next one.
+# them up a millisecond (and on a busy host a few more) after the tick, not
+# at the next one.
 use strict;
 use warnings;
 use FindBin;
