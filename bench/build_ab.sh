@@ -14,7 +14,9 @@
 # helper/pg-tracer of each; the BPF objects are built into them).  SETS:
 # the probe sets both run (default the six kernel sets).  Prints each run
 # (BPF ns per transaction, tps) and the median per build; DETAIL=1 also
-# prints each run's programs (calls/s, ns per call).
+# prints each run's programs (calls/s, ns per call).  ARGS_A / ARGS_B:
+# daemon options of each build's runs (e.g. the same binary twice, with
+# ARGS_B="--query-id off": two settings compared the same way).
 #   env: those of bench/lib.sh
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -34,11 +36,12 @@ report=$(mktemp)
 bench_cluster build_ab 55597
 trap 'rm -f "$report"; bench_cleanup' EXIT
 
-# one_run BINARY -> "NS_PER_TX TPS" of one run with that helper
+# one_run BINARY [DAEMON OPTIONS] -> "NS_PER_TX TPS" of one run with that helper
 one_run() {
 	local before after tps
 	bench_helper_bin=$1
-	bench_helper_start --probes "$sets" --anomaly off
+	shift
+	bench_helper_start --probes "$sets" --anomaly off "$@"
 	bench_bpf_stats_on
 	before=$(bench_bpf_snapshot)
 	tps=$(bench_pgbench "$mode" "$secs")
@@ -52,10 +55,11 @@ one_run() {
 
 # run_build A|B ROUND: one run of that build, printed and kept
 run_build() {
-	local bin=$build_a ns tps
-	[ "$1" = B ] && bin=$build_b
+	local bin=$build_a args=${ARGS_A:-} ns tps
+	[ "$1" = B ] && bin=$build_b && args=${ARGS_B:-}
 	[ -z "${DETAIL:-}" ] || echo "round $2 $1:" >&2
-	read -r ns tps <<<"$(one_run "$bin")"
+	# shellcheck disable=SC2086  # the options: words on purpose
+	read -r ns tps <<<"$(one_run "$bin" $args)"
 	printf 'round %d %s: %6.0f ns of BPF per transaction at %5.0f tps\n' "$2" "$1" "$ns" "$tps"
 	if [ "$1" = A ]; then a+=("$ns"); else b+=("$ns"); fi
 }

@@ -23,7 +23,9 @@
 #          of 6 s or more leaves room for the restart.  With HELPER_B set
 #          (another pg-tracer binary), every other on-block runs that build
 #          instead ("on-b"): two builds compared inside one run, each
-#          against the off-blocks around it.
+#          against the off-blocks around it.  ARGS_B adds daemon options
+#          to the on-b blocks (e.g. HELPER_B=<the same binary>
+#          ARGS_B="--query-id off": two settings compared the same way).
 #   kwindow: one helper, `--probes $SETS --kernel-sets escalated`, and an
 #          escalation window opened and closed: on = the kernel sets'
 #          hooks attached, off = held (loaded, detached).  A switch takes
@@ -83,7 +85,8 @@ kernel)
 		local a=$bench_helper_bin
 		bench_helper_stop
 		bench_helper_bin=$HELPER_B
-		bench_helper_start --probes "$sets" --anomaly off
+		# shellcheck disable=SC2086  # ARGS_B: words on purpose
+		bench_helper_start --probes "$sets" --anomaly off ${ARGS_B:-}
 		bench_helper_bin=$a
 	}
 	cost_off() { bench_helper_stop; bench_helper_start "${helper_args[@]}"; } ;;

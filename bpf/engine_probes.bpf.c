@@ -286,6 +286,8 @@ current_qid(const struct eng_cfg *cfg, __u32 tgid)
 	__u64		be = 0;
 	__u64		qid = 0;
 
+	if (pgt_qid_off)
+		return 0;
 	if (bpf_map_lookup_elem(&pgt_qid, &tgid))
 		return pgt_current_qid(tgid);
 	if (!cfg->mybeentry_addr || !cfg->query_id_off)

@@ -228,7 +228,8 @@ slot_qid(struct pgt_qid_slot *slot)
 {
 	__u64		qid;
 
-	if (pgt_read_qid(slot->procpid_addr, slot->nspid, slot->queryid_addr, &qid) != 0)
+	if (pgt_qid_off ||
+		pgt_read_qid(slot->procpid_addr, slot->nspid, slot->queryid_addr, &qid) != 0)
 		return 0;
 	slot->last_qid = qid;
 	return qid;
@@ -290,6 +291,8 @@ state_qid(struct pgt_exact_start *s, __u32 tgid)
 {
 	__u64		qid = 0;
 
+	if (pgt_qid_off)
+		return 0;
 	if (!s->wait_addr)
 		return pgt_current_qid(tgid);	/* not mapped yet: indirect */
 	if (s->qid_ok)

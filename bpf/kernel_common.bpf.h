@@ -307,6 +307,8 @@ pgt_task_qid(__u32 tgid, struct pgt_qid_cache *c)
 	struct pgt_qid_slot *slot;
 	__u64		qid = 0;
 
+	if (pgt_qid_off)
+		return 0;
 	if (c->addr)
 	{
 		if (bpf_probe_read_user(&qid, sizeof(qid), (void *) c->addr) != 0)

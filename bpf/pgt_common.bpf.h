@@ -47,6 +47,15 @@ struct
 const volatile __u32 pgt_stream = 0;
 
 /*
+ * Set by the helper before load: 1 with `--query-id off`.  No program then
+ * reads a query id from a backend's memory (a user-memory read at nearly
+ * every event: the largest cost inside the kernel sets' programs) and every
+ * row and event carries query id 0.  A constant, so the verifier drops the
+ * reads.
+ */
+const volatile __u8 pgt_qid_off = 0;
+
+/*
  * Set by the helper before load: 1 when this object's sys_enter, sys_exit
  * and sched_switch programs run as members of the foundation's hook chains
  * (bpf/pgt_chain.bpf.h), 0 when they are attached on their own.
@@ -116,6 +125,8 @@ pgt_current_qid(__u32 tgid)
 	__s32		procpid = 0;
 	__u64		qid = 0;
 
+	if (pgt_qid_off)
+		return 0;
 	if (!s)
 	{
 		/* no slot yet: the postmaster's MyBEEntry slot, if any */

@@ -54,7 +54,8 @@ static const char daemon_usage[] =
 "                        [--anomaly on|off] [--anomaly-cooldown S]\n"
 "                        [--exact-source auto|syscall|watchpoint]\n"
 "                        [--sched-clock auto|ktime] [--keep-exited S]\n"
-"                        [--kernel-sets always|escalated] [--miss-events N]\n"
+"                        [--kernel-sets always|escalated] [--query-id on|off]\n"
+"                        [--miss-events N]\n"
 "\n"
 "Run the helper in the foreground until SIGTERM or SIGINT.  Without a\n"
 "target it serves every PostgreSQL cluster on the host as it appears;\n"
@@ -93,6 +94,9 @@ static const char daemon_usage[] =
 "                     their hooks attached only inside escalation windows,\n"
 "                     so they cost nothing outside them; needs --mode\n"
 "                     tiered or full)\n"
+"  --query-id on|off  tag rows and events with the backend's query id (on,\n"
+"                     default), or not (off: no program reads a query id,\n"
+"                     every query id is 0, the kernel sets cost less)\n"
 "  --keep-exited S    rows of an exited process keep its pid S seconds\n"
 "                     (0..86400, default 60), then fold into its cluster's\n"
 "                     rows of exited processes (pid NULL in SQL)\n"
@@ -266,6 +270,7 @@ cmd_daemon(int argc, char **argv)
 		{"sched-clock", required_argument, NULL, 'c'},
 		{"kernel-sets", required_argument, NULL, 'k'},
 		{"miss-events", required_argument, NULL, 'm'},
+		{"query-id", required_argument, NULL, 'q'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0}
 	};
@@ -348,6 +353,10 @@ cmd_daemon(int argc, char **argv)
 			case 'm':
 				if (kset_configure_miss_events(optarg, eerr, sizeof(eerr)) < 0)
 					return usage_error(daemon_usage, "--miss-events: %s", eerr);
+				break;
+			case 'q':
+				if (pset_configure_query_ids(optarg, eerr, sizeof(eerr)) < 0)
+					return usage_error(daemon_usage, "--query-id: %s", eerr);
 				break;
 			case 'k':
 				if (strcmp(optarg, "escalated") != 0 && strcmp(optarg, "always") != 0)

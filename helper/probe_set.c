@@ -14,6 +14,7 @@
 #include "procfs.h"
 
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include <ctype.h>
 #include <errno.h>
@@ -34,6 +35,29 @@ static size_t nsorted;
 
 /* Daemon mode: no stream, so the shared ring buffer can be tiny. */
 #define DAEMON_RINGBUF_BYTES	4096
+
+int			pset_query_ids = 1;
+
+#define QID_OFF_REASON	"off (--query-id off): query ids are 0"
+
+/*
+ * pset_configure_query_ids
+ *		--query-id on|off (see probe_set.h).  Returns 0, or -1 with err.
+ */
+int
+pset_configure_query_ids(const char *arg, char *err, size_t errlen)
+{
+	if (strcmp(arg, "on") == 0)
+		pset_query_ids = 1;
+	else if (strcmp(arg, "off") == 0)
+		pset_query_ids = 0;
+	else
+	{
+		snprintf(err, errlen, "\"%s\" is neither on nor off", arg);
+		return -1;
+	}
+	return 0;
+}
 
 /*
  * cmp_set
@@ -195,11 +219,58 @@ pset_set_status(pset_inst *inst, uint32_t state, const char *mechanism,
 }
 
 /*
+ * set_rodata_u8
+ *		Before load: the one-byte constant `var` of obj's .rodata, found by
+ *		its BTF, becomes value.  Every object including pgt_common.bpf.h has
+ *		the shared switches, whatever its skeleton is called.  Returns 0 or
+ *		a negative error code (-ENOENT: no such constant).
+ */
+static int
+set_rodata_u8(struct bpf_object *obj, const char *var, uint8_t value)
+{
+	struct bpf_map *m = bpf_object__find_map_by_name(obj, ".rodata");
+	struct btf *btf = bpf_object__btf(obj);
+	const struct btf_type *sec;
+	const struct btf_var_secinfo *vs;
+	const void *init;
+	unsigned char *copy;
+	size_t		size = 0;
+	int			err;
+	int			id;
+	int			i;
+
+	if (m == NULL || btf == NULL)
+		return -ENOENT;
+	id = btf__find_by_name_kind(btf, ".rodata", BTF_KIND_DATASEC);
+	if (id < 0)
+		return -ENOENT;
+	sec = btf__type_by_id(btf, id);
+	vs = btf_var_secinfos(sec);
+	for (i = 0; i < btf_vlen(sec); i++, vs++)
+		if (strcmp(btf__name_by_offset(btf, btf__type_by_id(btf, vs->type)->name_off),
+				   var) == 0)
+			break;
+	if (i == btf_vlen(sec))
+		return -ENOENT;
+	init = bpf_map__initial_value(m, &size);
+	if (init == NULL || vs->size != 1 || vs->offset >= size)
+		return -EINVAL;
+	copy = malloc(size);
+	if (copy == NULL)
+		return -ENOMEM;
+	memcpy(copy, init, size);
+	copy[vs->offset] = value;
+	err = bpf_map__set_initial_value(m, copy, size);
+	free(copy);
+	return err;
+}
+
+/*
  * pset_prepare_object
  *		Before load: make obj's `tracked`, `pgt_qid` and `pgt_events` the
  *		shared maps, and its hook chains' program arrays the foundation's
- *		(without chains an object keeps its own, always empty).  Returns 0
- *		or a negative error code.
+ *		(without chains an object keeps its own, always empty); set its
+ *		`pgt_qid_off`.  Returns 0 or a negative error code.
  */
 int
 pset_prepare_object(const pset_ctx *ctx, struct bpf_object *obj)
@@ -228,7 +299,9 @@ pset_prepare_object(const pset_ctx *ctx, struct bpf_object *obj)
 		if (err != 0)
 			return err;
 	}
-	return 0;
+	if (!ctx->qid_off)
+		return 0;				/* every object is built with 0 */
+	return set_rodata_u8(obj, "pgt_qid_off", 1);
 }
 
 /*
@@ -264,9 +337,10 @@ pset_runtime_start(pset_runtime *rt, int mode, int stream, int tracked_fd,
 	rt->ctx.chain = chain;
 	rt->ctx.qid_fd = -1;
 	rt->ctx.events_fd = -1;
+	rt->ctx.qid_off = !pset_query_ids;
 	rt->qid_state = PGT_PROBE_UNAVAILABLE;
-	snprintf(rt->qid_reason, sizeof(rt->qid_reason),
-			 "no layout file yet: query ids are 0");
+	snprintf(rt->qid_reason, sizeof(rt->qid_reason), "%s",
+			 rt->ctx.qid_off ? QID_OFF_REASON : "no layout file yet: query ids are 0");
 	detect_kprobes(&rt->ctx);
 	rt->insts = calloc(nsets ? nsets : 1, sizeof(*rt->insts));
 	if (rt->insts == NULL)
@@ -759,6 +833,8 @@ pset_qid_refresh(pset_runtime *rt, pid_t postmaster, const pgt_layout *layout,
 			(void) bpf_map_delete_elem(rt->ctx.qid_fd, &pids[i]);
 	}
 	free(buf);
+	if (rt->ctx.qid_off)
+		return mapped;			/* slots for wait_addr; state stays "off" */
 	rt->qid_state = PGT_PROBE_AVAILABLE;
 	snprintf(rt->qid_reason, sizeof(rt->qid_reason),
 			 "st_query_id of BackendStatusArray (pg %u); 0 when compute_query_id is off",

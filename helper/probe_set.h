@@ -120,6 +120,7 @@ typedef struct pset_ctx
 	char		kprobes_reason[128];
 	uint64_t	selected;		/* bit 1 << id of every set being started, so
 								 * sets sharing one object load it once */
+	int			qid_off;		/* 1: --query-id off (pset_query_ids) */
 } pset_ctx;
 
 struct probe_set;
@@ -199,7 +200,19 @@ extern void pset_runtime_collect(pset_runtime *rt);
 extern pset_inst *pset_runtime_find(pset_runtime *rt, uint16_t id);
 extern int	pset_runtime_hold(pset_runtime *rt, int hold);
 
-/* For sets: before load, reuse the shared maps of ctx in obj (by name). */
+/*
+ * --query-id on|off: with off, no BPF program reads a backend's query id
+ * (each object's `pgt_qid_off`, bpf/pgt_common.bpf.h) and every row and
+ * event carries 0; the cheaper choice when per-query detail is not wanted.
+ * Read when sets start; default on.
+ */
+extern int	pset_query_ids;
+extern int	pset_configure_query_ids(const char *arg, char *err, size_t errlen);
+
+/*
+ * For sets: before load, reuse the shared maps of ctx in obj (by name) and
+ * set the switches every object has (`pgt_qid_off`).
+ */
 extern int	pset_prepare_object(const pset_ctx *ctx, struct bpf_object *obj);
 extern void pset_set_status(pset_inst *inst, uint32_t state,
 							const char *mechanism, const char *fmt,...)

@@ -49,7 +49,7 @@ static const char trace_usage[] =
 "Usage: pg-tracer trace --probes SET[,SET...]|all [--pid PID | --pgdata DIR]\n"
 "                       [--stats] [--histogram] [--interval 2s] [--duration 30s]\n"
 "                       [--format text|json] [--log-level error|warn|info|debug]\n"
-"                       [--sched-clock auto|ktime]\n"
+"                       [--sched-clock auto|ktime] [--query-id on|off]\n"
 "\n"
 "Trace PostgreSQL processes with probe sets, without the extension.  By\n"
 "default every event is printed as it happens; with --stats and/or\n"
@@ -73,6 +73,8 @@ static const char trace_usage[] =
 "  --sched-clock CLK  sched set: auto (default: the run queue's clock, and\n"
 "                     run-queue latency where the kernel keeps it) or ktime\n"
 "                     (the monotonic clock, no run-queue latency)\n"
+"  --query-id on|off  read each event's query id (on, default), or not (off:\n"
+"                     every queryid is 0, the probes cost less)\n"
 "  -h, --help         show this help\n";
 
 typedef struct trace_opts
@@ -658,6 +660,7 @@ trace_main(int argc, char **argv)
 		{"format", required_argument, NULL, 'f'},
 		{"log-level", required_argument, NULL, 'l'},
 		{"sched-clock", required_argument, NULL, 'c'},
+		{"query-id", required_argument, NULL, 'q'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0}
 	};
@@ -718,6 +721,10 @@ trace_main(int argc, char **argv)
 			case 'c':
 				if (kernel_sched_configure_clock(optarg, err, sizeof(err)) < 0)
 					return usage_error("--sched-clock: %s", err);
+				break;
+			case 'q':
+				if (pset_configure_query_ids(optarg, err, sizeof(err)) < 0)
+					return usage_error("--query-id: %s", err);
 				break;
 			case 'h':
 				fputs(trace_usage, stdout);

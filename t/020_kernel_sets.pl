@@ -418,7 +418,38 @@ is($node->safe_psql('postgres',
 	'0|0', 'no run-queue latency is reported without the run queue\'s clock');
 $s8->quit;
 
-my ($cret, $cout, $cerr) = run_helper('daemon', '--sched-clock', 'tsc');
+# --- query ids off ---------------------------------------------------------------------
+# --query-id off: no program reads a query id, the rows of a statement that
+# has one (pg_stat_activity) carry 0, and pg_tracer_probes says why.
+ok(stop_helper($node, $helper), 'helper stopped');
+$helper = start_helper($node, $rt, '--probes', 'sched,network', '--query-id', 'off');
+ok(wait_connected($node), 'helper restarted with --query-id off');
+is($node->safe_psql('postgres',
+		"SELECT state || ': ' || reason FROM pg_tracer_probes WHERE probe_set = 'queryid-tagging'"),
+	'unavailable: off (--query-id off): query ids are 0', 'query-id tagging off: said so');
+my ($s9, $pid9) = session();
+$s9->query_safe('SELECT pg_sleep(0.4)');
+my $qid9 = $s9->query_safe("SELECT query_id FROM pg_stat_activity WHERE pid = $pid9");
+$s9->query_safe('SELECT pg_sleep(0.4)');
+isnt($qid9 // '0', '0', 'the statements have query ids');
+my $rows9 = "(SELECT queryid, offcpu_ms AS n FROM pg_tracer_kernel_sched WHERE pid = $pid9
+			  UNION ALL
+			  SELECT queryid, send_calls FROM pg_tracer_kernel_net WHERE pid = $pid9) r";
+my ($n9, $tagged9);
+wait_until(sub {
+	($n9, $tagged9) = split /\|/, $node->safe_psql('postgres',
+		"SELECT coalesce(sum(n), 0), count(*) FILTER (WHERE queryid <> 0) FROM $rows9");
+	$n9 >= 700
+}, 10);
+cmp_ok($n9, '>=', 700, "the session's sleeps and sends are counted ($n9)");
+is($tagged9, 0, 'with --query-id off every row\'s query id is 0');
+$s9->quit;
+
+my ($cret, $cout, $cerr) = run_helper('daemon', '--query-id', 'maybe');
+is($cret, 2, '--query-id: a value other than on or off is a usage error');
+like($cerr, qr/--query-id: "maybe" is neither on nor off/, '--query-id: the error says so');
+
+($cret, $cout, $cerr) = run_helper('daemon', '--sched-clock', 'tsc');
 is($cret, 2, '--sched-clock: an unknown clock is a usage error');
 like($cerr, qr/--sched-clock: tsc: use auto or ktime/, '--sched-clock: the error names the choices');
 
