@@ -31,6 +31,7 @@
 #          hooks attached, off = held (loaded, detached).  A switch takes
 #          milliseconds, not a restart, so periods of 2-3 s work: more,
 #          shorter blocks in the same run, each nearer its neighbours.
+#          ARGS adds daemon options (e.g. ARGS="--query-id off").
 #
 # The time a switch takes (a helper restart: a second or two) is left out,
 # and so is the second after it (0.2 s for kwindow, whose switch is an
@@ -93,6 +94,8 @@ kernel)
 kwindow)
 	sets=${SETS:-syscall,vfs,block,sched,memory,network}
 	helper_args=(--probes "$sets" --kernel-sets escalated --exact-budget unlimited --anomaly off)
+	# shellcheck disable=SC2206  # ARGS: words on purpose
+	helper_args+=(${ARGS:-})
 	cost_on() { bench_psql "SELECT granted_s FROM pg_tracer_escalate(3600)" >/dev/null; }
 	cost_off() { bench_psql "SELECT pg_tracer_deescalate()" >/dev/null; }
 	settle=0.2 ;;
