@@ -231,7 +231,6 @@ slot_qid(struct pgt_qid_slot *slot)
 	if (pgt_qid_off ||
 		pgt_read_qid(slot->procpid_addr, slot->nspid, slot->queryid_addr, &qid) != 0)
 		return 0;
-	slot->last_qid = qid;
 	return qid;
 }
 

@@ -296,13 +296,19 @@ struct pgt_qid_cache
  * pgt_task_qid
  *		pgt_current_qid for a program with task storage.  The slot is
  *		looked up and checked (its st_procpid is tgid's pid: a user-memory
- *		read) once per task; then a call costs one read of st_query_id, and
- *		the slot's last_qid (for programs in other contexts) is written only
- *		when the id changed.  A live process keeps its slot, and task storage
- *		dies with the task.
+ *		read) once per task; then a call costs one read of st_query_id.  A
+ *		live process keeps its slot, and task storage dies with the task.
+ *
+ *		With publish (a constant at each call site), the slot's last_qid is
+ *		written too when the id changed: the id pgt_cached_qid gives
+ *		programs of other contexts.  Its readers, the retransmit program
+ *		and an OOM-score change made by another process, want the id of the
+ *		owner's last statement as its client saw it, so only sends publish.  Publishing costs a hash lookup and a store to a line other
+ *		CPUs read: 40 ns a context switch when sched did it
+ *		(bench/RESULTS.md, 2026-12-03).
  */
 static __always_inline __u64
-pgt_task_qid(__u32 tgid, struct pgt_qid_cache *c)
+pgt_task_qid(__u32 tgid, struct pgt_qid_cache *c, const int publish)
 {
 	struct pgt_qid_slot *slot;
 	__u64		qid = 0;
@@ -313,7 +319,7 @@ pgt_task_qid(__u32 tgid, struct pgt_qid_cache *c)
 	{
 		if (bpf_probe_read_user(&qid, sizeof(qid), (void *) c->addr) != 0)
 			return 0;
-		if (qid != c->last)
+		if (publish && qid != c->last)
 		{
 			slot = bpf_map_lookup_elem(&pgt_qid, &tgid);
 			if (slot && slot->queryid_addr == c->addr)
@@ -328,8 +334,9 @@ pgt_task_qid(__u32 tgid, struct pgt_qid_cache *c)
 	if (pgt_read_qid(slot->procpid_addr, slot->nspid, slot->queryid_addr, &qid) != 0)
 		return 0;
 	c->addr = slot->queryid_addr;
-	c->last = qid;
-	slot->last_qid = qid;
+	if (publish)
+		slot->last_qid = qid;
+	c->last = slot->last_qid;	/* what the slot holds: compared at the next publish */
 	return qid;
 }
 

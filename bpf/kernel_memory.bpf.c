@@ -60,7 +60,7 @@ fault(unsigned long address, int kernel)
 		return 0;
 	task = bpf_get_current_task_btf();
 	fs = bpf_task_storage_get(&fstate, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	qid = fs ? pgt_task_qid(tgid, &fs->qc) : pgt_current_qid(tgid);
+	qid = fs ? pgt_task_qid(tgid, &fs->qc, 0) : pgt_current_qid(tgid);
 	if (fs)
 	{
 		fs->qid = qid;
@@ -154,19 +154,23 @@ int BPF_PROG(pgt_kmem_oom_adj, struct task_struct *task)
 	__u32		pm = pgt_tracked_pm(tgid);
 	struct pgt_kproc_val *v;
 	struct pgt_kev_proc_rec *r;
+	__u64		qid;
 	short		adj;
 
 	if (!pm)
 		return 0;
 	adj = BPF_CORE_READ(task, signal, oom_score_adj);
-	v = pgt_kproc_get(&kproc, tgid, pgt_cached_qid(tgid), pm);
+	/* a process setting its own (a backend at fork): its id now */
+	qid = tgid == bpf_get_current_pid_tgid() >> 32 ? pgt_current_qid(tgid)
+		: pgt_cached_qid(tgid);
+	v = pgt_kproc_get(&kproc, tgid, qid, pm);
 	if (v)
 	{
 		__sync_fetch_and_add(&v->v[PGT_KMEM_OOM_UPDATES], 1);
 		v->v[PGT_KMEM_OOM_SCORE_ADJ] = (__u64) (__s64) adj;
 	}
 	r = pgt_event_reserve(sizeof(*r), PGT_SET_MEMORY, PGT_KEV_OOM_ADJ, tgid,
-						  BPF_CORE_READ(task, pid), pgt_cached_qid(tgid));
+						  BPF_CORE_READ(task, pid), qid);
 	if (r)
 	{
 		r->c.a = (__u64) (__s64) adj;

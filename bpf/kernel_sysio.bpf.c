@@ -368,8 +368,10 @@ ksys_enter(struct pt_regs *regs, long id)
 	 * last statement, as pg_stat_activity shows for an idle session)
 	 * instead of reading user memory again.
 	 */
-	if (op != PGT_KOP_RECV)
-		s->qid = pgt_task_qid(tgid, &s->qc);
+	if (op == PGT_KOP_SEND)
+		s->qid = pgt_task_qid(tgid, &s->qc, 1);	/* a retransmit's id */
+	else if (op != PGT_KOP_RECV)
+		s->qid = pgt_task_qid(tgid, &s->qc, 0);
 	s->fd = (__u32) PT_REGS_PARM1_SYSCALL(regs);
 	s->file.relfilenode = 0;
 	s->file.dboid = 0;

@@ -156,14 +156,13 @@ pgt_current_qid(__u32 tgid)
 	}
 	if (pgt_read_qid(s->procpid_addr, s->nspid, s->queryid_addr, &qid) != 0)
 		return 0;
-	s->last_qid = qid;
 	return qid;
 }
 
 /*
  * pgt_cached_qid
- *		The last query id read in tgid's own context (for programs running in
- *		another task's context, e.g. at a wakeup or an I/O completion).
+ *		The query id last published in tgid's own context (pgt_task_qid:
+ *		at its sends), for programs running in another task's context.
  */
 static __always_inline __u64
 pgt_cached_qid(__u32 tgid)

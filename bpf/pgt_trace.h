@@ -59,9 +59,9 @@ _Static_assert(sizeof(struct pgt_event_hdr) == 32, "pgt_event_hdr size");
  * PgBackendStatus lives in the cluster's shared memory.  The helper fills
  * it from the layout file and the postmaster's memory; a BPF program reads
  * st_procpid first and trusts st_query_id only when it equals nspid (a slot
- * reused by another backend reads as "unknown").  last_qid caches the last
- * id read in the process's own context, for programs that run elsewhere
- * (wakeups, I/O completions).
+ * reused by another backend reads as "unknown").  last_qid caches an id read
+ * in the process's own context (at its sends: pgt_task_qid), for programs
+ * that run elsewhere (retransmits).
  */
 struct pgt_qid_slot
 {

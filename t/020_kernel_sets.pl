@@ -427,23 +427,23 @@ ok(wait_connected($node), 'helper restarted with --query-id off');
 is($node->safe_psql('postgres',
 		"SELECT state || ': ' || reason FROM pg_tracer_probes WHERE probe_set = 'queryid-tagging'"),
 	'unavailable: off (--query-id off): query ids are 0', 'query-id tagging off: said so');
-my ($s9, $pid9) = session();
-$s9->query_safe('SELECT pg_sleep(0.4)');
-my $qid9 = $s9->query_safe("SELECT query_id FROM pg_stat_activity WHERE pid = $pid9");
-$s9->query_safe('SELECT pg_sleep(0.4)');
-isnt($qid9 // '0', '0', 'the statements have query ids');
-my $rows9 = "(SELECT queryid, offcpu_ms AS n FROM pg_tracer_kernel_sched WHERE pid = $pid9
+my ($sq, $pidq) = session();
+$sq->query_safe('SELECT pg_sleep(0.4)');
+my $qidq = $sq->query_safe("SELECT query_id FROM pg_stat_activity WHERE pid = $pidq");
+$sq->query_safe('SELECT pg_sleep(0.4)');
+isnt($qidq // '0', '0', 'the statements have query ids');
+my $rowsq = "(SELECT queryid, offcpu_ms AS n FROM pg_tracer_kernel_sched WHERE pid = $pidq
 			  UNION ALL
-			  SELECT queryid, send_calls FROM pg_tracer_kernel_net WHERE pid = $pid9) r";
-my ($n9, $tagged9);
+			  SELECT queryid, send_calls FROM pg_tracer_kernel_net WHERE pid = $pidq) r";
+my ($nq, $taggedq);
 wait_until(sub {
-	($n9, $tagged9) = split /\|/, $node->safe_psql('postgres',
-		"SELECT coalesce(sum(n), 0), count(*) FILTER (WHERE queryid <> 0) FROM $rows9");
-	$n9 >= 700
+	($nq, $taggedq) = split /\|/, $node->safe_psql('postgres',
+		"SELECT coalesce(sum(n), 0), count(*) FILTER (WHERE queryid <> 0) FROM $rowsq");
+	$nq >= 700
 }, 10);
-cmp_ok($n9, '>=', 700, "the session's sleeps and sends are counted ($n9)");
-is($tagged9, 0, 'with --query-id off every row\'s query id is 0');
-$s9->quit;
+cmp_ok($nq, '>=', 700, "the session's sleeps and sends are counted ($nq)");
+is($taggedq, 0, 'with --query-id off every row\'s query id is 0');
+$sq->quit;
 
 my ($cret, $cout, $cerr) = run_helper('daemon', '--query-id', 'maybe');
 is($cret, 2, '--query-id: a value other than on or off is a usage error');
