@@ -427,23 +427,23 @@ ok(wait_connected($node), 'helper restarted with --query-id off');
 is($node->safe_psql('postgres',
 		"SELECT state || ': ' || reason FROM pg_tracer_probes WHERE probe_set = 'queryid-tagging'"),
 	'unavailable: off (--query-id off): query ids are 0', 'query-id tagging off: said so');
-my ($sq, $pidq) = session();
-$sq->query_safe('SELECT pg_sleep(0.4)');
-my $qidq = $sq->query_safe("SELECT query_id FROM pg_stat_activity WHERE pid = $pidq");
-$sq->query_safe('SELECT pg_sleep(0.4)');
-isnt($qidq // '0', '0', 'the statements have query ids');
-my $rowsq = "(SELECT queryid, offcpu_ms AS n FROM pg_tracer_kernel_sched WHERE pid = $pidq
+my ($s_off, $pid_off) = session();
+$s_off->query_safe('SELECT pg_sleep(0.4)');
+my $qid_off = $s_off->query_safe("SELECT query_id FROM pg_stat_activity WHERE pid = $pid_off");
+$s_off->query_safe('SELECT pg_sleep(0.4)');
+isnt($qid_off // '0', '0', 'the statements have query ids');
+my $rows_off = "(SELECT queryid, offcpu_ms AS n FROM pg_tracer_kernel_sched WHERE pid = $pid_off
 			  UNION ALL
-			  SELECT queryid, send_calls FROM pg_tracer_kernel_net WHERE pid = $pidq) r";
-my ($nq, $taggedq);
+			  SELECT queryid, send_calls FROM pg_tracer_kernel_net WHERE pid = $pid_off) r";
+my ($n_off, $tagged_off);
 wait_until(sub {
-	($nq, $taggedq) = split /\|/, $node->safe_psql('postgres',
-		"SELECT coalesce(sum(n), 0), count(*) FILTER (WHERE queryid <> 0) FROM $rowsq");
-	$nq >= 700
+	($n_off, $tagged_off) = split /\|/, $node->safe_psql('postgres',
+		"SELECT coalesce(sum(n), 0), count(*) FILTER (WHERE queryid <> 0) FROM $rows_off");
+	$n_off >= 700
 }, 10);
-cmp_ok($nq, '>=', 700, "the session's sleeps and sends are counted ($nq)");
-is($taggedq, 0, 'with --query-id off every row\'s query id is 0');
-$sq->quit;
+cmp_ok($n_off, '>=', 700, "the session's sleeps and sends are counted ($n_off)");
+is($tagged_off, 0, 'with --query-id off every row\'s query id is 0');
+$s_off->quit;
 
 my ($cret, $cout, $cerr) = run_helper('daemon', '--query-id', 'maybe');
 is($cret, 2, '--query-id: a value other than on or off is a usage error');
