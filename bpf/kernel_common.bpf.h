@@ -289,7 +289,7 @@ pgt_fd_file(__u32 fd)
 struct pgt_qid_cache
 {
 	__u64		addr;			/* the task's st_query_id, once its slot is checked */
-	__u64		last;			/* the id last read through it */
+	__u64		last;			/* the slot's last_qid as this task last saw it */
 };
 
 /*
@@ -302,10 +302,10 @@ struct pgt_qid_cache
  *		With publish (a constant at each call site), the slot's last_qid is
  *		written too when the id changed: the id pgt_cached_qid gives
  *		programs of other contexts.  Its readers, the retransmit program
- *		and an OOM-score change made by another process, want the id of the
- *		owner's last statement as its client saw it, so only sends publish.  Publishing costs a hash lookup and a store to a line other
- *		CPUs read: 40 ns a context switch when sched did it
- *		(bench/RESULTS.md, 2026-12-03).
+ *		and an OOM-score change made by another process, want the id of
+ *		the owner's last send, so only sends publish.  Publishing costs a
+ *		hash lookup and a store to a line other CPUs read: 40 ns a context
+ *		switch when sched did it (bench/RESULTS.md, 2026-12-03).
  */
 static __always_inline __u64
 pgt_task_qid(__u32 tgid, struct pgt_qid_cache *c, const int publish)
