@@ -37,13 +37,15 @@
 # and so is the second after it (0.2 s for kwindow, whose switch is an
 # attach or a detach: no work spills over).  Printed per workload: the
 # median over on-blocks of (on-block mean TPS / mean of the off-blocks
-# before and after it), and the plain mean ratio; then the same with each
+# before and after it), with its 95 % bootstrap interval (blocks
+# resampled), and the plain mean ratio; then the same with each
 # second's TPS divided by the share of that second the VM's CPUs were not
 # stolen by the host (/proc/stat steal, sampled every 0.5 s): a guest's
 # throughput follows the CPU time it is given, and the host's other
 # tenants take more of it in some seconds than the probes cost.
 # A workload named more than once in WORKLOADS runs that many times, and a
-# pooled line follows: the block ratios of all its runs together, and the
+# pooled line follows: the block ratios of all its runs together (the
+# interval from a two-level bootstrap: runs, then their blocks), and the
 # median of the runs' ratios of means (this host's TPS drifts between runs
 # by more than the margins the targets leave).
 # A "by second" line gives the on-blocks' seconds by how long after the
@@ -149,7 +151,7 @@ toggle_run() {
 		for f in progress switches cpu sched; do cp "$work/$f" "$KEEP/$1-$((n + 1)).$f"; done
 	fi
 	python3 - "$1" "$work/progress" "$work/switches" "$work/cpu" "$work/pool" "$work/sched" "$settle" <<'PY'
-import bisect, re, statistics, sys
+import bisect, random, re, statistics, sys
 mode, progress, switches, cpufile, pool, schedfile = sys.argv[1:7]
 settle = float(sys.argv[7])
 sw = [(l.split()[0], float(l.split()[1])) for l in open(switches) if l.strip()]
@@ -198,6 +200,13 @@ def given_share(t0, t1):
     total = sum(d)
     return (total - d[7]) / total if total > 0 and d[7] < total else 1.0
 
+def median_ci(ratios, reps=2000):
+    """95 % bootstrap interval of the median block ratio (blocks resampled
+    with replacement; fixed seed, so a run's report is reproducible)"""
+    rng = random.Random(1)
+    meds = sorted(statistics.median(rng.choices(ratios, k=len(ratios))) for _ in range(reps))
+    return meds[int(0.025 * reps)], meds[int(0.975 * reps) - 1]
+
 def report(label, per_second, state="on"):
     blocks = {}
     for t, tps in per_second:
@@ -222,8 +231,10 @@ def report(label, per_second, state="on"):
     with open(pool, "a") as f:
         f.write("%s\t%s\t%s\t%r\t%s\n" % (mode, state, label, statistics.mean(on) / statistics.mean(off),
                                             " ".join("%r" % r for r in ratios)))
-    print("%-6s %-4s %-16s: %d on-blocks, median ratio %.3f (quartiles %.3f-%.3f), mean on %.1f / off %.1f tps = %.3f"
-          % (mode, state, label, len(ratios), statistics.median(ratios), q[0], q[-1],
+    lo, hi = median_ci(ratios)
+    print("%-6s %-4s %-16s: %d on-blocks, median ratio %.3f (95%% CI %.3f-%.3f, quartiles %.3f-%.3f), "
+          "mean on %.1f / off %.1f tps = %.3f"
+          % (mode, state, label, len(ratios), statistics.median(ratios), lo, hi, q[0], q[-1],
              statistics.mean(on), statistics.mean(off), statistics.mean(on) / statistics.mean(off)))
 
 def by_second(state):
@@ -324,7 +335,22 @@ PY
 # median of the runs' ratios of means
 pooled() {
 	python3 - "$work/pool" <<'PY'
-import statistics, sys
+import random, statistics, sys
+
+def pooled_ci(runs, reps=2000):
+    """95 % interval of the pooled median by a two-level bootstrap: runs
+    resampled, then each drawn run's blocks (runs minutes apart differ by
+    more than blocks seconds apart, and this keeps that in the interval)"""
+    rng = random.Random(1)
+    meds = []
+    for _ in range(reps):
+        blocks = []
+        for rr in rng.choices(runs, k=len(runs)):
+            blocks += rng.choices(rr, k=len(rr))
+        meds.append(statistics.median(blocks))
+    meds.sort()
+    return meds[int(0.025 * reps)], meds[int(0.975 * reps) - 1]
+
 runs = {}
 for l in open(sys.argv[1]):
     mode, state, label, mean_ratio, ratios = l.rstrip("\n").split("\t")
@@ -334,9 +360,10 @@ for (mode, state, label), rs in runs.items():
         continue
     blocks = [r for _, rr in rs for r in rr]
     q = statistics.quantiles(blocks, n=4)
-    print("%-6s %-4s %-16s: pooled over %d runs, %d on-blocks, median ratio %.3f (quartiles %.3f-%.3f); "
-          "the runs' ratios of means %s, median %.3f"
-          % (mode, state, label, len(rs), len(blocks), statistics.median(blocks), q[0], q[-1],
+    lo, hi = pooled_ci([rr for _, rr in rs])
+    print("%-6s %-4s %-16s: pooled over %d runs, %d on-blocks, median ratio %.3f (95%% CI %.3f-%.3f, "
+          "quartiles %.3f-%.3f); the runs' ratios of means %s, median %.3f"
+          % (mode, state, label, len(rs), len(blocks), statistics.median(blocks), lo, hi, q[0], q[-1],
              " ".join("%.3f" % m for m, _ in rs), statistics.median(m for m, _ in rs)))
 PY
 }
