@@ -397,9 +397,17 @@ int BPF_PROG(pgt_ksys_enter, struct pt_regs *regs, long id)
 	return 0;
 }
 
+/* EAGAIN: PostgreSQL's sockets are non-blocking (see net_done) */
+#define PGT_EAGAIN		11
+
 /*
  * net_done
- *		A socket call completed: into the (pid, query) counters.
+ *		A socket call completed: into the (pid, query) counters.  A call
+ *		that returned EAGAIN is counted as a call, not as an error: a
+ *		backend's socket is non-blocking, so each wait for the client's next
+ *		message starts with a receive that finds nothing, and a send that
+ *		finds the socket buffer full waits the same way (ClientRead,
+ *		ClientWrite).  Errors are the failures a DBA should look at.
  */
 static __always_inline void
 net_done(__u32 tgid, struct call_start *s, long ret, __u64 ns)
@@ -416,7 +424,7 @@ net_done(__u32 tgid, struct call_start *s, long ret, __u64 ns)
 	if (ret > 0)
 		PGT_ADD(shared, &v->v[send ? PGT_KNET_SEND_BYTES : PGT_KNET_RECV_BYTES],
 				(__u64) ret);
-	else if (ret < 0)
+	else if (ret < 0 && ret != -PGT_EAGAIN)
 		PGT_ADD(shared, &v->v[send ? PGT_KNET_SEND_ERRORS : PGT_KNET_RECV_ERRORS], 1);
 }
 

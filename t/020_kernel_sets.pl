@@ -319,6 +319,30 @@ ok(abs($sent - $client) <= 0.10 * $client,
 	"bytes the backend sent ($sent) ~ bytes the client received ($client) ±10%");
 $s6->quit;
 
+# --- receives that would block -------------------------------------------------------
+# A backend's socket is non-blocking: each wait for the client's next
+# statement starts with a receive that returns EAGAIN, then the one that
+# gets the message.  Those are calls, not errors.
+my ($s_idle, $pid_idle) = session();
+my $recvq = "SELECT coalesce(sum(recv_calls), 0) || '|' || coalesce(sum(recv_errors), 0)
+			   FROM pg_tracer_kernel_net WHERE pid = $pid_idle";
+my ($calls0, $errors0) = split /\|/, $node->safe_psql('postgres', $recvq);
+for (1 .. 5)
+{
+	usleep(100_000);			# the backend waits: its receive finds nothing
+	$s_idle->query_safe('SELECT 1');
+}
+my ($calls1, $errors1);
+wait_until(sub {
+	($calls1, $errors1) = split /\|/, $node->safe_psql('postgres', $recvq);
+	$calls1 - $calls0 >= 10
+}, 10);
+cmp_ok($calls1 - $calls0, '>=', 10,
+	'5 statements after pauses: two receives each, the first finding nothing (' .
+	  ($calls1 - $calls0) . ')');
+is($errors1 - $errors0, 0, 'receives that would block (EAGAIN) are not counted as errors');
+$s_idle->quit;
+
 # --- rows of exited processes ------------------------------------------------------
 my ($s7, $pid7) = session();
 $s7->query_safe("SELECT repeat('y', 1000000)");
