@@ -397,17 +397,26 @@ int BPF_PROG(pgt_ksys_enter, struct pt_regs *regs, long id)
 	return 0;
 }
 
-/* EAGAIN: PostgreSQL's sockets are non-blocking (see net_done) */
 #define PGT_EAGAIN		11
 
 /*
+ * call_failed
+ *		Did a completed call fail?  EAGAIN is not a failure: it is the
+ *		answer of a non-blocking descriptor with nothing to read or no room
+ *		to write, and a backend's socket is one, so each wait for the
+ *		client's next message starts with a receive that finds nothing (and
+ *		a latch's pipe is drained the same way).  Such a call is counted as
+ *		a call; errors are the failures a DBA should look at.
+ */
+static __always_inline int
+call_failed(long ret)
+{
+	return ret < 0 && ret != -PGT_EAGAIN;
+}
+
+/*
  * net_done
- *		A socket call completed: into the (pid, query) counters.  A call
- *		that returned EAGAIN is counted as a call, not as an error: a
- *		backend's socket is non-blocking, so each wait for the client's next
- *		message starts with a receive that finds nothing, and a send that
- *		finds the socket buffer full waits the same way (ClientRead,
- *		ClientWrite).  Errors are the failures a DBA should look at.
+ *		A socket call completed: into the (pid, query) counters.
  */
 static __always_inline void
 net_done(__u32 tgid, struct call_start *s, long ret, __u64 ns)
@@ -424,7 +433,7 @@ net_done(__u32 tgid, struct call_start *s, long ret, __u64 ns)
 	if (ret > 0)
 		PGT_ADD(shared, &v->v[send ? PGT_KNET_SEND_BYTES : PGT_KNET_RECV_BYTES],
 				(__u64) ret);
-	else if (ret < 0 && ret != -PGT_EAGAIN)
+	else if (call_failed(ret))
 		PGT_ADD(shared, &v->v[send ? PGT_KNET_SEND_ERRORS : PGT_KNET_RECV_ERRORS], 1);
 }
 
@@ -449,7 +458,7 @@ file_done(__u32 tgid, struct call_start *s, long ret, __u64 ns)
 	v = pgt_tacc_kio(s->exited ? 0 : &s->tio, &kio, &k, s->pm, &shared);
 	if (v)
 		pgt_kio_val_add(v, shared, (moves_bytes(s->op) && ret > 0) ? (__u64) ret : 0,
-						ret < 0, ns);
+						call_failed(ret), ns);
 	if (is_sync(s->op))
 		pgt_tacc_khist(s->exited ? 0 : &s->thist, &khist, PGT_KHIST_FSYNC, tgid,
 					   s->file.dev, s->op, s->pm, ns);
