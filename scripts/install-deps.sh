@@ -18,6 +18,8 @@ PACKAGES=(
 	sudo procps util-linux python3 rsync bc
 	# TCP loss for the retransmit test (helper-ctl netloss), ss for its ground truth
 	nftables iproute2
+	# benchmarks: perf samples where the probes' CPU goes (bench/profile_ab.sh)
+	linux-perf
 )
 
 missing=()
