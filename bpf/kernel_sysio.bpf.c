@@ -268,6 +268,17 @@ is_sync(__u8 op)
 }
 
 /*
+ * is_tcp
+ *		Is sk a TCP socket (the only kind that retransmits)?
+ */
+static __always_inline int
+is_tcp(const struct sock *sk)
+{
+	return BPF_CORE_READ_BITFIELD_PROBED(sk, sk_protocol) == IPPROTO_TCP &&
+		BPF_CORE_READ_BITFIELD_PROBED(sk, sk_type) == SOCK_STREAM;
+}
+
+/*
  * tcp_total_retrans
  *		The segments sk has retransmitted (what tcp_info reports), 0 for a
  *		socket that is not TCP.
@@ -275,8 +286,7 @@ is_sync(__u8 op)
 static __always_inline __u32
 tcp_total_retrans(const struct sock *sk)
 {
-	if (BPF_CORE_READ_BITFIELD_PROBED(sk, sk_protocol) != IPPROTO_TCP ||
-		BPF_CORE_READ_BITFIELD_PROBED(sk, sk_type) != SOCK_STREAM)
+	if (!is_tcp(sk))
 		return 0;
 	return BPF_CORE_READ((const struct tcp_sock *) sk, total_retrans);
 }
@@ -295,9 +305,12 @@ sock_ports(const struct sock *sk)
 
 /*
  * note_owner
- *		Record that tgid owns the socket behind s->fd.  A backend sends on
- *		one socket for its whole life, so the walk (fd -> sock) and the
- *		owners update happen once per task and descriptor, not per send.
+ *		Record that tgid owns the socket behind s->fd, when it is a TCP
+ *		socket (no other kind retransmits: a client on a Unix socket leaves
+ *		`owners` empty, and the helper then skips its pass over the host's
+ *		TCP sockets).  A backend sends on one socket for its whole life, so
+ *		the walk (fd -> sock) and the owners update happen once per task and
+ *		descriptor, not per send.
  */
 static __always_inline void
 note_owner(__u32 tgid, struct call_start *s)
@@ -316,6 +329,11 @@ note_owner(__u32 tgid, struct call_start *s)
 	sk = sock ? BPF_CORE_READ(sock, sk) : 0;
 	if (!sk)
 		return;
+	if (!is_tcp(sk))
+	{
+		s->owned_fd = s->fd + 1;
+		return;
+	}
 	key = (__u64) sk;
 	cur = bpf_map_lookup_elem(&owners, &key);
 	o.ports = sock_ports(sk);

@@ -59,7 +59,7 @@ kset_new(pset_inst *in, const kset_desc *desc)
 	if (ks == NULL)
 		return NULL;
 	ks->desc = desc;
-	ks->kio_fd = ks->kproc_fd = ks->khist_fd = ks->tacc_folds_fd = -1;
+	ks->kio_fd = ks->kproc_fd = ks->khist_fd = ks->tacc_folds_fd = ks->owners_fd = -1;
 	ks->resume_fd[0] = ks->resume_fd[1] = -1;
 	ks->runner = ks;
 	in->priv = ks;
@@ -151,6 +151,8 @@ kset_load_attach(pset_inst *in, const pset_ctx *ctx, struct bpf_object *obj,
 			ks->kproc_fd = bpf_map__fd(m);
 		else if (strcmp(name, "khist") == 0)
 			ks->khist_fd = bpf_map__fd(m);
+		else if (strcmp(name, "owners") == 0)
+			ks->owners_fd = bpf_map__fd(m);
 		else if (strcmp(name, "tacc_folds") == 0)
 			ks->tacc_folds_fd = bpf_map__fd(m);
 		else if (strcmp(name, "kresume") == 0)
@@ -395,17 +397,24 @@ merge_tasks(kset *ks)
  *		Run the network set's pass over the host's TCP sockets
  *		(pgt_knet_reconcile, bpf/kernel_sysio.bpf.c), which charges the
  *		retransmits the kernel did not report, so that this copy has them.
- *		Not while the set is held: held spans are not counted.
+ *		Not while the set is held: held spans are not counted.  Nor while
+ *		no tracked process owns a TCP socket (clients on Unix sockets): the
+ *		pass walks every bucket of the kernel's TCP hash, some 1 ms of CPU
+ *		on the development VM (bench/RESULTS.md, 2026-12-03 morning), and
+ *		would charge nothing.
  */
 static void
 reconcile_sockets(const kset *ks)
 {
 	char		buf[256];
+	uint64_t	key;
 	ssize_t		n;
 	int			fd;
 
 	if (ks->sock_iter == NULL || ks->runner->held)
 		return;
+	if (ks->owners_fd >= 0 && bpf_map_get_next_key(ks->owners_fd, NULL, &key) != 0)
+		return;					/* `owners` is empty */
 	fd = bpf_iter_create(bpf_link__fd(ks->sock_iter));
 	if (fd < 0)
 	{

@@ -64,6 +64,7 @@ typedef struct kset
 	int			tacc_folds_fd;
 	/* network: the pass that charges unreported retransmits, or NULL */
 	struct bpf_link *sock_iter;
+	int			owners_fd;		/* the TCP sockets it looks for (`owners`) */
 	tacc_buf	tacc;
 	/* the copies: maps' rows, then the tasks' rows merged in */
 	kio_row    *io;

@@ -152,6 +152,7 @@ ksysio_start(pset_inst *in, const pset_ctx *ctx, const kset_desc *desc,
 	{
 		ks->kproc_fd = sh->kproc_fd;
 		ks->sock_iter = sh->sock_iter;
+		ks->owners_fd = sh->owners_fd;
 	}
 	kset_status_from(in, mechanism, &shared.att);
 	return 0;
