@@ -60,6 +60,7 @@ kset_new(pset_inst *in, const kset_desc *desc)
 		return NULL;
 	ks->desc = desc;
 	ks->kio_fd = ks->kproc_fd = ks->khist_fd = ks->tacc_folds_fd = ks->owners_fd = -1;
+	ks->sock_pass = -1;
 	ks->resume_fd[0] = ks->resume_fd[1] = -1;
 	ks->runner = ks;
 	in->priv = ks;
@@ -404,17 +405,23 @@ merge_tasks(kset *ks)
  *		would charge nothing.
  */
 static void
-reconcile_sockets(const kset *ks)
+reconcile_sockets(kset *ks)
 {
 	char		buf[256];
 	uint64_t	key;
 	ssize_t		n;
 	int			fd;
+	int			run;
 
 	if (ks->sock_iter == NULL || ks->runner->held)
 		return;
-	if (ks->owners_fd >= 0 && bpf_map_get_next_key(ks->owners_fd, NULL, &key) != 0)
-		return;					/* `owners` is empty */
+	run = ks->owners_fd < 0 || bpf_map_get_next_key(ks->owners_fd, NULL, &key) == 0;
+	if (run != ks->sock_pass)
+		log_debug("network: socket pass %s", run ? "runs: a served process owns a TCP socket"
+				  : "skipped: no served process owns a TCP socket");
+	ks->sock_pass = run;
+	if (!run)
+		return;
 	fd = bpf_iter_create(bpf_link__fd(ks->sock_iter));
 	if (fd < 0)
 	{

@@ -65,6 +65,7 @@ typedef struct kset
 	/* network: the pass that charges unreported retransmits, or NULL */
 	struct bpf_link *sock_iter;
 	int			owners_fd;		/* the TCP sockets it looks for (`owners`) */
+	int			sock_pass;		/* did the pass run at the last copy (-1: no copy yet) */
 	tacc_buf	tacc;
 	/* the copies: maps' rows, then the tasks' rows merged in */
 	kio_row    *io;

@@ -12,7 +12,9 @@
 # backend's pid, under the query id EXPLAIN VERBOSE reports for the query,
 # and none on any other pid.  Then the same with the helper restarted with
 # --miss-events (no retransmit program: the count must come from its pass
-# over the TCP sockets alone).  Where loss cannot be created (no nft, no
+# over the TCP sockets alone), which runs only once a backend owns a TCP
+# socket: sessions on the Unix socket, sending, leave it skipped (the
+# helper's debug log says which).  Where loss cannot be created (no nft, no
 # nf_tables), the test skips with the reason.
 use strict;
 use warnings;
@@ -143,12 +145,28 @@ transfer_with_loss('events', 1);
 # --miss-events, the helper attaches no retransmit program, and the socket
 # pass it runs before each copy (pgt_knet_reconcile) must find them all.
 # The query id is the backend's when the pass runs, so it is not checked.
+# The pass runs only while a served process owns a TCP socket: until the
+# transfer's session sends, this helper has seen sessions on the Unix
+# socket alone (safe_psql), so its log says the pass is skipped, and then
+# that it runs.
 stop_helper($node, $helper);
+my $log = $node->basedir . '/helper.log';
+my $log_from = -s $log;
 $helper = start_helper($node, $rt, '--probes', 'network', '--miss-events', '1');
 ok(defined wait_until(sub {
 	$node->safe_psql('postgres', 'SELECT helper_connected FROM pg_tracer_status()') eq 't'
 }, 15), 'helper restarted with --miss-events 1');
+ok(defined wait_until(sub { slurp_file($log, $log_from) =~ /network: socket pass skipped/ }, 10),
+	'socket pass skipped while sessions come over the Unix socket only');
+# sends on Unix sockets, then a few copies: still skipped
+$node->safe_psql('postgres', "SELECT repeat('x', 100000)") for 1 .. 3;
+usleep(1_200_000);
+unlike(slurp_file($log, $log_from), qr/network: socket pass runs/,
+	'a Unix-socket session that sends does not start the socket pass');
 transfer_with_loss('socket pass alone', 0);
+my $since = slurp_file($log, $log_from);
+like($since, qr/network: socket pass skipped.*network: socket pass runs/s,
+	'socket pass runs once a backend owns a TCP socket');
 
 signal_helper($helper, 'TERM');
 $node->stop;
