@@ -84,7 +84,7 @@ profile_run() {
 		perf record -q -a -e cpu-clock -F "$freq" -o "$tag.data" -- \
 			runuser -u postgres -- pgbench -T "$secs" "${f[@]}" > "$tag.pgb" 2>/dev/null
 		perf report -i "$tag.data" --stdio --no-children -F period,comm,dso,sym -t '|' \
-			2>/dev/null | grep -v '^#' | grep -v '^$' > "$tag.report"
+			2>/dev/null | { grep -v -e '^#' -e '^$' || true; } > "$tag.report"
 		rm -f "$tag.data"
 	else
 		as_pg pgbench -T "$secs" "${f[@]}" > "$tag.pgb" 2>/dev/null
@@ -92,6 +92,10 @@ profile_run() {
 	fi
 	awk '/^number of transactions actually processed/ {split($NF, a, "/"); print a[1]}' \
 		"$tag.pgb" > "$tag.txns"
+	[ -s "$tag.txns" ] ||
+		{ echo "profile_ab.sh: pgbench reported no transactions ($1, round $2):" >&2; cat "$tag.pgb" >&2; exit 1; }
+	[ "$sample" != 1 ] || [ -s "$tag.report" ] ||
+		{ echo "profile_ab.sh: perf recorded no samples ($1, round $2)" >&2; exit 1; }
 	[ -z "${KEEP:-}" ] || { mkdir -p "$KEEP"; cp "$tag.report" "$tag.txns" "$KEEP/"; }
 	printf 'round %d %-3s: %s transactions in %s s\n' "$2" "$1" "$(cat "$tag.txns")" "$secs"
 }
