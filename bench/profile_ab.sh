@@ -125,8 +125,8 @@ IDLE = re.compile(r"^(pv_native_safe_halt|default_idle\w*|native_safe_halt|do_id
                   r"cpuidle_enter\w*|acpi_idle\w*|mwait_idle\w*|intel_idle\w*|poll_idle)$")
 ORDER = [c for c, _ in CATEGORIES] + ["kernel, other", "postgres", "pgbench", "helper", "other user"]
 
-def category(comm, dso, sym):
-    """the row a (comm, object, symbol) entry of perf report counts in"""
+def category(comm, sym):
+    """the row a (comm, symbol) entry of perf report counts in"""
     kernel = sym.startswith("[k] ")
     name = sym[4:].strip() if sym[:4] in ("[k] ", "[.] ") else sym.strip()
     if comm == "pg-tracer":
@@ -151,7 +151,7 @@ def load(state, r):
         f = line.rstrip("\n").split("|")
         if len(f) < 4:
             continue
-        cat = category(f[1].strip(), f[2].strip(), f[3])
+        cat = category(f[1].strip(), f[3])
         if cat:
             ns[cat] += int(f[0])
             by_symbol.setdefault(state, {}).setdefault(f[3].strip(), 0)
