@@ -40,7 +40,9 @@
 #
 #   bench/profile_ab.sh [ROUNDS (4)] [SECONDS (12)] [select|tpcb]
 #   env: SETS (default the six kernel sets), ARGS (more daemon options, e.g.
-#   "--query-id off"), FREQ (samples a second per CPU, default 4999),
+#   "--query-id off"), HOOKS (instead of the sets, empty programs on these
+#   hooks: exit, switch, percall; see bench/bpf_op_cost.c), FREQ (samples a
+#   second per CPU, default 4999),
 #   SAMPLE=0 (the same runs without perf, TPS only: whether sampling
 #   moves the ratios), KEEP=DIR (keep each run's perf report there), and
 #   those of bench/lib.sh
@@ -59,11 +61,24 @@ work=$(mktemp -d /tmp/pgt_profile_ab.XXXXXX)
 trap 'rm -rf "$work"; bench_cleanup' EXIT
 
 bench_cluster profile 55603
-# shellcheck disable=SC2086  # ARGS: words on purpose
-bench_helper_start --probes "$sets" --kernel-sets escalated --exact-budget unlimited --anomaly off ${ARGS:-}
+if [ -n "${HOOKS:-}" ]; then
+	# on: empty programs on HOOKS (bench/bpf_op_cost.c --hold), the
+	# foundation alone running
+	bench_build_op_cost "$work"
+	bench_helper_start --probes none --anomaly off
+	sets="none; empty programs on $HOOKS"
+else
+	# shellcheck disable=SC2086  # ARGS: words on purpose
+	bench_helper_start --probes "$sets" --kernel-sets escalated --exact-budget unlimited \
+		--anomaly off ${ARGS:-}
+fi
 
 set_state() {
-	if [ "$1" = on ]; then bench_psql "SELECT granted_s FROM pg_tracer_escalate(3600)" >/dev/null
+	if [ -n "${HOOKS:-}" ]; then
+		# two runs in a row may be on (off on, on off): one holder at a time
+		if [ "$1" = on ]; then [ -n "$bench_hold_pid" ] || bench_hold_hooks "$work"
+		elif [ -n "$bench_hold_pid" ]; then bench_release_hooks; fi
+	elif [ "$1" = on ]; then bench_psql "SELECT granted_s FROM pg_tracer_escalate(3600)" >/dev/null
 	else bench_psql "SELECT pg_tracer_deescalate()" >/dev/null; fi
 	sleep 0.5
 }
@@ -113,7 +128,9 @@ work, rounds, secs, sample = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), 
 
 CATEGORIES = [
     ("tracepoint dispatch", re.compile(r"^(bpf_trace_run\d+|__bpf_trace_\w+|__traceiter_\w+|"
-                                       r"syscall_exit_work|syscall_trace_enter\S*|trace_call_bpf)$")),
+                                       r"syscall_exit_work|syscall_trace_enter\S*|trace_call_bpf|"
+                                       r"perf_syscall_(enter|exit)|perf_call_bpf_\w+|"
+                                       r"perf_trace_buf_\w+|bpf_prog_run_array\w*)$")),
     ("BPF programs", re.compile(r"^bpf_prog_")),
     ("BPF helpers, maps", re.compile(r"^(bpf_(?!lsm_)\w+|__bpf_\w+|_?_?htab_\w+|lookup_nulls_elem_raw|"
                                      r"lookup_elem_raw|\w*task_storage\w*|bpf_local_storage\w*|"
