@@ -23,28 +23,37 @@
  *
  * A switch-out reads the query id in the process's own context (prev is
  * current) and keeps it in the task's storage, with the switch's kind and
- * time; the counters of that off-CPU period are added when the task is back
- * on a CPU (a switch is counted when it ends), to the task's own row for
- * that query id and its own run-queue histogram (task accumulators,
- * kernel_tacc.bpf.h: no shared-map lookup until the task has more query
- * ids than its table holds, or exits).  A new process is counted from its
- * first switch-out on.
+ * time; the counters of that off-CPU period are added, once it has ended,
+ * to the task's own row for that query id and its own run-queue histogram
+ * (task accumulators, kernel_tacc.bpf.h: no shared-map lookup until the
+ * task has more query ids than its table holds, or exits).  A new process
+ * is counted from its first switch-out on.
  *
- * A switch-in the program never sees still ends a period.  Tracepoints can
- * go unreported: on some hosts the kernel reports no event at all while
- * certain tasks are current (seen here: a sandbox's own agent threads,
- * hidden from /proc), so a switch from such a task to a backend never
- * reaches us, though the kernel counted the backend's switch-out before.
- * A task found on a CPU with its switch-out still open (at its next
- * switch-out, or at its exit) was switched in unseen: the scheduler's own
- * record closes that period, sched_info.last_arrival being when it got
- * the CPU and the growth of sched_info.run_delay since the switch-out its
- * run-queue wait (account_unseen_in).  Without kclock only the switch
- * itself is counted.
+ * Where a period is closed.  With kclock, at the task's next switch-out
+ * (or its exit), from the scheduler's own record: it got the CPU at
+ * sched_info.last_arrival, and sched_info.run_delay grew since the
+ * switch-out by its run-queue wait (close_from_record).  Those are the
+ * values the switch-in itself would give (the same rq clock reading, the
+ * same stint), so the program needs no switch-ins, and the dispatcher
+ * does not run the chain for a switch to a tracked task from one that is
+ * not (helper/hook_chain.c: the member joins "out only"): half the
+ * switches a backend takes part in, and no task-storage probe of next in
+ * the others.  A period is counted one run after it ends: when the task
+ * leaves the CPU again.
+ *
+ * The switch-in closes the period instead (switch_in) without kclock (no
+ * record), with a stream (its event is sent when the task comes back), or
+ * with --miss-events (which tests the repair below).  A task found on a
+ * CPU with its switch-out still open was then switched in unseen:
+ * tracepoints can go unreported (on some hosts the kernel reports no event
+ * at all while certain tasks are current: seen here, a sandbox's own agent
+ * threads, hidden from /proc), and the record closes that period too;
+ * without kclock only the switch itself is counted.
  *
  * Cost for tasks that are not tracked: in the hook chain, nothing for a
- * switch between two of them (the dispatcher's bitmap test); otherwise, or
- * attached on its own, a task-storage probe each for prev and next (a task
+ * switch between two of them (the dispatcher's bitmap test), nor, out
+ * only, for one to a tracked task; otherwise, or attached on its own, a
+ * task-storage probe for prev (and next, when switch-ins are used: a task
  * without storage was never tracked) and, for prev, one hash lookup in
  * `tracked` (a tracked task gets its storage there, at its first
  * switch-out).  No ring-buffer work unless a stream was asked for.
@@ -73,6 +82,12 @@ const volatile __u8 kclock = 1;
 
 /* --miss-events N (testing): ignore every Nth switch-in seen, 0 = none */
 const volatile __u32 miss_in_every = 0;
+
+/*
+ * Are periods closed at switch-ins (see the file header)?  --miss-events
+ * uses them too: it tests their repair.
+ */
+#define SWITCH_INS_USED		(!kclock || pgt_stream || miss_in_every)
 
 struct pgt_sched_state
 {
@@ -256,14 +271,15 @@ switch_in(struct task_struct *next, __u64 now, __u16 gen)
 }
 
 /*
- * account_unseen_in
- *		task is on a CPU with its switch-out still open: it was switched in
- *		unseen (see the file header).  The scheduler's record closes the
- *		period: it got this CPU at sched_info.last_arrival, after waiting
- *		the growth of sched_info.run_delay since the switch-out.
+ * close_from_record
+ *		task is on a CPU with its switch-out still open: at its next
+ *		switch-out or its exit (see the file header: with kclock and no
+ *		stream, or when its switch-in went unseen).  The scheduler's record
+ *		closes the period: it got this CPU at sched_info.last_arrival, after
+ *		waiting the growth of sched_info.run_delay since the switch-out.
  */
 static __always_inline void
-account_unseen_in(struct task_struct *task, struct pgt_sched_state *s, __u16 gen)
+close_from_record(struct task_struct *task, struct pgt_sched_state *s, __u16 gen)
 {
 	__u64		arrived;
 
@@ -298,7 +314,7 @@ ksched_switch(bool preempt, struct task_struct *prev, struct task_struct *next,
 		int			runnable = preempt || prev_state == 0;
 
 		if (s->out_clock)
-			account_unseen_in(prev, s, gen);
+			close_from_record(prev, s, gen);
 		/* prev is current: its own query id (not published: see pgt_task_qid) */
 		s->qid = pgt_task_qid(prev->tgid, &s->qc, 0);
 		s->out_clock = now;
@@ -307,7 +323,8 @@ ksched_switch(bool preempt, struct task_struct *prev, struct task_struct *next,
 		s->out_kind = runnable ? PGT_KSCHED_INVOLUNTARY : PGT_KSCHED_VOLUNTARY;
 		s->out_gen = gen;
 	}
-	switch_in(next, now, gen);
+	if (SWITCH_INS_USED)
+		switch_in(next, now, gen);
 }
 
 SEC("tp_btf/sched_switch")
@@ -323,7 +340,8 @@ int BPF_PROG(pgt_ksched_switch, bool preempt, struct task_struct *prev,
  * pgt_ksched_exit
  *		A task exits: its accumulated rows into the maps (its storage dies
  *		with it); its last switches after this go to the maps directly.
- *		An open period is one whose switch-in went unseen: closed first.
+ *		Its open period (it runs: the switch-in was not used, or went
+ *		unseen) is closed first.
  */
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(pgt_ksched_exit, struct task_struct *p)
@@ -333,8 +351,8 @@ int BPF_PROG(pgt_ksched_exit, struct task_struct *p)
 
 	if (!s || s->exited)
 		return 0;
-	if (s->out_clock)			/* it runs, yet was never seen switched in */
-		account_unseen_in(t, s, (__u16) pgt_kresume_gen());
+	if (s->out_clock)			/* it runs: its last period is still open */
+		close_from_record(t, s, (__u16) pgt_kresume_gen());
 	pgt_tacc_fold_all(0, 0, &s->tproc, &kproc, PGT_KSCHED_RUNQ_MAX_NS, &s->thist, &khist);
 	s->exited = 1;
 	return 0;

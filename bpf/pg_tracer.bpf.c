@@ -25,7 +25,8 @@
  *   above, and sys_exit and sched_switch, which the helper attaches only
  *   while some probe set has a program in their chain.  They hand on only
  *   the calls of tracked processes and the switches that involve one
- *   (every member serves those only), so the rest of the host pays the
+ *   (every member serves those only; switches to one only while a member
+ *   asks for them, pgt_switch_out_only), so the rest of the host pays the
  *   tracepoint and one bit test.
  *
  * CO-RE: field accesses on task_struct go through vmlinux.h's
@@ -187,6 +188,17 @@ int BPF_PROG(pgt_sys_enter, struct pt_regs *regs, long id)
 	return 0;
 }
 
+/*
+ * 1 while every member of the sched_switch chain needs only the switches
+ * that take a tracked process off a CPU (sched on the run queue's clock):
+ * the chain then does not run for a switch from an untracked task
+ * (pgbench, the idle task) to a backend, half the switches a backend takes
+ * part in.  Written by the helper (helper/hook_chain.c): cleared before a
+ * member that needs switch-ins joins, set after the last one left.  0, the
+ * safe value, until then.
+ */
+__u32		pgt_switch_out_only;
+
 /* The other two dispatchers: a filter, nothing else of their own. */
 SEC("tp_btf/sys_exit")
 int BPF_PROG(pgt_sys_exit, struct pt_regs *regs, long ret)
@@ -200,7 +212,7 @@ SEC("tp_btf/sched_switch")
 int BPF_PROG(pgt_sched_switch, bool preempt, struct task_struct *prev,
 			 struct task_struct *next, unsigned int prev_state)
 {
-	if (is_tracked(prev->tgid) || is_tracked(next->tgid))
+	if (is_tracked(prev->tgid) || (!pgt_switch_out_only && is_tracked(next->tgid)))
 		pgt_chain_from(ctx, &pgt_chain_switch, 0);
 	return 0;
 }

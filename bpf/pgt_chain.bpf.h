@@ -14,7 +14,8 @@
  * after its own.  A tail call with a constant index is a patched direct
  * jump, a few ns; an empty slot falls through.  The chains run for tracked
  * processes only: each dispatcher first tests the tracked bitmap (one
- * load, bpf/pg_tracer.bpf.c), sched_switch's for prev or next.
+ * load, bpf/pg_tracer.bpf.c), sched_switch's for prev, and for next while
+ * a member needs switch-ins (pgt_switch_out_only).
  *
  * The program arrays are created by the foundation's object and shared by
  * name (helper/probe_set.c, pset_prepare_object), like `tracked`.

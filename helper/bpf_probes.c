@@ -123,6 +123,7 @@ open_and_load(bpf_probes *p, int chains)
 	p->chain.dispatcher[PGT_CHAIN_ENTER] = skel->progs.pgt_sys_enter;
 	p->chain.dispatcher[PGT_CHAIN_EXIT] = skel->progs.pgt_sys_exit;
 	p->chain.dispatcher[PGT_CHAIN_SWITCH] = skel->progs.pgt_sched_switch;
+	p->chain.switch_out_only = skel->bss != NULL ? &skel->bss->pgt_switch_out_only : NULL;
 	return 0;
 }
 

@@ -8,7 +8,10 @@
  * dispatcher (sys_enter's is attached for good by bpf_probes_start: it also
  * counts system calls).  Leaving clears the slot; the last member of a
  * chain detaches a dispatcher that joining attached, so a hook nobody uses
- * costs nothing.  Single-threaded: no locking.
+ * costs nothing.  The sched_switch dispatcher also hands on the switches
+ * that bring a tracked process onto a CPU, but only while a member needs
+ * them (chain_member.out_only 0): the helper keeps its flag.
+ * Single-threaded: no locking.
  */
 #include "hook_chain.h"
 
@@ -71,6 +74,39 @@ hook_chain_map_fd(const hook_chain *c, const char *map_name)
 }
 
 /*
+ * switch_in_count
+ *		Count m in (join 1) or out of (0) the sched_switch members that need
+ *		switch-ins, and tell the dispatcher whether any does.  Joining
+ *		counts before the member's slot is filled and leaving after it is
+ *		cleared, so a member never runs without the switches it needs.
+ */
+static void
+switch_in_count(hook_chain *c, int hook, chain_member *m, int join)
+{
+	if (hook != PGT_CHAIN_SWITCH)
+		return;
+	if (join && !m->out_only)
+	{
+		m->switch_in = 1;
+		c->switch_in_users++;
+	}
+	else if (!join && m->switch_in)
+	{
+		m->switch_in = 0;
+		c->switch_in_users--;
+	}
+	if (c->switch_out_only != NULL)
+	{
+		uint32_t	out_only = c->switch_in_users == 0 ? 1u : 0u;
+
+		if (__atomic_exchange_n(c->switch_out_only, out_only, __ATOMIC_SEQ_CST) != out_only)
+			log_debug("hook chain %s: switches to a tracked process %s", hook_targets[hook],
+					  out_only ? "not handed on (its members need switch-outs only)"
+					  : "handed on");
+	}
+}
+
+/*
  * hook_chain_join
  *		Put prog into its hook's chain at slot; attach the dispatcher when it
  *		is the first member.  Returns 0, or a negative error (then m->hook
@@ -87,8 +123,14 @@ hook_chain_join(hook_chain *c, const struct bpf_program *prog, int slot, chain_m
 	m->hook = -1;
 	if (hook < 0 || slot < 0 || slot >= PGT_CHAIN_SLOTS || c->map_fd[hook] < 0)
 		return -EINVAL;
+	/* before it runs: the dispatcher hands on the switches it needs */
+	switch_in_count(c, hook, m, 1);
 	if (bpf_map_update_elem(c->map_fd[hook], &key, &fd, BPF_ANY) != 0)
-		return -errno;
+	{
+		err = -errno;
+		switch_in_count(c, hook, m, 0);
+		return err;
+	}
 	if (c->link[hook] == NULL)
 	{
 		c->link[hook] = bpf_program__attach(c->dispatcher[hook]);
@@ -96,6 +138,7 @@ hook_chain_join(hook_chain *c, const struct bpf_program *prog, int slot, chain_m
 		{
 			err = errno ? -errno : -EINVAL;
 			(void) bpf_map_delete_elem(c->map_fd[hook], &key);
+			switch_in_count(c, hook, m, 0);
 			return err;
 		}
 		c->owned[hook] = 1;
@@ -103,8 +146,9 @@ hook_chain_join(hook_chain *c, const struct bpf_program *prog, int slot, chain_m
 	c->members[hook]++;
 	m->hook = hook;
 	m->slot = slot;
-	log_debug("hook chain %s: %s joined at slot %d", hook_targets[hook],
-			  bpf_program__name(prog), slot);
+	log_debug("hook chain %s: %s joined at slot %d%s", hook_targets[hook],
+			  bpf_program__name(prog), slot,
+			  hook == PGT_CHAIN_SWITCH && m->out_only ? " (switch-outs only)" : "");
 	return 0;
 }
 
@@ -125,6 +169,7 @@ hook_chain_leave(hook_chain *c, chain_member *m)
 	if (bpf_map_delete_elem(c->map_fd[hook], &key) != 0 && errno != ENOENT)
 		log_warn("hook chain %s: cannot clear slot %d: %s", hook_targets[hook],
 				 m->slot, strerror(errno));
+	switch_in_count(c, hook, m, 0);
 	if (--c->members[hook] == 0 && c->owned[hook])
 	{
 		bpf_link__destroy(c->link[hook]);

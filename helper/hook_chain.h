@@ -12,6 +12,8 @@
 
 #include "pg_tracer.h"
 
+#include <stdint.h>
+
 struct bpf_program;
 struct bpf_link;
 
@@ -22,6 +24,10 @@ typedef struct hook_chain
 	struct bpf_link *link[PGT_CHAIN_NHOOKS];	/* dispatcher attached */
 	int			owned[PGT_CHAIN_NHOOKS];	/* link is ours to detach */
 	int			members[PGT_CHAIN_NHOOKS];
+	/* sched_switch members that need switch-ins (chain_member.out_only 0) */
+	int			switch_in_users;
+	/* the dispatcher's pgt_switch_out_only (mmapped bss), NULL: left 0 */
+	volatile uint32_t *switch_out_only;
 } hook_chain;
 
 /* A chain member: where it joined, to leave again. */
@@ -29,6 +35,13 @@ typedef struct chain_member
 {
 	int			hook;			/* PGT_CHAIN_*, -1: not joined */
 	int			slot;
+	/*
+	 * Set by the caller before joining: a sched_switch member that needs
+	 * only the switches that take a tracked process off a CPU (all others
+	 * are counted in switch_in_users while they are members)
+	 */
+	int			out_only;
+	int			switch_in;		/* counted in switch_in_users */
 } chain_member;
 
 extern int	hook_chain_of(const struct bpf_program *prog);

@@ -6,7 +6,7 @@
 #include "kernel_set.h"
 #include "kernel_block.skel.h"
 
-static const kset_desc desc = {0, NULL, 0, "runs per block request", -1};
+static const kset_desc desc = {0, NULL, 0, "runs per block request", -1, NULL};
 
 KSET_SKELETON(kernel_block)
 

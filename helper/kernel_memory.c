@@ -9,7 +9,7 @@
 static const char *const names[] = {"faults_user", "faults_kernel", "faults_major", "faults_minor", "pages_alloc", "pages_free", "oom_score_adj_updates", "oom_score_adj", NULL};
 
 static const kset_desc desc = {PGT_KPROC_MEMORY, names, 1,
-	"runs on every page fault and page allocation of the host", -1};
+	"runs on every page fault and page allocation of the host", -1, NULL};
 
 KSET_SKELETON(kernel_memory)
 

@@ -9,7 +9,7 @@
 static const char *const names[] = {"send_calls", "send_bytes", "send_ns", "send_errors", "recv_calls", "recv_bytes", "recv_ns", "recv_errors", "retransmits", NULL};
 
 static const kset_desc desc = {PGT_KPROC_NET, names, 0,
-	"runs on every system call of the host (one pair shared with syscall)", -1};
+	"runs on every system call of the host (one pair shared with syscall)", -1, NULL};
 
 /*
  * start

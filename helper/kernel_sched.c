@@ -21,8 +21,21 @@
 
 static const char *const names[] = {"offcpu_ns", "runq_ns", "runq_count", "runq_max_ns", "voluntary_switches", "involuntary_switches", "migrations", "wakeups", NULL};
 
+/*
+ * The program as last opened closes each off-CPU period at the task's next
+ * switch-out (kclock, no stream, no --miss-events: bpf/kernel_sched.bpf.c),
+ * so it needs no switch-ins (the helper is single-threaded).
+ */
+static int	out_only;
+
+static int
+switch_out_only(void)
+{
+	return out_only;
+}
+
 static const kset_desc desc = {PGT_KPROC_SCHED, names, 0,
-	"runs on every context switch of the host", PGT_CHAIN_SLOT_SCHED};
+	"runs on every context switch of the host", PGT_CHAIN_SLOT_SCHED, switch_out_only};
 
 KSET_SKELETON(kernel_sched)
 
@@ -120,6 +133,8 @@ sched_open(void **skel, const pset_ctx *ctx)
 		kclock = sched_info_kept(kclock_why, sizeof(kclock_why));
 	((struct kernel_sched_bpf *) *skel)->rodata->kclock = (uint8_t) kclock;
 	((struct kernel_sched_bpf *) *skel)->rodata->miss_in_every = (uint32_t) kset_miss_events;
+	/* --miss-events tests the repair of the switch-in path: it is used then */
+	out_only = kclock && !ctx->stream && !kset_miss_events;
 	return obj;
 }
 
@@ -133,8 +148,8 @@ start(pset_inst *in, const pset_ctx *ctx)
 {
 	kclock_why[0] = '\0';
 	if (kset_miss_events)
-		log_warn("sched: --miss-events %d: one switch-in in %d is ignored (testing)",
-				 kset_miss_events, kset_miss_events);
+		log_warn("sched: --miss-events %d: periods closed at switch-ins, one in %d "
+				 "ignored (testing)", kset_miss_events, kset_miss_events);
 	if (kset_start_single(in, ctx, &desc, MECH, sched_open, kernel_sched_kdestroy) < 0)
 		return -1;
 	if (kclock_why[0] != '\0' && in->status.state == PGT_PROBE_AVAILABLE)

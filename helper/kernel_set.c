@@ -113,6 +113,8 @@ kset_load_attach(pset_inst *in, const pset_ctx *ctx, struct bpf_object *obj,
 			continue;			/* left out on purpose: its set is not selected */
 		if (i >= KSET_MAX_LINKS)
 			break;
+		ks->members[i].out_only = ks->desc->switch_out_only != NULL &&
+			ks->desc->switch_out_only();
 		err = hook_chain_attach(ks->chain, prog, ks->desc->chain_slot, &ks->members[i],
 								&ks->links[i]);
 		if (err != 0)

@@ -30,6 +30,12 @@ typedef struct kset_desc
 	const char *scope;			/* what the hooks fire on (status reason) */
 	int			chain_slot;		/* PGT_CHAIN_SLOT_* of its programs on a
 								 * chained hook (hook_chain.h), if it has any */
+	/*
+	 * Does its sched_switch program, as loaded, need only the switches
+	 * that take a tracked process off a CPU (chain_member.out_only)?
+	 * NULL: it needs them all.
+	 */
+	int			(*switch_out_only) (void);
 } kset_desc;
 
 typedef struct pgt_kio_row kio_row;

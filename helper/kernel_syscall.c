@@ -7,7 +7,7 @@
 #include "kernel_sysio.h"
 
 static const kset_desc desc = {0, NULL, 0,
-	"runs on every system call of the host (one pair shared with network)", -1};
+	"runs on every system call of the host (one pair shared with network)", -1, NULL};
 
 /*
  * start

@@ -29,7 +29,7 @@ static struct
 	kset_attach att;
 } shared;
 
-static const kset_desc shared_desc = {0, NULL, 0, NULL, PGT_CHAIN_SLOT_SYSIO};
+static const kset_desc shared_desc = {0, NULL, 0, NULL, PGT_CHAIN_SLOT_SYSIO, NULL};
 
 static void
 destroy_skel(void *skel)

@@ -15,7 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static const kset_desc desc = {0, NULL, 0, NULL, -1};
+static const kset_desc desc = {0, NULL, 0, NULL, -1, NULL};
 
 static void
 destroy_tp(void *skel)

@@ -14,6 +14,10 @@
 #     the file's size
 #   - after the window (slot 0 empty): syscall and sched still see the same
 #     work, exact no longer counts
+#   - the sched_switch dispatcher hands on switches to a tracked process
+#     only while a member needs them: sched on the run queue's clock closes
+#     its periods at switch-outs, exact needs switch-ins (the helper's
+#     debug log says which, each time it changes)
 use strict;
 use warnings;
 use FindBin;
@@ -48,6 +52,17 @@ like($reason{$_}, qr/^available: 6 programs attached \(2 in the hook chains\)/,
 like($reason{sched}, qr/^available: 3 programs attached \(1 in the hook chains\)/,
 	'sched: sched_switch in the hook chain, exit and iterator on their own');
 
+# the last word of the helper's log on the sched_switch dispatcher
+my $log = $node->basedir . '/helper.log';
+sub switch_ins
+{
+	my @said = slurp_file($log) =~ /sched_switch: switches to a tracked process (handed on|not handed on)/g;
+	return @said ? $said[-1] : 'nothing';
+}
+ok(defined wait_until(sub { switch_ins() eq 'not handed on' }, 5),
+	'outside a window, switches to a backend are not handed on (sched needs switch-outs only): '
+	  . switch_ins());
+
 my $s = $node->background_psql('postgres');
 my $pid = $s->query_safe('SELECT pg_backend_pid()');
 my $file = 'postgresql.conf';
@@ -75,9 +90,9 @@ sub figures
 # snapshots: the most the backend can have been off CPU, idle included)
 sub work
 {
-	# end the session's idle time (off CPU, counted when it runs again)
-	# and let that be published, so that the off-CPU time this returns
-	# starts after $start
+	# end the session's idle time (off CPU, counted once it has run
+	# again: at its next switch-out) and let that be published, so that
+	# the off-CPU time this returns starts after $start
 	my $start = time();
 	$s->query_safe('SELECT 1');
 	sleep(1.2);
@@ -94,6 +109,8 @@ sub work
 }
 
 is(q1('SELECT granted_s FROM pg_tracer_escalate(60)'), '60', 'exact window open (slot 0 filled)');
+ok(defined wait_until(sub { switch_ins() eq 'handed on' }, 5),
+	'in the window, switches to a backend are handed on (exact needs them): ' . switch_ins());
 my ($d, $slept, $span) = work();
 ok(within($d->{sleep_ms}, 1500, 0.05),
 	"in the window, exact (slot 0): PgSleep $d->{sleep_ms} ms (1500 +-5%; psql saw $slept)");
@@ -105,6 +122,8 @@ is($d->{read_bytes}, $size, "in the window, syscall (slot 1): read bytes under t
 q1('SELECT pg_tracer_deescalate()');
 ok(defined wait_until(sub { q1('SELECT active FROM pg_tracer_exact_budget()') eq 'f' }, 5),
 	'window closed (slot 0 empty)');
+ok(defined wait_until(sub { switch_ins() eq 'not handed on' }, 5),
+	'after the window, switches to a backend are not handed on again: ' . switch_ins());
 ($d, $slept, $span) = work();
 is($d->{sleep_ms}, 0, 'after the window, exact counts nothing');
 ok($d->{offcpu_ms} >= 1500 * 0.95 && $d->{offcpu_ms} <= $span,
@@ -123,7 +142,7 @@ my $idle_q = "SELECT coalesce(sum(offcpu_ms), 0) FROM pg_tracer_kernel_sched
 my $t_idle = time();
 is($s->query_safe($read_sql), $size, 'the statement ran before an idle time');
 sleep(1.2);
-my $idle0 = q1($idle_q);    # the idle time is counted when it ends
+my $idle0 = q1($idle_q);    # the idle time is counted once it has ended
 sleep(1.5);
 $s->query_safe('SELECT 1');    # ends it
 my $idle_span = (time() - $t_idle) * 1000;

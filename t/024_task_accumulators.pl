@@ -122,9 +122,11 @@ cmp_ok($exited1->{switches} - $exited0->{switches}, '>=', $last->{switches},
 	"its context switches too, and those of its exit ($last->{switches})");
 
 # The same counts on a kernel that leaves switch-ins unreported: restarted
-# with --miss-events 2, the sched program ignores every other switch-in it
-# sees, and those periods must close from the scheduler's own record
-# (bpf/kernel_sched.bpf.c, account_unseen_in).
+# with --miss-events 2, the sched program closes periods at switch-ins (as
+# with a stream) and ignores every other switch-in it sees, and those
+# periods must close from the scheduler's own record
+# (bpf/kernel_sched.bpf.c, close_from_record).  The session above ran with
+# no switch-ins at all: every period closed from that record.
 stop_helper($node, $helper);
 $helper = start_helper($node, $rt, '--probes', 'syscall,network,sched', '--keep-exited', '3',
 	'--miss-events', '2');
