@@ -56,7 +56,8 @@ like($reason{sched}, qr/^available: 3 programs attached \(1 in the hook chains\)
 my $log = $node->basedir . '/helper.log';
 sub switch_ins
 {
-	my @said = slurp_file($log) =~ /sched_switch: switches to a tracked process (handed on|not handed on)/g;
+	my @said = slurp_file($log)
+	  =~ /sched_switch: switches to a tracked process (handed on|not handed on)/g;
 	return @said ? $said[-1] : 'nothing';
 }
 ok(defined wait_until(sub { switch_ins() eq 'not handed on' }, 5),
