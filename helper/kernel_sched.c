@@ -133,7 +133,11 @@ sched_open(void **skel, const pset_ctx *ctx)
 		kclock = sched_info_kept(kclock_why, sizeof(kclock_why));
 	((struct kernel_sched_bpf *) *skel)->rodata->kclock = (uint8_t) kclock;
 	((struct kernel_sched_bpf *) *skel)->rodata->miss_in_every = (uint32_t) kset_miss_events;
-	/* --miss-events tests the repair of the switch-in path: it is used then */
+	/*
+	 * The negation of the program's SWITCH_INS_USED, from the same three
+	 * values (--miss-events tests the repair of the switch-in path: it is
+	 * used then)
+	 */
 	out_only = kclock && !ctx->stream && !kset_miss_events;
 	return obj;
 }
