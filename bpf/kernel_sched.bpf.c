@@ -84,10 +84,11 @@ const volatile __u8 kclock = 1;
 const volatile __u32 miss_in_every = 0;
 
 /*
- * Are periods closed at switch-ins (see the file header)?  --miss-events
- * uses them too: it tests their repair.
+ * Set by the helper before load (helper/kernel_sched.c, which tells the
+ * hook chain the same): 1 when periods are closed at switch-ins (see the
+ * file header), 0 when at the next switch-out.
  */
-#define SWITCH_INS_USED		(!kclock || pgt_stream || miss_in_every)
+const volatile __u8 use_switch_ins = 1;
 
 struct pgt_sched_state
 {
@@ -323,7 +324,7 @@ ksched_switch(bool preempt, struct task_struct *prev, struct task_struct *next,
 		s->out_kind = runnable ? PGT_KSCHED_INVOLUNTARY : PGT_KSCHED_VOLUNTARY;
 		s->out_gen = gen;
 	}
-	if (SWITCH_INS_USED)
+	if (use_switch_ins)
 		switch_in(next, now, gen);
 }
 

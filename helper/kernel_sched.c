@@ -134,11 +134,12 @@ sched_open(void **skel, const pset_ctx *ctx)
 	((struct kernel_sched_bpf *) *skel)->rodata->kclock = (uint8_t) kclock;
 	((struct kernel_sched_bpf *) *skel)->rodata->miss_in_every = (uint32_t) kset_miss_events;
 	/*
-	 * The negation of the program's SWITCH_INS_USED, from the same three
-	 * values (--miss-events tests the repair of the switch-in path: it is
-	 * used then)
+	 * Switch-ins close the periods without kclock (no record), with a
+	 * stream (its event is sent when the task comes back) and with
+	 * --miss-events (which tests their repair)
 	 */
 	out_only = kclock && !ctx->stream && !kset_miss_events;
+	((struct kernel_sched_bpf *) *skel)->rodata->use_switch_ins = (uint8_t) !out_only;
 	return obj;
 }
 
