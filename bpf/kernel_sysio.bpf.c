@@ -2,8 +2,9 @@
 /*
  * bpf/kernel_sysio.bpf.c
  *	  The system-call programs of two probe sets in one object, so that a
- *	  system call of any task on the host runs one sys_enter and one
- *	  sys_exit program for both:
+ *	  system call of any task on the host runs one sys_enter and one exit
+ *	  program for both (the exit: sys_exit, or fexit programs on the timed
+ *	  calls, below):
  *
  *	  "syscall" (do_file): file I/O system calls of tracked PostgreSQL
  *	  processes (read, write, pread64, pwrite64, readv, writev, preadv,
@@ -30,7 +31,7 @@
  * switch, no memory access: most calls are neither file I/O nor socket
  * calls), then the task's storage (present only for tasks that were
  * tracked when they got it), and only without it the pid filter (one hash
- * lookup).  sys_exit tests the number from the saved
+ * lookup).  The exit tests the number from the saved
  * registers (a direct load), then the task storage: no hash lookup at all
  * for calls that were not started.
  */
@@ -545,6 +546,50 @@ int BPF_PROG(pgt_ksys_exit, struct pt_regs *regs, long ret)
 	pgt_chain_next(ctx, &pgt_chain_exit, PGT_CHAIN_SLOT_SYSIO);
 	return 0;
 }
+
+/*
+ * The same exits by fexit, where the kernel has BPF trampolines: one
+ * program per timed call, on the call's system-call wrapper (x86-64's
+ * __x64_sys_read, arm64's __arm64_sys_read, ...), whose argument is the
+ * saved registers sys_exit passes and whose return value is the call's.
+ * Why: a program on the raw sys_exit tracepoint runs, with the kernel's
+ * path to it, at the exit of every system call of every task on the host,
+ * which alone costs CPU-bound TPC-B some 2 % of its CPU here
+ * (bench/RESULTS.md); an fexit program runs only at the exits of the calls
+ * it is attached to.  Left out of the load unless the helper chose fexit
+ * (helper/syscall_exit.c: it names each program's target and loads only
+ * the selected sets' ones, and then loads no sys_exit program).  Named
+ * fexit_<set>_<call>: the helper derives the target from the name.  One
+ * for each call file_op and net_op know (test/unit/test_syscall_exit.c
+ * checks the file calls against the ops' names).
+ */
+#define PGT_SYSIO_FEXIT(set, call) \
+SEC("?fexit") \
+int BPF_PROG(fexit_##set##_##call, struct pt_regs *regs, long ret) \
+{ \
+	ksys_exit(regs, ret); \
+	return 0; \
+}
+
+PGT_SYSIO_FEXIT(file, read)
+PGT_SYSIO_FEXIT(file, write)
+PGT_SYSIO_FEXIT(file, close)
+PGT_SYSIO_FEXIT(file, pread64)
+PGT_SYSIO_FEXIT(file, pwrite64)
+PGT_SYSIO_FEXIT(file, readv)
+PGT_SYSIO_FEXIT(file, writev)
+PGT_SYSIO_FEXIT(file, fsync)
+PGT_SYSIO_FEXIT(file, fdatasync)
+PGT_SYSIO_FEXIT(file, openat)
+PGT_SYSIO_FEXIT(file, sync_file_range)
+PGT_SYSIO_FEXIT(file, preadv)
+PGT_SYSIO_FEXIT(file, pwritev)
+PGT_SYSIO_FEXIT(file, preadv2)
+PGT_SYSIO_FEXIT(file, pwritev2)
+PGT_SYSIO_FEXIT(net, sendto)
+PGT_SYSIO_FEXIT(net, sendmsg)
+PGT_SYSIO_FEXIT(net, recvfrom)
+PGT_SYSIO_FEXIT(net, recvmsg)
 
 /*
  * pgt_ksysio_exit

@@ -848,6 +848,7 @@ cluster_publish(cluster *c, const tracked_row *rows, size_t n)
 	fill_probe(&ps[nps++], "syscall-count", &bpf->syscall_count,
 			   bpf->syscall_count.state == PGT_PROBE_AVAILABLE ? syscalls : 0, NULL);
 	fill_probe(&ps[nps++], "kprobes", &c->env->kprobes, 0, NULL);
+	fill_probe(&ps[nps++], "fexit", &c->env->fexit, 0, NULL);
 	fill_probe(&ps[nps++], "tracefs", &c->env->tracefs, 0, NULL);
 	fill_probe(&ps[nps++], "layout", &c->layout_status,
 			   c->layout_loaded ? c->layout.nevents : 0, NULL);

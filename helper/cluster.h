@@ -26,6 +26,7 @@ typedef struct cluster_env
 	int			epfd;
 	bpf_probes *bpf;
 	probe_status kprobes;
+	probe_status fexit;			/* syscall_exit.h */
 	probe_status tracefs;
 	struct pset_runtime *psets;	/* always-on probe sets (probe_set.h) */
 } cluster_env;

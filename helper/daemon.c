@@ -28,6 +28,7 @@
 #include "privileges.h"
 #include "probe_set.h"
 #include "procfs.h"
+#include "syscall_exit.h"
 #include "tracefs.h"
 
 #include <errno.h>
@@ -733,6 +734,7 @@ daemon_run(const daemon_opts *opts)
 			 opts->runtime_dir);
 	detect_tracefs(&d.env.tracefs);
 	detect_kprobes(&d.env.kprobes);
+	syscall_exit_detect(&d.env.fexit);
 	(void) bpf_probes_start(&d.bpf);
 	if (start_probe_sets(&d) < 0)
 		goto cleanup;

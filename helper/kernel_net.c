@@ -8,8 +8,8 @@
 
 static const char *const names[] = {"send_calls", "send_bytes", "send_ns", "send_errors", "recv_calls", "recv_bytes", "recv_ns", "recv_errors", "retransmits", NULL};
 
-static const kset_desc desc = {PGT_KPROC_NET, names, 0,
-	"runs on every system call of the host (one pair shared with syscall)", -1, NULL};
+/* the scope is the shared object's (kernel_sysio.c) */
+static const kset_desc desc = {PGT_KPROC_NET, names, 0, NULL, -1, NULL};
 
 /*
  * start
@@ -18,7 +18,8 @@ static const kset_desc desc = {PGT_KPROC_NET, names, 0,
 static int
 start(pset_inst *in, const pset_ctx *ctx)
 {
-	return ksysio_start(in, ctx, &desc, "tp_btf/sys_*,tcp_retransmit");
+	return ksysio_start(in, ctx, &desc, "tp_btf/sys_*,tcp_retransmit",
+						"sys_enter+fexit,tcp_retransmit");
 }
 
 KSET_PROBE_SET(net_set, "network",

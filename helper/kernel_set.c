@@ -192,11 +192,44 @@ kset_start_single(pset_inst *in, const pset_ctx *ctx, const kset_desc *desc,
 }
 
 /*
+ * kset_drop_object
+ *		Forget and destroy an object kset_load_attach did not load, so that
+ *		the set can load another in its place.
+ */
+void
+kset_drop_object(pset_inst *in, void *skel)
+{
+	kset	   *ks = in->priv;
+	int			slot;
+
+	for (slot = 0; slot < KSET_MAX_OBJS; slot++)
+		if (ks->skel[slot] == skel)
+		{
+			ks->destroy[slot] (skel);
+			ks->skel[slot] = NULL;
+			ks->destroy[slot] = NULL;
+		}
+}
+
+/*
  * kset_status_from
  *		State of a single-object set from its attach outcome.
  */
 void
 kset_status_from(pset_inst *in, const char *mechanism, const kset_attach *a)
+{
+	kset	   *ks = in->priv;
+
+	kset_status_scoped(in, mechanism, a, ks ? ks->desc->scope : NULL);
+}
+
+/*
+ * kset_status_scoped
+ *		The same, with what its hooks fire on (NULL: not said).
+ */
+void
+kset_status_scoped(pset_inst *in, const char *mechanism, const kset_attach *a,
+				   const char *scope)
 {
 	if (a->load_err < 0 || a->attached == 0)
 		pset_set_status(in, PGT_PROBE_UNAVAILABLE, mechanism, "%s",
@@ -206,15 +239,13 @@ kset_status_from(pset_inst *in, const char *mechanism, const kset_attach *a)
 						a->failed_names, a->first_error);
 	else
 	{
-		kset	   *ks = in->priv;
 		char		chained[48] = "";
 
 		if (a->chained > 0)
 			snprintf(chained, sizeof(chained), " (%d in the hook chains)", a->chained);
 		pset_set_status(in, PGT_PROBE_AVAILABLE, mechanism, "%d program%s attached%s%s%s",
 						a->attached, a->attached == 1 ? "" : "s", chained,
-						ks && ks->desc->scope ? "; " : "",
-						ks && ks->desc->scope ? ks->desc->scope : "");
+						scope ? "; " : "", scope ? scope : "");
 	}
 }
 

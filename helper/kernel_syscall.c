@@ -6,8 +6,8 @@
  */
 #include "kernel_sysio.h"
 
-static const kset_desc desc = {0, NULL, 0,
-	"runs on every system call of the host (one pair shared with network)", -1, NULL};
+/* the scope is the shared object's (kernel_sysio.c) */
+static const kset_desc desc = {0, NULL, 0, NULL, -1, NULL};
 
 /*
  * start
@@ -16,7 +16,7 @@ static const kset_desc desc = {0, NULL, 0,
 static int
 start(pset_inst *in, const pset_ctx *ctx)
 {
-	return ksysio_start(in, ctx, &desc, "tp_btf/sys_enter+sys_exit");
+	return ksysio_start(in, ctx, &desc, "tp_btf/sys_enter+sys_exit", "tp_btf/sys_enter+fexit");
 }
 
 KSET_PROBE_SET(syscall_set, "syscall",

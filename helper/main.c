@@ -17,6 +17,7 @@
 #include "pid_retire.h"
 #include "pgt_segment.h"
 #include "status_cmd.h"
+#include "syscall_exit.h"
 #include "trace_cmd.h"
 #include "trace_out.h"
 
@@ -55,7 +56,7 @@ static const char daemon_usage[] =
 "                        [--exact-source auto|syscall|watchpoint]\n"
 "                        [--sched-clock auto|ktime] [--keep-exited S]\n"
 "                        [--kernel-sets always|escalated] [--query-id on|off]\n"
-"                        [--miss-events N]\n"
+"                        [--syscall-exit auto|fexit|tracepoint] [--miss-events N]\n"
 "\n"
 "Run the helper in the foreground until SIGTERM or SIGINT.  Without a\n"
 "target it serves every PostgreSQL cluster on the host as it appears;\n"
@@ -97,6 +98,12 @@ static const char daemon_usage[] =
 "  --query-id on|off  tag rows and events with the backend's query id (on,\n"
 "                     default), or not (off: no program reads a query id,\n"
 "                     every query id is 0, the kernel sets cost less)\n"
+"  --syscall-exit HOOK  syscall and network sets: where a call's end is seen:\n"
+"                     auto (default: fexit programs on the timed calls where\n"
+"                     the kernel runs them, else the sys_exit tracepoint),\n"
+"                     fexit (or the two sets are unavailable, with the\n"
+"                     reason) or tracepoint (sys_exit: every call of the host\n"
+"                     pays for it)\n"
 "  --keep-exited S    rows of an exited process keep its pid S seconds\n"
 "                     (0..86400, default 60), then fold into its cluster's\n"
 "                     rows of exited processes (pid NULL in SQL)\n"
@@ -271,6 +278,7 @@ cmd_daemon(int argc, char **argv)
 		{"kernel-sets", required_argument, NULL, 'k'},
 		{"miss-events", required_argument, NULL, 'm'},
 		{"query-id", required_argument, NULL, 'q'},
+		{"syscall-exit", required_argument, NULL, 'x'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0}
 	};
@@ -357,6 +365,10 @@ cmd_daemon(int argc, char **argv)
 			case 'q':
 				if (pset_configure_query_ids(optarg, eerr, sizeof(eerr)) < 0)
 					return usage_error(daemon_usage, "--query-id: %s", eerr);
+				break;
+			case 'x':
+				if (syscall_exit_configure(optarg, eerr, sizeof(eerr)) < 0)
+					return usage_error(daemon_usage, "--syscall-exit: %s", eerr);
 				break;
 			case 'k':
 				if (strcmp(optarg, "escalated") != 0 && strcmp(optarg, "always") != 0)

@@ -24,6 +24,7 @@
 #include "privileges.h"
 #include "probe_set.h"
 #include "procfs.h"
+#include "syscall_exit.h"
 #include "trace_out.h"
 #include "tracefs.h"
 
@@ -50,6 +51,7 @@ static const char trace_usage[] =
 "                       [--stats] [--histogram] [--interval 2s] [--duration 30s]\n"
 "                       [--format text|json] [--log-level error|warn|info|debug]\n"
 "                       [--sched-clock auto|ktime] [--query-id on|off]\n"
+"                       [--syscall-exit auto|fexit|tracepoint] [--assume-fexit]\n"
 "\n"
 "Trace PostgreSQL processes with probe sets, without the extension.  By\n"
 "default every event is printed as it happens; with --stats and/or\n"
@@ -75,6 +77,16 @@ static const char trace_usage[] =
 "                     (the monotonic clock, no run-queue latency)\n"
 "  --query-id on|off  read each event's query id (on, default), or not (off:\n"
 "                     every queryid is 0, the probes cost less)\n"
+"  --syscall-exit HOOK  syscall and network sets: where a call's end is seen:\n"
+"                     auto (default: fexit programs on the timed calls where\n"
+"                     the kernel runs them, else the sys_exit tracepoint),\n"
+"                     fexit (or the two sets are unavailable, with the\n"
+"                     reason) or tracepoint (sys_exit: every call of the host\n"
+"                     pays for it)\n"
+"  --assume-fexit     testing: take a failed test of fexit for a passed one,\n"
+"                     so that the fallback to sys_exit after the fexit\n"
+"                     programs fail to load runs\n"
+
 "  -h, --help         show this help\n";
 
 typedef struct trace_opts
@@ -661,6 +673,8 @@ trace_main(int argc, char **argv)
 		{"log-level", required_argument, NULL, 'l'},
 		{"sched-clock", required_argument, NULL, 'c'},
 		{"query-id", required_argument, NULL, 'q'},
+		{"syscall-exit", required_argument, NULL, 'x'},
+		{"assume-fexit", no_argument, NULL, 'F'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0}
 	};
@@ -725,6 +739,13 @@ trace_main(int argc, char **argv)
 			case 'q':
 				if (pset_configure_query_ids(optarg, err, sizeof(err)) < 0)
 					return usage_error("--query-id: %s", err);
+				break;
+			case 'x':
+				if (syscall_exit_configure(optarg, err, sizeof(err)) < 0)
+					return usage_error("--syscall-exit: %s", err);
+				break;
+			case 'F':
+				syscall_exit_assume_fexit();
 				break;
 			case 'h':
 				fputs(trace_usage, stdout);

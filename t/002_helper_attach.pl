@@ -43,6 +43,17 @@ ok(exists $probes{'kprobes'}, 'kprobes capability reported');
 like($node->safe_psql('postgres',
 		"SELECT state || ': ' || reason FROM pg_tracer_probes WHERE probe_set = 'kprobes'"),
 	qr/^(available|unavailable: \S.*)$/, 'kprobes: available, or unavailable with a reason');
+# fexit: tested by loading and attaching one; the system-call sets end
+# their calls there when it works, at sys_exit when not
+my $fexit = $node->safe_psql('postgres',
+	"SELECT state || ': ' || reason FROM pg_tracer_probes WHERE probe_set = 'fexit'");
+like($fexit, qr/^(available: fexit programs load and attach|unavailable: fexit program on __\w+_sys_read: (load|attach): \S.*)$/,
+	"fexit: available, or unavailable with the step and the reason ($fexit)");
+ok(defined wait_until(sub {
+	$node->safe_psql('postgres',
+		"SELECT mechanism FROM pg_tracer_probes WHERE probe_set = 'syscall'")
+	  eq ($fexit =~ /^available/ ? 'tp_btf/sys_enter+fexit' : 'tp_btf/sys_enter+sys_exit') }, 10),
+	'the syscall set ends its calls where the fexit row says it can');
 
 # The postmaster's children that exist already were found by scanning /proc.
 ok(defined wait_until(sub {

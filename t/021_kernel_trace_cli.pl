@@ -8,6 +8,10 @@
 #     show as events of its backend; a final summary follows, opened by a
 #     `summary` record
 #   - --pid BACKEND traces that backend only
+#   - --syscall-exit: auto ends calls at fexit where the kernel runs it, at
+#     sys_exit otherwise with the reason; fexit insists (here: both sets
+#     unavailable, with the reason); tracepoint never tries; a failed load
+#     of the fexit programs falls back to sys_exit (--assume-fexit)
 #   - text --stats --histogram: numbered periodic summaries, stats grouped
 #     by pid with the most time first, and ASCII histograms
 #   - bad options: usage errors (exit 2), a pid that is not PostgreSQL (exit 1)
@@ -112,6 +116,76 @@ like($$out, qr/"set":"syscall","event":"status",[^\n]*"state":"available"/,
 	'syscall alone: available (the network programs of its object are not loaded, not failed)');
 $s->quit;
 
+# --- where a call's end is seen: --syscall-exit ------------------------------------------
+# auto takes fexit where this kernel runs it (the log says which, and why
+# not), fexit insists, tracepoint never tries; --assume-fexit makes a kernel
+# without fexit run the fallback after the object's failed load.
+sub exits_trace
+{
+	my ($h, $out, $err) = start_trace(qr/"queryid-tagging"/, '--probes', 'syscall,network',
+		'--pgdata', $node->data_dir, '--format', 'json', '--duration', '2s',
+		'--log-level', 'info', @_);
+	$node->safe_psql('postgres', 'SELECT count(*) FROM r');
+	$h->finish;
+	my (%st, %n);
+	for (split /\n/, $$out)
+	{
+		my $r = JSON::PP::decode_json($_);
+		$st{ $r->{set} } = $r if $r->{event} eq 'status';
+		$n{ $r->{set} }++ if $r->{event} =~ /^(openat|close|pread64|read|send|recv)$/;
+	}
+	my ($line) = $$err =~ /system-call sets: calls end at (.*)$/m;
+	return (\%st, \%n, $line // '', $$err);
+}
+my ($st, $n, $line) = exits_trace();
+my $fexit_here = $line =~ /^fexit programs on the timed calls$/;
+if ($fexit_here)
+{
+	is($st->{syscall}{mechanism}, 'tp_btf/sys_enter+fexit', 'auto: fexit here, the status says so');
+}
+else
+{
+	like($line, qr/^the sys_exit tracepoint \(fexit program on __\w+_sys_read: (load|attach): \S.*\)$/,
+		"auto: sys_exit, with the step of fexit's test that failed and why ($line)");
+	is($st->{syscall}{mechanism}, 'tp_btf/sys_enter+sys_exit', 'auto: the status says sys_exit');
+}
+ok($st->{syscall}{state} eq 'available' && $st->{network}{state} eq 'available'
+	  && $n->{syscall} && $n->{network},
+	"auto: both sets run and see calls end ($n->{syscall} file, $n->{network} socket calls)");
+
+($st, $n, $line) = exits_trace('--syscall-exit', 'tracepoint');
+is($line, 'the sys_exit tracepoint (--syscall-exit tracepoint)', 'tracepoint: never tries fexit');
+ok($st->{syscall}{mechanism} eq 'tp_btf/sys_enter+sys_exit' && $n->{syscall} && $n->{network},
+	'tracepoint: sys_exit, and calls are seen to end');
+
+($st, $n, $line) = exits_trace('--syscall-exit', 'fexit');
+if ($fexit_here)
+{
+	ok($st->{syscall}{state} eq 'available' && $n->{syscall} && $n->{network},
+		'fexit: runs, and calls are seen to end');
+}
+else
+{
+	like($st->{$_}{state} . ': ' . $st->{$_}{reason},
+		qr/^unavailable: --syscall-exit fexit: fexit unavailable: fexit program on __\w+_sys_read: (load|attach): \S/,
+		"fexit: $_ unavailable here, and why") for qw(syscall network);
+	ok(!$n->{syscall} && !$n->{network}, 'fexit: nothing runs in its place');
+}
+
+($st, $n, $line, $err) = exits_trace('--assume-fexit');
+if (!$fexit_here)
+{
+	like($err, qr/warn: system-call sets: the fexit programs: load failed: \S/,
+		'a failed load of the fexit programs is reported');
+	ok($line =~ /^the sys_exit tracepoint \(the fexit programs: load failed: /
+		  && $st->{syscall}{state} eq 'available' && $n->{syscall} && $n->{network},
+		"and the object is loaded again with sys_exit, which runs ($line)");
+}
+else
+{
+	is($line, 'fexit programs on the timed calls', '--assume-fexit: fexit works here anyway');
+}
+
 # --- text stats and histograms ----------------------------------------------------------------
 ($h, $out, $err) = start_trace(qr/queryid-tagging/, '--probes', 'syscall,block,sched', '--pgdata',
 	$node->data_dir, '--stats', '--histogram', '--interval', '1s', '--duration', '3500ms');
@@ -154,6 +228,9 @@ is($rc, 2, 'bad --interval: usage error');
 ($rc, $o, $e) = run_helper('trace', '--probes', 'all', '--pid', '1', '--duration', '1s');
 is($rc, 1, '--pid of a non-PostgreSQL process: exit 1');
 like($e, qr/neither a PostgreSQL postmaster nor a child of one/, '... with the reason');
+($rc, $o, $e) = run_helper('trace', '--probes', 'all', '--syscall-exit', 'kprobe');
+ok($rc == 2 && $e =~ /--syscall-exit: kprobe: use auto, fexit or tracepoint/,
+	'bad --syscall-exit: usage error naming the choices');
 ($rc, $o, $e) = run_helper('trace', '--probes', 'help');
 like($o, qr/^  network\s+socket send/m, '--probes help lists the sets');
 
