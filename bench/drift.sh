@@ -45,16 +45,13 @@ bench_cluster drift 55598
 # shellcheck disable=SC2086  # ARGS: words on purpose
 bench_helper_start --probes "$sets" --anomaly off ${ARGS:-}
 bench_bpf_stats_on
-args=(-c "$bench_clients" -j "$bench_clients" -h "$bench_dir" -p "$bench_port" postgres)
-[ "$mode" = select ] && args=(-S "${args[@]}")
-bench_psql VACUUM >/dev/null
-as_pg pgbench -T 3 "${args[@]}" >/dev/null 2>&1
+bench_warm "$mode"
 report=$(mktemp)
 trap 'rm -f "$report"; bench_cleanup' EXIT
 for i in $(seq "$slices"); do
 	moves0=$(tacc_moves)
 	before=$(bench_bpf_snapshot)
-	tps=$(as_pg pgbench -T "$secs" "${args[@]}" 2>/dev/null | awk '/^tps/ {print $3; exit}')
+	tps=$(as_pg pgbench -T "$secs" "${bench_args[@]}" 2>/dev/null | awk '/^tps/ {print $3; exit}')
 	after=$(bench_bpf_snapshot)
 	moves1=$(tacc_moves)
 	bench_bpf_report 'pgt' "$secs" "$tps" "$before" "$after" > "$report"

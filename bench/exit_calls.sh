@@ -29,15 +29,12 @@ for c in $calls; do events+=(-e "syscalls:sys_exit_$c"); done
 
 bench_cluster exitcalls 55597
 bench_helper_start --probes none --anomaly off
-args=(-c "$bench_clients" -j "$bench_clients" -h "$bench_dir" -p "$bench_port" postgres)
-[ "$mode" = select ] && args=(-S "${args[@]}")
-bench_psql VACUUM >/dev/null
-as_pg pgbench -T 3 "${args[@]}" >/dev/null 2>&1
+bench_warm "$mode"
 counts=$(mktemp)
 trap 'rm -f "$counts"; bench_cleanup' EXIT
 pgb=$(mktemp)
 perf stat -a -x, -o "$counts" "${events[@]}" -- \
-	runuser -u postgres -- pgbench -T "$secs" "${args[@]}" > "$pgb" 2>/dev/null
+	runuser -u postgres -- pgbench -T "$secs" "${bench_args[@]}" > "$pgb" 2>/dev/null
 tps=$(awk '/^tps/ {print $3; exit}' "$pgb")
 txns=$(awk '/number of transactions actually processed/ {print $NF; exit}' "$pgb")
 txns=${txns%%/*}

@@ -97,12 +97,27 @@ bench_psql() { as_pg psql -h "$bench_dir" -p "$bench_port" -XAtq -d postgres -c 
 #	tables pile up: the baseline fell from 3,500 to 2,760 tps within one
 #	benchmark).
 bench_pgbench() {
-	local f=(-c "$bench_clients" -j "$bench_clients" -h "$bench_dir" -p "$bench_port" postgres)
-	[ "$1" = select ] && f=(-S "${f[@]}")
+	bench_workload_args "$1"
 	bench_psql VACUUM >/dev/null
 	bench_psql CHECKPOINT >/dev/null
-	as_pg pgbench -T 2 "${f[@]}" >/dev/null 2>&1
-	as_pg pgbench -T "$2" "${f[@]}" 2>/dev/null | awk '/^tps/ {print $3; exit}'
+	as_pg pgbench -T 2 "${bench_args[@]}" >/dev/null 2>&1
+	as_pg pgbench -T "$2" "${bench_args[@]}" 2>/dev/null | awk '/^tps/ {print $3; exit}'
+}
+
+# bench_workload_args select|tpcb: sets the array bench_args, pgbench's
+#	options for that workload on the cluster
+bench_workload_args() {
+	bench_args=(-c "$bench_clients" -j "$bench_clients" -h "$bench_dir" -p "$bench_port" postgres)
+	[ "$1" = select ] && bench_args=(-S "${bench_args[@]}")
+	return 0
+}
+
+# bench_warm select|tpcb: bench_workload_args, then a VACUUM and a 3 s run
+#	thrown away (for scripts that run one workload from then on)
+bench_warm() {
+	bench_workload_args "$1"
+	bench_psql VACUUM >/dev/null
+	as_pg pgbench -T 3 "${bench_args[@]}" >/dev/null 2>&1
 }
 
 # bench_helper_start [daemon args...]

@@ -98,12 +98,7 @@ static const char daemon_usage[] =
 "  --query-id on|off  tag rows and events with the backend's query id (on,\n"
 "                     default), or not (off: no program reads a query id,\n"
 "                     every query id is 0, the kernel sets cost less)\n"
-"  --syscall-exit HOOK  syscall and network sets: where a call's end is seen:\n"
-"                     auto (default: fexit programs on the timed calls where\n"
-"                     the kernel runs them, else the sys_exit tracepoint),\n"
-"                     fexit (or the two sets are unavailable, with the\n"
-"                     reason) or tracepoint (sys_exit: every call of the host\n"
-"                     pays for it)\n"
+SYSCALL_EXIT_HELP
 "  --keep-exited S    rows of an exited process keep its pid S seconds\n"
 "                     (0..86400, default 60), then fold into its cluster's\n"
 "                     rows of exited processes (pid NULL in SQL)\n"

@@ -24,6 +24,13 @@ typedef enum syscall_exit_mode
 } syscall_exit_mode;
 
 /* --syscall-exit auto|fexit|tracepoint; -1 with err filled when invalid */
+#define SYSCALL_EXIT_HELP \
+"  --syscall-exit HOOK  syscall and network sets: where a call's end is seen:\n" \
+"                     auto (default: fexit programs on the timed calls where\n" \
+"                     the kernel runs them, else the sys_exit tracepoint),\n" \
+"                     fexit (or the two sets are unavailable, with the\n" \
+"                     reason) or tracepoint (sys_exit: every call of the host\n" \
+"                     pays for it)\n"
 extern int	syscall_exit_configure(const char *arg, char *err, size_t errlen);
 extern syscall_exit_mode syscall_exit_mode_chosen(void);
 

@@ -77,12 +77,7 @@ static const char trace_usage[] =
 "                     (the monotonic clock, no run-queue latency)\n"
 "  --query-id on|off  read each event's query id (on, default), or not (off:\n"
 "                     every queryid is 0, the probes cost less)\n"
-"  --syscall-exit HOOK  syscall and network sets: where a call's end is seen:\n"
-"                     auto (default: fexit programs on the timed calls where\n"
-"                     the kernel runs them, else the sys_exit tracepoint),\n"
-"                     fexit (or the two sets are unavailable, with the\n"
-"                     reason) or tracepoint (sys_exit: every call of the host\n"
-"                     pays for it)\n"
+SYSCALL_EXIT_HELP
 "  --assume-fexit     testing: take a failed test of fexit for a passed one,\n"
 "                     so that the fallback to sys_exit after the fexit\n"
 "                     programs fail to load runs\n"
