@@ -56,8 +56,9 @@ run_b() {
 	side B
 	bench_pgbench select 2 >/dev/null
 	sp=$(sampler_pid)
+	bench_pgbench_ready select
 	b0=$(busy_ms); c0=$(bench_cpu_ticks "$sp")
-	tb=$(bench_pgbench select "$secs")
+	tb=$(bench_pgbench_timed select "$secs")
 	c1=$(bench_cpu_ticks "$sp"); b1=$(busy_ms)
 	cpu+=("$(echo "($c1 - $c0) / $(getconf CLK_TCK) / $secs * 100" | bc -l)")
 	busy+=("$(echo "($b1 - $b0) / 1000 / $secs * 100" | bc -l)")

@@ -42,9 +42,10 @@ one_run() {
 	bench_helper_bin=$1
 	shift
 	bench_helper_start --probes "$sets" --anomaly off "$@"
+	bench_pgbench_ready "$mode"
 	bench_bpf_stats_on
 	before=$(bench_bpf_snapshot)
-	tps=$(bench_pgbench "$mode" "$secs")
+	tps=$(bench_pgbench_timed "$mode" "$secs")
 	after=$(bench_bpf_snapshot)
 	bench_bpf_stats_off
 	bench_helper_stop

@@ -45,7 +45,7 @@ bench_cluster drift 55598
 # shellcheck disable=SC2086  # ARGS: words on purpose
 bench_helper_start --probes "$sets" --anomaly off ${ARGS:-}
 bench_bpf_stats_on
-bench_warm "$mode"
+bench_pgbench_ready "$mode"
 report=$(mktemp)
 trap 'rm -f "$report"; bench_cleanup' EXIT
 for i in $(seq "$slices"); do

@@ -42,9 +42,10 @@ run_full() { # run_full MODE: tb; adds waits/s
 cost_run() { # cost_run MODE: one full run with bpf_stats on, its report
 	local before after tps
 	bench_helper_start --probes exact --anomaly off --mode full "${exact_args[@]}"
+	bench_pgbench_ready "$1"
 	bench_bpf_stats_on
 	before=$(bench_bpf_snapshot)
-	tps=$(bench_pgbench "$1" "$secs")
+	tps=$(bench_pgbench_timed "$1" "$secs")
 	after=$(bench_bpf_snapshot)
 	bench_bpf_stats_off
 	bench_helper_stop

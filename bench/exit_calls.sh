@@ -28,8 +28,8 @@ events=(-e raw_syscalls:sys_exit)
 for c in $calls; do events+=(-e "syscalls:sys_exit_$c"); done
 
 bench_cluster exitcalls 55597
-bench_helper_start --probes none --anomaly off
-bench_warm "$mode"
+bench_helper_start --probes "${PROBES:-none}" --anomaly off
+bench_pgbench_ready "$mode"
 counts=$(mktemp)
 trap 'rm -f "$counts"; bench_cleanup' EXIT
 pgb=$(mktemp)

@@ -26,12 +26,9 @@ bench_cluster helper 54391
 run_a() { ta=$(bench_pgbench "$mode" "$secs"); }
 run_b() {
 	bench_helper_start "${helper_args[@]}"
-	local t0 t1
-	t0=$(bench_cpu_ticks "$bench_helper_pid")
-	tb=$(bench_pgbench "$mode" "$secs")
-	t1=$(bench_cpu_ticks "$bench_helper_pid")
+	bench_helper_pgbench "$mode" "$secs"
 	bench_helper_stop
-	cpu+=("$(echo "($t1 - $t0) / $(getconf CLK_TCK) / $secs * 100" | bc -l)")
+	cpu+=("$helper_cpu")
 }
 
 a=() b=() r=() cpu=()

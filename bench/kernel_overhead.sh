@@ -87,9 +87,10 @@ echo
 echo "in-kernel cost per program, select-only, $sets_on on (bpf_stats for this run only):"
 others=$(bench_bpf_snapshot)	# programs loaded before our helper are not ours
 bench_helper_start --probes "$sets_on"
+bench_pgbench_ready select
 bench_bpf_stats_on
 before=$(bench_bpf_snapshot)
-tps=$(bench_pgbench select "$secs")
+tps=$(bench_pgbench_timed select "$secs")
 after=$(bench_bpf_snapshot)
 bench_bpf_stats_off
 bench_helper_stop

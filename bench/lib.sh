@@ -97,10 +97,25 @@ bench_psql() { as_pg psql -h "$bench_dir" -p "$bench_port" -XAtq -d postgres -c 
 #	tables pile up: the baseline fell from 3,500 to 2,760 tps within one
 #	benchmark).
 bench_pgbench() {
+	bench_pgbench_ready "$1"
+	bench_pgbench_timed "$1" "$2"
+}
+
+# bench_pgbench_ready select|tpcb: what comes before bench_pgbench's run
+#	(VACUUM, CHECKPOINT, 2 s thrown away; bench_args set).  A script that
+#	measures around the run itself (BPF time, the helper's CPU) calls this,
+#	then measures around bench_pgbench_timed alone: the figures it divides
+#	by the run's seconds and transactions must not include the warm-up.
+bench_pgbench_ready() {
 	bench_workload_args "$1"
 	bench_psql VACUUM >/dev/null
 	bench_psql CHECKPOINT >/dev/null
 	as_pg pgbench -T 2 "${bench_args[@]}" >/dev/null 2>&1
+}
+
+# bench_pgbench_timed select|tpcb SECONDS -> TPS: the run itself
+bench_pgbench_timed() {
+	bench_workload_args "$1"
 	as_pg pgbench -T "$2" "${bench_args[@]}" 2>/dev/null | awk '/^tps/ {print $3; exit}'
 }
 
@@ -110,14 +125,6 @@ bench_workload_args() {
 	bench_args=(-c "$bench_clients" -j "$bench_clients" -h "$bench_dir" -p "$bench_port" postgres)
 	[ "$1" = select ] && bench_args=(-S "${bench_args[@]}")
 	return 0
-}
-
-# bench_warm select|tpcb: bench_workload_args, then a VACUUM and a 3 s run
-#	thrown away (for scripts that run one workload from then on)
-bench_warm() {
-	bench_workload_args "$1"
-	bench_psql VACUUM >/dev/null
-	as_pg pgbench -T 3 "${bench_args[@]}" >/dev/null 2>&1
 }
 
 # bench_helper_start [daemon args...]
@@ -147,8 +154,9 @@ bench_cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 # (the running helper's CPU over the run, % of one core)
 bench_helper_pgbench() {
 	local t0 t1
+	bench_pgbench_ready "$1"
 	t0=$(bench_cpu_ticks "$bench_helper_pid")
-	tb=$(bench_pgbench "$1" "$2")
+	tb=$(bench_pgbench_timed "$1" "$2")
 	t1=$(bench_cpu_ticks "$bench_helper_pid")
 	helper_cpu=$(echo "($t1 - $t0) / $(getconf CLK_TCK) / $2 * 100" | bc -l)
 }
