@@ -229,6 +229,25 @@ fexit_call(const char *prog_name, int file, int net, int *selected)
 }
 
 /*
+ * setup_fexit
+ *		Load an fexit program or not; when it is, on its call's wrapper.
+ */
+static int
+setup_fexit(const struct btf *btf, struct bpf_program *prog, const char *call, int load,
+			char *reason, size_t len)
+{
+	char		target[64];
+	int			err = bpf_program__set_autoload(prog, load);
+
+	if (err != 0 || !load)
+		return err;
+	err = wrapper_id(btf, call, target, sizeof(target), reason, len);
+	if (err < 0)
+		return err;
+	return bpf_program__set_attach_target(prog, 0, target);
+}
+
+/*
  * syscall_exit_setup
  *		See syscall_exit.h.
  */
@@ -251,19 +270,13 @@ syscall_exit_setup(struct bpf_object *obj, int use_fexit, int file, int net,
 		const char *name = bpf_program__name(prog);
 		int			selected = 0;
 		const char *call = fexit_call(name, file, net, &selected);
-		char		target[64];
 
 		if (strcmp(name, "pgt_ksys_exit") == 0)
 			err = bpf_program__set_autoload(prog, !use_fexit);
-		if (call == NULL || err != 0)
-			continue;
-		err = bpf_program__set_autoload(prog, use_fexit && selected);
-		if (err != 0 || !use_fexit || !selected)
-			continue;
-		err = wrapper_id(btf, call, target, sizeof(target), reason, len);
-		if (err < 0)
+		else if (call != NULL)
+			err = setup_fexit(btf, prog, call, use_fexit && selected, reason, len);
+		if (err != 0)
 			break;
-		err = bpf_program__set_attach_target(prog, 0, target);
 	}
 	if (err != 0 && reason[0] == '\0')
 		snprintf(reason, len, "fexit programs not set up: %s", strerror(-err));

@@ -23,7 +23,7 @@ typedef enum syscall_exit_mode
 	SYSCALL_EXIT_TRACEPOINT		/* the raw sys_exit tracepoint */
 } syscall_exit_mode;
 
-/* --syscall-exit auto|fexit|tracepoint; -1 with err filled when invalid */
+/* the option's help, for the daemon's and trace's usage */
 #define SYSCALL_EXIT_HELP \
 "  --syscall-exit HOOK  syscall and network sets: where a call's end is seen:\n" \
 "                     auto (default: fexit programs on the timed calls where\n" \
@@ -31,6 +31,8 @@ typedef enum syscall_exit_mode
 "                     fexit (or the two sets are unavailable, with the\n" \
 "                     reason) or tracepoint (sys_exit: every call of the host\n" \
 "                     pays for it)\n"
+
+/* --syscall-exit auto|fexit|tracepoint; -1 with err filled when invalid */
 extern int	syscall_exit_configure(const char *arg, char *err, size_t errlen);
 extern syscall_exit_mode syscall_exit_mode_chosen(void);
 
@@ -40,10 +42,10 @@ extern syscall_exit_mode syscall_exit_mode_chosen(void);
  * capability row "fexit" of the status shows the answer and its reason.
  */
 extern int	syscall_exit_fexit_works(char *reason, size_t len);
+extern void syscall_exit_detect(struct probe_status *s);
 
 /* testing: take a failed test of fexit for a passed one (trace --assume-fexit) */
 extern void syscall_exit_assume_fexit(void);
-extern void syscall_exit_detect(struct probe_status *s);
 
 /*
  * Before the shared object's load: load its fexit programs for the

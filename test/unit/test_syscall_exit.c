@@ -16,7 +16,9 @@
 
 #include <bpf/libbpf.h>
 
-#define FILE_OPS 15				/* PGT_KOP_READ .. PGT_KOP_CLOSE */
+/* the file calls are the ops 1 (PGT_KOP_READ) .. PGT_KOP_CLOSE */
+#define FILE_OPS PGT_KOP_CLOSE
+_Static_assert(PGT_KOP_READ == 1, "file ops start at 1");
 
 typedef struct loaded
 {
