@@ -6,13 +6,13 @@
 # only the timed ones run a program.  Counted by `perf stat -a` on the
 # tracepoints (raw_syscalls:sys_exit, and syscalls:sys_exit_<call> for the
 # 19 calls), with the foundation's helper running as in the benchmarks and
-# no kernel set, so that the counting hooks are the only ones added.  A
-# benchmark, not a test: it asserts nothing.  Run as root after
+# by default no kernel set, so that the counting hooks are the only ones
+# added.  A benchmark, not a test: it asserts nothing.  Run as root after
 # `make install`.
 #
 #   bench/exit_calls.sh [select|tpcb (tpcb)] [SECONDS (10)]
 #
-#   env: those of bench/lib.sh
+#   env: those of bench/lib.sh; PROBES (the helper's --probes, default none)
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
