@@ -38,9 +38,9 @@ my $bound = $strict ? 2 : 4;
 # The sampler's share of an event is an estimate: its error falls with the
 # number of samples, so the comparison samples at RATE Hz over SECS s
 # (defaults 1000 Hz, 30 s: about 120,000 backend samples) to let a bias of
-# either tier show rather than the sampling noise.  At 20 s, ten runs on
+# either tier show rather than the sampling noise.  At 20 s, eight runs on
 # the development VM (2026-12-03) read a largest difference of 1.1-1.9
-# points, and one, inside a full suite, 2.9 (Lock:tuple): the lock waits'
+# points, and one of two full suites 2.9 (Lock:tuple): the lock waits'
 # shares move most from run to run.
 my $rate = $ENV{PGT_CROSSVAL_RATE} // 1000;
 my $secs = $ENV{PGT_CROSSVAL_SECS} // 30;
