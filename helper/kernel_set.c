@@ -192,26 +192,6 @@ kset_start_single(pset_inst *in, const pset_ctx *ctx, const kset_desc *desc,
 }
 
 /*
- * kset_drop_object
- *		Forget and destroy an object kset_load_attach did not load, so that
- *		the set can load another in its place.
- */
-void
-kset_drop_object(pset_inst *in, void *skel)
-{
-	kset	   *ks = in->priv;
-	int			slot;
-
-	for (slot = 0; slot < KSET_MAX_OBJS; slot++)
-		if (ks->skel[slot] == skel)
-		{
-			ks->destroy[slot] (skel);
-			ks->skel[slot] = NULL;
-			ks->destroy[slot] = NULL;
-		}
-}
-
-/*
  * kset_status_from
  *		State of a single-object set from its attach outcome.
  */

@@ -160,7 +160,6 @@ extern int	kset_start_single(pset_inst *in, const pset_ctx *ctx, const kset_desc
 							  void (*destroy) (void *));
 extern int	kset_load_attach(pset_inst *in, const pset_ctx *ctx, struct bpf_object *obj,
 							 void *skel, void (*destroy) (void *), kset_attach *out);
-extern void kset_drop_object(pset_inst *in, void *skel);
 extern void kset_status_from(pset_inst *in, const char *mechanism, const kset_attach *a);
 extern void kset_status_scoped(pset_inst *in, const char *mechanism, const kset_attach *a,
 							   const char *scope);

@@ -147,19 +147,20 @@ load_with_exits(const pset_ctx *ctx, int file, int net, int fexit, char *why, si
 	}
 	err = kset_load_attach(&shared.inst, ctx, skel->obj, skel, destroy_skel, &shared.att);
 	if (err < 0)
-	{
 		snprintf(why, len, "%s", shared.att.first_error);
-		kset_drop_object(&shared.inst, skel);
-		return err;
-	}
-	if (fexit && shared.att.failed > 0)
+	else if (fexit && shared.att.failed > 0)
 	{
 		snprintf(why, len, "%s did not attach: %s", shared.att.failed_names,
 				 shared.att.first_error);
-		kset_stop(&shared.inst);	/* detached, unloaded; a fresh kset follows */
-		return kset_new(&shared.inst, &shared_desc) == NULL ? -ENOMEM : -EBUSY;
+		err = -EBUSY;
 	}
-	return 0;
+	if (err < 0)
+	{
+		kset_stop(&shared.inst);	/* detached, unloaded; a fresh kset follows */
+		if (kset_new(&shared.inst, &shared_desc) == NULL)
+			return -ENOMEM;
+	}
+	return err;
 }
 
 /*
