@@ -324,7 +324,10 @@ pg_tracer_exact_coverage(PG_FUNCTION_ARGS)
  *		pg_tracer_reset(): the sampler's counters and history, then the
  *		helper's exact counters (verb EXACTRESET), waiting (at most 2 s)
  *		for a publication after the helper emptied them so that the exact
- *		views read as "since the reset" on return.  Without a helper there
+ *		views read as "since the reset" on return.  "After" is after its
+ *		answer: a publication stamped between the request and the answer
+ *		may have been written before the reset (the helper does one thing
+ *		at a time, so one stamped later was written after it).  Without a helper there
  *		is nothing exact to reset.  Returns the sampler's confirmation.
  */
 Datum
@@ -333,12 +336,12 @@ pg_tracer_reset_all(PG_FUNCTION_ARGS)
 	Datum		sampled = DirectFunctionCall1(pg_tracer_reset, (Datum) 0);
 	char		out[128];
 	char		err[256];
-	int64		asked_us;
+	int64		answered_us;
 	int			i;
 
-	asked_us = GetCurrentTimestamp() + EXACT_EPOCH_DIFF_US;
 	if (pgt_control_request("EXACTRESET", out, sizeof(out), err, sizeof(err)) != PGT_CTL_OK)
 		return sampled;
+	answered_us = GetCurrentTimestamp() + EXACT_EPOCH_DIFF_US;
 	for (i = 0; i < 200; i++)
 	{
 		PgtLink		link;
@@ -346,7 +349,7 @@ pg_tracer_reset_all(PG_FUNCTION_ARGS)
 
 		pgt_link_read(&link);
 		fresh = link.connected && link.view.hdr != NULL &&
-			link.view.hdr->last_update_us > asked_us;
+			link.view.hdr->last_update_us > answered_us;
 		pgt_link_free(&link);
 		if (fresh || !link.connected)
 			break;
