@@ -3,10 +3,19 @@
  * bpf/kernel_vfs.bpf.c
  *	  Probe set "vfs", the part that works everywhere: page-cache misses of
  *	  tracked processes (filemap:mm_filemap_add_to_page_cache: a page enters
- *	  the cache because a read or a readahead needed it), counted in pages
- *	  and bytes per (pid, query id, device).  The share of read bytes served
- *	  from the cache is computed in user space against the syscall set's
- *	  read bytes.  The kprobe part is bpf/kernel_vfs_kprobe.bpf.c.
+ *	  the cache), counted in bytes per (pid, query id, device).  The share
+ *	  of read bytes served from the cache is computed in user space against
+ *	  the syscall set's read bytes.  The kprobe part is
+ *	  bpf/kernel_vfs_kprobe.bpf.c.
+ *
+ * A page enters the cache for a read (a read, readahead, a prefetch by
+ * posix_fadvise, a fault), or for a write: a write to a page not cached
+ * creates it (a relation extended, a WAL page written) or reads it in
+ * first.  The second kind is no read miss, and counted as one it would
+ * lower the hit ratio of every statement that extends a table, so the
+ * program tells them apart by the system call the task is in (its saved
+ * registers): a page added under a file write is a "write-miss", any other
+ * a "miss".
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -15,10 +24,27 @@
 
 #include "pgt_common.bpf.h"
 #include "kernel_common.bpf.h"
+#include "kernel_syscalls.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
 PGT_DECLARE_KIO;
+
+/*
+ * miss_op
+ *		PGT_KOP_CACHE_WRITE_MISS when the current task is in a file write
+ *		system call, PGT_KOP_CACHE_MISS otherwise (a read, a fault: its saved
+ *		registers hold no system call, -1).
+ */
+static __always_inline __u8
+miss_op(void)
+{
+	struct pt_regs *regs = (struct pt_regs *) bpf_task_pt_regs(bpf_get_current_task_btf());
+
+	if (regs && pgt_kop_writes_file(file_op(pgt_exit_nr(regs))))
+		return PGT_KOP_CACHE_WRITE_MISS;
+	return PGT_KOP_CACHE_MISS;
+}
 
 SEC("tp/filemap/mm_filemap_add_to_page_cache")
 int pgt_kvfs_cache_add(struct trace_event_raw_mm_filemap_op_page_cache *ctx)
@@ -32,6 +58,7 @@ int pgt_kvfs_cache_add(struct trace_event_raw_mm_filemap_op_page_cache *ctx)
 	__u64		qid;
 	__u32		bytes;
 	__u32		order;
+	__u8		op;
 
 	if (!pm)
 		return 0;
@@ -39,7 +66,8 @@ int pgt_kvfs_cache_add(struct trace_event_raw_mm_filemap_op_page_cache *ctx)
 	bytes = 4096U << (order & 15);
 	qid = pgt_current_qid(tgid);
 	file.dev = BPF_CORE_READ(ctx, s_dev);
-	pgt_kio_key_set(&k, tgid, PGT_KLAYER_PAGECACHE, PGT_KOP_CACHE_MISS, PGT_KFILE_NONE, qid,
+	op = miss_op();
+	pgt_kio_key_set(&k, tgid, PGT_KLAYER_PAGECACHE, op, PGT_KFILE_NONE, qid,
 					&file);
 	pgt_kio_add(&kio, &k, pm, bytes, 0, 0);
 	r = pgt_event_reserve(sizeof(*r), PGT_SET_VFS, PGT_KEV_CACHE_MISS, tgid, (__u32) id, qid);
@@ -50,7 +78,7 @@ int pgt_kvfs_cache_add(struct trace_event_raw_mm_filemap_op_page_cache *ctx)
 		r->c.ino = BPF_CORE_READ(ctx, i_ino);
 		r->c.bytes = bytes;
 		r->c.dev = k.dev;
-		r->c.op = PGT_KOP_CACHE_MISS;
+		r->c.op = op;
 		__builtin_memset(r->c.pad, 0, sizeof(r->c.pad));
 		bpf_ringbuf_submit(r, 0);
 	}

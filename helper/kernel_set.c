@@ -625,7 +625,8 @@ kset_event(pset_inst *in, trace_out *out, const struct pgt_event_hdr *h,
 					return;
 				memcpy(&c, data, sizeof(c));
 				trace_rec_begin(out, in->set->name,
-								h->event == PGT_KEV_BLOCK ? pgt_kop_name(c.op) : "cache_miss",
+								h->event == PGT_KEV_BLOCK ? pgt_kop_name(c.op) :
+								c.op == PGT_KOP_CACHE_WRITE_MISS ? "cache_write_miss" : "cache_miss",
 								h->pid, h->queryid, h->ts_ns);
 				trace_rec_u64(out, "bytes", c.bytes);
 				trace_rec_str(out, "dev", dev_str(c.dev, dbuf, sizeof(dbuf)));
@@ -775,9 +776,12 @@ kset_stats(pset_inst *in, trace_out *out)
 		trace_rec_u64(out, "calls", r->v.calls);
 		trace_rec_u64(out, "bytes", r->v.bytes);
 		trace_rec_u64(out, "errors", r->v.errors);
-		trace_rec_f64(out, "total_ms", (double) r->v.total_ns / 1e6);
-		trace_rec_f64(out, "avg_us", r->v.calls ? (double) r->v.total_ns / 1e3 / (double) r->v.calls : 0);
-		trace_rec_f64(out, "max_us", (double) r->v.max_ns / 1e3);
+		if (r->k.layer != PGT_KLAYER_PAGECACHE)	/* a page's entry is not timed */
+		{
+			trace_rec_f64(out, "total_ms", (double) r->v.total_ns / 1e6);
+			trace_rec_f64(out, "avg_us", r->v.calls ? (double) r->v.total_ns / 1e3 / (double) r->v.calls : 0);
+			trace_rec_f64(out, "max_us", (double) r->v.max_ns / 1e3);
+		}
 		trace_rec_end(out);
 	}
 	for (i = 0; i < ks->nproc && ks->desc->proc_names; i++)

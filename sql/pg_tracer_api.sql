@@ -162,3 +162,12 @@ ALTER EXTENSION pg_tracer UPDATE;
 SELECT extversion FROM pg_extension WHERE extname = 'pg_tracer';
 SELECT count(*) FROM pg_proc WHERE proname LIKE 'pg\_tracer\_%';
 DROP EXTENSION pg_tracer;
+-- and one from 0.4.1: its cache view drops the exited processes' rows (pid
+-- NULL) until the update replaces it
+CREATE EXTENSION pg_tracer VERSION '0.4.1';
+SELECT pg_get_viewdef('pg_tracer_kernel_cache') LIKE '%IS DISTINCT FROM 0%' AS keeps_exited;
+ALTER EXTENSION pg_tracer UPDATE;
+SELECT extversion FROM pg_extension WHERE extname = 'pg_tracer';
+SELECT pg_get_viewdef('pg_tracer_kernel_cache') LIKE '%IS DISTINCT FROM 0%' AS keeps_exited;
+SELECT count(*) FROM pg_proc WHERE proname LIKE 'pg\_tracer\_%';
+DROP EXTENSION pg_tracer;

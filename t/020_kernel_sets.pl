@@ -6,6 +6,8 @@
 #     /proc/<pid>/io read_bytes over the same span; the read and write
 #     calls in the backend's syscall latency histograms equal /proc io's
 #     syscr and syscw
+#   - a new table's pages, written by the backend: write misses of that
+#     backend and statement, not misses, and not in pg_tracer_kernel_cache
 #   - commit-heavy work: fdatasync of WAL with latency, on that backend
 #     only, and in the fsync histogram
 #   - a CPU hog pinned to the backend's CPU: run-queue latency for it,
@@ -16,7 +18,8 @@
 #   - sched with --sched-clock ktime (a kernel without run-queue times):
 #     degraded with the reason, pg_sleep's time off the CPU, no run queue
 #   - rows of an exited backend keep its pid for --keep-exited seconds, then
-#     fold into the rows with pid NULL, totals kept, seen by superusers only;
+#     fold into the rows with pid NULL, totals kept (pg_tracer_kernel_cache
+#     too), seen by superusers only;
 #     after hundreds of short connections no row names a dead pid
 use strict;
 use warnings;
@@ -173,6 +176,46 @@ is($node->safe_psql('postgres',
 		  WHERE op NOT IN ('read', 'pread64', 'readv', 'preadv', 'preadv2',
 		                   'write', 'pwrite64', 'writev', 'pwritev', 'pwritev2')"),
 	'', 'syscall histograms hold reads and writes only (syncs: fsync; opens, closes: none)');
+
+# --- pages a write brings into the cache -------------------------------------------
+# A new table's pages enter the page cache once each, when first written
+# (by the backend, through its ring of buffers): write misses of the
+# backend and statement as many as the file's bytes, not read misses, and
+# counted nowhere in the cache view (before 0.4.2 they were misses, and
+# lowered its hit ratio).
+$s1->query_safe("CREATE TABLE written AS SELECT g, repeat(md5(g::text), 4) AS pad
+                   FROM generate_series(1, 100000) g");
+my ($wfile, $wsize) = split /\|/, $node->safe_psql('postgres',
+	"SELECT pg_relation_filenode('written'), pg_relation_size('written')");
+my $wq;
+wait_until(sub {
+	$wq = $node->safe_psql('postgres',
+		"SELECT queryid FROM pg_tracer_kernel_io
+		  WHERE pid = $pid1 AND layer = 'syscall' AND relfilenode = $wfile
+		    AND op IN ('write', 'pwrite64', 'writev', 'pwritev', 'pwritev2')
+		  ORDER BY bytes DESC LIMIT 1");
+	$wq ne ''
+}, 10);
+isnt($wq, '', "the backend wrote the new table's file (query id $wq)");
+my ($wmiss, $rmiss) = (0, 0);
+wait_until(sub {
+	($wmiss, $rmiss) = split /\|/, $node->safe_psql('postgres',
+		"SELECT coalesce(sum(bytes) FILTER (WHERE op = 'write-miss'), 0),
+		        coalesce(sum(bytes) FILTER (WHERE op = 'miss'), 0)
+		   FROM pg_tracer_kernel_io WHERE pid = $pid1 AND queryid = '$wq' AND layer = 'pagecache'");
+	$wmiss >= 0.9 * $wsize
+}, 10);
+cmp_ok($wmiss, '>=', 0.9 * $wsize,
+	"write misses of the backend and statement: $wmiss bytes, the new file has $wsize");
+cmp_ok($rmiss, '<', 0.1 * $wmiss, "and not read misses ($rmiss bytes)");
+is($node->safe_psql('postgres',
+		"SELECT coalesce(sum(miss_bytes), 0) < 0.1 * $wmiss FROM pg_tracer_kernel_cache
+		  WHERE pid = $pid1 AND queryid = '$wq'"),
+	't', 'pg_tracer_kernel_cache counts no write miss as a miss');
+is($node->safe_psql('postgres',
+		"SELECT count(*) FROM pg_tracer_kernel_cache
+		  WHERE read_bytes IS NULL OR miss_bytes IS NULL OR (read_bytes = 0 AND miss_bytes = 0)"),
+	'0', 'pg_tracer_kernel_cache: a row has reads or misses, and no NULL counts');
 $s1->quit;
 
 # --- a data file of another database ------------------------------------------
@@ -354,6 +397,10 @@ wait_until(sub {
 }, 10);
 cmp_ok($mine, '>=', 1_000_000, "bytes the session sent, under its pid ($mine)");
 my $exited0 = $node->safe_psql('postgres', sprintf($netq, 'IS NULL'));
+# its file reads (a new session reads the relation cache's init file)
+my $cacheq = "SELECT coalesce(sum(read_bytes), 0) FROM pg_tracer_kernel_cache WHERE pid %s";
+my $reads7 = $node->safe_psql('postgres', sprintf($cacheq, "= $pid7"));
+my $cache_exited0 = $node->safe_psql('postgres', sprintf($cacheq, 'IS NULL'));
 $s7->quit;
 my $rowsq = "SELECT (SELECT count(*) FROM pg_tracer_kernel_io WHERE pid = $pid7)
                   + (SELECT count(*) FROM pg_tracer_kernel_net WHERE pid = $pid7)";
@@ -363,6 +410,11 @@ ok(defined wait_until(sub { $node->safe_psql('postgres', $rowsq) eq '0' }, 20),
 my $exited1 = $node->safe_psql('postgres', sprintf($netq, 'IS NULL'));
 cmp_ok($exited1 - $exited0, '>=', $mine,
 	"its bytes went to the exited processes' row (pid NULL): +" . ($exited1 - $exited0));
+cmp_ok($reads7, '>', 0, "the session read files ($reads7 bytes in pg_tracer_kernel_cache)");
+my $cache_exited1 = $node->safe_psql('postgres', sprintf($cacheq, 'IS NULL'));
+cmp_ok($cache_exited1 - $cache_exited0, '>=', $reads7,
+	"pg_tracer_kernel_cache keeps them under pid NULL once it exited: +"
+	  . ($cache_exited1 - $cache_exited0));
 # connection churn: hundreds of short sessions leave no rows under their pids
 my $script = $node->basedir . '/select1.sql';
 open my $sfh, '>', $script or die "$script: $!";
