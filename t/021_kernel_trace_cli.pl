@@ -5,7 +5,8 @@
 #     backend_type, queryid; a status record per set says what runs (vfs:
 #     kprobes unavailable with the reason here, and libbpf's own attach
 #     warnings are not printed on top of it); a workload's file reads
-#     show as events of its backend; a final summary follows, opened by a
+#     show as events of its backend, the pages of a table it creates as
+#     cache_write_miss events; a final summary follows, opened by a
 #     `summary` record
 #   - --pid BACKEND traces that backend only
 #   - --syscall-exit: auto ends calls at fexit where the kernel runs it, at
@@ -38,6 +39,7 @@ my ($h, $out, $err) = start_trace(qr/"queryid-tagging"/, '--probes', 'all', '--p
 	'--format', 'json', '--duration', '4s');
 like($$out, qr/"queryid-tagging"/, 'trace started');
 $s->query_safe('SELECT count(*) FROM r');
+$s->query_safe('CREATE TABLE r_copy AS SELECT * FROM r');	# new pages: write misses
 $s->query_safe("SELECT pg_sleep(0.2)");
 $h->finish;
 is($h->result(0), 0, 'trace exits 0 after --duration');
@@ -79,6 +81,9 @@ is($status{'queryid-tagging'}{state}, 'unavailable',
 	'without the extension query ids are reported unavailable');
 ok($events_of_pid{'syscall/pread64'}, 'the scan\'s preads are events of its backend');
 ok($events_of_pid{'network/send'}, 'the result is a network send of its backend');
+my ($wm) = grep { /"pid":$pid,/ && /"event":"cache_write_miss"/ } @lines;
+like($wm // '', qr/"bytes":\d+,"dev":"\d+:\d+","ino":\d+,"page_index":\d+/,
+	'the new table\'s pages are cache_write_miss events of its backend, with bytes, dev, ino, page_index');
 ok($final, 'a final summary follows the stream');
 is(scalar(@summaries), 1, 'one summary record: the final one (no --stats)');
 ok($summaries[0] && $summaries[0]{final} && $summaries[0]{seq} == 1
