@@ -819,10 +819,15 @@ kset_histograms(pset_inst *in, trace_out *out)
 	{
 		const khist_row *r = &ks->hist[i];
 		char		label[96];
+		int			n;
 
-		snprintf(label, sizeof(label), "%s %s dev %u:%u", pgt_khist_name(r->k.metric),
-				 r->k.op ? pgt_kop_name(r->k.op) : "-", r->k.dev >> 20,
-				 r->k.dev & ((1U << 20) - 1));
+		/* what the histogram is keyed by: runq's has no op and no device */
+		n = snprintf(label, sizeof(label), "%s", pgt_khist_name(r->k.metric));
+		if (r->k.op)
+			n += snprintf(label + n, sizeof(label) - n, " %s", pgt_kop_name(r->k.op));
+		if (r->k.dev)
+			snprintf(label + n, sizeof(label) - n, " dev %u:%u", r->k.dev >> 20,
+					 r->k.dev & ((1U << 20) - 1));
 		trace_hist(out, in->set->name, pgt_khist_name(r->k.metric), r->k.pid, 0, label,
 				   (const uint64_t *) r->v.slots, 32, "usecs");
 	}

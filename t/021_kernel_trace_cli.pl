@@ -200,6 +200,10 @@ my $stats = () = $$out =~ /^\S+ syscall\s+stats\s+pid=\d+ type="[^"]+" queryid=-
 cmp_ok($stats, '>', 3, "text: periodic stats lines ($stats)");
 like($$out, qr/^\s+usecs : count\s+\|distribution\s+\|\n(\s+\d+ -> \d+\s+: \d+\s+\|[* ]{40}\|\n)*\s+\d+ -> \d+\s+: [1-9]\d*\s+\|\*+ *\|/m,
 	'text: ASCII log2 histogram');
+like($$out, qr/^\S+ sched\s+histogram\s+pid=\d+ .* metric=runq unit=usecs label=runq total=\d+$/m,
+	'text: a run-queue histogram is labelled by its metric alone (no op, no device)');
+like($$out, qr/^\S+ syscall\s+histogram\s+pid=\d+ .* metric=syscall unit=usecs label="syscall \w+ dev \d+:\d+" total=\d+$/m,
+	'text: a file call\'s histogram by metric, call and device');
 unlike($$out, qr/ pread64 .*latency_us=/, 'text --stats: no per-event stream');
 my @heads = $$out =~ /^\S+ trace\s+summary\s+pid=0 type="kernel" queryid=0 seq=(\d+) final=(\w+) elapsed_s=[\d.]+$/mg;
 my @seqs = @heads[ grep { $_ % 2 == 0 } 0 .. $#heads ];
