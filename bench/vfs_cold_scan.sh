@@ -63,13 +63,7 @@ one_run() {
 
 a=() b=()
 for r in $(seq "$rounds"); do
-	if bench_a_first "$r"; then
-		one_run A "$r"
-		one_run B "$r"
-	else
-		one_run B "$r"
-		one_run A "$r"
-	fi
+	if bench_a_first "$r"; then one_run A "$r"; one_run B "$r"; else one_run B "$r"; one_run A "$r"; fi
 done
 printf 'median ns a page entering the cache (vfs, cold scans of %s rows): A %.0f, B %.0f\n' \
 	"$rows" "$(bench_median "${a[@]}")" "$(bench_median "${b[@]}")"
