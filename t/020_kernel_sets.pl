@@ -178,11 +178,12 @@ is($node->safe_psql('postgres',
 	'', 'syscall histograms hold reads and writes only (syncs: fsync; opens, closes: none)');
 
 # --- pages a write brings into the cache -------------------------------------------
-# A new table's pages enter the page cache once each, when first written
-# (by the backend, through its ring of buffers): write misses of the
-# backend and statement as many as the file's bytes, not read misses, and
-# counted nowhere in the cache view (before 0.4.2 they were misses, and
-# lowered its hit ratio).
+# A new table's pages enter the page cache once each, when first written,
+# mostly by the backend through its ring of buffers (the background writer
+# may write a few first: hence 0.75 of the file, where runs here read 1.08
+# with the backend's own WAL): write misses of the backend and statement,
+# not read misses, and counted nowhere in the cache view (before 0.4.2
+# they were misses, and lowered its hit ratio).
 $s1->query_safe("CREATE TABLE written AS SELECT g, repeat(md5(g::text), 4) AS pad
                    FROM generate_series(1, 100000) g");
 my ($wfile, $wsize) = split /\|/, $node->safe_psql('postgres',
@@ -203,9 +204,9 @@ wait_until(sub {
 		"SELECT coalesce(sum(bytes) FILTER (WHERE op = 'write-miss'), 0),
 		        coalesce(sum(bytes) FILTER (WHERE op = 'miss'), 0)
 		   FROM pg_tracer_kernel_io WHERE pid = $pid1 AND queryid = '$wq' AND layer = 'pagecache'");
-	$wmiss >= 0.9 * $wsize
+	$wmiss >= 0.75 * $wsize
 }, 10);
-cmp_ok($wmiss, '>=', 0.9 * $wsize,
+cmp_ok($wmiss, '>=', 0.75 * $wsize,
 	"write misses of the backend and statement: $wmiss bytes, the new file has $wsize");
 cmp_ok($rmiss, '<', 0.1 * $wmiss, "and not read misses ($rmiss bytes)");
 is($node->safe_psql('postgres',
