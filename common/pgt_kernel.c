@@ -1,8 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * pgt_kernel.c
- *	  Names of the kernel probe sets' codes (pgt_kernel.h), shared by the
- *	  helper (trace output) and the extension (SQL views).  Pure functions,
+ *	  Names of the kernel probe sets' codes (pgt_kernel.h), and which layers
+ *	  are timed, shared by the helper (trace output) and the extension (SQL
+ *	  views).  Pure functions,
  *	  no allocation: an unknown code reads as "unknown".
  *
  *-------------------------------------------------------------------------
@@ -26,6 +27,18 @@ pgt_klayer_name(unsigned layer)
 			return "block";
 	}
 	return "unknown";
+}
+
+/*
+ * pgt_klayer_timed
+ *		Does a row of this layer carry time (total, max)?  A page's entry
+ *		into the cache is counted, not timed: the views show NULL, the trace
+ *		summaries no time fields.
+ */
+int
+pgt_klayer_timed(unsigned layer)
+{
+	return layer != PGT_KLAYER_PAGECACHE;
 }
 
 const char *

@@ -104,10 +104,11 @@
 
 #endif							/* PGT_KERNEL_H */
 
-/* Names (C only; the BPF side defines PGT_KERNEL_NO_NAMES) */
+/* Names and layer properties (C only; the BPF side defines PGT_KERNEL_NO_NAMES) */
 #if !defined(PGT_KERNEL_NO_NAMES) && !defined(PGT_KERNEL_NAMES_H)
 #define PGT_KERNEL_NAMES_H
 extern const char *pgt_klayer_name(unsigned layer);
+extern int	pgt_klayer_timed(unsigned layer);
 extern const char *pgt_kop_name(unsigned op);
 extern const char *pgt_kfile_name(unsigned cls);
 extern const char *pgt_khist_name(unsigned metric);

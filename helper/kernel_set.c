@@ -776,7 +776,7 @@ kset_stats(pset_inst *in, trace_out *out)
 		trace_rec_u64(out, "calls", r->v.calls);
 		trace_rec_u64(out, "bytes", r->v.bytes);
 		trace_rec_u64(out, "errors", r->v.errors);
-		if (r->k.layer != PGT_KLAYER_PAGECACHE)	/* a page's entry is not timed */
+		if (pgt_klayer_timed(r->k.layer))
 		{
 			trace_rec_f64(out, "total_ms", (double) r->v.total_ns / 1e6);
 			trace_rec_f64(out, "avg_us", r->v.calls ? (double) r->v.total_ns / 1e3 / (double) r->v.calls : 0);

@@ -108,8 +108,7 @@ pg_tracer_kernel_io(PG_FUNCTION_ARGS)
 		values[12] = Float8GetDatum((double) e->max_ns / 1e3);
 		values[13] = ObjectIdGetDatum((Oid) e->database);
 		nulls[13] = e->file_class != PGT_KFILE_DATA;
-		/* latency is not measured for page-cache misses */
-		if (e->layer == PGT_KLAYER_PAGECACHE)
+		if (!pgt_klayer_timed(e->layer))
 			nulls[10] = nulls[11] = nulls[12] = true;
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
