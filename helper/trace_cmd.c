@@ -608,6 +608,10 @@ trace_run(trace_state *t, const probe_set *const *sets, size_t nsets)
 	for (i = 0; i < t->ntargets; i++)
 		t->pm_pids[i] = (uint32_t) t->targets[i].pm.pid;
 	trace_out_init(&t->out, stdout, t->o.json);
+	/* text columns line up for the longest set name asked for */
+	for (i = 0; i < nsets; i++)
+		if ((int) strlen(sets[i]->name) > t->out.set_width)
+			t->out.set_width = (int) strlen(sets[i]->name);
 	t->out.postmasters = t->pm_pids;
 	t->out.npostmasters = t->ntargets;
 

@@ -35,6 +35,7 @@ trace_out_init(trace_out *o, FILE *f, int json)
 	memset(o, 0, sizeof(*o));
 	o->f = f;
 	o->json = json;
+	o->set_width = 8;
 	o->boot_to_real_us = procfs_boot_to_real_us();
 }
 
@@ -145,8 +146,8 @@ trace_rec_begin(trace_out *o, const char *set, const char *event,
 		fprintf(o->f, ",\"queryid\":%" PRId64, (int64_t) queryid);
 	}
 	else
-		fprintf(o->f, "%s %-8s %-14s pid=%u type=\"%s\" queryid=%" PRId64,
-				ts + 11, set, event, pid, btype, (int64_t) queryid);
+		fprintf(o->f, "%s %-*s %-14s pid=%u type=\"%s\" queryid=%" PRId64,
+				ts + 11, o->set_width, set, event, pid, btype, (int64_t) queryid);
 }
 
 void

@@ -46,6 +46,7 @@ typedef struct trace_out
 	int			json;
 	int			in_record;
 	int			nfields;
+	int			set_width;		/* text: the set column's width */
 	int64_t		boot_to_real_us;
 	const uint32_t *postmasters;	/* pids that are postmasters */
 	size_t		npostmasters;
