@@ -10,7 +10,8 @@
  *   children.  A child enters at fork (sched_process_fork with a postmaster
  *   as parent), so nothing it does after fork is missed; the helper adds the
  *   processes that existed before it attached from a /proc scan.
- * - A process whose last thread exits leaves both maps.
+ * - A process whose last thread exits leaves both maps; for `pg-tracer
+ *   trace` its title goes into `exit_titles` first (keep_exit_titles).
  * - `pgt_tracked_bits` mirrors `tracked` as a bitmap by tgid (set after an
  *   insert, cleared at exit, by the fork/exit programs here and by the
  *   helper for the processes it adds or drops): one plain load answers
@@ -64,6 +65,21 @@ struct
 	__type(key, __u32);
 	__type(value, struct pgt_tracked);
 } tracked SEC(".maps");
+
+/*
+ * Set by the helper before load (pg-tracer trace): keep the titles of the
+ * tracked processes that exit, in `exit_titles` (an LRU the helper sizes;
+ * one entry, unused, otherwise).
+ */
+const volatile __u8 keep_exit_titles = 0;
+
+struct
+{
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct pgt_exit_title);
+} exit_titles SEC(".maps");
 
 /* See the file header; the helper mmaps it (skeleton's bss). */
 __u64		pgt_tracked_bits[PGT_TRACKED_WORDS];
@@ -139,6 +155,8 @@ int BPF_PROG(pgt_process_fork, struct task_struct *parent,
 	t.syscalls = 0;
 	if (bpf_map_update_elem(&tracked, &ctgid, &t, BPF_ANY) == 0)
 		set_tracked(ctgid, true);
+	if (keep_exit_titles)		/* the pid's last owner's title is not its */
+		bpf_map_delete_elem(&exit_titles, &ctgid);
 	return 0;
 }
 
@@ -150,6 +168,38 @@ int BPF_PROG(pgt_process_fork, struct task_struct *parent,
  * group_dead argument newer kernels pass, so a leader that exits before
  * its other threads does not drop the process early.
  */
+/*
+ * keep_title
+ *		The exiting process's title (its argv area, which PostgreSQL
+ *		overwrites with it, running on into the environment's) into
+ *		`exit_titles`.  The tracepoint runs in the exiting task, so its user
+ *		memory is current's; kernels that report the exit only after
+ *		exit_mm() (before 6.16) have no mm left here, and keep nothing.
+ */
+static __always_inline void
+keep_title(struct task_struct *p, __u32 tgid)
+{
+	struct pgt_exit_title t = {};
+	struct mm_struct *mm = BPF_CORE_READ(p, mm);
+	unsigned long start;
+	unsigned long end;
+	__u32		len;
+
+	if (!mm)
+		return;
+	start = BPF_CORE_READ(mm, arg_start);
+	end = BPF_CORE_READ(mm, env_end);
+	if (end <= start)
+		return;
+	len = end - start > sizeof(t.title) ? sizeof(t.title) : (__u32) (end - start);
+	barrier_var(len);
+	if (len > sizeof(t.title))
+		return;
+	if (bpf_probe_read_user(t.title, len, (const void *) start) != 0)
+		return;
+	bpf_map_update_elem(&exit_titles, &tgid, &t, BPF_ANY);
+}
+
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(pgt_process_exit, struct task_struct *p)
 {
@@ -158,6 +208,8 @@ int BPF_PROG(pgt_process_exit, struct task_struct *p)
 
 	if (live != 0)
 		return 0;
+	if (keep_exit_titles && bpf_map_lookup_elem(&tracked, &tgid))
+		keep_title(p, tgid);
 	if (is_tracked(tgid))
 		set_tracked(tgid, false);
 	bpf_map_delete_elem(&tracked, &tgid);

@@ -48,6 +48,20 @@ struct pgt_tracked
 _Static_assert(sizeof(struct pgt_tracked) == 24, "struct pgt_tracked size");
 
 /*
+ * Value of the `exit_titles` map (pg-tracer trace only), keyed by tgid: the
+ * first bytes of a tracked process's title (PostgreSQL writes it over its
+ * argv area) as it exited, NUL-padded, so that a record printed after a
+ * short-lived backend is gone still names its role.
+ */
+#define PGT_EXIT_TITLE_LEN		128
+
+struct pgt_exit_title
+{
+	char		title[PGT_EXIT_TITLE_LEN];
+};
+_Static_assert(sizeof(struct pgt_exit_title) == 128, "struct pgt_exit_title size");
+
+/*
  * Hook chains (bpf/pgt_chain.bpf.h, helper/hook_chain.c): the hot, host-wide
  * tracepoints run one program of the foundation, which tail-calls the
  * programs of the probe sets that use the hook, slot by slot.

@@ -107,6 +107,14 @@ open_and_load(bpf_probes *p, int chains)
 	if (skel == NULL)
 		return errno ? -errno : -EINVAL;
 	skel->rodata->pgt_dispatch = (uint8_t) chains;
+	skel->rodata->keep_exit_titles = p->exit_titles_max > 0;
+	err = bpf_map__set_max_entries(skel->maps.exit_titles,
+								   p->exit_titles_max > 0 ? p->exit_titles_max : 1);
+	if (err != 0)
+	{
+		pg_tracer_bpf__destroy(skel);
+		return err;
+	}
 	(void) bpf_program__set_autoload(skel->progs.pgt_sys_exit, chains);
 	(void) bpf_program__set_autoload(skel->progs.pgt_sched_switch, chains);
 	err = pg_tracer_bpf__load(skel);
@@ -117,6 +125,7 @@ open_and_load(bpf_probes *p, int chains)
 	}
 	p->skel = skel;
 	p->chain_ok = chains;
+	p->exit_titles_fd = p->exit_titles_max > 0 ? bpf_map__fd(skel->maps.exit_titles) : -1;
 	p->chain.map_fd[PGT_CHAIN_ENTER] = bpf_map__fd(skel->maps.pgt_chain_enter);
 	p->chain.map_fd[PGT_CHAIN_EXIT] = bpf_map__fd(skel->maps.pgt_chain_exit);
 	p->chain.map_fd[PGT_CHAIN_SWITCH] = bpf_map__fd(skel->maps.pgt_chain_switch);
@@ -144,11 +153,13 @@ attach_one(struct bpf_program *prog, struct bpf_link **link)
 
 /*
  * bpf_probes_start
- *		Open, load and attach the skeleton.  Always fills the probe set
- *		states; returns 0 when the maps are usable, -1 otherwise.
+ *		Open, load and attach the skeleton, keeping the titles of up to
+ *		exit_titles processes as they exit (0: none; see
+ *		bpf_probes_exit_title).  Always fills the probe set states; returns
+ *		0 when the maps are usable, -1 otherwise.
  */
 int
-bpf_probes_start(bpf_probes *p)
+bpf_probes_start(bpf_probes *p, uint32_t exit_titles)
 {
 	char		ebuf[128];
 	int			err;
@@ -156,6 +167,8 @@ bpf_probes_start(bpf_probes *p)
 	memset(p, 0, sizeof(*p));
 	p->postmasters_fd = -1;
 	p->tracked_fd = -1;
+	p->exit_titles_fd = -1;
+	p->exit_titles_max = exit_titles;
 	libbpf_set_print(libbpf_print);
 
 	/* for tests of the degraded path: behave as if BPF were missing */
@@ -271,12 +284,31 @@ bpf_probes_stop(bpf_probes *p)
 	p->maps_ok = 0;
 	p->postmasters_fd = -1;
 	p->tracked_fd = -1;
+	p->exit_titles_fd = -1;
 	free(p->keys);
 	free(p->values);
 	free(p->rows);
 	p->keys = NULL;
 	p->values = NULL;
 	p->rows = NULL;
+}
+
+/*
+ * bpf_probes_exit_title
+ *		The title pid had when it exited, if it was tracked and its title
+ *		was kept: its bytes (NUL-padded) into buf.  Returns how many, or -1
+ *		when there is none.
+ */
+int
+bpf_probes_exit_title(bpf_probes *p, uint32_t pid, char *buf, size_t buflen)
+{
+	struct pgt_exit_title t;
+
+	if (p->exit_titles_fd < 0 || buflen < sizeof(t.title) ||
+		bpf_map_lookup_elem(p->exit_titles_fd, &pid, &t) != 0)
+		return -1;
+	memcpy(buf, t.title, sizeof(t.title));
+	return (int) sizeof(t.title);
 }
 
 /*

@@ -35,6 +35,8 @@ typedef struct bpf_probes
 	int			maps_ok;		/* maps loaded: the helper can fill them */
 	int			postmasters_fd;
 	int			tracked_fd;
+	int			exit_titles_fd; /* -1 unless titles are kept */
+	uint32_t	exit_titles_max;	/* capacity asked for (0: none) */
 	probe_status process;		/* sched_process_fork/exit */
 	probe_status syscall_count; /* sys_enter */
 	hook_chain	chain;			/* the dispatchers and their program arrays */
@@ -46,13 +48,14 @@ typedef struct bpf_probes
 	int			batch_unsupported;
 } bpf_probes;
 
-extern int	bpf_probes_start(bpf_probes *p);
+extern int	bpf_probes_start(bpf_probes *p, uint32_t exit_titles);
 extern void bpf_probes_stop(bpf_probes *p);
 extern int	bpf_probes_add_postmaster(bpf_probes *p, uint32_t pm);
 extern int	bpf_probes_remove_postmaster(bpf_probes *p, uint32_t pm);
 extern int	bpf_probes_track(bpf_probes *p, uint32_t pid, uint32_t pm,
 							 uint32_t flags, uint64_t attached_ns);
 extern int	bpf_probes_untrack(bpf_probes *p, uint32_t pid);
+extern int	bpf_probes_exit_title(bpf_probes *p, uint32_t pid, char *buf, size_t buflen);
 extern int	bpf_probes_snapshot(bpf_probes *p, const tracked_row **rows, size_t *n);
 extern uint64_t bpf_probes_boot_ns(void);
 extern hook_chain *bpf_probes_chain(bpf_probes *p);

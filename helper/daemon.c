@@ -735,7 +735,7 @@ daemon_run(const daemon_opts *opts)
 	detect_tracefs(&d.env.tracefs);
 	detect_kprobes(&d.env.kprobes);
 	syscall_exit_detect(&d.env.fexit);
-	(void) bpf_probes_start(&d.bpf);
+	(void) bpf_probes_start(&d.bpf, 0);
 	if (start_probe_sets(&d) < 0)
 		goto cleanup;
 	d.env.psets = &d.psets;

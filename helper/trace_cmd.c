@@ -45,6 +45,8 @@
 #define EXIT_USAGE		2
 #define MAX_SETS		64
 #define REFRESH_MS		1000
+/* titles of exited processes kept for their records' backend types */
+#define TRACE_EXIT_TITLES	16384
 
 static const char trace_usage[] =
 "Usage: pg-tracer trace --probes SET[,SET...]|all [--pid PID | --pgdata DIR]\n"
@@ -579,6 +581,17 @@ cleanup:
 }
 
 /*
+ * exit_title
+ *		trace_out's source of the titles of exited processes: the
+ *		foundation's exit_titles map.
+ */
+static int
+exit_title(void *arg, uint32_t pid, char *buf, size_t buflen)
+{
+	return bpf_probes_exit_title(arg, pid, buf, buflen);
+}
+
+/*
  * trace_run
  *		Everything after option parsing.
  */
@@ -614,8 +627,10 @@ trace_run(trace_state *t, const probe_set *const *sets, size_t nsets)
 			t->out.set_width = (int) strlen(sets[i]->name);
 	t->out.postmasters = t->pm_pids;
 	t->out.npostmasters = t->ntargets;
+	t->out.exit_title = exit_title;
+	t->out.exit_title_arg = &t->bpf;
 
-	if (bpf_probes_start(&t->bpf) < 0)
+	if (bpf_probes_start(&t->bpf, TRACE_EXIT_TITLES) < 0)
 	{
 		log_error("cannot load the BPF pid filter: %s", t->bpf.process.reason);
 		goto cleanup;

@@ -41,8 +41,11 @@ trace_out_init(trace_out *o, FILE *f, int json)
 
 /*
  * trace_backend_type
- *		PostgreSQL's name for pid's role, from its process title (cached; a
- *		title not set yet is looked at again a second later).
+ *		PostgreSQL's name for pid's role, from its process title, or for a
+ *		process that is gone (or a zombie: no title left in /proc) the title
+ *		it exited with.  Cached; a role not known yet (a backend between
+ *		fork and its first title) is looked for again TRACE_TYPE_RETRY_MS
+ *		later.
  */
 const char *
 trace_backend_type(trace_out *o, uint32_t pid)
@@ -52,6 +55,7 @@ trace_backend_type(trace_out *o, uint32_t pid)
 	size_t		len = 0;
 	size_t		i;
 	int64_t		now = now_ms();
+	int			n;
 
 	if (pid == 0)
 		return "kernel";
@@ -59,13 +63,17 @@ trace_backend_type(trace_out *o, uint32_t pid)
 		if (o->postmasters[i] == pid)
 			return pgt_role_name(PGT_ROLE_POSTMASTER);
 	e = &o->cache[pid % TRACE_TYPE_CACHE];
-	if (e->pid == pid && (e->role != PGT_ROLE_UNKNOWN || now - e->checked_ms < 1000))
+	if (e->pid == pid &&
+		(e->role != PGT_ROLE_UNKNOWN || now - e->checked_ms < TRACE_TYPE_RETRY_MS))
 		return pgt_role_name(e->role);
 	e->pid = pid;
 	e->checked_ms = now;
 	e->role = PGT_ROLE_UNKNOWN;
-	if (procfs_read_cmdline((pid_t) pid, buf, sizeof(buf), &len) == 0)
+	if (procfs_read_cmdline((pid_t) pid, buf, sizeof(buf), &len) == 0 && len > 0)
 		e->role = procfs_classify_title(buf, len);
+	else if (o->exit_title != NULL &&
+			 (n = o->exit_title(o->exit_title_arg, pid, buf, sizeof(buf))) > 0)
+		e->role = procfs_classify_title(buf, (size_t) n);
 	return pgt_role_name(e->role);
 }
 

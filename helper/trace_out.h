@@ -13,6 +13,7 @@
 #include <stdio.h>
 
 #define TRACE_TYPE_CACHE	512
+#define TRACE_TYPE_RETRY_MS	1
 
 /*
  * Three-way comparison (-1, 0, 1) of two values of one type, for the
@@ -40,6 +41,12 @@ typedef struct trace_type_entry
 	int64_t		checked_ms;
 } trace_type_entry;
 
+/*
+ * The title a process had when it exited, for a pid /proc no longer shows:
+ * its bytes into buf and how many, or -1.
+ */
+typedef int (*trace_exit_title_fn) (void *arg, uint32_t pid, char *buf, size_t buflen);
+
 typedef struct trace_out
 {
 	FILE	   *f;
@@ -50,6 +57,8 @@ typedef struct trace_out
 	int64_t		boot_to_real_us;
 	const uint32_t *postmasters;	/* pids that are postmasters */
 	size_t		npostmasters;
+	trace_exit_title_fn exit_title; /* NULL: no titles of exited processes */
+	void	   *exit_title_arg;
 	trace_type_entry cache[TRACE_TYPE_CACHE];
 } trace_out;
 

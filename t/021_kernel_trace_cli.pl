@@ -15,6 +15,8 @@
 #     of the fexit programs falls back to sys_exit (--assume-fexit)
 #   - text --stats --histogram: numbered periodic summaries, stats grouped
 #     by pid with the most time first, and ASCII histograms
+#   - the records of connections that exited before a summary keep their
+#     backend type
 #   - bad options: usage errors (exit 2), a pid that is not PostgreSQL (exit 1)
 use strict;
 use warnings;
@@ -24,6 +26,7 @@ use PgTracerTest;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use JSON::PP ();
+use POSIX ();
 
 plan skip_all => 'root helper not reachable (run through scripts/test.sh)'
   unless helper_available();
@@ -233,6 +236,26 @@ for my $block (split /^\S+ trace\s+summary .*\n/m, $$out)
 }
 cmp_ok($rows, '>', 3, "text: consecutive stats rows compared ($rows)");
 is($unordered, 0, 'text: stats rows by pid, then the most time first');
+
+# --- the backend type of connections that exited before the summary ------------------------
+# Their records are printed after they are gone (the final summary): the
+# type comes from the title each had as it exited, which the foundation's
+# exit program keeps for `trace`.  Kernels before 6.16 report an exit after
+# releasing the process's memory: there the type stays unknown.
+($h, $out, $err) = start_trace(qr/queryid-tagging/, '--probes', 'syscall', '--pgdata',
+	$node->data_dir, '--stats', '--duration', '2500ms');
+my @short = map { $node->safe_psql('postgres', 'SELECT pg_backend_pid() FROM r LIMIT 1') } 1 .. 3;
+$h->finish;
+my %short_types;
+for my $p (@short)
+{
+	$short_types{$1}++ for $$out =~ /^\S+ syscall\s+stats\s+pid=$p type="([^"]*)"/mg;
+}
+my ($kmaj, $kmin) = (POSIX::uname())[2] =~ /^(\d+)\.(\d+)/;
+my $keeps = $kmaj > 6 || ($kmaj == 6 && $kmin >= 16);
+is(join(',', sort keys %short_types), $keeps ? 'client backend' : 'unknown',
+	'text --stats: connections gone before the summary keep their type ('
+	  . join(', ', map { "$_ x$short_types{$_}" } sort keys %short_types) . ')');
 
 # --- bad input ------------------------------------------------------------------------------
 my ($rc, $o, $e) = run_helper('trace', '--probes', 'disk');

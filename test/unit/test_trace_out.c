@@ -2,7 +2,8 @@
  * test/unit/test_trace_out.c
  *	  The trace output helpers (helper/trace_out.c): JSON records carry the
  *	  common fields first and escape strings, text records, log2 histogram
- *	  rendering in both formats; the probe-set list parser
+ *	  rendering in both formats; backend types of exited processes; the
+ *	  probe-set list parser
  *	  (helper/probe_set.c) and the kernel code names (common/pgt_kernel.c).
  */
 #include "pgt_kernel.h"
@@ -123,6 +124,37 @@ test_parse_list(void)
 	CHECK_INT(pset_parse_list(",", sets, 16, &n, err, sizeof(err)), -1);
 }
 
+/* A source of exit titles that knows one pid, for test_exit_titles. */
+static int
+one_exit_title(void *arg, uint32_t pid, char *buf, size_t buflen)
+{
+	static const char title[] = "postgres: alice shop [local] idle\0\0\0";
+
+	(void) arg;
+	if (pid != 4194301 || buflen < sizeof(title))
+		return -1;
+	memcpy(buf, title, sizeof(title));
+	return (int) sizeof(title);
+}
+
+/*
+ * A pid /proc does not show (above any pid_max) is named by the title it
+ * exited with, where the source has one, and is unknown otherwise.
+ */
+static void
+test_exit_titles(void)
+{
+	trace_out	o;
+
+	trace_out_init(&o, stdout, 0);
+	CHECK_STR(trace_backend_type(&o, 4194301), "unknown");
+	o.exit_title = one_exit_title;
+	o.cache[4194301 % TRACE_TYPE_CACHE].checked_ms = 0; /* no retry wait */
+	CHECK_STR(trace_backend_type(&o, 4194301), "client backend");
+	CHECK_STR(trace_backend_type(&o, 4194302), "unknown");
+	CHECK_STR(trace_backend_type(&o, 0), "kernel");
+}
+
 int
 main(void)
 {
@@ -131,5 +163,6 @@ main(void)
 	test_hist();
 	test_names();
 	test_parse_list();
+	test_exit_titles();
 	UNIT_MAIN_END("test_trace_out");
 }
