@@ -59,7 +59,8 @@ static const char trace_usage[] =
 "default every event is printed as it happens; with --stats and/or\n"
 "--histogram, cumulative per-process summaries and log2 histograms are\n"
 "printed every --interval instead.  A final summary is printed at the end\n"
-"(--duration elapsed, Ctrl-C or SIGTERM).  Query ids are filled in when the\n"
+"(--duration elapsed, Ctrl-C, SIGTERM, or every traced process gone: the\n"
+"backend of --pid, or the postmasters).  Query ids are filled in when the\n"
 "cluster preloads pg_tracer (its layout file), 0 otherwise.\n"
 "\n"
 "Options:\n"
@@ -105,6 +106,7 @@ typedef struct trace_target
 	pm_info		pm;
 	int			single;			/* only `pid` is traced, not the cluster */
 	pid_t		pid;
+	uint64_t	pid_starttime;	/* `pid`'s /proc stat ticks (single) */
 	pgt_layout	layout;
 	int			layout_ok;
 } trace_target;
@@ -227,7 +229,10 @@ find_targets(trace_state *t)
 					  (int) t->o.pid);
 			return -1;
 		}
-		return add_target(t, &pm, 1, t->o.pid);
+		if (add_target(t, &pm, 1, t->o.pid) < 0)
+			return -1;
+		t->targets[t->ntargets - 1].pid_starttime = st.starttime;
+		return 0;
 	}
 	if (t->o.pgdata != NULL)
 	{
@@ -360,6 +365,41 @@ track_targets(trace_state *t, int first)
 		free(nspids);
 		free(kids);
 	}
+}
+
+/*
+ * target_alive
+ *		Does tg's process (the backend of --pid, else the postmaster) still
+ *		run?  A zombie does not; a pid now someone else's (another start
+ *		time) neither.
+ */
+static int
+target_alive(const trace_target *tg)
+{
+	pid_t		pid = tg->single ? tg->pid : tg->pm.pid;
+	uint64_t	start = tg->single ? tg->pid_starttime : tg->pm.starttime;
+	proc_stat	st;
+
+	if (procfs_read_stat(pid, &st) < 0)
+		return 0;
+	return st.state != 'Z' && st.state != 'X' && st.starttime == start;
+}
+
+/*
+ * targets_gone
+ *		Has every traced process exited (there were some)?  Then nothing
+ *		more can come: a postmaster's children go with it, and a restarted
+ *		cluster is a new postmaster, not traced.
+ */
+static int
+targets_gone(const trace_state *t)
+{
+	size_t		i;
+
+	for (i = 0; i < t->ntargets; i++)
+		if (target_alive(&t->targets[i]))
+			return 0;
+	return t->ntargets > 0;
 }
 
 /*
@@ -554,6 +594,14 @@ run_loop(trace_state *t)
 				if (read(reffd, &v, sizeof(v)) < 0 && errno != EAGAIN)
 					log_debug("timerfd: %s", strerror(errno));
 				track_targets(t, 0);
+				if (targets_gone(t))
+				{
+					if (t->targets[0].single)
+						log_warn("--pid %d has exited: ending the trace", (int) t->targets[0].pid);
+					else
+						log_warn("every traced postmaster has exited: ending the trace");
+					stop = 1;
+				}
 			}
 		}
 	}

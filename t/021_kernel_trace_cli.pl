@@ -8,7 +8,7 @@
 #     show as events of its backend, the pages of a table it creates as
 #     cache_write_miss events; a final summary follows, opened by a
 #     `summary` record
-#   - --pid BACKEND traces that backend only
+#   - --pid BACKEND traces that backend only, and ends when it exits
 #   - --syscall-exit: auto ends calls at fexit where the kernel runs it, at
 #     sys_exit otherwise with the reason; fexit insists (here: both sets
 #     unavailable, with the reason); tracepoint never tries; a failed load
@@ -122,7 +122,19 @@ my %pids = map { /"pid":(\d+)/ ? ($1 => 1) : () } grep { !/"event":"(status|summ
 is(join(',', sort keys %pids), $pid, '--pid BACKEND: only that backend');
 like($$out, qr/"set":"syscall","event":"status",[^\n]*"state":"available"/,
 	'syscall alone: available (the network programs of its object are not loaded, not failed)');
+# nothing more can come once that backend is gone: the trace ends with its
+# final summary, long before --duration
+($h, $out, $err) = start_trace(qr/queryid-tagging/, '--probes', 'syscall', '--pid', $pid,
+	'--stats', '--duration', '40s');
 $s->quit;
+my $t0 = time();
+$h->finish;
+my $took = time() - $t0;
+ok($h->result(0) == 0 && $took < 20,
+	"--pid BACKEND: the trace ends by itself when the backend exits (after ${took} s, exit "
+	  . $h->result(0) . ')');
+like($$err, qr/--pid $pid has exited: ending the trace/, '... and says why');
+like($$out, qr/^\S+ trace\s+summary .* final=true /m, '... after its final summary');
 
 # --- where a call's end is seen: --syscall-exit ------------------------------------------
 # auto takes fexit where this kernel runs it (the log says which, and why
