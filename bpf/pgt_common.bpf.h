@@ -2,7 +2,8 @@
  * bpf/pgt_common.bpf.h
  *	  What every probe set's BPF object includes: the foundation's pid
  *	  filter `tracked`, the query-id slots `pgt_qid`, the shared ring buffer
- *	  `pgt_events`, the `pgt_stream` switch, and inline helpers to use them.
+ *	  `pgt_events` with its loss count `pgt_event_drops`, the `pgt_stream`
+ *	  switch, and inline helpers to use them.
  *
  * The helper creates each of these maps once and hands the same fd to every
  * object before it loads (pset_prepare_object() in helper/probe_set.c calls
@@ -42,6 +43,19 @@ struct
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, PGT_EVENTS_RINGBUF_BYTES);
 } pgt_events SEC(".maps");
+
+/*
+ * Stream records lost to a full `pgt_events` (shared like it; one count per
+ * CPU, which the helper sums): `pg-tracer trace` reports them, so a gap in
+ * a stream is never silent.
+ */
+struct
+{
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} pgt_event_drops SEC(".maps");
 
 /* Set by the helper before load: 1 when `pg-tracer trace` streams events. */
 const volatile __u32 pgt_stream = 0;
@@ -193,7 +207,8 @@ pgt_log2(__u64 v)
 /*
  * pgt_event_reserve
  *		Reserve a record of `size` bytes in `pgt_events` and fill its header;
- *		NULL when no stream was asked for or the buffer is full (dropped).
+ *		NULL when no stream was asked for or the buffer is full (the record
+ *		is lost, and counted in `pgt_event_drops`).
  */
 static __always_inline void *
 pgt_event_reserve(__u32 size, __u16 set, __u16 event, __u32 tgid, __u32 tid,
@@ -205,7 +220,14 @@ pgt_event_reserve(__u32 size, __u16 set, __u16 event, __u32 tgid, __u32 tid,
 		return 0;
 	h = bpf_ringbuf_reserve(&pgt_events, size, 0);
 	if (!h)
+	{
+		__u32		zero = 0;
+		__u64	   *lost = bpf_map_lookup_elem(&pgt_event_drops, &zero);
+
+		if (lost)				/* an interrupt's program may count on this CPU too */
+			__sync_fetch_and_add(lost, 1);
 		return 0;
+	}
 	h->ts_ns = bpf_ktime_get_boot_ns();
 	h->queryid = qid;
 	h->pid = tgid;

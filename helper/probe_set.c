@@ -37,6 +37,7 @@ static size_t nsorted;
 #define DAEMON_RINGBUF_BYTES	4096
 
 int			pset_query_ids = 1;
+uint32_t	pset_stream_bytes = PGT_EVENTS_RINGBUF_BYTES;
 
 #define QID_OFF_REASON	"off (--query-id off): query ids are 0"
 
@@ -56,6 +57,43 @@ pset_configure_query_ids(const char *arg, char *err, size_t errlen)
 		snprintf(err, errlen, "\"%s\" is neither on nor off", arg);
 		return -1;
 	}
+	return 0;
+}
+
+/*
+ * pset_configure_stream_bytes
+ *		--buffer SIZE (see probe_set.h).  Returns 0, or -1 with err.
+ */
+int
+pset_configure_stream_bytes(const char *arg, char *err, size_t errlen)
+{
+	char	   *end;
+	unsigned long long v;
+	uint64_t	bytes;
+	uint64_t	p2 = 4096;
+
+	errno = 0;
+	v = strtoull(arg, &end, 10);
+	bytes = v;
+	if (errno == 0 && end != arg && arg[0] != '-' && v <= (1ULL << 30))
+	{
+		if (*end == 'k' || *end == 'K')
+			bytes = v << 10, end++;
+		else if (*end == 'm' || *end == 'M')
+			bytes = v << 20, end++;
+		else if (*end == 'g' || *end == 'G')
+			bytes = v << 30, end++;
+	}
+	if (errno != 0 || end == arg || arg[0] == '-' || *end != '\0' || bytes == 0 ||
+		bytes > (1ULL << 30))
+	{
+		snprintf(err, errlen, "\"%s\": use a size from 4k to 1g (bytes, or with k, m or g)",
+				 arg);
+		return -1;
+	}
+	while (p2 < bytes)
+		p2 <<= 1;
+	pset_stream_bytes = (uint32_t) p2;
 	return 0;
 }
 
@@ -289,6 +327,8 @@ pset_prepare_object(const pset_ctx *ctx, struct bpf_object *obj)
 			fd = ctx->qid_fd;
 		else if (strcmp(name, "pgt_events") == 0)
 			fd = ctx->events_fd;
+		else if (strcmp(name, "pgt_event_drops") == 0)
+			fd = ctx->drops_fd;
 		else if (ctx->chain != NULL && hook_chain_map_fd(ctx->chain, name) >= 0)
 			fd = hook_chain_map_fd(ctx->chain, name);
 		else
@@ -337,6 +377,7 @@ pset_runtime_start(pset_runtime *rt, int mode, int stream, int tracked_fd,
 	rt->ctx.chain = chain;
 	rt->ctx.qid_fd = -1;
 	rt->ctx.events_fd = -1;
+	rt->ctx.drops_fd = -1;
 	rt->ctx.qid_off = !pset_query_ids;
 	rt->qid_state = PGT_PROBE_UNAVAILABLE;
 	snprintf(rt->qid_reason, sizeof(rt->qid_reason), "%s",
@@ -351,9 +392,11 @@ pset_runtime_start(pset_runtime *rt, int mode, int stream, int tracked_fd,
 										sizeof(struct pgt_qid_slot),
 										PGT_BPF_MAX_TRACKED, NULL);
 		rt->ctx.events_fd = bpf_map_create(BPF_MAP_TYPE_RINGBUF, "pgt_events", 0, 0,
-										   stream ? PGT_EVENTS_RINGBUF_BYTES
+										   stream ? pset_stream_bytes
 										   : DAEMON_RINGBUF_BYTES, NULL);
-		if (rt->ctx.qid_fd < 0 || rt->ctx.events_fd < 0)
+		rt->ctx.drops_fd = bpf_map_create(BPF_MAP_TYPE_PERCPU_ARRAY, "pgt_event_drops",
+										  sizeof(__u32), sizeof(__u64), 1, NULL);
+		if (rt->ctx.qid_fd < 0 || rt->ctx.events_fd < 0 || rt->ctx.drops_fd < 0)
 			log_warn("probe sets: cannot create shared maps: %s", strerror(errno));
 	}
 	for (i = 0; i < nsets; i++)
@@ -365,7 +408,8 @@ pset_runtime_start(pset_runtime *rt, int mode, int stream, int tracked_fd,
 		char		ebuf[128];
 
 		in->set = sets[i];
-		if (tracked_fd < 0 || rt->ctx.qid_fd < 0 || rt->ctx.events_fd < 0)
+		if (tracked_fd < 0 || rt->ctx.qid_fd < 0 || rt->ctx.events_fd < 0 ||
+			rt->ctx.drops_fd < 0)
 		{
 			pset_set_status(in, PGT_PROBE_UNAVAILABLE, "none",
 							"the pid filter (BPF) is unavailable");
@@ -399,7 +443,34 @@ pset_runtime_stop(pset_runtime *rt)
 		close(rt->ctx.qid_fd);
 	if (rt->ctx.events_fd >= 0)
 		close(rt->ctx.events_fd);
-	rt->ctx.qid_fd = rt->ctx.events_fd = -1;
+	if (rt->ctx.drops_fd >= 0)
+		close(rt->ctx.drops_fd);
+	rt->ctx.qid_fd = rt->ctx.events_fd = rt->ctx.drops_fd = -1;
+}
+
+/*
+ * pset_runtime_lost_events
+ *		The records every CPU failed to put into the stream's ring buffer.
+ */
+uint64_t
+pset_runtime_lost_events(const pset_runtime *rt)
+{
+	int			ncpus = libbpf_num_possible_cpus();
+	uint64_t   *per_cpu;
+	uint64_t	sum = 0;
+	uint32_t	zero = 0;
+	int			i;
+
+	if (rt->ctx.drops_fd < 0 || ncpus <= 0)
+		return 0;
+	per_cpu = calloc((size_t) ncpus, sizeof(*per_cpu));
+	if (per_cpu == NULL)
+		return 0;
+	if (bpf_map_lookup_elem(rt->ctx.drops_fd, &zero, per_cpu) == 0)
+		for (i = 0; i < ncpus; i++)
+			sum += per_cpu[i];
+	free(per_cpu);
+	return sum;
 }
 
 /*

@@ -113,6 +113,7 @@ typedef struct pset_ctx
 	int			tracked_fd;		/* foundation pid filter (`tracked`) */
 	int			qid_fd;			/* `pgt_qid` */
 	int			events_fd;		/* `pgt_events` ring buffer */
+	int			drops_fd;		/* `pgt_event_drops`: records it lost */
 	hook_chain *chain;			/* the foundation's hook chains, NULL: attach
 								 * chained hooks' programs one by one */
 	int			stream;			/* 1: submit events to pgt_events */
@@ -208,6 +209,16 @@ extern int	pset_runtime_hold(pset_runtime *rt, int hold);
  */
 extern int	pset_query_ids;
 extern int	pset_configure_query_ids(const char *arg, char *err, size_t errlen);
+
+/*
+ * Size of the stream's ring buffer (`pg-tracer trace --buffer SIZE`: bytes,
+ * or with k, m or g; rounded up to a power of two, 4 KiB..1 GiB).
+ */
+extern uint32_t pset_stream_bytes;
+extern int	pset_configure_stream_bytes(const char *arg, char *err, size_t errlen);
+
+/* Stream records lost to a full ring buffer since the sets started. */
+extern uint64_t pset_runtime_lost_events(const pset_runtime *rt);
 
 /*
  * For sets: before load, reuse the shared maps of ctx in obj (by name) and

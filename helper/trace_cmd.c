@@ -54,6 +54,7 @@ static const char trace_usage[] =
 "                       [--format text|json] [--log-level error|warn|info|debug]\n"
 "                       [--sched-clock auto|ktime] [--query-id on|off]\n"
 "                       [--syscall-exit auto|fexit|tracepoint] [--assume-fexit]\n"
+"                       [--buffer SIZE]\n"
 "\n"
 "Trace PostgreSQL processes with probe sets, without the extension.  By\n"
 "default every event is printed as it happens; with --stats and/or\n"
@@ -72,6 +73,8 @@ static const char trace_usage[] =
 "  --histogram        periodic log2 histograms instead of events\n"
 "  --interval TIME    summary period (default 2s; units ms, s, m)\n"
 "  --duration TIME    stop after TIME (default: until Ctrl-C)\n"
+"  --buffer SIZE      the event stream's ring buffer (default 4m; 4k..1g):\n"
+"                     events that find it full are lost, counted and reported\n"
 "  --format FORMAT    text (default) or json (JSON Lines: every record has\n"
 "                     ts, set, event, pid, backend_type, queryid)\n"
 "  --log-level LEVEL  error, warn (default), info or debug (stderr)\n"
@@ -122,6 +125,7 @@ typedef struct trace_state
 	uint32_t   *pm_pids;
 	struct ring_buffer *rb;
 	uint64_t	bad_records;
+	uint64_t	lost_reported;	/* stream records lost, as last reported */
 	uint64_t	started_ns;		/* CLOCK_BOOTTIME when tracing began */
 	uint64_t	summaries;		/* summary blocks printed so far */
 } trace_state;
@@ -471,6 +475,8 @@ print_summary(trace_state *t, int stats, int hist, int final)
 	trace_rec_u64(&t->out, "seq", ++t->summaries);
 	trace_rec_bool(&t->out, "final", final);
 	trace_rec_f64(&t->out, "elapsed_s", (double) (bpf_probes_boot_ns() - t->started_ns) / 1e9);
+	if (t->rb != NULL)
+		trace_rec_u64(&t->out, "lost_events", pset_runtime_lost_events(&t->rt));
 	trace_rec_end(&t->out);
 	for (i = 0; i < t->rt.ninsts; i++)
 	{
@@ -483,6 +489,28 @@ print_summary(trace_state *t, int stats, int hist, int final)
 		if (hist && in->set->histograms)
 			in->set->histograms(in, &t->out);
 	}
+}
+
+/*
+ * report_lost_events
+ *		Say on stderr when the stream lost records since the last report
+ *		(its ring buffer was full: the output could not keep up).
+ */
+static void
+report_lost_events(trace_state *t)
+{
+	uint64_t	lost;
+
+	if (t->rb == NULL)
+		return;
+	lost = pset_runtime_lost_events(&t->rt);
+	if (lost <= t->lost_reported)
+		return;
+	log_warn("%llu events lost (%llu in all): the stream's %u kB ring buffer was full; "
+			 "the summaries still count them (use a larger --buffer, fewer sets, or --stats)",
+			 (unsigned long long) (lost - t->lost_reported), (unsigned long long) lost,
+			 pset_stream_bytes / 1024);
+	t->lost_reported = lost;
 }
 
 /*
@@ -594,6 +622,7 @@ run_loop(trace_state *t)
 				if (read(reffd, &v, sizeof(v)) < 0 && errno != EAGAIN)
 					log_debug("timerfd: %s", strerror(errno));
 				track_targets(t, 0);
+				report_lost_events(t);
 				if (targets_gone(t))
 				{
 					if (t->targets[0].single)
@@ -608,6 +637,7 @@ run_loop(trace_state *t)
 	if (t->rb != NULL)
 		(void) ring_buffer__consume(t->rb);
 	/* the final summary: stats always, histograms when asked */
+	report_lost_events(t);
 	print_summary(t, 1, t->o.histogram, 1);
 	if (t->bad_records > 0)
 		log_warn("%llu malformed ring-buffer records ignored",
@@ -737,6 +767,7 @@ trace_main(int argc, char **argv)
 		{"query-id", required_argument, NULL, 'q'},
 		{"syscall-exit", required_argument, NULL, 'x'},
 		{"assume-fexit", no_argument, NULL, 'F'},
+		{"buffer", required_argument, NULL, 'b'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0}
 	};
@@ -808,6 +839,10 @@ trace_main(int argc, char **argv)
 				break;
 			case 'F':
 				syscall_exit_assume_fexit();
+				break;
+			case 'b':
+				if (pset_configure_stream_bytes(optarg, err, sizeof(err)) < 0)
+					return usage_error("--buffer: %s", err);
 				break;
 			case 'h':
 				fputs(trace_usage, stdout);

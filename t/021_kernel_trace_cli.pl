@@ -15,7 +15,8 @@
 #     of the fexit programs falls back to sys_exit (--assume-fexit)
 #   - text --stats --histogram: numbered periodic summaries, stats grouped
 #     by pid with the most time first, and ASCII histograms
-#   - the records of connections that exited before a summary keep their
+#   - a stream that cannot keep up counts and reports the events it lost;
+#     the records of connections that exited before a summary keep their
 #     backend type
 #   - bad options: usage errors (exit 2), a pid that is not PostgreSQL (exit 1)
 use strict;
@@ -248,6 +249,29 @@ for my $block (split /^\S+ trace\s+summary .*\n/m, $$out)
 }
 cmp_ok($rows, '>', 3, "text: consecutive stats rows compared ($rows)");
 is($unordered, 0, 'text: stats rows by pid, then the most time first');
+
+# --- a stream that cannot keep up loses events, and says how many ----------------------------
+# Nothing reads the trace's output while the workload runs: its pipe fills,
+# then its 4 kB ring buffer.  The final summary counts the lost events,
+# stderr says so, and the summary's stats still count every call.
+($h, $out, $err) = start_trace(qr/"queryid-tagging"/, '--probes', 'syscall', '--pgdata',
+	$node->data_dir, '--format', 'json', '--buffer', '4k', '--duration', '4s');
+$node->safe_psql('postgres', 'SELECT count(*) FROM r') for 1 .. 30;
+$h->finish;
+my @blocked = map { JSON::PP::decode_json($_) } grep { /^\{/ } split /\n/, $$out;
+my ($lost_sum) = grep { $_->{event} eq 'summary' } @blocked;
+my $lost = $lost_sum ? $lost_sum->{lost_events} // -1 : -1;
+cmp_ok($lost, '>', 0, "a stream that could not keep up: the final summary counts lost events ($lost)");
+like($$err, qr/warn: \d+ events lost \(\d+ in all\): the stream's 4 kB ring buffer was full/,
+	'... and stderr says so');
+my ($streamed, $counted) = (0, 0);
+for my $r (grep { $_->{set} eq 'syscall' } @blocked)
+{
+	$streamed++ if $r->{event} !~ /^(status|stats)$/;
+	$counted += $r->{calls} if $r->{event} eq 'stats';
+}
+cmp_ok($counted, '>=', $streamed + $lost,
+	"the summary counts every call ($counted), streamed ($streamed) or lost");
 
 # --- the backend type of connections that exited before the summary ------------------------
 # Their records are printed after they are gone (the final summary): the
