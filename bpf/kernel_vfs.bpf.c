@@ -16,6 +16,16 @@
  * program tells them apart by the system call the task is in (its saved
  * registers): a page added under a file write is a "write-miss", any other
  * a "miss".
+ *
+ * A page can also enter the cache of a block device itself: file systems
+ * read their metadata (inode tables, bitmaps, directories on some) through
+ * the device's own mapping, in the context of the process whose call needs
+ * it.  Those are no file data either (on a cached OLTP workload they are
+ * most of the "misses" left), so they are a "meta-miss", counted on the
+ * device they were read from: the tracepoint reports such a page on the
+ * block-device pseudo file system (an anonymous s_dev, major 0) with the
+ * device number as its inode number, and the helper gives the program the
+ * host's block devices to recognise them.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -29,6 +39,32 @@
 char LICENSE[] SEC("license") = "GPL";
 
 PGT_DECLARE_KIO;
+
+/*
+ * Set by the helper before load: the host's block devices (kernel dev_t,
+ * MAJOR << 20 | MINOR, from /sys/dev/block), see the file header.
+ */
+#define PGT_VFS_MAX_BDEVS	256
+const volatile __u32 bdevs[PGT_VFS_MAX_BDEVS] = {};
+const volatile __u32 nbdevs = 0;
+
+/*
+ * bdev_of
+ *		The block device whose own cache page this is (s_dev, ino from the
+ *		tracepoint), or 0 for a file's page.
+ */
+static __always_inline __u32
+bdev_of(__u32 s_dev, __u64 ino)
+{
+	__u32		i;
+
+	if ((s_dev >> 20) != 0 || ino == 0 || ino > 0xffffffffULL)
+		return 0;				/* a real device's file system, or no dev_t */
+	for (i = 0; i < PGT_VFS_MAX_BDEVS && i < nbdevs; i++)
+		if (bdevs[i] == (__u32) ino)
+			return (__u32) ino;
+	return 0;
+}
 
 /*
  * miss_op
@@ -56,8 +92,10 @@ int pgt_kvfs_cache_add(struct trace_event_raw_mm_filemap_op_page_cache *ctx)
 	struct pgt_kfile file = {};	/* a miss is counted per device, not per file */
 	struct pgt_kev_io_rec *r;
 	__u64		qid;
+	__u64		ino;
 	__u32		bytes;
 	__u32		order;
+	__u32		bdev;
 	__u8		op;
 
 	if (!pm)
@@ -66,7 +104,15 @@ int pgt_kvfs_cache_add(struct trace_event_raw_mm_filemap_op_page_cache *ctx)
 	bytes = 4096U << (order & 15);
 	qid = pgt_current_qid(tgid);
 	file.dev = BPF_CORE_READ(ctx, s_dev);
-	op = miss_op();
+	ino = BPF_CORE_READ(ctx, i_ino);
+	bdev = bdev_of(file.dev, ino);
+	if (bdev)
+	{
+		file.dev = bdev;
+		op = PGT_KOP_CACHE_META_MISS;
+	}
+	else
+		op = miss_op();
 	pgt_kio_key_set(&k, tgid, PGT_KLAYER_PAGECACHE, op, PGT_KFILE_NONE, qid,
 					&file);
 	pgt_kio_add(&kio, &k, pm, bytes, 0, 0);
@@ -75,7 +121,7 @@ int pgt_kvfs_cache_add(struct trace_event_raw_mm_filemap_op_page_cache *ctx)
 	{
 		r->c.latency_ns = 0;
 		r->c.sector = BPF_CORE_READ(ctx, index);
-		r->c.ino = BPF_CORE_READ(ctx, i_ino);
+		r->c.ino = ino;
 		r->c.bytes = bytes;
 		r->c.dev = k.dev;
 		r->c.op = op;

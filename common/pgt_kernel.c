@@ -65,6 +65,7 @@ pgt_kop_name(unsigned op)
 		[PGT_KOP_VFS_FSYNC] = "vfs_fsync",
 		[PGT_KOP_CACHE_MISS] = "miss",
 		[PGT_KOP_CACHE_WRITE_MISS] = "write-miss",
+		[PGT_KOP_CACHE_META_MISS] = "meta-miss",
 		[PGT_KOP_BLK_READ] = "read",
 		[PGT_KOP_BLK_WRITE] = "write",
 		[PGT_KOP_BLK_FLUSH] = "flush",

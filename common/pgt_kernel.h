@@ -41,6 +41,7 @@
 #define PGT_KOP_VFS_FSYNC		34
 #define PGT_KOP_CACHE_MISS		40	/* a page read in: read, readahead, fault */
 #define PGT_KOP_CACHE_WRITE_MISS	41	/* a page a write brought in or created */
+#define PGT_KOP_CACHE_META_MISS	42	/* a block device's own page: fs metadata */
 #define PGT_KOP_BLK_READ		48
 #define PGT_KOP_BLK_WRITE		49
 #define PGT_KOP_BLK_FLUSH		50

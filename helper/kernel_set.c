@@ -626,7 +626,8 @@ kset_event(pset_inst *in, trace_out *out, const struct pgt_event_hdr *h,
 				memcpy(&c, data, sizeof(c));
 				trace_rec_begin(out, in->set->name,
 								h->event == PGT_KEV_BLOCK ? pgt_kop_name(c.op) :
-								c.op == PGT_KOP_CACHE_WRITE_MISS ? "cache_write_miss" : "cache_miss",
+								c.op == PGT_KOP_CACHE_WRITE_MISS ? "cache_write_miss" :
+								c.op == PGT_KOP_CACHE_META_MISS ? "cache_meta_miss" : "cache_miss",
 								h->pid, h->queryid, h->ts_ns);
 				trace_rec_u64(out, "bytes", c.bytes);
 				trace_rec_str(out, "dev", dev_str(c.dev, dbuf, sizeof(dbuf)));

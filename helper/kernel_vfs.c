@@ -1,7 +1,8 @@
 /*
  * helper/kernel_vfs.c
  *	  Probe set "vfs": page-cache misses per backend everywhere
- *	  (bpf/kernel_vfs.bpf.c, filemap tracepoint), and vfs_read / vfs_write /
+ *	  (bpf/kernel_vfs.bpf.c, filemap tracepoint: file reads, file writes and
+ *	  file system metadata apart), and vfs_read / vfs_write /
  *	  vfs_fsync latency and bytes through kprobes where the kernel has them
  *	  (bpf/kernel_vfs_kprobe.bpf.c, sharing the same `kio` map).  Without
  *	  kprobes the set is degraded and says why.
@@ -12,6 +13,7 @@
 #include "kernel_vfs_kprobe.skel.h"
 
 #include <bpf/libbpf.h>
+#include <dirent.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -30,6 +32,37 @@ destroy_kp(void *skel)
 }
 
 #define MECH "tp/filemap+kprobe/vfs_*"
+
+/*
+ * block_devices
+ *		The host's block devices as the kernel numbers them (MAJOR << 20 |
+ *		MINOR), from /sys/dev/block ("8:0", "254:1", ...), at most max.
+ *		The page-cache program tells a device's own pages (file system
+ *		metadata) by them; a device that appears later is not known.
+ */
+static uint32_t
+block_devices(volatile uint32_t *out, uint32_t max)
+{
+	DIR		   *dir = opendir("/sys/dev/block");
+	struct dirent *de;
+	uint32_t	n = 0;
+
+	if (dir == NULL)
+		return 0;
+	while ((de = readdir(dir)) != NULL && n < max)
+	{
+		unsigned int maj;
+		unsigned int min;
+		char		tail;
+
+		if (sscanf(de->d_name, "%u:%u%c", &maj, &min, &tail) != 2 ||
+			maj == 0 || maj >= (1U << 12) || min >= (1U << 20))
+			continue;
+		out[n++] = (maj << 20) | min;
+	}
+	closedir(dir);
+	return n;
+}
 
 /*
  * start
@@ -56,6 +89,8 @@ start(pset_inst *in, const pset_ctx *ctx)
 		return 0;
 	}
 	tp->rodata->pgt_stream = ctx->stream;
+	tp->rodata->nbdevs = block_devices(tp->rodata->bdevs,
+									   sizeof(tp->rodata->bdevs) / sizeof(tp->rodata->bdevs[0]));
 	(void) kset_load_attach(in, ctx, tp->obj, tp, destroy_tp, &a);
 
 	/* kprobes: tried everywhere, so the reason is the kernel's own answer */

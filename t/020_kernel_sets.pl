@@ -8,6 +8,8 @@
 #     syscr and syscw
 #   - a new table's pages, written by the backend: write misses of that
 #     backend and statement, not misses, and not in pg_tracer_kernel_cache
+#   - a cold backend's file system metadata: meta-misses on the data
+#     directory's device
 #   - commit-heavy work: fdatasync of WAL with latency, on that backend
 #     only, and in the fsync histogram
 #   - a CPU hog pinned to the backend's CPU: run-queue latency for it,
@@ -80,6 +82,15 @@ sub session
 	return ($s, $pid);
 }
 
+# "major:minor" of a stat() st_dev (glibc's encoding).
+sub dev_name
+{
+	my ($d) = @_;
+	my $maj = (($d >> 8) & 0xfff) | (($d >> 32) & ~0xfff);
+	my $min = ($d & 0xff) | (($d >> 12) & ~0xff);
+	return "$maj:$min";
+}
+
 sub stat_faults
 {
 	my ($pid) = @_;
@@ -103,6 +114,9 @@ my ($s1, $pid1) = session();
 # submitter (seen in CI: 5.6 of 18.8 MB in workers' requests)
 $s1->query_safe('SET max_parallel_workers_per_gather = 0');
 IPC::Run::run([ @CTL, 'drop-caches' ]) or die 'drop-caches failed';
+# a backend started now opens its files with the caches cold (the file
+# system metadata check below)
+my ($s_meta, $pid_meta) = session();
 my $io0 = proc_field("/proc/$pid1/io", qr/^read_bytes: (\d+)/m);
 $s1->query_safe('SELECT count(*) FROM cold');
 my $io1 = proc_field("/proc/$pid1/io", qr/^read_bytes: (\d+)/m);
@@ -138,6 +152,21 @@ my ($c_read, $c_ratio) = split /\|/, $node->safe_psql('postgres',
 	  WHERE pid = $pid1 AND queryid = $bq");
 cmp_ok($c_read, '>', 0.5 * $truth, "pg_tracer_kernel_cache: the scan's file reads ($c_read bytes)");
 ok($c_ratio ne '' && $c_ratio < 0.25, "a cold scan is served mostly from disk (cache hit ratio $c_ratio)");
+# The directory and inode blocks that backend read to open its files enter
+# the page cache of the device itself, not of a file: file system metadata,
+# a meta-miss on the data directory's device, and no read miss (they were
+# misses on the block-device pseudo file system, an anonymous device)
+my $data_dev = dev_name((stat($node->data_dir))[0]);
+my $meta;
+wait_until(sub {
+	$meta = $node->safe_psql('postgres',
+		"SELECT coalesce(sum(bytes), 0) FROM pg_tracer_kernel_io
+		  WHERE pid = $pid_meta AND layer = 'pagecache' AND op = 'meta-miss'
+		    AND device = '$data_dev'");
+	$meta > 0
+}, 10);
+cmp_ok($meta, '>', 0, "a cold backend's file system metadata: meta-misses on $data_dev ($meta bytes)");
+$s_meta->quit;
 is($node->safe_psql('postgres',
 		"SELECT relation::text FROM pg_tracer_kernel_io
 		  WHERE pid = $pid1 AND queryid = $bq AND layer = 'syscall'
