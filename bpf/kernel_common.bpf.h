@@ -380,12 +380,18 @@ pgt_prefix(const char *s, const char *p, int n)
 
 #define PGT_S_IFMT		00170000
 #define PGT_S_IFSOCK	0140000
+#define PGT_S_IFREG		0100000
+#define PGT_S_IFDIR		0040000
 
 /*
  * pgt_classify_file
  *		File class of f from its name and its directory's name: pg_wal/ ->
  *		WAL, pgsql_tmp -> temp, a number under a numbered directory or
- *		global/ -> data, sockets, else other.  A data file's relfilenode is
+ *		global/ -> data, sockets; what is neither a regular file nor a
+ *		directory (a pipe, a character device, the anonymous inodes of
+ *		signalfd and eventfd, which PostgreSQL's latches read) is special:
+ *		its reads are no file reads the page cache could serve; else other.
+ *		A data file's relfilenode is
  *		its name's number and its database the directory's (base/<db>/ or a
  *		tablespace's <version>/<db>/); global/ holds the shared catalogs
  *		(database 0, as pg_stat_database counts them).  *file gets those
@@ -408,6 +414,8 @@ pgt_classify_file(struct file *f, struct pgt_kfile *file)
 	if ((mode & PGT_S_IFMT) == PGT_S_IFSOCK)
 		return PGT_KFILE_SOCKET;
 	file->dev = BPF_CORE_READ(f, f_inode, i_sb, s_dev);
+	if ((mode & PGT_S_IFMT) != PGT_S_IFREG && (mode & PGT_S_IFMT) != PGT_S_IFDIR)
+		return PGT_KFILE_SPECIAL;
 	d = BPF_CORE_READ(f, f_path.dentry);
 	bpf_probe_read_kernel_str(name, sizeof(name), BPF_CORE_READ(d, d_name.name));
 	bpf_probe_read_kernel_str(parent, sizeof(parent), BPF_CORE_READ(d, d_parent, d_name.name));

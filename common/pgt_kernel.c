@@ -97,6 +97,8 @@ pgt_kfile_name(unsigned cls)
 			return "socket";
 		case PGT_KFILE_OTHER:
 			return "other";
+		case PGT_KFILE_SPECIAL:
+			return "special";
 	}
 	return "unknown";
 }

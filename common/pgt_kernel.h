@@ -57,8 +57,10 @@
 #define PGT_KFILE_WAL			2	/* pg_wal/ */
 #define PGT_KFILE_TEMP			3	/* pgsql_tmp */
 #define PGT_KFILE_SOCKET		4
-#define PGT_KFILE_OTHER			5
-#define PGT_KFILE_MAX			6
+#define PGT_KFILE_OTHER			5	/* another file or directory */
+#define PGT_KFILE_SPECIAL		6	/* no file: a pipe, a character device,
+									 * signalfd, eventfd (page cache n/a) */
+#define PGT_KFILE_MAX			7
 
 /* Histogram metrics (all in microseconds, log2 buckets) */
 #define PGT_KHIST_BLOCK			1	/* block request issue -> completion */

@@ -171,3 +171,13 @@ SELECT extversion FROM pg_extension WHERE extname = 'pg_tracer';
 SELECT pg_get_viewdef('pg_tracer_kernel_cache') LIKE '%IS DISTINCT FROM 0%' AS keeps_exited;
 SELECT count(*) FROM pg_proc WHERE proname LIKE 'pg\_tracer\_%';
 DROP EXTENSION pg_tracer;
+-- and one from 0.4.2: its cache view counts the reads of signalfd and other
+-- descriptors that are no files until the update replaces it
+CREATE EXTENSION pg_tracer VERSION '0.4.2';
+SELECT pg_get_viewdef('pg_tracer_kernel_cache') LIKE '%special%' AS skips_special;
+ALTER EXTENSION pg_tracer UPDATE;
+SELECT extversion FROM pg_extension WHERE extname = 'pg_tracer';
+SELECT pg_get_viewdef('pg_tracer_kernel_cache') LIKE '%special%' AS skips_special;
+SELECT obj_description('pg_tracer_kernel_cache'::regclass) IS NOT NULL AS keeps_comment;
+SELECT count(*) FROM pg_proc WHERE proname LIKE 'pg\_tracer\_%';
+DROP EXTENSION pg_tracer;

@@ -10,6 +10,8 @@
 #     backend and statement, not misses, and not in pg_tracer_kernel_cache
 #   - a cold backend's file system metadata: meta-misses on the data
 #     directory's device
+#   - latch wakeups (signalfd reads) are file class special, and not file
+#     reads in pg_tracer_kernel_cache
 #   - commit-heavy work: fdatasync of WAL with latency, on that backend
 #     only, and in the fsync histogram
 #   - a CPU hog pinned to the backend's CPU: run-queue latency for it,
@@ -247,6 +249,35 @@ is($node->safe_psql('postgres',
 		  WHERE read_bytes IS NULL OR miss_bytes IS NULL OR (read_bytes = 0 AND miss_bytes = 0)"),
 	'0', 'pg_tracer_kernel_cache: a row has reads or misses, and no NULL counts');
 $s1->quit;
+
+# --- latch wakeups are no file reads -------------------------------------------
+# A listening backend woken by NOTIFY reads its latch's signalfd (128
+# bytes a wakeup).  Those reads are file class 'special', and the cache
+# view counts only the reads of files (before 0.4.3 they made up the hit
+# ratio of statements served from shared buffers).
+my ($sl, $pid_l) = session();
+$sl->query_safe('LISTEN pgt_wakeup');
+for (1 .. 3)
+{
+	$node->safe_psql('postgres', 'NOTIFY pgt_wakeup');
+	usleep(100_000);
+}
+my $special;
+wait_until(sub {
+	$special = $node->safe_psql('postgres',
+		"SELECT coalesce(sum(bytes), 0) FROM pg_tracer_kernel_io
+		  WHERE pid = $pid_l AND layer = 'syscall' AND op = 'read' AND file_class = 'special'");
+	$special > 0
+}, 10);
+cmp_ok($special, '>', 0, "a woken backend's signalfd reads: file class special ($special bytes)");
+my ($files, $viewed) = split /\|/, $node->safe_psql('postgres',
+	"SELECT (SELECT coalesce(sum(bytes), 0) FROM pg_tracer_kernel_io
+	          WHERE pid = $pid_l AND layer = 'syscall'
+	            AND op IN ('read', 'pread64', 'readv', 'preadv', 'preadv2')
+	            AND file_class IN ('data', 'wal', 'temp', 'other')),
+	        (SELECT coalesce(sum(read_bytes), 0) FROM pg_tracer_kernel_cache WHERE pid = $pid_l)");
+is($viewed, $files, "pg_tracer_kernel_cache: the backend's file reads only ($files bytes, not its $special of signalfd)");
+$sl->quit;
 
 # --- a data file of another database ------------------------------------------
 # Databases copied from one template hold the same relfilenodes: 'other'

@@ -100,6 +100,7 @@ test_names(void)
 	CHECK_STR(pgt_kop_name(PGT_KOP_CACHE_WRITE_MISS), "write-miss");
 	CHECK_STR(pgt_kop_name(PGT_KOP_CACHE_META_MISS), "meta-miss");
 	CHECK_STR(pgt_kfile_name(PGT_KFILE_WAL), "wal");
+	CHECK_STR(pgt_kfile_name(PGT_KFILE_SPECIAL), "special");
 	CHECK_STR(pgt_klayer_name(PGT_KLAYER_PAGECACHE), "pagecache");
 	CHECK_INT(pgt_klayer_timed(PGT_KLAYER_PAGECACHE), 0);
 	CHECK_INT(pgt_klayer_timed(PGT_KLAYER_BLOCK), 1);

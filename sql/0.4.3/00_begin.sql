@@ -1,0 +1,5 @@
+-- Version 0.4.3 of pg_tracer: this folder holds what 0.4.3 changes over
+-- 0.4.2, one file per feature, in the same numbering as sql/0.2.0/.  The
+-- Makefile concatenates them, in name order, into the upgrade script
+-- sql/pg_tracer--0.4.2--0.4.3.sql.  A fix release: no object changes its
+-- columns, so the 0.4.2 library and the 0.4.3 one serve either definition.
