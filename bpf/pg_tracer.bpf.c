@@ -161,20 +161,13 @@ int BPF_PROG(pgt_process_fork, struct task_struct *parent,
 }
 
 /*
- * A process whose thread group is dead (its last thread exits: usually the
- * leader, the only thread of a PostgreSQL process) leaves `tracked` (and
- * `postmasters` when it was a postmaster).  signal->live reaches 0 in
- * do_exit() before this tracepoint on every kernel, with or without the
- * group_dead argument newer kernels pass, so a leader that exits before
- * its other threads does not drop the process early.
- */
-/*
  * keep_title
  *		The exiting process's title (its argv area, which PostgreSQL
  *		overwrites with it, running on into the environment's) into
  *		`exit_titles`.  The tracepoint runs in the exiting task, so its user
  *		memory is current's; kernels that report the exit only after
- *		exit_mm() (before 6.16) have no mm left here, and keep nothing.
+ *		exit_mm() (those without the tracepoint's group_dead argument) have
+ *		no mm left here, and keep nothing.
  */
 static __always_inline void
 keep_title(struct task_struct *p, __u32 tgid)
@@ -200,6 +193,14 @@ keep_title(struct task_struct *p, __u32 tgid)
 	bpf_map_update_elem(&exit_titles, &tgid, &t, BPF_ANY);
 }
 
+/*
+ * A process whose thread group is dead (its last thread exits: usually the
+ * leader, the only thread of a PostgreSQL process) leaves `tracked` (and
+ * `postmasters` when it was a postmaster).  signal->live reaches 0 in
+ * do_exit() before this tracepoint on every kernel, with or without the
+ * group_dead argument newer kernels pass, so a leader that exits before
+ * its other threads does not drop the process early.
+ */
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(pgt_process_exit, struct task_struct *p)
 {

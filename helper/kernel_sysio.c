@@ -10,6 +10,7 @@
  *
  * Single-threaded (the daemon's or the trace loop): no locking.
  */
+#include "kernel_btf.h"
 #include "kernel_sysio.h"
 
 #include "kernel_sysio.skel.h"
@@ -54,35 +55,6 @@ release(void *unused)
 }
 
 /*
- * retransmit_has_err
- *		Does this kernel's tcp_retransmit_skb tracepoint pass the transmit
- *		error (sk, skb, err: 6.12 and later)?  Read from the running
- *		kernel's BTF: the prototype of btf_trace_tcp_retransmit_skb
- *		(its first parameter is the tracepoint's own context).
- */
-static int
-retransmit_has_err(void)
-{
-	struct btf *btf = btf__load_vmlinux_btf();
-	const struct btf_type *t;
-	int			id;
-	int			has = 0;
-
-	if (btf == NULL)
-		return 0;
-	id = btf__find_by_name_kind(btf, "btf_trace_tcp_retransmit_skb", BTF_KIND_TYPEDEF);
-	t = id > 0 ? btf__type_by_id(btf, (uint32_t) id) : NULL;
-	if (t != NULL)
-		t = btf__type_by_id(btf, t->type);	/* pointer */
-	if (t != NULL && btf_is_ptr(t))
-		t = btf__type_by_id(btf, t->type);	/* function prototype */
-	if (t != NULL && btf_is_func_proto(t))
-		has = btf_vlen(t) >= 4;
-	btf__free(btf);
-	return has;
-}
-
-/*
  * open_configured
  *		Open the object with the selected sets' code (file, net) and its
  *		calls' exits at fexit programs or at sys_exit; NULL when it did not
@@ -102,7 +74,8 @@ open_configured(const pset_ctx *ctx, int file, int net, int fexit, char *reason,
 	skel->rodata->pgt_chained = ctx->chain != NULL;
 	skel->rodata->do_file = (uint8_t) file;
 	skel->rodata->do_net = (uint8_t) net;
-	skel->rodata->retrans_err_arg = (uint8_t) (net && retransmit_has_err());
+	/* (sk, skb, err) from 6.12 on: the transmit's error */
+	skel->rodata->retrans_err_arg = (uint8_t) (net && kernel_btf_tp_args("tcp_retransmit_skb") >= 3);
 	(void) bpf_program__set_autoload(skel->progs.pgt_knet_retransmit,
 									 net && !kset_miss_events);
 	(void) bpf_program__set_autoload(skel->progs.pgt_knet_reconcile, net);

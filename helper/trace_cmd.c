@@ -18,6 +18,7 @@
 #include "bpf_probes.h"
 #include "discovery.h"
 #include "engine_probes.h"
+#include "kernel_btf.h"
 #include "kernel_sched.h"
 #include "layout_file.h"
 #include "log.h"
@@ -670,6 +671,23 @@ exit_title(void *arg, uint32_t pid, char *buf, size_t buflen)
 }
 
 /*
+ * report_exit_titles
+ *		Whether the records of processes gone before they are printed can
+ *		name their type: the exit program reads the title while the process
+ *		still has its memory, which kernels give it since sched_process_exit
+ *		moved before exit_mm() and gained its group_dead argument.
+ */
+static void
+report_exit_titles(void)
+{
+	if (kernel_btf_tp_args("sched_process_exit") >= 2)
+		log_info("backend types of exited processes: from their titles at exit");
+	else
+		log_info("backend types of exited processes: unknown (this kernel reports an exit "
+				 "after releasing the process's memory, where its title is)");
+}
+
+/*
  * trace_run
  *		Everything after option parsing.
  */
@@ -707,6 +725,7 @@ trace_run(trace_state *t, const probe_set *const *sets, size_t nsets)
 	t->out.npostmasters = t->ntargets;
 	t->out.exit_title = exit_title;
 	t->out.exit_title_arg = &t->bpf;
+	report_exit_titles();
 
 	if (bpf_probes_start(&t->bpf, TRACE_EXIT_TITLES) < 0)
 	{
