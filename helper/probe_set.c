@@ -67,31 +67,29 @@ pset_configure_query_ids(const char *arg, char *err, size_t errlen)
 int
 pset_configure_stream_bytes(const char *arg, char *err, size_t errlen)
 {
-	char	   *end;
-	unsigned long long v;
-	uint64_t	bytes;
+	static const char units[] = "kmg";	/* << 10, 20, 30 */
+	const char *unit;
+	char	   *end = NULL;
+	unsigned long long v = 0;
+	int			shift = 0;
 	uint64_t	p2 = 4096;
 
 	errno = 0;
-	v = strtoull(arg, &end, 10);
-	bytes = v;
-	if (errno == 0 && end != arg && arg[0] != '-' && v <= (1ULL << 30))
+	if (isdigit((unsigned char) arg[0]))
+		v = strtoull(arg, &end, 10);
+	if (v > 0 && errno == 0 && *end != '\0' && end[1] == '\0' &&
+		(unit = strchr(units, tolower((unsigned char) *end))) != NULL)
 	{
-		if (*end == 'k' || *end == 'K')
-			bytes = v << 10, end++;
-		else if (*end == 'm' || *end == 'M')
-			bytes = v << 20, end++;
-		else if (*end == 'g' || *end == 'G')
-			bytes = v << 30, end++;
+		shift = 10 * (int) (unit - units + 1);
+		end++;
 	}
-	if (errno != 0 || end == arg || arg[0] == '-' || *end != '\0' || bytes == 0 ||
-		bytes > (1ULL << 30))
+	if (v == 0 || errno != 0 || *end != '\0' || v > ((1ULL << 30) >> shift))
 	{
 		snprintf(err, errlen, "\"%s\": use a size from 4k to 1g (bytes, or with k, m or g)",
 				 arg);
 		return -1;
 	}
-	while (p2 < bytes)
+	while (p2 < (v << shift))
 		p2 <<= 1;
 	pset_stream_bytes = (uint32_t) p2;
 	return 0;

@@ -3,7 +3,7 @@
  *	  The trace output helpers (helper/trace_out.c): JSON records carry the
  *	  common fields first and escape strings, text records, log2 histogram
  *	  rendering in both formats; backend types of exited processes; the
- *	  probe-set list parser
+ *	  probe-set list parser, --buffer sizes
  *	  (helper/probe_set.c) and the kernel code names (common/pgt_kernel.c).
  */
 #include "pgt_kernel.h"
@@ -126,6 +126,30 @@ test_parse_list(void)
 	CHECK_INT(pset_parse_list(",", sets, 16, &n, err, sizeof(err)), -1);
 }
 
+/* --buffer SIZE: bytes or k/m/g, rounded up to a power of two, 4k..1g */
+static void
+test_stream_bytes(void)
+{
+	char		err[256];
+
+	CHECK_INT(pset_configure_stream_bytes("5000", err, sizeof(err)), 0);
+	CHECK_INT(pset_stream_bytes, 8192);
+	CHECK_INT(pset_configure_stream_bytes("1", err, sizeof(err)), 0);
+	CHECK_INT(pset_stream_bytes, 4096);
+	CHECK_INT(pset_configure_stream_bytes("3M", err, sizeof(err)), 0);
+	CHECK_INT(pset_stream_bytes, 4 << 20);
+	CHECK_INT(pset_configure_stream_bytes("1g", err, sizeof(err)), 0);
+	CHECK_INT(pset_stream_bytes, 1 << 30);
+	CHECK_INT(pset_configure_stream_bytes("2g", err, sizeof(err)), -1);
+	CHECK(strstr(err, "\"2g\": use a size from 4k to 1g") != NULL, "%s", err);
+	CHECK_INT(pset_configure_stream_bytes("0", err, sizeof(err)), -1);
+	CHECK_INT(pset_configure_stream_bytes("-1k", err, sizeof(err)), -1);
+	CHECK_INT(pset_configure_stream_bytes("1mb", err, sizeof(err)), -1);
+	CHECK_INT(pset_configure_stream_bytes("k", err, sizeof(err)), -1);
+	CHECK_INT(pset_configure_stream_bytes("", err, sizeof(err)), -1);
+	pset_stream_bytes = PGT_EVENTS_RINGBUF_BYTES;
+}
+
 /* A source of exit titles that knows one pid, for test_exit_titles. */
 static int
 one_exit_title(void *arg, uint32_t pid, char *buf, size_t buflen)
@@ -166,5 +190,6 @@ main(void)
 	test_names();
 	test_parse_list();
 	test_exit_titles();
+	test_stream_bytes();
 	UNIT_MAIN_END("test_trace_out");
 }
