@@ -12,8 +12,10 @@
  * Why copy with pread() instead of mapping the file: a mapping of a file
  * that someone truncates raises SIGBUS on access, which in a backend would
  * take the postmaster into crash recovery.  pread() of a shortened file only
- * returns fewer bytes.  The segment is small (well under a megabyte by
- * default), so the copy costs little.
+ * returns fewer bytes.  The segment is a few megabytes with the default
+ * table sizes: a millisecond's copy for a SQL call, which wants the
+ * tables; the background worker, which polls only the writer's state,
+ * copies the one-kilobyte header (pgt_segment_snapshot_header).
  *
  * Locking: none.  Consistency comes from the writer's seqlock (see
  * pgt_segment.h); a copy is accepted only when `seq` was even and the same
@@ -24,6 +26,7 @@
 #include "pgt_segment.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -214,17 +217,24 @@ check_header(const struct pgt_seg_header *h, size_t len, char *err, size_t errle
 }
 
 /*
- * pgt_segment_validate
- *		Check a copied segment completely; fill `view` on success.
+ * validate_layout
+ *		Check the header and every section descriptor of a copy of `len`
+ *		bytes taken from a file of `file_len` bytes; fill `view`.
+ *
+ * A whole copy has len == file_len and gets its tables in the view.  A
+ * header-only copy (len == the header's size) is checked against the file's
+ * size and gets view->hdr only: its tables are not in the buffer.
  *
  * Unknown section kinds are skipped (a newer helper may add tables); a
  * known kind appearing twice is corrupt.  Kind 0 marks an unused slot.
  */
-pgt_seg_result
-pgt_segment_validate(const void *buf, size_t len, pgt_seg_view *view,
-					 char *err, size_t errlen)
+static pgt_seg_result
+validate_layout(const void *buf, size_t len, size_t file_len, pgt_seg_view *view,
+				char *err, size_t errlen)
 {
 	const struct pgt_seg_header *h = buf;
+	bool		whole = len == file_len;
+	bool		seen[PGT_SEC_KIND_MAX] = {false};
 	pgt_seg_result r;
 	uint32_t	i;
 
@@ -239,7 +249,7 @@ pgt_segment_validate(const void *buf, size_t len, pgt_seg_view *view,
 			return PGT_SEG_BAD_MAGIC;
 		return PGT_SEG_TRUNCATED;
 	}
-	r = check_header(h, len, err, errlen);
+	r = check_header(h, file_len, err, errlen);
 	if (r != PGT_SEG_OK)
 		return r;
 
@@ -250,7 +260,7 @@ pgt_segment_validate(const void *buf, size_t len, pgt_seg_view *view,
 
 		if (known == 0 || s->kind >= PGT_SEC_KIND_MAX)
 			continue;			/* a table from a newer helper, or unused */
-		if (view->tables[s->kind].rows != NULL)
+		if (seen[s->kind])
 		{
 			snprintf(err, errlen, "section kind %u appears twice", s->kind);
 			memset(view, 0, sizeof(*view));
@@ -261,12 +271,26 @@ pgt_segment_validate(const void *buf, size_t len, pgt_seg_view *view,
 			memset(view, 0, sizeof(*view));
 			return PGT_SEG_CORRUPT;
 		}
+		seen[s->kind] = true;
+		if (!whole)
+			continue;
 		view->tables[s->kind].rows = (const unsigned char *) buf + s->offset;
 		view->tables[s->kind].count = s->count;
 		view->tables[s->kind].stride = s->entry_size;
 	}
 	view->hdr = h;
 	return PGT_SEG_OK;
+}
+
+/*
+ * pgt_segment_validate
+ *		Check a copied segment completely; fill `view` on success.
+ */
+pgt_seg_result
+pgt_segment_validate(const void *buf, size_t len, pgt_seg_view *view,
+					 char *err, size_t errlen)
+{
+	return validate_layout(buf, len, len, view, err, errlen);
 }
 
 /*
@@ -307,8 +331,10 @@ read_seq(int fd, uint64_t *seq)
 }
 
 /*
- * pgt_segment_snapshot
- *		Copy the segment at path consistently and validate it.
+ * snapshot
+ *		Copy the segment at path consistently and validate it: the whole
+ *		file, or with header_only its fixed header alone (see
+ *		pgt_segment_snapshot and pgt_segment_snapshot_header).
  *
  * The size to copy comes from the file (fstat), capped at PGT_SEG_MAX_SIZE,
  * never from the header, so a lying header cannot make us allocate or read
@@ -319,14 +345,15 @@ read_seq(int fd, uint64_t *seq)
  * hangs): PGT_SEG_ABANDONED, with *lenp the bytes of the last copy, whose
  * header passed every check but seq's.
  */
-pgt_seg_result
-pgt_segment_snapshot(const char *path, pgt_alloc_fn alloc_fn, void *alloc_arg,
-					 void **bufp, size_t *lenp, pgt_seg_view *view,
-					 char *err, size_t errlen)
+static pgt_seg_result
+snapshot(const char *path, bool header_only, pgt_alloc_fn alloc_fn,
+		 void *alloc_arg, void **bufp, size_t *lenp, pgt_seg_view *view,
+		 char *err, size_t errlen)
 {
 	pgt_seg_result r = PGT_SEG_BUSY;
 	struct stat st;
 	void	   *buf = NULL;
+	size_t		file_len;
 	size_t		cap;
 	int			fd;
 	int			attempt;
@@ -349,7 +376,11 @@ pgt_segment_snapshot(const char *path, pgt_alloc_fn alloc_fn, void *alloc_arg,
 		r = PGT_SEG_IO_ERROR;
 		goto cleanup;
 	}
-	cap = (uint64_t) st.st_size > PGT_SEG_MAX_SIZE ? PGT_SEG_MAX_SIZE : (size_t) st.st_size;
+	file_len = (uint64_t) st.st_size > PGT_SEG_MAX_SIZE ?
+		PGT_SEG_MAX_SIZE : (size_t) st.st_size;
+	cap = file_len;
+	if (header_only && cap > sizeof(struct pgt_seg_header))
+		cap = sizeof(struct pgt_seg_header);
 	buf = alloc_fn(cap > 0 ? cap : 1, alloc_arg);
 	if (buf == NULL)
 	{
@@ -372,7 +403,9 @@ pgt_segment_snapshot(const char *path, pgt_alloc_fn alloc_fn, void *alloc_arg,
 			goto cleanup;
 		}
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);
-		r = pgt_segment_validate(buf, n, view, err, errlen);
+		/* a file that shrank since fstat is judged by what was read */
+		r = validate_layout(buf, n, (size_t) n < cap ? (size_t) n : file_len,
+							view, err, errlen);
 		if (r == PGT_SEG_BUSY)
 		{
 			/* the same odd seq at every attempt: nobody is writing */
@@ -421,6 +454,39 @@ cleanup:
 	close(fd);
 	*bufp = buf;				/* the caller frees it, success or not */
 	return r;
+}
+
+/*
+ * pgt_segment_snapshot
+ *		Copy the whole segment at path consistently and validate it.
+ */
+pgt_seg_result
+pgt_segment_snapshot(const char *path, pgt_alloc_fn alloc_fn, void *alloc_arg,
+					 void **bufp, size_t *lenp, pgt_seg_view *view,
+					 char *err, size_t errlen)
+{
+	return snapshot(path, false, alloc_fn, alloc_arg, bufp, lenp, view,
+					err, errlen);
+}
+
+/*
+ * pgt_segment_snapshot_header
+ *		Copy only the segment's fixed header consistently and validate it,
+ *		with every section descriptor, against the file's size.
+ *
+ * For a reader that needs the writer's state and not the tables (the
+ * extension's background worker, four times a second): a kilobyte read
+ * instead of the whole segment, which holds megabytes on a busy host.
+ */
+pgt_seg_result
+pgt_segment_snapshot_header(const char *path, pgt_alloc_fn alloc_fn,
+							void *alloc_arg, void **bufp, pgt_seg_view *view,
+							char *err, size_t errlen)
+{
+	size_t		len;
+
+	return snapshot(path, true, alloc_fn, alloc_arg, bufp, &len, view,
+					err, errlen);
 }
 
 /*

@@ -401,6 +401,17 @@ extern pgt_seg_result pgt_segment_snapshot(const char *path,
 										   char *err, size_t errlen);
 
 /*
+ * Like pgt_segment_snapshot, but copy only the fixed header: it and its
+ * section descriptors are checked against the file's size, and the view
+ * has hdr set and no tables.
+ */
+extern pgt_seg_result pgt_segment_snapshot_header(const char *path,
+												  pgt_alloc_fn alloc_fn,
+												  void *alloc_arg, void **buf,
+												  pgt_seg_view *view,
+												  char *err, size_t errlen);
+
+/*
  * Size of the struct this code knows for a section kind, 0 for a kind it
  * does not know (the reader skips those tables).
  */

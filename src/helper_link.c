@@ -13,8 +13,9 @@
  * it must describe this start of the postmaster.  Anything else reads as
  * "not connected" with a state name and a reason, never as an error.
  *
- * Both the background worker (every 250 ms, pgt_link_import) and the SQL
- * functions (on every call, so they are always fresh) use pgt_link_read.
+ * The background worker judges the segment every 250 ms from its header
+ * alone (pgt_link_import); the SQL functions copy it whole on every call
+ * (pgt_link_read), so they are always fresh.
  *
  * Locking: PgtSharedState->mutex (a spinlock) protects the shared area.
  * Only the worker writes it (pgt_link_import, pgt_link_set_layout); readers
@@ -130,12 +131,13 @@ link_alloc(size_t size, void *arg)
 }
 
 /*
- * pgt_link_read
- *		Copy, validate and judge the segment.  Allocates in the current
- *		memory context; never raises an error about the segment's content.
+ * link_read
+ *		Copy, validate and judge the segment, whole or (header_only) its
+ *		header alone.  Allocates in the current memory context; never raises
+ *		an error about the segment's content.
  */
-void
-pgt_link_read(PgtLink *link)
+static void
+link_read(PgtLink *link, bool header_only)
 {
 	char		err[PGT_REASON_LEN];
 	size_t		len;
@@ -148,8 +150,12 @@ pgt_link_read(PgtLink *link)
 		return;
 
 	err[0] = '\0';
-	r = pgt_segment_snapshot(link->path, link_alloc, NULL, &link->buf, &len,
-							 &link->view, err, sizeof(err));
+	if (header_only)
+		r = pgt_segment_snapshot_header(link->path, link_alloc, NULL, &link->buf,
+										&link->view, err, sizeof(err));
+	else
+		r = pgt_segment_snapshot(link->path, link_alloc, NULL, &link->buf, &len,
+								 &link->view, err, sizeof(err));
 	if (r != PGT_SEG_OK)
 	{
 		link->buf = NULL;
@@ -162,6 +168,16 @@ pgt_link_read(PgtLink *link)
 		return;
 	}
 	link_judge(link);
+}
+
+/*
+ * pgt_link_read
+ *		The whole segment, for the SQL functions that read its tables.
+ */
+void
+pgt_link_read(PgtLink *link)
+{
+	link_read(link, false);
 }
 
 /*
@@ -287,7 +303,8 @@ pgt_link_import(void)
 	prev_generation = pgt_shared->generation;
 	SpinLockRelease(&pgt_shared->mutex);
 
-	pgt_link_read(&link);
+	/* the state is all the worker publishes: the header has it */
+	link_read(&link, true);
 	link_publish(&link);
 	link_log_transition(&link, prev_connected, prev_generation);
 }

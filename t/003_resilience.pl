@@ -6,6 +6,7 @@
 # it reconnects with a new generation.  Restart PostgreSQL: the helper
 # re-attaches to the new postmaster.  Replace the segment with a truncated,
 # zeroed, random or other-version file: status reports it, no backend dies.
+# The background worker, which reads only the header, logs the damage too.
 use strict;
 use warnings;
 use FindBin;
@@ -127,6 +128,31 @@ ok(!$node->log_contains('terminated by signal', $log_offset), 'server log shows 
 # A helper started over the damaged file replaces it cleanly.
 $helper = start_helper($node, $rt);
 ok(defined wait_until(\&connected, 15), 'a new helper recovers from a damaged segment');
+
+# --- the background worker judges the segment four times a second from its
+# header alone: it must still see a file cut inside its tables and a table
+# that would end past the file, and log each transition.
+sub logged
+{
+	my ($re, $offset) = @_;
+	return defined wait_until(sub { $node->log_contains($re, $offset) }, 10);
+}
+ok(logged(qr/pg_tracer: helper connected \(pid $helper,/, $log_offset),
+	'the worker logs the connection');
+$log_offset = -s $node->logfile;
+plant(substr(slurp_file($seg), 0, 2048));
+ok(logged(qr/pg_tracer: helper disconnected: truncated: segment is 2048 bytes/, $log_offset),
+	'the worker finds a segment cut inside its tables');
+signal_helper($helper, 'TERM');
+$helper = start_helper($node, $rt);
+ok(logged(qr/pg_tracer: helper connected \(pid $helper,/, $log_offset),
+	'the worker logs the reconnection');
+my $past_end = slurp_file($seg);
+substr($past_end, 512 + 8, 8) = pack('Q<', length($past_end));    # first table's offset
+substr($past_end, 32, 8) = pack('Q<', 2);    # seq even, as between two updates
+plant($past_end);
+ok(logged(qr/pg_tracer: helper disconnected: corrupt: /, $log_offset),
+	'the worker finds a table that would end past the file');
 signal_helper($helper, 'TERM');
 $node->stop;
 done_testing();

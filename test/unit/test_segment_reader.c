@@ -196,6 +196,64 @@ test_snapshot_file(void)
 	free(buf);
 }
 
+/*
+ * The header-only copy the background worker polls: a kilobyte, the writer's
+ * state, no tables; the section descriptors still checked against the file.
+ */
+static void
+test_snapshot_header(void)
+{
+	unsigned char *buf;
+	size_t		len = build(&buf);
+	struct pgt_seg_header *h = (struct pgt_seg_header *) buf;
+	char		path[] = "/tmp/pgt_unit_segXXXXXX";
+	int			fd = mkstemp(path);
+	void	   *copy;
+	pgt_seg_view v;
+	char		err[256];
+
+	CHECK(fd >= 0 && write(fd, buf, len) == (ssize_t) len, "temp file written");
+	CHECK(pgt_segment_snapshot_header(path, pgt_alloc_malloc, NULL, &copy, &v, err,
+									  sizeof(err)) == PGT_SEG_OK, "header of a good file: %s", err);
+	CHECK(v.hdr != NULL && v.hdr->generation == 7 && v.hdr->writer_pid == 1234,
+		  "header fields read");
+	CHECK(pgt_view_count(&v, PGT_SEC_BACKENDS) == 0 && pgt_view_count(&v, PGT_SEC_PROBESETS) == 0,
+		  "no tables in a header-only view");
+	free(copy);
+
+	/* a section that would end past the file, and one listed twice */
+	h->sections[1].offset = len;
+	CHECK(pwrite(fd, buf, sizeof(*h), 0) == (ssize_t) sizeof(*h), "bad offset written");
+	CHECK(pgt_segment_snapshot_header(path, pgt_alloc_malloc, NULL, &copy, &v, err,
+									  sizeof(err)) == PGT_SEG_CORRUPT && v.hdr == NULL,
+		  "section past the end found from the header: %s", err);
+	free(copy);
+	h->sections[1] = h->sections[0];
+	CHECK(pwrite(fd, buf, sizeof(*h), 0) == (ssize_t) sizeof(*h), "twin section written");
+	CHECK(pgt_segment_snapshot_header(path, pgt_alloc_malloc, NULL, &copy, &v, err,
+									  sizeof(err)) == PGT_SEG_CORRUPT && strstr(err, "twice"),
+		  "a section twice found from the header: %s", err);
+	free(copy);
+
+	/* the file shorter than the header says, then shorter than a header */
+	free(buf);
+	len = build(&buf);
+	CHECK(pwrite(fd, buf, len, 0) == (ssize_t) len && ftruncate(fd, len - 1) == 0, "cut");
+	CHECK(pgt_segment_snapshot_header(path, pgt_alloc_malloc, NULL, &copy, &v, err,
+									  sizeof(err)) == PGT_SEG_TRUNCATED, "one byte short: %s", err);
+	free(copy);
+	CHECK(ftruncate(fd, 900) == 0, "truncate");
+	CHECK(pgt_segment_snapshot_header(path, pgt_alloc_malloc, NULL, &copy, &v, err,
+									  sizeof(err)) == PGT_SEG_TRUNCATED, "no whole header: %s", err);
+	free(copy);
+	close(fd);
+	unlink(path);
+	CHECK(pgt_segment_snapshot_header(path, pgt_alloc_malloc, NULL, &copy, &v, err,
+									  sizeof(err)) == PGT_SEG_MISSING, "missing file reported");
+	free(copy);
+	free(buf);
+}
+
 static void
 test_strings_and_names(void)
 {
@@ -222,6 +280,7 @@ main(void)
 	test_damaged();
 	test_random();
 	test_snapshot_file();
+	test_snapshot_header();
 	test_strings_and_names();
 	UNIT_MAIN_END("test_segment_reader");
 }
