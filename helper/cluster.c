@@ -242,6 +242,16 @@ find_proc(const cluster *c, uint32_t pid)
 }
 
 /*
+ * cluster_knows_child
+ *		Whether pid is one of the attached postmaster's tracked children.
+ */
+int
+cluster_knows_child(const cluster *c, uint32_t pid)
+{
+	return c->attached && pid != (uint32_t) c->pm.pid && find_proc(c, pid) >= 0;
+}
+
+/*
  * cmp_proc
  *		qsort comparator of procs by pid.
  */
@@ -686,8 +696,9 @@ cluster_detach(cluster *c, const char *why)
 /*
  * cluster_tick
  *		Once a second: drop dead processes the kernel did not report (they
- *		died between our scan and our insert), refresh the /proc fallback,
- *		look at the layout file.
+ *		died between our scan and our insert; a process is checked until it
+ *		is found alive once), refresh the /proc fallback, look at the layout
+ *		file.
  */
 void
 cluster_tick(cluster *c)
@@ -711,11 +722,24 @@ cluster_tick(cluster *c)
 	}
 	if (c->env->bpf->maps_ok)
 	{
+		/*
+		 * A process found alive after it entered the map will leave it by
+		 * the exit program: with that program attached, one check each.
+		 */
+		int			exit_hook = c->env->bpf->process.state == PGT_PROBE_AVAILABLE;
+
 		for (i = 0; i < c->nprocs; i++)
-			if (!procfs_alive((pid_t) c->procs[i].pid, c->procs[i].starttime) &&
-				bpf_probes_untrack(c->env->bpf, c->procs[i].pid) < 0)
+		{
+			cluster_proc *p = &c->procs[i];
+
+			if (p->alive_checked && exit_hook)
+				continue;
+			if (procfs_alive((pid_t) p->pid, p->starttime))
+				p->alive_checked = 1;
+			else if (bpf_probes_untrack(c->env->bpf, p->pid) < 0)
 				log_warn("%s: cannot untrack pid %u: %s", c->data_dir,
-						 c->procs[i].pid, strerror(errno));
+						 p->pid, strerror(errno));
+		}
 	}
 	else
 		scan_children(c);

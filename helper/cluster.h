@@ -43,6 +43,7 @@ typedef struct cluster_proc
 	int64_t		next_classify_ms;
 	uint64_t	syscalls;
 	int			seen;
+	int			alive_checked;	/* found alive after it entered the map */
 } cluster_proc;
 
 typedef struct cluster
@@ -98,6 +99,7 @@ extern cluster *cluster_open(cluster_env *env, uint64_t dev, uint64_t ino,
 extern void cluster_attach(cluster *c, const pm_info *pm);
 extern void cluster_detach(cluster *c, const char *why);
 extern void cluster_tick(cluster *c);
+extern int	cluster_knows_child(const cluster *c, uint32_t pid);
 extern void cluster_publish(cluster *c, const tracked_row *rows, size_t n);
 extern void cluster_close(cluster *c, uint32_t final_state);
 extern void cluster_force_layout_reload(cluster *c);

@@ -387,6 +387,43 @@ publish_all(daemon_state *d)
 }
 
 /*
+ * known_child
+ *		discovery_known_fn: pid is a tracked child of a served postmaster.
+ */
+static int
+known_child(pid_t pid, void *arg)
+{
+	const daemon_state *d = arg;
+	size_t		i;
+
+	for (i = 0; i < d->nclusters; i++)
+		if (cluster_knows_child(d->clusters[i], (uint32_t) pid))
+			return 1;
+	return 0;
+}
+
+/*
+ * targets_served
+ *		With --pgdata: every target cluster is attached to a postmaster that
+ *		is still alive.  No other postmaster can own its data directory
+ *		meanwhile (postmaster.pid is its lock), so a scan of /proc could find
+ *		nothing new.
+ */
+static int
+targets_served(const daemon_state *d)
+{
+	size_t		i;
+
+	if (!d->target_mode || d->nclusters == 0)
+		return 0;
+	for (i = 0; i < d->nclusters; i++)
+		if (!d->clusters[i]->attached ||
+			!procfs_alive(d->clusters[i]->pm.pid, d->clusters[i]->pm.starttime))
+			return 0;
+	return 1;
+}
+
+/*
  * discover
  *		Match running postmasters with clusters: detach from exited ones,
  *		attach to new or restarted ones, open/forget clusters in host-wide
@@ -401,7 +438,14 @@ discover(daemon_state *d)
 	size_t		j;
 	int64_t		now = control_now_ms();
 
-	if (discovery_scan(&pms, &npms, d->target_mode, d->target_dev, d->target_ino) < 0)
+	if (targets_served(d))
+	{
+		for (i = 0; i < d->nclusters; i++)
+			cluster_tick(d->clusters[i]);
+		return;
+	}
+	if (discovery_scan(&pms, &npms, d->target_mode, d->target_dev, d->target_ino,
+					   known_child, d) < 0)
 		return;
 
 	for (i = 0; i < d->nclusters; i++)

@@ -141,9 +141,15 @@ cmp_candidate(const void *a, const void *b)
  *		Every postmaster on the host (when filter, only the one serving the
  *		data directory dev/ino).  *out is malloc'd (caller frees).  Returns
  *		0, or -1 when /proc cannot be read.
+ *
+ * known, when not NULL, names pids the caller already knows to be children
+ * of a postmaster (its tracked backends): they are passed over before any
+ * file is read, so a host with a thousand backends does not cost a thousand
+ * reads of /proc/<pid>/stat a scan.
  */
 int
-discovery_scan(pm_info **out, size_t *nout, int filter, uint64_t dev, uint64_t ino)
+discovery_scan(pm_info **out, size_t *nout, int filter, uint64_t dev, uint64_t ino,
+			   discovery_known_fn known, void *known_arg)
 {
 	candidate  *cands = NULL;
 	size_t		ncands = 0;
@@ -169,7 +175,8 @@ discovery_scan(pm_info **out, size_t *nout, int filter, uint64_t dev, uint64_t i
 		pid_t		pid = parse_pid_name(de->d_name);
 		proc_stat	ps;
 
-		if (pid <= 0 || procfs_read_stat(pid, &ps) < 0 || !procfs_is_postgres(pid, &ps))
+		if (pid <= 0 || (known != NULL && known(pid, known_arg)) ||
+			procfs_read_stat(pid, &ps) < 0 || !procfs_is_postgres(pid, &ps))
 			continue;
 		if (ncands == capcands)
 		{

@@ -25,8 +25,12 @@ typedef struct pm_info
 } pm_info;
 
 extern int	discovery_check_postmaster(pid_t pid, pm_info *out, char *err, size_t errlen);
+/* Whether pid is a child of a postmaster the caller already serves. */
+typedef int (*discovery_known_fn) (pid_t pid, void *arg);
+
 extern int	discovery_scan(pm_info **out, size_t *n, int filter,
-						   uint64_t dev, uint64_t ino);
+						   uint64_t dev, uint64_t ino,
+						   discovery_known_fn known, void *known_arg);
 extern int	discovery_children(pid_t pm, pid_t **out, size_t *n);
 
 #endif							/* PGT_HELPER_DISCOVERY_H */

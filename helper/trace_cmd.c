@@ -248,7 +248,8 @@ find_targets(trace_state *t)
 			log_error("--pgdata %s is not a directory", t->o.pgdata);
 			return -1;
 		}
-		if (discovery_scan(&pms, &n, 1, (uint64_t) st.st_dev, (uint64_t) st.st_ino) < 0)
+		if (discovery_scan(&pms, &n, 1, (uint64_t) st.st_dev, (uint64_t) st.st_ino,
+						   NULL, NULL) < 0)
 			return -1;
 		if (n == 0)
 		{
@@ -257,7 +258,7 @@ find_targets(trace_state *t)
 			return -1;
 		}
 	}
-	else if (discovery_scan(&pms, &n, 0, 0, 0) < 0)
+	else if (discovery_scan(&pms, &n, 0, 0, 0, NULL, NULL) < 0)
 		return -1;
 	for (i = 0; i < n; i++)
 		if (add_target(t, &pms[i], 0, 0) < 0)

@@ -16,7 +16,7 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-our @EXPORT = qw(tracer_node start_helper stop_helper signal_helper run_helper start_trace
+our @EXPORT = qw(tracer_node start_helper start_host_helper stop_helper signal_helper run_helper start_trace
   wait_until helper_available segment_path proc_field within wait_connected);
 
 # scripts/test.sh always sets PG_TRACER_CTL; without it the helper tests skip.
@@ -50,10 +50,23 @@ sub tracer_node
 sub start_helper
 {
 	my ($node, $rt, @extra) = @_;
-	my $log = $node->basedir . '/helper.log';
+	return launch_helper($rt, $node->basedir . '/helper.log', '--pgdata', $node->data_dir, @extra);
+}
+
+# Start `pg-tracer daemon --runtime-dir RT` as root without --pgdata: it
+# serves every postmaster of the host, as its systemd unit runs it.
+sub start_host_helper
+{
+	my ($rt, $log, @extra) = @_;
+	return launch_helper($rt, $log, @extra);
+}
+
+sub launch_helper
+{
+	my ($rt, $log, @args) = @_;
 	my ($out, $err) = ('', '');
-	IPC::Run::run([ @CTL, 'start', $rt, $log, '--pgdata', $node->data_dir,
-			'--log-level', 'debug', @extra ], '>', \$out, '2>', \$err)
+	IPC::Run::run([ @CTL, 'start', $rt, $log, '--log-level', 'debug', @args ],
+		'>', \$out, '2>', \$err)
 	  or die "cannot start helper: $err";
 	chomp $out;
 	die "helper-ctl start printed no pid: $out $err" unless $out =~ /^\d+$/;
