@@ -18,6 +18,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -564,9 +565,22 @@ procfs_mem_pread(pid_t pid, uint64_t addr, void *buf, size_t len)
  * procfs_mem_read
  *		Exactly len bytes at addr of process pid's memory: 0, or -1 when
  *		fewer could be read.
+ *
+ * One process_vm_readv() (the same ptrace access check as /proc/<pid>/mem)
+ * instead of an open, a pread and a close: the helper reads a word of every
+ * backend each second, and resolving the /proc path was most of that.
+ * Where the call is missing (ENOSYS: no CONFIG_CROSS_MEMORY_ATTACH) or
+ * refuses the range (EFAULT: a page it cannot read, which /proc/<pid>/mem
+ * may still), the file is read instead.
  */
 int
 procfs_mem_read(pid_t pid, uint64_t addr, void *buf, size_t len)
 {
-	return procfs_mem_pread(pid, addr, buf, len) == (ssize_t) len ? 0 : -1;
+	struct iovec local = {.iov_base = buf, .iov_len = len};
+	struct iovec remote = {.iov_base = (void *) (uintptr_t) addr, .iov_len = len};
+	ssize_t		got = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+
+	if (got < 0 && (errno == ENOSYS || errno == EFAULT))
+		got = procfs_mem_pread(pid, addr, buf, len);
+	return got == (ssize_t) len ? 0 : -1;
 }

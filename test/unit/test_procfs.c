@@ -9,6 +9,8 @@
 #include "unit.h"
 
 #include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 /* A stat line with the given head ("pid (comm)") and ppid/starttime. */
@@ -215,6 +217,46 @@ test_classify(void)
 	CHECK_STR(pgt_role_name(PGT_ROLE_BGWORKER), "background worker");
 }
 
+/*
+ * procfs_mem_read of another process: a word of its data, a PROT_NONE page
+ * (process_vm_readv refuses it with EFAULT; /proc/<pid>/mem reads it, as
+ * the helper's reads of a backend did before), an unmapped address.
+ */
+static void
+test_mem_read(void)
+{
+	static volatile uint64_t word = 0x1122334455667788ULL;
+	long		page = sysconf(_SC_PAGESIZE);
+	unsigned char *guard = mmap(NULL, page, PROT_READ | PROT_WRITE,
+								MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	int			go[2];
+	pid_t		child;
+	uint64_t	got = 0;
+	char		c = 0;
+
+	CHECK(guard != MAP_FAILED && pipe(go) == 0, "set up");
+	guard[0] = 0x5a;
+	CHECK(mprotect(guard, page, PROT_NONE) == 0, "guard page");
+	child = fork();
+	if (child == 0)
+	{
+		/* wait until the parent has read, then go */
+		(void) read(go[0], &c, 1);
+		_exit(0);
+	}
+	CHECK(procfs_mem_read(child, (uint64_t) (uintptr_t) &word, &got, sizeof(got)) == 0 &&
+		  got == 0x1122334455667788ULL, "a word of the child's memory: %llx",
+		  (unsigned long long) got);
+	c = 0;
+	CHECK(procfs_mem_read(child, (uint64_t) (uintptr_t) guard, &c, 1) == 0 && c == 0x5a,
+		  "a PROT_NONE page through the /proc fallback: %x", c);
+	CHECK(procfs_mem_read(child, 8, &got, sizeof(got)) == -1, "an unmapped address fails");
+	(void) write(go[1], "x", 1);
+	(void) waitpid(child, NULL, 0);
+	CHECK(procfs_mem_read(child, (uint64_t) (uintptr_t) &word, &got, sizeof(got)) == -1,
+		  "a process that is gone fails");
+}
+
 int
 main(void)
 {
@@ -223,5 +265,6 @@ main(void)
 	test_nspid();
 	test_ticks();
 	test_classify();
+	test_mem_read();
 	return UNIT_DONE("test_procfs");
 }
