@@ -26,9 +26,9 @@
 #include "pgt_segment.h"
 
 #include <errno.h>
-#include <stdbool.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <stdlib.h>

@@ -9,6 +9,7 @@
 #include "probe_set.h"
 
 #include "log.h"
+#include "map_copy.h"
 #include "pg_symbols.h"
 #include "pid_retire.h"
 #include "procfs.h"
@@ -444,6 +445,13 @@ pset_runtime_stop(pset_runtime *rt)
 	if (rt->ctx.drops_fd >= 0)
 		close(rt->ctx.drops_fd);
 	rt->ctx.qid_fd = rt->ctx.events_fd = rt->ctx.drops_fd = -1;
+	free(rt->sweep_qpids);
+	free(rt->sweep_slots);
+	free(rt->sweep_tpids);
+	free(rt->sweep_tracked);
+	rt->sweep_qpids = rt->sweep_tpids = NULL;
+	rt->sweep_slots = NULL;
+	rt->sweep_tracked = NULL;
 }
 
 /*
@@ -472,40 +480,80 @@ pset_runtime_lost_events(const pset_runtime *rt)
 }
 
 /*
+ * cmp_u32
+ *		qsort/bsearch comparator of uint32_t.
+ */
+static int
+cmp_u32(const void *a, const void *b)
+{
+	uint32_t	x = *(const uint32_t *) a;
+	uint32_t	y = *(const uint32_t *) b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * sweep_buffers
+ *		Allocate (once; freed at stop) the copies of `pgt_qid` and `tracked`
+ *		that the sweep and the refresh compare.  0 when memory is short.
+ */
+static int
+sweep_buffers(pset_runtime *rt)
+{
+	if (rt->sweep_qpids == NULL)
+		rt->sweep_qpids = malloc(PGT_BPF_MAX_TRACKED * sizeof(uint32_t));
+	if (rt->sweep_slots == NULL)
+		rt->sweep_slots = malloc(PGT_BPF_MAX_TRACKED * sizeof(struct pgt_qid_slot));
+	if (rt->sweep_tpids == NULL)
+		rt->sweep_tpids = malloc(PGT_BPF_MAX_TRACKED * sizeof(uint32_t));
+	if (rt->sweep_tracked == NULL)
+		rt->sweep_tracked = malloc(PGT_BPF_MAX_TRACKED * sizeof(struct pgt_tracked));
+	return rt->sweep_qpids && rt->sweep_slots && rt->sweep_tpids && rt->sweep_tracked;
+}
+
+/*
  * sweep_qid_slots
  *		Remove the `pgt_qid` slots of processes that left `tracked` (they
  *		exited): nothing else does, and with connection churn the map
  *		would fill up and new backends get no slot (query ids 0).  At most
  *		once a second; a slot is only ever made for a tracked process, so
  *		one that is not tracked is dead.
+ *
+ * Both maps are copied in batches and compared in memory: a few system
+ * calls a second, not two per backend.  A slot whose pid the copy of
+ * `tracked` lacks is looked up once more before it goes, since a batch
+ * copy of a map that changes meanwhile may miss an entry.
  */
 static void
 sweep_qid_slots(pset_runtime *rt)
 {
 	static int64_t last_us;
 	int64_t		now = procfs_realtime_us();
-	uint32_t	dead[1024];
-	uint32_t	cur;
-	uint32_t	next;
-	struct pgt_tracked t;
-	void	   *prev = NULL;
-	size_t		n = 0;
-	size_t		guard = PGT_BPF_MAX_TRACKED;
+	size_t		nq;
+	size_t		nt;
 	size_t		i;
 
 	if (rt->ctx.qid_fd < 0 || rt->ctx.tracked_fd < 0 || now - last_us < 1000000)
 		return;
 	last_us = now;
-	while (n < sizeof(dead) / sizeof(dead[0]) && guard-- > 0 &&
-		   bpf_map_get_next_key(rt->ctx.qid_fd, prev, &next) == 0)
+	if (!sweep_buffers(rt))
+		return;					/* retried next second */
+	/* slots first: a slot's process entered the filter before its slot */
+	nq = map_copy(rt->ctx.qid_fd, sizeof(uint32_t), sizeof(struct pgt_qid_slot),
+				  rt->sweep_qpids, rt->sweep_slots, PGT_BPF_MAX_TRACKED);
+	nt = map_copy(rt->ctx.tracked_fd, sizeof(uint32_t), sizeof(struct pgt_tracked),
+				  rt->sweep_tpids, rt->sweep_tracked, PGT_BPF_MAX_TRACKED);
+	qsort(rt->sweep_tpids, nt, sizeof(uint32_t), cmp_u32);
+	for (i = 0; i < nq; i++)
 	{
-		cur = next;
-		prev = &cur;
-		if (bpf_map_lookup_elem(rt->ctx.tracked_fd, &cur, &t) != 0 && errno == ENOENT)
-			dead[n++] = cur;
+		uint32_t	pid = rt->sweep_qpids[i];
+		struct pgt_tracked t;
+
+		if (bsearch(&pid, rt->sweep_tpids, nt, sizeof(uint32_t), cmp_u32) != NULL)
+			continue;
+		if (bpf_map_lookup_elem(rt->ctx.tracked_fd, &pid, &t) != 0 && errno == ENOENT)
+			(void) bpf_map_delete_elem(rt->ctx.qid_fd, &pid);
 	}
-	for (i = 0; i < n; i++)
-		(void) bpf_map_delete_elem(rt->ctx.qid_fd, &dead[i]);
 }
 
 /*
@@ -711,57 +759,117 @@ pset_runtime_status_rows(pset_runtime *rt, struct pgt_probeset_entry *out, size_
 	return n;
 }
 
-/*
- * pset_wait_addr
- *		Address of PGPROC.wait_event_info of the process PostgreSQL knows as
- *		nspid, found in the cluster's PGPROC array (ProcGlobal->allProcs,
- *		from the layout file) read from the postmaster's memory; 0 when the
- *		layout has no PGPROC array or the pid is not in it.  The array is
- *		read once per refresh (cached by postmaster and call generation).
- */
-static unsigned char *wait_buf;
-static size_t wait_buf_len;
-static pid_t wait_buf_pm;
-static uint64_t wait_buf_gen;
-static uint64_t wait_refresh_gen;
-
-static uint64_t
-pset_wait_addr(pid_t postmaster, const pgt_layout *layout, uint32_t nspid)
+/* A slot of a shared array (PGPROC, BackendStatusArray) by the pid in it. */
+typedef struct pid_slot
 {
-	size_t		len;
+	uint32_t	pid;			/* as PostgreSQL knows it */
+	uint32_t	slot;
+} pid_slot;
+
+static int
+cmp_pid_slot(const void *a, const void *b)
+{
+	return cmp_u32(&((const pid_slot *) a)->pid, &((const pid_slot *) b)->pid);
+}
+
+/*
+ * index_slots
+ *		The entries of a copied array (count entries of stride bytes) whose
+ *		int32 at pid_off is a pid, sorted by pid; malloc'd into *out.
+ *		Returns how many, or -1 when memory is short.  A refresh looks every
+ *		backend up in the arrays: sorted, that is n log n, not n squared.
+ */
+static ssize_t
+index_slots(const unsigned char *buf, uint32_t count, size_t stride, size_t pid_off,
+			pid_slot **out)
+{
+	pid_slot   *idx = malloc((count > 0 ? count : 1) * sizeof(*idx));
+	size_t		n = 0;
 	uint32_t	s;
 
+	*out = idx;
+	if (idx == NULL)
+		return -1;
+	for (s = 0; s < count; s++)
+	{
+		int32_t		pid;
+
+		memcpy(&pid, buf + (size_t) s * stride + pid_off, sizeof(pid));
+		if (pid > 0)
+			idx[n++] = (pid_slot) {(uint32_t) pid, s};
+	}
+	qsort(idx, n, sizeof(*idx), cmp_pid_slot);
+	return (ssize_t) n;
+}
+
+/*
+ * find_slot
+ *		The slot of pid in an index from index_slots, or -1.
+ */
+static int64_t
+find_slot(const pid_slot *idx, size_t n, uint32_t pid)
+{
+	pid_slot	key = {pid, 0};
+	const pid_slot *hit = n > 0 ? bsearch(&key, idx, n, sizeof(*idx), cmp_pid_slot) : NULL;
+
+	return hit != NULL ? (int64_t) hit->slot : -1;
+}
+
+/*
+ * index_procs
+ *		The cluster's PGPROC array (ProcGlobal->allProcs, from the layout
+ *		file), read from the postmaster's memory and indexed by pid: where
+ *		each process's wait_event_info is.  0 entries when the layout has no
+ *		PGPROC array or it cannot be read (slots then have no wait address).
+ */
+static size_t
+index_procs(pid_t postmaster, const pgt_layout *layout, pid_slot **out)
+{
+	unsigned char *buf;
+	size_t		len;
+	ssize_t		n;
+
+	*out = NULL;
 	if (layout->proc_array == 0 || layout->proc_stride == 0 || layout->proc_count == 0 ||
 		layout->proc_count > 1000000 || layout->proc_off_pid + 4 > layout->proc_stride ||
 		layout->proc_off_wait_event_info + 4 > layout->proc_stride)
 		return 0;
 	len = (size_t) layout->proc_count * layout->proc_stride;
-	if (wait_buf == NULL || wait_buf_pm != postmaster || wait_buf_gen != wait_refresh_gen ||
-		wait_buf_len != len)
+	buf = malloc(len);
+	if (buf == NULL || procfs_mem_read(postmaster, layout->proc_array, buf, len) != 0)
 	{
-		unsigned char *nb = realloc(wait_buf, len);
-
-		if (nb == NULL)
-			return 0;
-		wait_buf = nb;
-		wait_buf_len = 0;
-		if (procfs_mem_read(postmaster, layout->proc_array, wait_buf, len) != 0)
-			return 0;
-		wait_buf_len = len;
-		wait_buf_pm = postmaster;
-		wait_buf_gen = wait_refresh_gen;
+		free(buf);
+		return 0;
 	}
-	for (s = 0; s < layout->proc_count; s++)
-	{
-		int32_t		pid;
+	n = index_slots(buf, layout->proc_count, layout->proc_stride, layout->proc_off_pid, out);
+	free(buf);
+	return n > 0 ? (size_t) n : 0;
+}
 
-		memcpy(&pid, wait_buf + (size_t) s * layout->proc_stride + layout->proc_off_pid,
-			   sizeof(pid));
-		if (pid > 0 && (uint32_t) pid == nspid)
-			return layout->proc_array + (uint64_t) s * layout->proc_stride +
-				layout->proc_off_wait_event_info;
-	}
-	return 0;
+/*
+ * index_old_slots
+ *		Copy `pgt_qid` (in batches, into the sweep's buffers) and index the
+ *		copy by pid: the slots a refresh compares with, without a lookup
+ *		per backend.  0 entries when the buffers cannot be had.
+ */
+static size_t
+index_old_slots(pset_runtime *rt, pid_slot **out)
+{
+	size_t		n;
+	size_t		i;
+
+	*out = NULL;
+	if (!sweep_buffers(rt))
+		return 0;
+	n = map_copy(rt->ctx.qid_fd, sizeof(uint32_t), sizeof(struct pgt_qid_slot),
+				 rt->sweep_qpids, rt->sweep_slots, PGT_BPF_MAX_TRACKED);
+	*out = malloc((n > 0 ? n : 1) * sizeof(**out));
+	if (*out == NULL)
+		return 0;
+	for (i = 0; i < n; i++)
+		(*out)[i] = (pid_slot) {rt->sweep_qpids[i], (uint32_t) i};
+	qsort(*out, n, sizeof(**out), cmp_pid_slot);
+	return n;
 }
 
 /*
@@ -807,6 +915,34 @@ install_indirect(pset_runtime *rt, pid_t postmaster, const pgt_layout *layout)
 }
 
 /*
+ * keep_old_slot
+ *		Compare pid's new slot with the one in place (from the copy, or
+ *		looked up when the copy lacks it: a batch copy of a changing map may
+ *		miss an entry).  true when it did not move: nothing to write.  When
+ *		only the wait address was added (BPF made the slot without it), the
+ *		last id read in the process's context stays in the new one, for
+ *		programs in other contexts.
+ */
+static int
+keep_old_slot(pset_runtime *rt, const pid_slot *old, size_t nold, uint32_t pid,
+			  struct pgt_qid_slot *slot)
+{
+	int64_t		o = find_slot(old, nold, pid);
+	struct pgt_qid_slot cur;
+
+	if (o >= 0)
+		cur = rt->sweep_slots[o];
+	else if (bpf_map_lookup_elem(rt->ctx.qid_fd, &pid, &cur) != 0)
+		return 0;
+	if (cur.queryid_addr != slot->queryid_addr || cur.nspid != slot->nspid)
+		return 0;
+	if (cur.wait_addr == slot->wait_addr)
+		return 1;
+	slot->last_qid = cur.last_qid;
+	return 0;
+}
+
+/*
  * pset_qid_refresh
  *		Read the cluster's BackendStatusArray from the postmaster's memory
  *		(shared memory sits at the same address in every process) and point
@@ -819,11 +955,16 @@ pset_qid_refresh(pset_runtime *rt, pid_t postmaster, const pgt_layout *layout,
 				 const uint32_t *pids, const uint32_t *nspids, size_t npids)
 {
 	unsigned char *buf;
+	pid_slot   *be = NULL;
+	pid_slot   *procs = NULL;
+	pid_slot   *old = NULL;
+	size_t		nprocs;
+	size_t		nold;
+	ssize_t		nbe;
 	size_t		len;
 	ssize_t		got;
 	int			mapped = 0;
 	size_t		i;
-	uint32_t	s;
 
 	if (rt->ctx.qid_fd < 0)
 		return -1;
@@ -839,7 +980,6 @@ pset_qid_refresh(pset_runtime *rt, pid_t postmaster, const pgt_layout *layout,
 				 "no usable layout file (extension not preloaded): query ids are 0");
 		return -1;
 	}
-	wait_refresh_gen++;			/* PGPROC array: read afresh this time */
 	len = (size_t) layout->beentry_count * layout->beentry_stride;
 	buf = malloc(len);
 	if (buf == NULL)
@@ -854,54 +994,44 @@ pset_qid_refresh(pset_runtime *rt, pid_t postmaster, const pgt_layout *layout,
 		free(buf);
 		return -1;
 	}
+	nbe = index_slots(buf, layout->beentry_count, layout->beentry_stride,
+					  layout->beentry_off_procpid, &be);
+	free(buf);
+	if (nbe < 0)
+		return -1;
+	nprocs = index_procs(postmaster, layout, &procs);
+	nold = index_old_slots(rt, &old);
 	for (i = 0; i < npids; i++)
 	{
 		struct pgt_qid_slot slot;
-		int			found = 0;
-		uint64_t	wait_addr;
+		int64_t		s;
 
 		if (pids[i] == (uint32_t) postmaster)
 			continue;			/* its key holds the MyBEEntry slot */
-		wait_addr = pset_wait_addr(postmaster, layout, nspids[i]);
-		for (s = 0; s < layout->beentry_count && !found; s++)
+		s = find_slot(be, (size_t) nbe, nspids[i]);
+		if (s < 0)
 		{
-			int32_t		procpid;
-
-			memcpy(&procpid, buf + (size_t) s * layout->beentry_stride +
-				   layout->beentry_off_procpid, sizeof(procpid));
-			if (procpid <= 0 || (uint32_t) procpid != nspids[i])
-				continue;
-			found = 1;
-			memset(&slot, 0, sizeof(slot));
-			slot.procpid_addr = layout->beentry_array + (uint64_t) s * layout->beentry_stride +
-				layout->beentry_off_procpid;
-			slot.queryid_addr = layout->beentry_array + (uint64_t) s * layout->beentry_stride +
-				layout->beentry_off_query_id;
-			slot.nspid = nspids[i];
-			slot.wait_addr = wait_addr;
-			{
-				struct pgt_qid_slot old;
-
-				/* keep the cached id BPF wrote when the slot did not move */
-				if (bpf_map_lookup_elem(rt->ctx.qid_fd, &pids[i], &old) == 0)
-				{
-					if (old.queryid_addr == slot.queryid_addr && old.nspid == slot.nspid &&
-						old.wait_addr == slot.wait_addr)
-						continue;
-					/* same process, slot completed (e.g. BPF mapped it
-					 * without the wait address): the last id read in its
-					 * context stays, for programs in other contexts */
-					if (old.queryid_addr == slot.queryid_addr && old.nspid == slot.nspid)
-						slot.last_qid = old.last_qid;
-				}
-			}
-			if (bpf_map_update_elem(rt->ctx.qid_fd, &pids[i], &slot, BPF_ANY) == 0)
-				mapped++;
-		}
-		if (!found)
 			(void) bpf_map_delete_elem(rt->ctx.qid_fd, &pids[i]);
+			continue;
+		}
+		memset(&slot, 0, sizeof(slot));
+		slot.procpid_addr = layout->beentry_array + (uint64_t) s * layout->beentry_stride +
+			layout->beentry_off_procpid;
+		slot.queryid_addr = layout->beentry_array + (uint64_t) s * layout->beentry_stride +
+			layout->beentry_off_query_id;
+		slot.nspid = nspids[i];
+		s = find_slot(procs, nprocs, nspids[i]);
+		if (s >= 0)
+			slot.wait_addr = layout->proc_array + (uint64_t) s * layout->proc_stride +
+				layout->proc_off_wait_event_info;
+		if (keep_old_slot(rt, old, nold, pids[i], &slot))
+			continue;
+		if (bpf_map_update_elem(rt->ctx.qid_fd, &pids[i], &slot, BPF_ANY) == 0)
+			mapped++;
 	}
-	free(buf);
+	free(be);
+	free(procs);
+	free(old);
 	if (rt->ctx.qid_off)
 		return mapped;			/* slots for wait_addr; state stays "off" */
 	rt->qid_state = PGT_PROBE_AVAILABLE;
