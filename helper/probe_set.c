@@ -759,11 +759,11 @@ pset_runtime_status_rows(pset_runtime *rt, struct pgt_probeset_entry *out, size_
 	return n;
 }
 
-/* A slot of a shared array (PGPROC, BackendStatusArray) by the pid in it. */
+/* An entry of an array (PGPROC, BackendStatusArray, a map's copy) by pid. */
 typedef struct pid_slot
 {
-	uint32_t	pid;			/* as PostgreSQL knows it */
-	uint32_t	slot;
+	uint32_t	pid;			/* PostgreSQL's in its arrays, the host's in pgt_qid */
+	uint32_t	slot;			/* the entry's index */
 } pid_slot;
 
 static int

@@ -183,7 +183,7 @@ typedef struct pset_runtime
 	size_t		ninsts;
 	int			qid_state;		/* PGT_PROBE_* of query-id tagging */
 	char		qid_reason[160];
-	/* copies of `pgt_qid` and `tracked` for the sweep of dead slots */
+	/* copies of `pgt_qid` and `tracked`: the slot sweep's and refresh's */
 	uint32_t   *sweep_qpids;
 	struct pgt_qid_slot *sweep_slots;
 	uint32_t   *sweep_tpids;
