@@ -12,6 +12,11 @@
  *   processes that existed before it attached from a /proc scan.
  * - A process whose last thread exits leaves both maps; for `pg-tracer
  *   trace` its title goes into `exit_titles` first (keep_exit_titles).
+ * - `pg_execs` (tgid -> 0) notes every exec of a PostgreSQL server binary
+ *   for the daemon's discovery (watch_execs): a postmaster is always such
+ *   an exec, so after one scan of /proc the daemon looks only at these
+ *   (helper/daemon.c).  It drains the map every second; a note that finds
+ *   it full is counted in `pgt_execs_lost`, and the daemon scans /proc.
  * - `pgt_tracked_bits` mirrors `tracked` as a bitmap by tgid (set after an
  *   insert, cleared at exit, by the fork/exit programs here and by the
  *   helper for the processes it adds or drops): one plain load answers
@@ -83,6 +88,24 @@ struct
 
 /* See the file header; the helper mmaps it (skeleton's bss). */
 __u64		pgt_tracked_bits[PGT_TRACKED_WORDS];
+
+/*
+ * Set by the helper before load (--miss-events N, testing): one note in N
+ * of pgt_process_exec (which only the daemon loads) is dropped as lost.
+ */
+const volatile __u32 exec_miss_every = 0;
+
+struct
+{
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, PGT_BPF_MAX_EXECS);
+	__type(key, __u32);
+	__type(value, __u32);
+} pg_execs SEC(".maps");
+
+/* notes that found pg_execs full (or were dropped by exec_miss_every) */
+__u64		pgt_execs_lost;
+__u32		pgt_execs_seen;
 
 /*
  * tracked_word
@@ -215,6 +238,59 @@ int BPF_PROG(pgt_process_exit, struct task_struct *p)
 		set_tracked(tgid, false);
 	bpf_map_delete_elem(&tracked, &tgid);
 	bpf_map_delete_elem(&postmasters, &tgid);
+	return 0;
+}
+
+/*
+ * is_server_name
+ *		Is name (NUL-terminated within 16 bytes) "postgres" or "postmaster",
+ *		the names procfs_is_postgres (helper/procfs.c) accepts?
+ */
+static __always_inline bool
+is_server_name(const char *n)
+{
+	/* spelled out: a static array would put a VAR into the object's BTF */
+	if (n[0] != 'p' || n[1] != 'o' || n[2] != 's' || n[3] != 't')
+		return false;
+	if (n[4] == 'g')
+		return n[5] == 'r' && n[6] == 'e' && n[7] == 's' && n[8] == '\0';
+	return n[4] == 'm' && n[5] == 'a' && n[6] == 's' && n[7] == 't' &&
+		n[8] == 'e' && n[9] == 'r' && n[10] == '\0';
+}
+
+/*
+ * A process execs a new program: when the program is a PostgreSQL server
+ * (its command name, which exec has just set from the name it was run by,
+ * or the name of the file itself, as /proc/<pid>/exe shows it), note its
+ * tgid for the daemon.  Execs are rare, so this costs nothing that
+ * matters; the daemon in turn no longer reads a /proc file of every
+ * process of the host each second.
+ */
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(pgt_process_exec, struct task_struct *p, pid_t old_pid,
+			 struct linux_binprm *bprm)
+{
+	char		name[16] = {};
+	__u32		tgid = p->tgid;
+	__u32		zero = 0;
+	const unsigned char *file_name;
+
+	if (bpf_get_current_comm(name, sizeof(name)) != 0 || !is_server_name(name))
+	{
+		file_name = BPF_CORE_READ(bprm, file, f_path.dentry, d_name.name);
+		__builtin_memset(name, 0, sizeof(name));
+		if (bpf_probe_read_kernel_str(name, sizeof(name), file_name) <= 0 ||
+			!is_server_name(name))
+			return 0;
+	}
+	/* testing only, so a plain (racy) count will do */
+	if (exec_miss_every && ++pgt_execs_seen % exec_miss_every == 0)
+	{
+		__sync_fetch_and_add(&pgt_execs_lost, 1);
+		return 0;
+	}
+	if (bpf_map_update_elem(&pg_execs, &tgid, &zero, BPF_ANY) != 0)
+		__sync_fetch_and_add(&pgt_execs_lost, 1);
 	return 0;
 }
 

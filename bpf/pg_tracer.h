@@ -18,6 +18,13 @@
 /* Capacity of the `postmasters` map (postmasters served by one daemon). */
 #define PGT_BPF_MAX_POSTMASTERS	256
 
+/*
+ * Capacity of the `pg_execs` map: execs of a PostgreSQL server binary
+ * between two of the daemon's discovery ticks (a second); more are counted
+ * as lost, and the daemon then scans /proc instead.
+ */
+#define PGT_BPF_MAX_EXECS		256
+
 /* Capacity of the `tracked` map (processes of all served clusters). */
 #define PGT_BPF_MAX_TRACKED		16384
 

@@ -99,7 +99,7 @@ errstr(int err, char *buf, size_t buflen)
  *		dispatcher).  Fills p->chain.  Returns 0 or a negative error.
  */
 static int
-open_and_load(bpf_probes *p, int chains)
+open_and_load(bpf_probes *p, int chains, uint32_t exec_miss_every)
 {
 	struct pg_tracer_bpf *skel = pg_tracer_bpf__open();
 	int			err;
@@ -108,6 +108,7 @@ open_and_load(bpf_probes *p, int chains)
 		return errno ? -errno : -EINVAL;
 	skel->rodata->pgt_dispatch = (uint8_t) chains;
 	skel->rodata->keep_exit_titles = p->exit_titles_max > 0;
+	skel->rodata->exec_miss_every = exec_miss_every;
 	err = bpf_map__set_max_entries(skel->maps.exit_titles,
 								   p->exit_titles_max > 0 ? p->exit_titles_max : 1);
 	if (err != 0)
@@ -117,6 +118,7 @@ open_and_load(bpf_probes *p, int chains)
 	}
 	(void) bpf_program__set_autoload(skel->progs.pgt_sys_exit, chains);
 	(void) bpf_program__set_autoload(skel->progs.pgt_sched_switch, chains);
+	(void) bpf_program__set_autoload(skel->progs.pgt_process_exec, p->exec_notes);
 	err = pg_tracer_bpf__load(skel);
 	if (err != 0)
 	{
@@ -152,14 +154,43 @@ attach_one(struct bpf_program *prog, struct bpf_link **link)
 }
 
 /*
+ * attach_exec_notes
+ *		Attach pgt_process_exec when the caller asked for exec notes; else,
+ *		or when it does not attach, say why in p->exec_reason.
+ */
+static void
+attach_exec_notes(bpf_probes *p)
+{
+	char		ebuf[128];
+	int			err;
+
+	if (!p->exec_notes)
+	{
+		snprintf(p->exec_reason, sizeof(p->exec_reason), "not asked for");
+		return;
+	}
+	err = attach_one(p->skel->progs.pgt_process_exec, &p->skel->links.pgt_process_exec);
+	if (err != 0)
+	{
+		snprintf(p->exec_reason, sizeof(p->exec_reason),
+				 "sched_process_exec did not attach: %s", errstr(err, ebuf, sizeof(ebuf)));
+		return;
+	}
+	p->execs_fd = bpf_map__fd(p->skel->maps.pg_execs);
+}
+
+/*
  * bpf_probes_start
  *		Open, load and attach the skeleton, keeping the titles of up to
  *		exit_titles processes as they exit (0: none; see
- *		bpf_probes_exit_title).  Always fills the probe set states; returns
- *		0 when the maps are usable, -1 otherwise.
+ *		bpf_probes_exit_title), and with exec_notes noting the execs of
+ *		postgres binaries (bpf_probes_drain_execs; exec_miss_every: see
+ *		--miss-events).  Always fills the probe set states; returns 0 when
+ *		the maps are usable, -1 otherwise.
  */
 int
-bpf_probes_start(bpf_probes *p, uint32_t exit_titles)
+bpf_probes_start(bpf_probes *p, uint32_t exit_titles, int exec_notes,
+				 uint32_t exec_miss_every)
 {
 	char		ebuf[128];
 	int			err;
@@ -168,7 +199,10 @@ bpf_probes_start(bpf_probes *p, uint32_t exit_titles)
 	p->postmasters_fd = -1;
 	p->tracked_fd = -1;
 	p->exit_titles_fd = -1;
+	p->execs_fd = -1;
 	p->exit_titles_max = exit_titles;
+	p->exec_notes = exec_notes;
+	snprintf(p->exec_reason, sizeof(p->exec_reason), "BPF not loaded");
 	libbpf_set_print(libbpf_print);
 
 	/* for tests of the degraded path: behave as if BPF were missing */
@@ -182,12 +216,12 @@ bpf_probes_start(bpf_probes *p, uint32_t exit_titles)
 		return -1;
 	}
 
-	err = open_and_load(p, 1);
+	err = open_and_load(p, 1, exec_miss_every);
 	if (err != 0)
 	{
 		log_warn("BPF: load with the hook chains failed (%s): retrying without",
 				 errstr(err, ebuf, sizeof(ebuf)));
-		err = open_and_load(p, 0);
+		err = open_and_load(p, 0, exec_miss_every);
 	}
 	if (err != 0)
 	{
@@ -243,6 +277,7 @@ bpf_probes_start(bpf_probes *p, uint32_t exit_titles)
 				   "attach failed: %s", errstr(err, ebuf, sizeof(ebuf)));
 		log_warn("BPF: sys_enter did not attach: %s", ebuf);
 	}
+	attach_exec_notes(p);
 	log_info("BPF: loaded; process %s, syscall-count %s, hook chains %s",
 			 pgt_probe_state_name(p->process.state),
 			 pgt_probe_state_name(p->syscall_count.state),
@@ -285,6 +320,7 @@ bpf_probes_stop(bpf_probes *p)
 	p->postmasters_fd = -1;
 	p->tracked_fd = -1;
 	p->exit_titles_fd = -1;
+	p->execs_fd = -1;
 	free(p->keys);
 	free(p->values);
 	free(p->rows);
@@ -309,6 +345,39 @@ bpf_probes_exit_title(bpf_probes *p, uint32_t pid, char *buf, size_t buflen)
 		return -1;
 	memcpy(buf, t.title, sizeof(t.title));
 	return (int) sizeof(t.title);
+}
+
+/*
+ * bpf_probes_drain_execs
+ *		The tgids pgt_process_exec noted since the last call (room for
+ *		PGT_BPF_MAX_EXECS in pids), taken out of `pg_execs`.  Returns how
+ *		many, or -1 when the notes cannot be trusted to be complete: none
+ *		are taken (no exec notes: p->exec_reason says why), some were lost
+ *		since the last call (the map was full), or the map failed.  The
+ *		caller scans /proc then.  The lost count is read before the map, so
+ *		a note lost meanwhile shows at the next call.
+ */
+int
+bpf_probes_drain_execs(bpf_probes *p, uint32_t *pids)
+{
+	uint64_t	lost_now;
+	uint32_t	key = 0;
+	int			n = 0;
+	int			i;
+	int			ok;
+
+	if (p->execs_fd < 0 || p->skel == NULL || p->skel->bss == NULL)
+		return -1;
+	lost_now = __atomic_load_n(&p->skel->bss->pgt_execs_lost, __ATOMIC_ACQUIRE);
+	ok = lost_now == p->execs_lost_seen;
+	p->execs_lost_seen = lost_now;
+	while (n < PGT_BPF_MAX_EXECS &&
+		   bpf_map_get_next_key(p->execs_fd, n ? &key : NULL, &pids[n]) == 0)
+		key = pids[n++];
+	for (i = 0; i < n; i++)
+		if (bpf_map_delete_elem(p->execs_fd, &pids[i]) != 0 && errno != ENOENT)
+			ok = 0;
+	return ok ? n : -1;
 }
 
 /*

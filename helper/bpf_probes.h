@@ -39,6 +39,10 @@ typedef struct bpf_probes
 	uint32_t	exit_titles_max;	/* capacity asked for (0: none) */
 	probe_status process;		/* sched_process_fork/exit */
 	probe_status syscall_count; /* sys_enter */
+	int			exec_notes;		/* pgt_process_exec asked for (daemon) */
+	int			execs_fd;		/* `pg_execs`, -1 unless attached */
+	uint64_t	execs_lost_seen;	/* pgt_execs_lost at the last drain */
+	char		exec_reason[192];	/* why there are no exec notes */
 	hook_chain	chain;			/* the dispatchers and their program arrays */
 	int			chain_ok;		/* chain usable (tail calls loaded) */
 	/* batch-lookup buffers (PGT_BPF_MAX_TRACKED entries) */
@@ -48,7 +52,9 @@ typedef struct bpf_probes
 	int			batch_unsupported;
 } bpf_probes;
 
-extern int	bpf_probes_start(bpf_probes *p, uint32_t exit_titles);
+extern int	bpf_probes_start(bpf_probes *p, uint32_t exit_titles,
+							 int exec_notes, uint32_t exec_miss_every);
+extern int	bpf_probes_drain_execs(bpf_probes *p, uint32_t *pids);
 extern void bpf_probes_stop(bpf_probes *p);
 extern int	bpf_probes_add_postmaster(bpf_probes *p, uint32_t pm);
 extern int	bpf_probes_remove_postmaster(bpf_probes *p, uint32_t pm);

@@ -9,8 +9,8 @@
  *	  - a 250 ms timerfd: snapshot the BPF map, publish every segment,
  *		expire slow control clients,
  *	  - a 1 s timerfd: discovery (postmasters appearing, exiting,
- *		restarting), per-cluster upkeep, and in host-wide mode opening and
- *		closing clusters,
+ *		restarting: find_postmasters), per-cluster upkeep, and in host-wide
+ *		mode opening and closing clusters,
  *	  - each cluster's listening socket and control connections.
  * Modes: host-wide (no target: every cluster found, a cluster another
  * helper holds is skipped with a warning), --pgdata DIR and --pid PID (one
@@ -24,6 +24,7 @@
 #include "discovery.h"
 #include "escalation.h"
 #include "evhandle.h"
+#include "kernel_set.h"
 #include "pid_retire.h"
 #include "privileges.h"
 #include "probe_set.h"
@@ -81,6 +82,11 @@ typedef struct daemon_state
 	int			stop;
 	pset_runtime psets;			/* always-on probe sets */
 	unsigned	publish_ticks;
+	/* find_postmasters: what the last scan of /proc left to look at */
+	pid_t	   *roots;
+	size_t		nroots;
+	int			roots_valid;	/* 0: scan /proc at the next tick */
+	uint32_t	execs[PGT_BPF_MAX_EXECS];
 } daemon_state;
 
 /*
@@ -424,6 +430,86 @@ targets_served(const daemon_state *d)
 }
 
 /*
+ * cmp_pid
+ *		qsort comparator of pids.
+ */
+static int
+cmp_pid(const void *a, const void *b)
+{
+	pid_t		x = *(const pid_t *) a;
+	pid_t		y = *(const pid_t *) b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * add_roots
+ *		The n pids of execs join d->roots (each once).  Returns 0, or -1 out
+ *		of memory.
+ */
+static int
+add_roots(daemon_state *d, const uint32_t *execs, size_t n)
+{
+	pid_t	   *r;
+	size_t		i;
+	size_t		k = 0;
+
+	if (n == 0)
+		return 0;
+	r = realloc(d->roots, (d->nroots + n) * sizeof(*r));
+	if (r == NULL)
+		return -1;
+	for (i = 0; i < n; i++)
+		r[d->nroots + i] = (pid_t) execs[i];
+	d->roots = r;
+	d->nroots += n;
+	qsort(r, d->nroots, sizeof(*r), cmp_pid);
+	for (i = 0; i < d->nroots; i++)
+		if (k == 0 || r[i] != r[k - 1])
+			r[k++] = r[i];
+	d->nroots = k;
+	return 0;
+}
+
+/*
+ * find_postmasters
+ *		The running postmasters (with --pgdata, only the target's) into
+ *		*pms (malloc'd), for discover.  Every postmaster was started by an
+ *		exec of a postgres binary, which the BPF side notes (bpf_probes_
+ *		drain_execs).  So /proc is scanned in full only the first time, after
+ *		SIGHUP, and when notes were lost or there are none; the scan keeps
+ *		its roots (postgres processes whose parent is not one), and later
+ *		ticks look at those and the newly exec'd alone, not at a /proc file
+ *		of every process of the host.  Returns 0 or -1.
+ */
+static int
+find_postmasters(daemon_state *d, pm_info **pms, size_t *npms)
+{
+	int			n = bpf_probes_drain_execs(&d->bpf, d->execs);
+	int			notes = d->bpf.execs_fd >= 0;
+
+	if (n >= 0 && d->roots_valid)
+	{
+		if (add_roots(d, d->execs, (size_t) n) == 0)
+			return discovery_check_pids(d->roots, &d->nroots, d->target_mode,
+										d->target_dev, d->target_ino, pms, npms);
+		log_warn("discovery: out of memory: scanning /proc");
+	}
+	else if (notes && d->roots_valid)
+		log_info("discovery: exec notes were lost (over %d execs of postgres binaries "
+				 "in a second): scanning /proc", PGT_BPF_MAX_EXECS);
+	free(d->roots);
+	d->roots = NULL;
+	d->nroots = 0;
+	d->roots_valid = 0;
+	if (discovery_scan(pms, npms, d->target_mode, d->target_dev, d->target_ino,
+					   known_child, d, notes ? &d->roots : NULL, &d->nroots) < 0)
+		return -1;
+	d->roots_valid = notes;
+	return 0;
+}
+
+/*
  * discover
  *		Match running postmasters with clusters: detach from exited ones,
  *		attach to new or restarted ones, open/forget clusters in host-wide
@@ -444,8 +530,7 @@ discover(daemon_state *d)
 			cluster_tick(d->clusters[i]);
 		return;
 	}
-	if (discovery_scan(&pms, &npms, d->target_mode, d->target_dev, d->target_ino,
-					   known_child, d) < 0)
+	if (find_postmasters(d, &pms, &npms) < 0)
 		return;
 
 	for (i = 0; i < d->nclusters; i++)
@@ -530,6 +615,7 @@ on_signal(daemon_state *d)
 			log_info("SIGHUP: rescanning and re-reading layout files");
 			for (i = 0; i < d->nclusters; i++)
 				cluster_force_layout_reload(d->clusters[i]);
+			d->roots_valid = 0;
 			discover(d);
 			publish_all(d);
 		}
@@ -779,7 +865,13 @@ daemon_run(const daemon_opts *opts)
 	detect_tracefs(&d.env.tracefs);
 	detect_kprobes(&d.env.kprobes);
 	syscall_exit_detect(&d.env.fexit);
-	(void) bpf_probes_start(&d.bpf, 0);
+	(void) bpf_probes_start(&d.bpf, 0, 1, (uint32_t) kset_miss_events);
+	if (d.bpf.execs_fd >= 0)
+		log_info("discovery: /proc is scanned once; then only the processes that exec "
+				 "a postgres binary are looked at (sched_process_exec)");
+	else
+		log_info("discovery: no exec notes (%s): /proc is scanned every second",
+				 d.bpf.exec_reason);
 	if (start_probe_sets(&d) < 0)
 		goto cleanup;
 	d.env.psets = &d.psets;
@@ -858,6 +950,7 @@ cleanup:
 		cluster_close(d.clusters[i], PGT_WRITER_STOPPED);
 	free(d.clusters);
 	free(d.skips);
+	free(d.roots);
 	release_kernel_sets();
 	pset_runtime_stop(&d.psets);
 	bpf_probes_stop(&d.bpf);

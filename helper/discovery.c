@@ -13,7 +13,10 @@
  *
  * Children of a postgres process are skipped before any file is read, so a
  * scan costs one read of /proc/<pid>/stat per process plus one
- * postmaster.pid read per postmaster.
+ * postmaster.pid read per postmaster.  The daemon scans once, keeps the
+ * scan's roots (postgres processes whose parent is not one: every
+ * postmaster is among them) and from then on checks only those and the
+ * processes that exec a postgres binary later (discovery_check_pids).
  */
 #include "discovery.h"
 
@@ -57,30 +60,23 @@ parse_pid_name(const char *name)
 }
 
 /*
- * discovery_check_postmaster
- *		Is `pid` a postmaster?  When it is, fill out and return 0; else -1
- *		with the reason in err.
+ * check_postmaster
+ *		discovery_check_postmaster for a process whose stat (ps) is read.
  */
-int
-discovery_check_postmaster(pid_t pid, pm_info *out, char *err, size_t errlen)
+static int
+check_postmaster(pid_t pid, const proc_stat *ps, pm_info *out, char *err, size_t errlen)
 {
 	char		path[PATH_MAX];
 	char		perr[256];
-	proc_stat	ps;
 	pg_pidfile	pf;
 	struct stat st;
 	ssize_t		n;
 
 	memset(out, 0, sizeof(*out));
-	if (procfs_read_stat(pid, &ps) < 0)
-	{
-		snprintf(err, errlen, "no process %d", (int) pid);
-		return -1;
-	}
-	if (!procfs_is_postgres(pid, &ps))
+	if (!procfs_is_postgres(pid, ps))
 	{
 		snprintf(err, errlen, "process %d (%s) is not a postgres process",
-				 (int) pid, ps.comm);
+				 (int) pid, ps->comm);
 		return -1;
 	}
 	snprintf(path, sizeof(path), "/proc/%d/cwd", (int) pid);
@@ -114,12 +110,56 @@ discovery_check_postmaster(pid_t pid, pm_info *out, char *err, size_t errlen)
 		return -1;
 	}
 	out->pid = pid;
-	out->starttime = ps.starttime;
+	out->starttime = ps->starttime;
 	out->dev = (uint64_t) st.st_dev;
 	out->ino = (uint64_t) st.st_ino;
 	out->uid = st.st_uid;
 	out->gid = st.st_gid;
 	out->start_us = pf.start_time * 1000000;
+	return 0;
+}
+
+/*
+ * discovery_check_postmaster
+ *		Is `pid` a postmaster?  When it is, fill out and return 0; else -1
+ *		with the reason in err.
+ */
+int
+discovery_check_postmaster(pid_t pid, pm_info *out, char *err, size_t errlen)
+{
+	proc_stat	ps;
+
+	if (procfs_read_stat(pid, &ps) < 0)
+	{
+		memset(out, 0, sizeof(*out));
+		snprintf(err, errlen, "no process %d", (int) pid);
+		return -1;
+	}
+	return check_postmaster(pid, &ps, out, err, errlen);
+}
+
+/*
+ * add_pm
+ *		Append pm to the growing array *pms (*n used of *cap).  Returns 0, or
+ *		-1 out of memory (logged).
+ */
+static int
+add_pm(pm_info **pms, size_t *n, size_t *cap, const pm_info *pm)
+{
+	if (*n == *cap)
+	{
+		size_t		ncap = *cap ? *cap * 2 : 4;
+		pm_info    *np = realloc(*pms, ncap * sizeof(*np));
+
+		if (np == NULL)
+		{
+			log_error("out of memory while looking for postmasters");
+			return -1;
+		}
+		*pms = np;
+		*cap = ncap;
+	}
+	(*pms)[(*n)++] = *pm;
 	return 0;
 }
 
@@ -137,34 +177,22 @@ cmp_candidate(const void *a, const void *b)
 }
 
 /*
- * discovery_scan
- *		Every postmaster on the host (when filter, only the one serving the
- *		data directory dev/ino).  *out is malloc'd (caller frees).  Returns
- *		0, or -1 when /proc cannot be read.
- *
- * known, when not NULL, names pids the caller already knows to be children
- * of a postmaster (its tracked backends): they are passed over before any
- * file is read, so a host with a thousand backends does not cost a thousand
- * reads of /proc/<pid>/stat a scan.
+ * read_candidates
+ *		Every postgres process of the host but those known() names, sorted
+ *		by pid, into *out (malloc'd, caller frees).  Returns 0, or -1 when
+ *		/proc cannot be read or memory runs out.
  */
-int
-discovery_scan(pm_info **out, size_t *nout, int filter, uint64_t dev, uint64_t ino,
-			   discovery_known_fn known, void *known_arg)
+static int
+read_candidates(discovery_known_fn known, void *known_arg, candidate **out, size_t *nout)
 {
 	candidate  *cands = NULL;
 	size_t		ncands = 0;
-	size_t		capcands = 0;
-	pm_info    *pms = NULL;
-	size_t		npms = 0;
-	size_t		cappms = 0;
+	size_t		cap = 0;
 	struct dirent *de;
-	DIR		   *dir;
-	size_t		i;
-	int			ret = -1;
+	DIR		   *dir = opendir("/proc");
 
 	*out = NULL;
 	*nout = 0;
-	dir = opendir("/proc");
 	if (dir == NULL)
 	{
 		log_error("cannot open /proc: %s", strerror(errno));
@@ -178,26 +206,71 @@ discovery_scan(pm_info **out, size_t *nout, int filter, uint64_t dev, uint64_t i
 		if (pid <= 0 || (known != NULL && known(pid, known_arg)) ||
 			procfs_read_stat(pid, &ps) < 0 || !procfs_is_postgres(pid, &ps))
 			continue;
-		if (ncands == capcands)
+		if (ncands == cap)
 		{
-			size_t		ncap = capcands ? capcands * 2 : 64;
+			size_t		ncap = cap ? cap * 2 : 64;
 			candidate  *n = realloc(cands, ncap * sizeof(*n));
 
 			if (n == NULL)
 			{
 				log_error("out of memory while scanning /proc");
-				goto cleanup;
+				closedir(dir);
+				free(cands);
+				return -1;
 			}
 			cands = n;
-			capcands = ncap;
+			cap = ncap;
 		}
 		cands[ncands].pid = pid;
 		cands[ncands].ppid = ps.ppid;
 		ncands++;
 	}
+	closedir(dir);
 	if (ncands > 1)
 		qsort(cands, ncands, sizeof(*cands), cmp_candidate);
+	*out = cands;
+	*nout = ncands;
+	return 0;
+}
 
+/*
+ * discovery_scan
+ *		Every postmaster on the host (when filter, only the one serving the
+ *		data directory dev/ino).  *out is malloc'd (caller frees).  Returns
+ *		0, or -1 when /proc cannot be read.
+ *
+ * known, when not NULL, names pids the caller already knows to be children
+ * of a postmaster (its tracked backends): they are passed over before any
+ * file is read, so a host with a thousand backends does not cost a thousand
+ * reads of /proc/<pid>/stat a scan.
+ *
+ * roots, when not NULL, receives (malloc'd) the pids of the postgres
+ * processes whose parent is not one, postmasters or not, for
+ * discovery_check_pids.
+ */
+int
+discovery_scan(pm_info **out, size_t *nout, int filter, uint64_t dev, uint64_t ino,
+			   discovery_known_fn known, void *known_arg, pid_t **roots, size_t *nroots)
+{
+	candidate  *cands;
+	size_t		ncands;
+	pid_t	   *rs = NULL;
+	size_t		nr = 0;
+	pm_info    *pms = NULL;
+	size_t		npms = 0;
+	size_t		cappms = 0;
+	size_t		i;
+	int			ret = -1;
+
+	*out = NULL;
+	*nout = 0;
+	if (read_candidates(known, known_arg, &cands, &ncands) < 0)
+		return -1;
+	if (roots != NULL && (rs = calloc(ncands ? ncands : 1, sizeof(*rs))) == NULL)
+	{
+		log_error("out of memory while scanning /proc");
+		goto cleanup;
+	}
 	for (i = 0; i < ncands; i++)
 	{
 		candidate	key = {.pid = cands[i].ppid};
@@ -207,6 +280,8 @@ discovery_scan(pm_info **out, size_t *nout, int filter, uint64_t dev, uint64_t i
 		/* a child of a postgres process is a backend, not a postmaster */
 		if (bsearch(&key, cands, ncands, sizeof(*cands), cmp_candidate) != NULL)
 			continue;
+		if (rs != NULL)
+			rs[nr++] = cands[i].pid;
 		if (discovery_check_postmaster(cands[i].pid, &pm, err, sizeof(err)) < 0)
 		{
 			log_debug("discovery: %s", err);
@@ -214,20 +289,14 @@ discovery_scan(pm_info **out, size_t *nout, int filter, uint64_t dev, uint64_t i
 		}
 		if (filter && (pm.dev != dev || pm.ino != ino))
 			continue;
-		if (npms == cappms)
-		{
-			size_t		ncap = cappms ? cappms * 2 : 4;
-			pm_info    *n = realloc(pms, ncap * sizeof(*n));
-
-			if (n == NULL)
-			{
-				log_error("out of memory while scanning /proc");
-				goto cleanup;
-			}
-			pms = n;
-			cappms = ncap;
-		}
-		pms[npms++] = pm;
+		if (add_pm(&pms, &npms, &cappms, &pm) < 0)
+			goto cleanup;
+	}
+	if (roots != NULL)
+	{
+		*roots = rs;
+		*nroots = nr;
+		rs = NULL;
 	}
 	*out = pms;
 	*nout = npms;
@@ -235,10 +304,58 @@ discovery_scan(pm_info **out, size_t *nout, int filter, uint64_t dev, uint64_t i
 	ret = 0;
 
 cleanup:
-	closedir(dir);
 	free(cands);
+	free(rs);
 	free(pms);
 	return ret;
+}
+
+/*
+ * discovery_check_pids
+ *		discovery_scan's work for the processes pids[0..*npids) alone: those
+ *		that are gone or do not run a postgres binary (any more) are dropped
+ *		from the array (*npids shrinks), the postmasters among the others
+ *		(when filter, only the one serving dev/ino) go into *out (malloc'd,
+ *		caller frees).  Returns 0, or -1 out of memory.
+ */
+int
+discovery_check_pids(pid_t *pids, size_t *npids, int filter, uint64_t dev, uint64_t ino,
+					 pm_info **out, size_t *nout)
+{
+	pm_info    *pms = NULL;
+	size_t		npms = 0;
+	size_t		cappms = 0;
+	size_t		kept = 0;
+	size_t		i;
+
+	*out = NULL;
+	*nout = 0;
+	for (i = 0; i < *npids; i++)
+	{
+		proc_stat	ps;
+		char		err[512];
+		pm_info		pm;
+
+		if (procfs_read_stat(pids[i], &ps) < 0 || !procfs_is_postgres(pids[i], &ps))
+			continue;
+		pids[kept++] = pids[i];
+		if (check_postmaster(pids[i], &ps, &pm, err, sizeof(err)) < 0)
+		{
+			log_debug("discovery: %s", err);
+			continue;
+		}
+		if (filter && (pm.dev != dev || pm.ino != ino))
+			continue;
+		if (add_pm(&pms, &npms, &cappms, &pm) < 0)
+		{
+			free(pms);
+			return -1;
+		}
+	}
+	*npids = kept;
+	*out = pms;
+	*nout = npms;
+	return 0;
 }
 
 /*

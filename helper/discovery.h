@@ -30,7 +30,11 @@ typedef int (*discovery_known_fn) (pid_t pid, void *arg);
 
 extern int	discovery_scan(pm_info **out, size_t *n, int filter,
 						   uint64_t dev, uint64_t ino,
-						   discovery_known_fn known, void *known_arg);
+						   discovery_known_fn known, void *known_arg,
+						   pid_t **roots, size_t *nroots);
+extern int	discovery_check_pids(pid_t *pids, size_t *npids, int filter,
+								 uint64_t dev, uint64_t ino,
+								 pm_info **out, size_t *nout);
 extern int	discovery_children(pid_t pm, pid_t **out, size_t *n);
 
 #endif							/* PGT_HELPER_DISCOVERY_H */

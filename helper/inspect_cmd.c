@@ -388,7 +388,7 @@ inspect_run(const inspect_opts *o)
 			printf("\n");
 		return rc;
 	}
-	if (discovery_scan(&pms, &n, 0, 0, 0, NULL, NULL) < 0 || n == 0)
+	if (discovery_scan(&pms, &n, 0, 0, 0, NULL, NULL, NULL, NULL) < 0 || n == 0)
 	{
 		free(pms);
 		fprintf(stderr, "pg-tracer: no running PostgreSQL server found\n");

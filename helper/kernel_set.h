@@ -147,9 +147,10 @@ PGT_REGISTER_PROBE_SET(sym)
  * --miss-events N (testing): the sets behave as on a kernel that leaves
  * some events unreported, so that what repairs such gaps is exercised
  * (t/022, t/024): the sched program ignores every Nth switch-in it sees
- * (its period is then closed from the scheduler's record), and the network
+ * (its period is then closed from the scheduler's record), the network
  * set attaches no retransmit program (retransmits reach the counts through
- * the helper's socket pass alone).  0, the default, is off.
+ * the helper's socket pass alone), and the daemon's exec notes lose one in
+ * N (discovery then scans /proc: t/004).  0, the default, is off.
  */
 extern int	kset_miss_events;
 extern int	kset_configure_miss_events(const char *arg, char *err, size_t errlen);

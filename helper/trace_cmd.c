@@ -249,7 +249,7 @@ find_targets(trace_state *t)
 			return -1;
 		}
 		if (discovery_scan(&pms, &n, 1, (uint64_t) st.st_dev, (uint64_t) st.st_ino,
-						   NULL, NULL) < 0)
+						   NULL, NULL, NULL, NULL) < 0)
 			return -1;
 		if (n == 0)
 		{
@@ -258,7 +258,7 @@ find_targets(trace_state *t)
 			return -1;
 		}
 	}
-	else if (discovery_scan(&pms, &n, 0, 0, 0, NULL, NULL) < 0)
+	else if (discovery_scan(&pms, &n, 0, 0, 0, NULL, NULL, NULL, NULL) < 0)
 		return -1;
 	for (i = 0; i < n; i++)
 		if (add_target(t, &pms[i], 0, 0) < 0)
@@ -728,7 +728,7 @@ trace_run(trace_state *t, const probe_set *const *sets, size_t nsets)
 	t->out.exit_title_arg = &t->bpf;
 	report_exit_titles();
 
-	if (bpf_probes_start(&t->bpf, TRACE_EXIT_TITLES) < 0)
+	if (bpf_probes_start(&t->bpf, TRACE_EXIT_TITLES, 0, 0) < 0)
 	{
 		log_error("cannot load the BPF pid filter: %s", t->bpf.process.reason);
 		goto cleanup;

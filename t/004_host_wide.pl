@@ -2,17 +2,22 @@
 # it: it serves every postmaster of the host.
 #
 # Two clusters running before the helper starts are attached.  A third,
-# started later, is found by the next scan of /proc while the first one has
-# a dozen sessions open (the scan passes over the backends it already
-# tracks without reading their /proc files).  A restarted cluster is
-# attached to its new postmaster; a stopped one is let go, and the others
-# stay served.
+# started later, is found within a second: the helper scans /proc once, and
+# then looks only at the processes that exec a postgres binary (noted by a
+# BPF program on sched_process_exec), so with 300 more processes on the
+# host it makes far fewer than 300 read calls in 3 s (a scan reads each
+# process's /proc/<pid>/stat), while the first cluster has a dozen sessions
+# open.  A restarted cluster is attached to its new postmaster; a stopped
+# one is let go, and the others stay served.  With exec notes lost
+# (--miss-events 1), the helper says so, scans /proc, and still finds a
+# cluster that starts.
 use strict;
 use warnings;
 use FindBin;
 use lib "$FindBin::Bin/lib";
 use PgTracerTest;
 use PostgreSQL::Test::Utils;
+use POSIX ();
 use Test::More;
 
 plan skip_all => 'root helper not reachable (run through scripts/test.sh)'
@@ -45,6 +50,25 @@ my $log = "$PostgreSQL::Test::Utils::log_path/004_helper_host.log";    # kept af
 my $helper = start_host_helper($rt, $log);
 ok(defined wait_until(sub { served_pm($node_a) && served_pm($node_b) }, 20),
 	'both clusters running before the helper are served');
+like(slurp_file($log), qr/discovery: \/proc is scanned once; then only the processes that exec/,
+	'the helper finds new postmasters from exec notes');
+
+# 300 processes that are not PostgreSQL's: a scan of /proc each second
+# would read each one's stat file three times in 3 s
+my @sleepers;
+for (1 .. 300)
+{
+	my $pid = fork() // die "fork: $!";
+	if ($pid == 0) { exec('sleep', '60') or POSIX::_exit(1); }
+	push @sleepers, $pid;
+}
+sleep(1);
+my $reads0 = helper_read_calls($helper);
+sleep(3);
+my $reads = helper_read_calls($helper) - $reads0;
+kill 'TERM', @sleepers;
+waitpid($_, 0) for @sleepers;
+cmp_ok($reads, '<', 300, "with 300 more processes, the helper made $reads read calls in 3 s");
 
 my @sessions = map { $node_a->background_psql('postgres') } 1 .. 12;
 ok(session_tracked($node_a, $sessions[11]), 'a session of the first cluster is tracked');
@@ -72,7 +96,18 @@ ok(defined wait_until(sub { slurp_file($log) =~ /: detached from postmaster $pm_
 	'a stopped cluster is let go');
 ok(served_pm($node_a) && served_pm($node_c), 'the others stay served');
 unlike(slurp_file($log), qr/ error: /, 'the helper logged no error');
+stop_helper($node_a, $helper);
+
+# every exec note lost: the helper must notice and scan /proc instead
+$helper = start_host_helper($rt, $log, '--miss-events', '1');
+ok(defined wait_until(sub { served_pm($node_a) && served_pm($node_c) }, 20),
+	'a helper losing its exec notes serves the running clusters');
+$node_b->start;
+ok(defined wait_until(sub { served_pm($node_b) }, 10),
+	'and finds a cluster started meanwhile');
+like(slurp_file($log), qr/discovery: exec notes were lost .*: scanning \/proc/,
+	'saying that it scanned /proc for the lost notes');
 
 signal_helper($helper, 'TERM');
-$_->stop for ($node_a, $node_c);
+$_->stop for ($node_a, $node_b, $node_c);
 done_testing();

@@ -17,7 +17,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 
 our @EXPORT = qw(tracer_node start_helper start_host_helper stop_helper signal_helper run_helper start_trace
-  wait_until helper_available segment_path proc_field within wait_connected);
+  wait_until helper_available segment_path proc_field within wait_connected helper_read_calls);
 
 # scripts/test.sh always sets PG_TRACER_CTL; without it the helper tests skip.
 my @CTL = split ' ', ($ENV{PG_TRACER_CTL} // 'false');
@@ -100,6 +100,18 @@ sub stop_helper
 	}, 15);
 	note("helper $pid " . (defined $gone ? 'exited' : 'was still exiting after 15 s'));
 	return defined $off;
+}
+
+# The read system calls the helper $pid has made so far (syscr of its
+# /proc/<pid>/io, which only root may read): each read of a /proc file is one
+# at least.
+sub helper_read_calls
+{
+	my ($pid) = @_;
+	my ($out, $err) = ('', '');
+	IPC::Run::run([ @CTL, 'io', $pid ], '>', \$out, '2>', \$err)
+	  or die "cannot read the io of helper $pid: $err";
+	return $out =~ /^syscr: (\d+)$/m ? $1 : die "no syscr in: $out";
 }
 
 # Run the helper in the foreground as root; returns (exit code, stdout, stderr).
