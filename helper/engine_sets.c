@@ -323,8 +323,9 @@ eng_stats(pset_inst *inst, trace_out *out)
 
 /*
  * eng_histograms
- *		One histogram per timed probe of the set, all clusters together,
- *		in the framework's buckets ([2^i, 2^(i+1)) us; ours start at < 1 us).
+ *		One histogram per timed probe of the set, all processes of all
+ *		clusters together (pid 0, type "all"), in the framework's buckets
+ *		([2^i, 2^(i+1)) us; ours start at < 1 us).
  */
 static void
 eng_histograms(pset_inst *inst, trace_out *out)
@@ -361,8 +362,8 @@ eng_histograms(pset_inst *inst, trace_out *out)
 		if (!any)
 			continue;
 		snprintf(metric, sizeof(metric), "%s_latency", engine_probe_name(p));
-		trace_hist(out, inst->set->name, metric, 0, 0, engine_probe_name(p), slots,
-				   PGT_HIST_SLOTS, "us");
+		trace_hist(out, inst->set->name, metric, TRACE_PID_ALL, 0, engine_probe_name(p),
+				   slots, PGT_HIST_SLOTS, "usecs");
 	}
 }
 

@@ -59,6 +59,8 @@ trace_backend_type(trace_out *o, uint32_t pid)
 
 	if (pid == 0)
 		return "kernel";
+	if (pid == TRACE_PID_ALL)
+		return "all";
 	for (i = 0; i < o->npostmasters; i++)
 		if (o->postmasters[i] == pid)
 			return pgt_role_name(PGT_ROLE_POSTMASTER);
@@ -130,6 +132,9 @@ trace_rec_begin(trace_out *o, const char *set, const char *event,
 	struct tm	tm;
 	char		ts[64];
 	const char *btype = trace_backend_type(o, pid);
+
+	if (pid == TRACE_PID_ALL)
+		pid = 0;
 
 	if (ts_ns == 0)
 		us = procfs_realtime_us();

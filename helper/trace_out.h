@@ -66,6 +66,13 @@ extern void trace_out_init(trace_out *o, FILE *f, int json);
 extern int	trace_parse_format(const char *arg, int *json);
 extern const char *trace_backend_type(trace_out *o, uint32_t pid);
 
+/*
+ * The pid of a record about every traced process together (the engine
+ * sets' histograms): printed as pid 0 with backend_type "all", where a
+ * real pid 0 is the kernel's.
+ */
+#define TRACE_PID_ALL		UINT32_MAX
+
 /* ts_ns: CLOCK_BOOTTIME ns (bpf_ktime_get_boot_ns); 0 = now. */
 extern void trace_rec_begin(trace_out *o, const char *set, const char *event,
 							uint32_t pid, uint64_t queryid, uint64_t ts_ns);

@@ -128,7 +128,7 @@ sub two_lock_waits
 }
 
 # Run trace --probes pg-locks ARGS around two_lock_waits; returns the
-# waiter's records and the transaction id.
+# waiter's records, the transaction id and all the records.
 sub trace_lock_waits
 {
 	my ($h, $o, $e) = start_trace(qr/"set":"pg-locks"/, '--probes', 'pg-locks', '--pgdata',
@@ -136,13 +136,15 @@ sub trace_lock_waits
 	my $xid = two_lock_waits();
 	$h->finish;
 	is($h->result(0), 0, "trace pg-locks @_ exits 0") or diag($$e);
-	return ([ grep { $_->{pid} == $w_pid } map { decode_json($_) } grep { /^\{/ } split /\n/, $$o ], $xid);
+	my @all = map { decode_json($_) } grep { /^\{/ } split /\n/, $$o;
+	return ([ grep { $_->{pid} == $w_pid } @all ], $xid, \@all);
 }
 
 my ($lk, $xid) = trace_lock_waits();
 my ($xev) = grep { $_->{event} eq 'lock-wait' && $_->{lock_type} eq 'transactionid' } @$lk;
 is($xev && $xev->{lock_field1}, $xid, "the stream names the transaction id waited on ($xid)");
-($lk) = trace_lock_waits('--stats', '--interval', '1s');
+my $all;
+($lk, undef, $all) = trace_lock_waits('--stats', '--histogram', '--interval', '1s');
 my ($xsum) = grep { $_->{event} eq 'stats' && ($_->{lock_type} // '') eq 'transactionid' } reverse @$lk;
 ok($xsum && $xsum->{probe} eq 'lock-wait' && $xsum->{calls} == 1 && $xsum->{lock_mode} eq 'ShareLock',
 	'summary: one transactionid ShareLock wait');
@@ -151,6 +153,11 @@ ok($xsum && !grep({ exists $xsum->{$_} } qw(lock_field1 lock_field2 lock_field3)
 my $rw = $node->safe_psql('postgres', "SELECT 'rw'::regclass::oid");
 my ($rsum) = grep { $_->{event} eq 'stats' && ($_->{lock_type} // '') eq 'relation' } reverse @$lk;
 is($rsum && $rsum->{lock_field2}, $rw, 'summary: a relation lock keeps its relation');
+# the set's histogram takes every process together: pid 0, but not the kernel
+my ($lh) = grep { $_->{event} eq 'histogram' && $_->{metric} eq 'lock-wait_latency' } reverse @$all;
+is($lh && join(' ', $lh->{pid}, $lh->{backend_type}, $lh->{unit}), '0 all usecs',
+	'histogram of all processes: pid 0, backend_type all, unit usecs');
+cmp_ok($lh ? $lh->{total} : 0, '>=', 2, 'it counts both waits');
 $holder->quit;
 $waiter->quit;
 

@@ -52,6 +52,16 @@ one_hist(trace_out *o)
 }
 
 static void
+all_hist(trace_out *o)
+{
+	uint64_t	slots[32] = {0};
+
+	slots[2] = 7;
+	trace_hist(o, "pg-locks", "lock-wait_latency", TRACE_PID_ALL, 0, "lock-wait", slots, 32,
+			   "usecs");
+}
+
+static void
 test_json_record(void)
 {
 	char	   *s = render(1, one_record);
@@ -87,6 +97,15 @@ test_hist(void)
 	CHECK(strstr(t, "usecs : count      |distribution") != NULL, "%s", t);
 	CHECK(strstr(t, "         8 -> 15         : 4          |****************************************|") != NULL, "%s", t);
 	CHECK(strstr(t, "         4 -> 7          : 0          |                                        |") != NULL, "%s", t);
+	free(j);
+	free(t);
+
+	/* a histogram of every process together: pid 0, but not the kernel's */
+	j = render(1, all_hist);
+	t = render(0, all_hist);
+	CHECK(strstr(j, "\"pid\":0,\"backend_type\":\"all\",") != NULL, "%s", j);
+	CHECK(strstr(t, " pid=0 type=\"all\" queryid=0 metric=lock-wait_latency unit=usecs") != NULL,
+		  "%s", t);
 	free(j);
 	free(t);
 }
