@@ -329,7 +329,7 @@ _Static_assert(sizeof(struct pgt_exact_window_entry) == 160, "exact window entry
 #define PGT_DEFAULT_EXACT_HIST_CAP		512
 #define PGT_DEFAULT_EXACT_WINDOWS_CAP	64
 
-#define PGT_DEFAULT_KERNEL_IO_CAP	4096
+#define PGT_DEFAULT_KERNEL_IO_CAP	16384	/* as many as the kio map holds: a row per relation, op, query id */
 #define PGT_DEFAULT_KERNEL_PROC_CAP	8192	/* three sets (sched, memory, network) */
 #define PGT_DEFAULT_KERNEL_HIST_CAP	4096	/* per-pid histograms: 256 overflowed under churn; a backend has several */
 

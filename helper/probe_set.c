@@ -650,10 +650,13 @@ pset_pub_add(pset_pub *pub, uint32_t kind, const void *row, size_t size)
 
 /*
  * pset_pub_add_pid
- *		pset_pub_add for a row of host pid: the rows of processes that have
- *		just exited (pid_retire_exiting) go after every other row of the
- *		table, whichever set adds them, so that a table too small for a
- *		burst of exits leaves out those rather than live processes' rows.
+ *		pset_pub_add for a row of host pid.  Whichever set adds them, the
+ *		rows of live processes (and the kernel's) come first, then the rows
+ *		exited processes were folded into (pid NULL in SQL), then those of
+ *		processes that have just exited (pid_retire_exiting): a table too
+ *		small for a burst of exits, or for the folded rows of a long
+ *		history of them, leaves out those rather than a live process's
+ *		rows, which pg_stat_activity can still join.
  */
 int
 pset_pub_add_pid(pset_pub *pub, uint32_t kind, const void *row, size_t size,
@@ -661,6 +664,8 @@ pset_pub_add_pid(pset_pub *pub, uint32_t kind, const void *row, size_t size,
 {
 	if (kind >= PGT_SEC_KIND_MAX)
 		return -1;
+	if (PGT_IS_RETIRED(pid))
+		return table_add(&pub->folded[kind], row, size);
 	if (pid_retire_exiting(pid))
 		return table_add(&pub->late[kind], row, size);
 	return table_add(&pub->tables[kind], row, size);
@@ -687,7 +692,7 @@ pset_pub_reset(pset_pub *pub)
 	uint32_t	k;
 
 	for (k = 0; k < PGT_SEC_KIND_MAX; k++)
-		pub->tables[k].count = pub->late[k].count = 0;
+		pub->tables[k].count = pub->folded[k].count = pub->late[k].count = 0;
 }
 
 void
@@ -698,16 +703,31 @@ pset_pub_free(pset_pub *pub)
 	for (k = 0; k < PGT_SEC_KIND_MAX; k++)
 	{
 		free(pub->tables[k].rows);
+		free(pub->folded[k].rows);
 		free(pub->late[k].rows);
 		memset(&pub->tables[k], 0, sizeof(pub->tables[k]));
+		memset(&pub->folded[k], 0, sizeof(pub->folded[k]));
 		memset(&pub->late[k], 0, sizeof(pub->late[k]));
 	}
 }
 
 /*
+ * append_rows
+ *		Append every row of from to t.
+ */
+static void
+append_rows(pset_table_rows *t, const pset_table_rows *from)
+{
+	uint32_t	i;
+
+	for (i = 0; i < from->count; i++)
+		(void) table_add(t, from->rows + (size_t) i * from->size, from->size);
+}
+
+/*
  * pset_runtime_publish
- *		Every running set adds its rows for pub->postmaster; then the rows
- *		of processes that just exited follow the others (pset_pub_add_pid).
+ *		Every running set adds its rows for pub->postmaster; the rows of
+ *		exited processes follow the others (pset_pub_add_pid).
  */
 void
 pset_runtime_publish(pset_runtime *rt, pset_pub *pub)
@@ -720,9 +740,10 @@ pset_runtime_publish(pset_runtime *rt, pset_pub *pub)
 		if (rt->insts[i].status.state != PGT_PROBE_UNAVAILABLE && rt->insts[i].set->publish)
 			rt->insts[i].set->publish(&rt->insts[i], pub);
 	for (k = 0; k < PGT_SEC_KIND_MAX; k++)
-		for (i = 0; i < pub->late[k].count; i++)
-			(void) table_add(&pub->tables[k],
-							 pub->late[k].rows + i * pub->late[k].size, pub->late[k].size);
+	{
+		append_rows(&pub->tables[k], &pub->folded[k]);
+		append_rows(&pub->tables[k], &pub->late[k]);
+	}
 }
 
 /*

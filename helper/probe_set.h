@@ -149,8 +149,9 @@ typedef struct pset_pub
 	uint32_t	postmaster;		/* host pid of the cluster's postmaster */
 	uint32_t	(*nspid) (void *arg, uint32_t pid);	/* host -> namespace pid */
 	void	   *nspid_arg;
-	pset_table_rows tables[PGT_SEC_KIND_MAX];
-	pset_table_rows late[PGT_SEC_KIND_MAX];	/* rows of exited processes */
+	pset_table_rows tables[PGT_SEC_KIND_MAX];	/* live processes', the kernel's */
+	pset_table_rows folded[PGT_SEC_KIND_MAX];	/* exited processes' (pid NULL) */
+	pset_table_rows late[PGT_SEC_KIND_MAX];	/* processes' that just exited */
 } pset_pub;
 
 typedef struct probe_set

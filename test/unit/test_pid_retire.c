@@ -165,7 +165,7 @@ test_round(int fd, int tracked)
 }
 
 /* A probe set that publishes one kernel-io row per pid of `publish_pids`. */
-static const uint32_t publish_pids[] = {111, 222, 0, 333, PGT_RETIRED_PID(7)};
+static const uint32_t publish_pids[] = {PGT_RETIRED_PID(7), 111, 222, 0, 333};
 
 static void
 fake_publish(pset_inst *inst, pset_pub *pub)
@@ -181,8 +181,10 @@ fake_publish(pset_inst *inst, pset_pub *pub)
 }
 
 /*
- * After test_round: 111 and 333 have exited, 222 lives.  Their rows follow
- * every other row of the table, in the order they came.
+ * After test_round: 111 and 333 have exited, 222 lives.  The live rows and
+ * the kernel's come first, then the folded row of exited processes (added
+ * first here), then the rows of the two that just exited, in the order
+ * they came: a table too small for them all leaves out the dead.
  */
 static void
 test_publish_order(void)
