@@ -86,8 +86,15 @@ struct
 
 /*
  * Class of the file behind (tgid, fd), valid while the descriptor still
- * points at the same struct file: PostgreSQL keeps its files open, so the
- * dentry walk of pgt_classify_file runs once per open file, not per call.
+ * points at the same struct file of the same inode: PostgreSQL keeps its
+ * files open, so the dentry walk of pgt_classify_file runs once per open
+ * file, not per call.  The struct file alone does not say it is the same
+ * file: when a backend closes one file and opens another, the new one
+ * often gets the same descriptor and the freed struct file's memory (it
+ * read a data file's blocks as the configuration file it had read before).
+ * So an open that returns a descriptor sets its entry, a close drops it,
+ * and a hit also needs the inode to match (for descriptors made by calls
+ * the set does not see, or while it was held).
  */
 struct fd_key
 {
@@ -98,6 +105,7 @@ struct fd_key
 struct fd_class
 {
 	__u64		file;			/* the struct file classified */
+	__u64		inode;			/* and its inode */
 	struct pgt_kfile id;
 	__u8		cls;
 	__u8		pad[3];
@@ -136,6 +144,23 @@ struct
 } owners SEC(".maps");
 
 /*
+ * remember_fd
+ *		Cache the class just found (in s) of file f, the current task's fd.
+ */
+static __always_inline void
+remember_fd(__u32 tgid, __u32 fd, struct file *f, const struct call_start *s)
+{
+	struct fd_key k = {.tgid = tgid, .fd = fd};
+	struct fd_class n = {};
+
+	n.file = (__u64) f;
+	n.inode = (__u64) BPF_CORE_READ(f, f_inode);
+	n.cls = s->file_class;
+	n.id = s->file;
+	bpf_map_update_elem(&fdcache, &k, &n, BPF_ANY);
+}
+
+/*
  * classify_fd
  *		File class of the current task's fd, through the cache.
  */
@@ -145,21 +170,16 @@ classify_fd(__u32 tgid, struct call_start *s)
 	struct fd_key k = {.tgid = tgid, .fd = s->fd};
 	struct file *f = pgt_fd_file(s->fd);
 	struct fd_class *c = bpf_map_lookup_elem(&fdcache, &k);
-	struct fd_class n = {};
 
-	if (c && f && c->file == (__u64) f)
+	if (c && f && c->file == (__u64) f && c->inode == (__u64) BPF_CORE_READ(f, f_inode))
 	{
 		s->file_class = c->cls;
 		s->file = c->id;
 		return;
 	}
 	s->file_class = pgt_classify_file(f, &s->file);
-	if (!f)
-		return;
-	n.file = (__u64) f;
-	n.cls = s->file_class;
-	n.id = s->file;
-	bpf_map_update_elem(&fdcache, &k, &n, BPF_ANY);
+	if (f)
+		remember_fd(tgid, s->fd, f, s);
 }
 
 /*
@@ -334,6 +354,12 @@ ksys_enter(struct pt_regs *regs, long id)
 		s->file_class = PGT_KFILE_OTHER;	/* classified at exit, fd known */
 	else
 		classify_fd(tgid, s);
+	if (op == PGT_KOP_CLOSE)
+	{
+		struct fd_key k = {.tgid = tgid, .fd = s->fd};
+
+		bpf_map_delete_elem(&fdcache, &k);	/* the descriptor goes away */
+	}
 	s->ts = bpf_ktime_get_ns();
 }
 
@@ -399,8 +425,12 @@ file_done(__u32 tgid, struct call_start *s, long ret, __u64 ns)
 
 	if (s->op == PGT_KOP_OPENAT && ret >= 0)
 	{
+		struct file *f = pgt_fd_file((__u32) ret);
+
 		s->fd = (__u32) ret;
-		s->file_class = pgt_classify_file(pgt_fd_file((__u32) ret), &s->file);
+		s->file_class = pgt_classify_file(f, &s->file);
+		if (f)
+			remember_fd(tgid, s->fd, f, s);
 	}
 	pgt_kio_key_set(&k, tgid, PGT_KLAYER_SYSCALL, s->op, s->file_class, s->qid, &s->file);
 	v = pgt_tacc_kio(s->exited ? 0 : &s->tio, &kio, &k, s->pm, &shared);

@@ -6,6 +6,8 @@
 #     /proc/<pid>/io read_bytes over the same span; the read and write
 #     calls in the backend's syscall latency histograms equal /proc io's
 #     syscr and syscw
+#   - a table scanned after another file was read and closed: its reads
+#     keep the table's class and relation (the descriptor's reuse)
 #   - a new table's pages, written by the backend: write misses of that
 #     backend and statement, not misses, and not in pg_tracer_kernel_cache
 #   - a cold backend's file system metadata: meta-misses on the data
@@ -207,6 +209,32 @@ is($node->safe_psql('postgres',
 		  WHERE op NOT IN ('read', 'pread64', 'readv', 'preadv', 'preadv2',
 		                   'write', 'pwrite64', 'writev', 'pwritev', 'pwritev2')"),
 	'', 'syscall histograms hold reads and writes only (syncs: fsync; opens, closes: none)');
+
+# --- a descriptor reused -----------------------------------------------------------
+# A session reads a file that is not a relation's and closes it, then scans
+# a table it has not opened yet: the table's file often gets the same
+# descriptor and the freed struct file's memory, and its reads must not
+# keep the closed file's class (three sessions: the reuse is likely, not
+# certain, in any one of them)
+for my $round (1 .. 3)
+{
+	my ($pid) = split /\n/, $node->safe_psql('postgres',
+		"SELECT pg_backend_pid(); SELECT length(pg_read_binary_file('postgresql.conf'));
+		 SET max_parallel_workers_per_gather = 0; SELECT count(*) FROM cold");
+	my $preads;
+	wait_until(sub {
+		$preads = $node->safe_psql('postgres',
+			"SELECT coalesce(sum(bytes) FILTER (WHERE relation = 'cold'::regclass), 0) || ' '
+			     || coalesce(sum(bytes) FILTER (WHERE file_class <> 'data'), 0)
+			   FROM pg_tracer_kernel_io
+			  WHERE pid = $pid AND layer = 'syscall' AND op = 'pread64'");
+		(split ' ', $preads)[0] > 10_000_000
+	}, 10);
+	my ($cold_bytes, $not_data) = split ' ', $preads;
+	ok($cold_bytes > 10_000_000 && $not_data == 0,
+		"round $round: a table scanned after a file was read and closed: its reads are "
+		  . "the table's ($cold_bytes bytes), none in another class ($not_data)");
+}
 
 # --- pages a write brings into the cache -------------------------------------------
 # A new table's pages enter the page cache once each, when first written,
