@@ -497,7 +497,7 @@ find_postmasters(daemon_state *d, pm_info **pms, size_t *npms)
 	}
 	else if (notes && d->roots_valid)
 		log_info("discovery: exec notes were lost (over %d execs of postgres binaries "
-				 "in a second): scanning /proc", PGT_BPF_MAX_EXECS);
+				 "since the last look): scanning /proc", PGT_BPF_MAX_EXECS);
 	free(d->roots);
 	d->roots = NULL;
 	d->nroots = 0;
