@@ -61,7 +61,8 @@ parse_pid_name(const char *name)
 
 /*
  * check_postmaster
- *		discovery_check_postmaster for a process whose stat (ps) is read.
+ *		discovery_check_postmaster for a postgres process whose stat (ps) is
+ *		read.
  */
 static int
 check_postmaster(pid_t pid, const proc_stat *ps, pm_info *out, char *err, size_t errlen)
@@ -73,12 +74,6 @@ check_postmaster(pid_t pid, const proc_stat *ps, pm_info *out, char *err, size_t
 	ssize_t		n;
 
 	memset(out, 0, sizeof(*out));
-	if (!procfs_is_postgres(pid, ps))
-	{
-		snprintf(err, errlen, "process %d (%s) is not a postgres process",
-				 (int) pid, ps->comm);
-		return -1;
-	}
 	snprintf(path, sizeof(path), "/proc/%d/cwd", (int) pid);
 	if (stat(path, &st) < 0 || !S_ISDIR(st.st_mode))
 	{
@@ -129,10 +124,16 @@ discovery_check_postmaster(pid_t pid, pm_info *out, char *err, size_t errlen)
 {
 	proc_stat	ps;
 
+	memset(out, 0, sizeof(*out));
 	if (procfs_read_stat(pid, &ps) < 0)
 	{
-		memset(out, 0, sizeof(*out));
 		snprintf(err, errlen, "no process %d", (int) pid);
+		return -1;
+	}
+	if (!procfs_is_postgres(pid, &ps))
+	{
+		snprintf(err, errlen, "process %d (%s) is not a postgres process",
+				 (int) pid, ps.comm);
 		return -1;
 	}
 	return check_postmaster(pid, &ps, out, err, errlen);
