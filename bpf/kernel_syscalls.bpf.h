@@ -85,6 +85,24 @@ net_op(long id)
 }
 
 /*
+ * is_connect
+ *		Is id connect(2)?  Not a timed call: a socket connected anew may sit
+ *		at the descriptor of one the task closed (kernel_sysio.bpf.c,
+ *		note_owner).
+ */
+static __always_inline int
+is_connect(long id)
+{
+#if defined(__TARGET_ARCH_x86)
+	return id == 42;
+#elif defined(__TARGET_ARCH_arm64)
+	return id == 203;
+#else
+	return 0;
+#endif
+}
+
+/*
  * pgt_kop_writes_file
  *		Is op a file write (write, pwrite64, writev, pwritev, pwritev2)?
  */

@@ -260,7 +260,12 @@ sock_ports(const struct sock *sk)
  *		`owners` empty, and the helper then skips its pass over the host's
  *		TCP sockets).  A backend sends on one socket for its whole life, so
  *		the walk (fd -> sock) and the owners update happen once per task and
- *		descriptor, not per send.
+ *		descriptor, not per send.  The descriptor does not name the socket
+ *		for good: a backend's postgres_fdw or dblink connection, closed and
+ *		opened again, gets the same descriptor for a new socket.  So a connect
+ *		forgets the task's descriptor (forget_owned_fd), and so does the
+ *		helper's read of the task's rows, for what the set did not see (a
+ *		connect while the set was held, a dup2 onto the descriptor).
  */
 static __always_inline void
 note_owner(__u32 tgid, struct call_start *s)
@@ -298,6 +303,20 @@ note_owner(__u32 tgid, struct call_start *s)
 }
 
 /*
+ * forget_owned_fd
+ *		The current task connects a socket: its next send looks up the socket
+ *		behind the descriptor again (note_owner).
+ */
+static __always_inline void
+forget_owned_fd(void)
+{
+	struct call_start *s = bpf_task_storage_get(&starts, bpf_get_current_task_btf(), 0, 0);
+
+	if (s)
+		s->owned_fd = 0;
+}
+
+/*
  * ksys_enter
  *		A file or socket call of a tracked process starts: note what it is,
  *		on which file, for which query, and the time.
@@ -314,7 +333,11 @@ ksys_enter(struct pt_regs *regs, long id)
 	/* the cheap test first: most system calls are neither file nor socket I/O */
 	op = call_op(id);
 	if (!op)
+	{
+		if (do_net && is_connect(id))
+			forget_owned_fd();
 		return;
+	}
 	tgid = bpf_get_current_pid_tgid() >> 32;
 	task = bpf_get_current_task_btf();
 	/* a task with storage here was tracked when it got it: no hash lookup */
@@ -581,8 +604,10 @@ int pgt_ksysio_dump(struct bpf_iter__task *ctx)
 	if (!task)
 		return 0;
 	s = bpf_task_storage_get(&starts, task, 0, 0);
-	if (s)
-		pgt_tacc_dump(ctx->meta->seq, &s->tio, &s->tproc, &s->thist);
+	if (!s)
+		return 0;
+	pgt_tacc_dump(ctx->meta->seq, &s->tio, &s->tproc, &s->thist);
+	s->owned_fd = 0;			/* see note_owner: a few walks a second */
 	return 0;
 }
 

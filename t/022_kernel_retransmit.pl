@@ -10,7 +10,10 @@
 # total_retrans from `ss -ti` (tcp_info) while the connection is still open.
 # The daemon's pg_tracer_kernel_net must show the same count on that
 # backend's pid, under the query id EXPLAIN VERBOSE reports for the query,
-# and none on any other pid.  Then the same with the helper restarted with
+# and none on any other pid.  A backend's own TCP connection (dblink), closed
+# and made again at the same descriptor, must have the new socket's
+# retransmits too (loss on the data sent to the port; dblink not installed:
+# skipped).  Then the same with the helper restarted with
 # --miss-events (no retransmit program: the count must come from its pass
 # over the TCP sockets alone), which runs only once a backend owns a TCP
 # socket: sessions on the Unix socket, sending, leave it skipped (the
@@ -140,6 +143,91 @@ sub transfer_with_loss
 }
 
 transfer_with_loss('events', 1);
+
+# The descriptor => inode of each TCP socket process $pid holds
+# (/proc/<pid>/fd against /proc/net/tcp{,6}: the backend is postgres's own)
+sub tcp_socket_fds
+{
+	my ($pid) = @_;
+	my %tcp;
+	for my $f ('/proc/net/tcp', '/proc/net/tcp6')
+	{
+		open(my $fh, '<', $f) or next;
+		<$fh>;
+		while (<$fh>) { my @c = split; $tcp{ $c[9] } = 1; }
+	}
+	my %fds;
+	opendir(my $d, "/proc/$pid/fd") or return %fds;
+	for my $fd (grep { /^\d+$/ } readdir $d)
+	{
+		my $l = readlink("/proc/$pid/fd/$fd") // '';
+		$fds{$fd} = $1 if $l =~ /^socket:\[(\d+)\]$/ && $tcp{$1};
+	}
+	return %fds;
+}
+
+# A backend's own connection over TCP (dblink here; postgres_fdw does the
+# same), closed and made again: the new socket takes the descriptor of the
+# old one, and what it retransmits is the backend's all the same.  The
+# reconnect and the 4 MB send that follows are one statement, so the
+# program's forgetting of the descriptor at connect is what is tested (the
+# helper's reads of the task's rows also forget it, a few times a second).
+# The loss is on the data segments sent to the port: connections are made
+# as usual, the backend's query text is what is lost.
+SKIP:
+{
+	skip 'dblink is not installed: no backend-made TCP connection', 6
+	  unless $node->safe_psql('postgres',
+		"SELECT count(*) FROM pg_available_extensions WHERE name = 'dblink'");
+	$node->safe_psql('postgres', 'CREATE EXTENSION dblink');
+	my ($in, $out, $err) = ('', '', '');
+	my $psql = IPC::Run::start(
+		[ 'psql', '-XAtq', '-h', $node->host, '-p', $port, '-d', 'postgres' ],
+		'<', \$in, '>', \$out, '2>', \$err, IPC::Run::timeout(120));
+	my $ask = sub {
+		$out = '';
+		$in .= "$_[0];\n\\echo __end__\n";
+		$psql->pump until $out =~ /__end__\n\z/;
+		$out =~ s/__end__\n\z//;
+		chomp $out;
+		return $out;
+	};
+	my $conn = "host=127.0.0.1 port=$port dbname=postgres";
+	my $pid = $ask->('SELECT pg_backend_pid()');
+	$ask->("SELECT dblink_connect('c', '$conn')");
+	$ask->("SELECT * FROM dblink('c', 'SELECT 1') AS t(x int)");
+	my %before = tcp_socket_fds($pid);
+	is(scalar(keys %before), 1, "dblink: backend $pid holds one TCP socket");
+
+	($loss_on) = netloss('add', $port, 10, 'to');
+	ok($loss_on, "dblink: 10% loss on data segments sent to port $port");
+	$ask->("DO \$\$ BEGIN
+		PERFORM dblink_disconnect('c');
+		PERFORM dblink_connect('c', '$conn');
+		PERFORM * FROM dblink('c', 'SELECT length(' || quote_literal(repeat('y', 4000000)) || ')')
+		  AS t(n int);
+	END \$\$");
+	loss_off();
+	my %after = tcp_socket_fds($pid);
+	my ($fd) = keys %before;
+	ok(defined $after{$fd} && $after{$fd} ne $before{$fd},
+		"dblink: the new connection's socket took descriptor $fd of the closed one");
+
+	my $info = `$ss -tinH state established '( dport = :$port )'`;
+	my ($truth) = $info =~ /\bretrans:\d+\/(\d+)/;
+	$truth //= 0;
+	cmp_ok($truth, '>', 0, "dblink: the kernel retransmitted $truth segments of the new socket");
+	my $mine = 0;
+	wait_until(sub {
+		$mine = $node->safe_psql('postgres',
+			"SELECT coalesce(sum(retransmits), 0) FROM pg_tracer_kernel_net WHERE pid = $pid");
+		$mine >= $truth
+	}, 10);
+	is($mine, $truth, "dblink: retransmits attributed to backend $pid ($mine) = the new socket's ($truth)");
+	unlike($err, qr/ERROR/, 'dblink: no error in the session');
+	$in .= "\\q\n";
+	$psql->finish;
+}
 
 # A kernel that reports no retransmission at all: restarted with
 # --miss-events, the helper attaches no retransmit program, and the socket
