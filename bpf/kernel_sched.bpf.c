@@ -362,7 +362,8 @@ int BPF_PROG(pgt_ksched_exit, struct task_struct *p)
 /*
  * pgt_ksched_dump
  *		The helper's read of every task's accumulated rows (a task
- *		iterator: helper/task_accum.c).
+ *		iterator: helper/task_accum.c), and its drop of a cluster's rows
+ *		(pgt_tacc_forget).
  */
 SEC("iter/task")
 int pgt_ksched_dump(struct bpf_iter__task *ctx)
@@ -373,7 +374,9 @@ int pgt_ksched_dump(struct bpf_iter__task *ctx)
 	if (!task)
 		return 0;
 	s = bpf_task_storage_get(&sstate, task, 0, 0);
-	if (s)
-		pgt_tacc_dump(ctx->meta->seq, 0, &s->tproc, &s->thist);
+	if (!s)
+		return 0;
+	pgt_tacc_dump(ctx->meta->seq, 0, &s->tproc, &s->thist);
+	pgt_tacc_forget(0, &s->tproc, &s->thist);
 	return 0;
 }

@@ -593,7 +593,8 @@ int BPF_PROG(pgt_ksysio_exit, struct task_struct *p)
 /*
  * pgt_ksysio_dump
  *		The helper's read of every task's accumulated rows (a task
- *		iterator: helper/task_accum.c).
+ *		iterator: helper/task_accum.c), and its drop of a cluster's rows
+ *		(pgt_tacc_forget).
  */
 SEC("iter/task")
 int pgt_ksysio_dump(struct bpf_iter__task *ctx)
@@ -607,6 +608,7 @@ int pgt_ksysio_dump(struct bpf_iter__task *ctx)
 	if (!s)
 		return 0;
 	pgt_tacc_dump(ctx->meta->seq, &s->tio, &s->tproc, &s->thist);
+	pgt_tacc_forget(&s->tio, &s->tproc, &s->thist);
 	s->owned_fd = 0;			/* see note_owner: a few walks a second */
 	return 0;
 }

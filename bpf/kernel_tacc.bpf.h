@@ -22,6 +22,8 @@
  *   copies the maps and then reads every task's rows through the object's
  *   task iterator (pgt_tacc_dump_*), retries a copy during which a row
  *   moved: a row is then counted exactly once (helper/task_accum.c).
+ *   The same iterator drops a cluster's rows when its pg_tracer_reset()
+ *   asks (tacc_forget).
  * - At exit (sched_process_exit) a task folds all its rows and from then
  *   on adds to the maps directly: task storage dies with the task.
  *
@@ -38,6 +40,20 @@ struct
 	__type(key, __u32);
 	__type(value, struct pgt_tacc_folds);
 } tacc_folds SEC(".maps");
+
+/*
+ * The postmaster whose rows the task iterator is to drop as it passes each
+ * task (pgt_tacc_forget), 0 for none: pg_tracer_reset() of that cluster
+ * (helper/kernel_set.c, kset_reset).  Written by the helper around one
+ * iterator run, read here.
+ */
+struct
+{
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} tacc_forget SEC(".maps");
 
 /* One table of rows: which slots are used, a tag per slot to find a key */
 struct pgt_tacc_io
@@ -385,6 +401,53 @@ pgt_tacc_dump(struct seq_file *seq, struct pgt_tacc_io *io, struct pgt_tacc_proc
 	for (i = 0; hist && i < PGT_TACC_HIST_ROWS; i++)
 		if ((hist->used >> i) & 1)
 			pgt_tacc_emit(seq, PGT_TACC_KHIST, &hist->row[i], sizeof(hist->row[i]));
+}
+
+/*
+ * pgt_tacc_forget
+ *		Drop a task's rows (any table may be NULL) of the postmaster named
+ *		in tacc_forget, for the iterator.  A row's slot is freed, not
+ *		zeroed: its next use starts it afresh (pgt_tacc_slot).  The task may
+ *		be adding to a row on another CPU meanwhile; such an add is lost
+ *		with the row, and a slot it takes at that very moment may keep its
+ *		row (`used` is a plain read-modify-write): a reset is exact only to
+ *		within the calls under way as it passes.
+ */
+static __always_inline void
+pgt_tacc_forget(struct pgt_tacc_io *io, struct pgt_tacc_proc *proc,
+				struct pgt_tacc_hist *hist)
+{
+	__u32		zero = 0;
+	__u32	   *pm = bpf_map_lookup_elem(&tacc_forget, &zero);
+	__u8		keep;
+	int			i;
+
+	if (!pm || !*pm)
+		return;
+	if (io)
+	{
+		keep = io->used;
+		for (i = 0; i < PGT_TACC_IO_ROWS; i++)
+			if (io->row[i].v.pm == *pm)
+				keep &= ~(1 << i);
+		io->used = keep;
+	}
+	if (proc)
+	{
+		keep = proc->used;
+		for (i = 0; i < PGT_TACC_PROC_ROWS; i++)
+			if (proc->row[i].v.pm == *pm)
+				keep &= ~(1 << i);
+		proc->used = keep;
+	}
+	if (hist)
+	{
+		keep = hist->used;
+		for (i = 0; i < PGT_TACC_HIST_ROWS; i++)
+			if (hist->row[i].v.pm == *pm)
+				keep &= ~(1 << i);
+		hist->used = keep;
+	}
 }
 
 #endif							/* PGT_BPF_KERNEL_TACC_BPF_H */

@@ -38,6 +38,10 @@
  *	  BUDGET			-> OK mode=<m> budget=<s> used=<s> remaining=<s>
  *						   active=<0|1> until=<unix us, 0 = none>
  *	  EXACTRESET		-> OK reset=<0|1>  (empties the exact counters)
+ *	  PROBERESET		-> OK sets=<n> rows=<n>  (the probe sets that ran
+ *						   dropped this cluster's rows, and the kernel's own,
+ *						   of their aggregates; ERR unavailable while the
+ *						   cluster is not attached)
  * Errors: "ERR <code> <message>", code one of bad-request, unknown-verb,
  * bad-argument, denied, unavailable.
  *

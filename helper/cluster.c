@@ -144,6 +144,8 @@ info_cb(void *arg, control_info *info)
 	info->attached = c->attached;
 	info->postmaster_pid = c->attached ? (uint32_t) c->pm.nspid : 0;
 	info->backends = (uint32_t) c->nprocs;
+	info->reset = cluster_psets_reset;
+	info->reset_arg = c;
 }
 
 /*

@@ -104,3 +104,22 @@ cluster_psets_publish(cluster *c, seg_publish *p)
 		if (pub.tables[k].count > 0 && p->tables[k].rows == NULL)
 			p->tables[k] = (seg_rows) {pub.tables[k].rows, pub.tables[k].count};
 }
+
+/*
+ * cluster_psets_reset
+ *		PROBERESET (pg_tracer_reset()): the running sets drop this cluster's
+ *		rows and copy their aggregates again, so that the next publication
+ *		counts from now.  Other clusters' rows stay; the kernel's own (pid
+ *		0, shown to every cluster) go.
+ */
+size_t
+cluster_psets_reset(void *arg, int *nsets)
+{
+	cluster    *c = arg;
+	pset_runtime *rt = c->env->psets;
+
+	*nsets = 0;
+	if (rt == NULL || rt->ninsts == 0 || !c->attached)
+		return 0;
+	return pset_runtime_reset(rt, (uint32_t) c->pm.pid, nsets);
+}

@@ -16,5 +16,7 @@
 extern void cluster_psets_tick(cluster *c);
 extern size_t cluster_psets_rows(cluster *c, struct pgt_probeset_entry *out, size_t max);
 extern void cluster_psets_publish(cluster *c, seg_publish *p);
+/* control_reset_fn: PROBERESET (pg_tracer_reset()) of cluster arg */
+extern size_t cluster_psets_reset(void *arg, int *nsets);
 
 #endif							/* PGT_HELPER_CLUSTER_PSETS_H */

@@ -108,6 +108,18 @@ control_respond(const char *req, size_t len, const control_info *info,
 					   info->attached ? 1 : 0, info->postmaster_pid, info->backends,
 					   (unsigned long long) info->generation);
 	}
+	if (strcmp(r.verb, "PROBERESET") == 0)
+	{
+		size_t		rows;
+		int			nsets = 0;
+
+		if (r.nargs != 0)
+			return respond(out, outlen, "ERR bad-argument PROBERESET takes no arguments");
+		if (!info->attached || info->reset == NULL)
+			return respond(out, outlen, "ERR unavailable the cluster is not attached");
+		rows = info->reset(info->reset_arg, &nsets);
+		return respond(out, outlen, "OK sets=%d rows=%zu", nsets, rows);
+	}
 	{
 		/* ESCALATE, DEESCALATE, BUDGET (helper/escalation.c) */
 		char		text[PGT_PROTO_MAX_RESPONSE - 8];

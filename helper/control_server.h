@@ -14,7 +14,10 @@
 
 #define CTL_MAX_CONNS	16
 
-/* What PING and STATUS report; filled by the cluster on demand. */
+/* PROBERESET: drop the cluster's probe-set rows; returns rows, *nsets sets */
+typedef size_t (*control_reset_fn) (void *arg, int *nsets);
+
+/* What PING and STATUS report, and PROBERESET's hook; filled on demand. */
 typedef struct control_info
 {
 	const char *version;
@@ -23,6 +26,8 @@ typedef struct control_info
 	int			attached;
 	uint32_t	postmaster_pid;
 	uint32_t	backends;
+	control_reset_fn reset;		/* NULL: nothing to reset */
+	void	   *reset_arg;
 } control_info;
 
 typedef void (*control_info_fn) (void *arg, control_info *info);

@@ -873,6 +873,100 @@ engine_core_collect(void)
 }
 
 /*
+ * forget_stream
+ *		Drop the kept stream records of postmaster pm, the others staying
+ *		in order, oldest first from slot 0.
+ */
+static void
+forget_stream(uint32_t pm)
+{
+	size_t		kept = 0;
+	size_t		k;
+
+	for (k = 0; k < core.nring; k++)
+	{
+		const engine_stream_row *r =
+			&core.ring[(core.ring_next + PGT_DEFAULT_ENGINE_STREAM_CAP - core.nring + k) %
+					   PGT_DEFAULT_ENGINE_STREAM_CAP];
+
+		if (r->pm != pm)
+			core.ring_out[kept++] = *r;
+	}
+	memcpy(core.ring, core.ring_out, kept * sizeof(*core.ring));
+	core.nring = kept;
+	core.ring_next = kept % PGT_DEFAULT_ENGINE_STREAM_CAP;
+}
+
+/*
+ * forget_hists
+ *		Delete the histograms (key: pm << 32 | probe) of postmaster pm from
+ *		eng_hist, walked afresh; returns how many went.
+ */
+static size_t
+forget_hists(int hfd, uint32_t pm)
+{
+	uint64_t	keys[ENG_NPROBES];
+	uint64_t	key;
+	uint64_t	next;
+	void	   *prev = NULL;
+	size_t		n = 0;
+	size_t		gone = 0;
+	size_t		i;
+
+	/* a walk that deletes as it goes may restart: collect, then delete */
+	while (bpf_map_get_next_key(hfd, prev, &next) == 0)
+	{
+		key = next;
+		prev = &key;
+		if ((uint32_t) (next >> 32) == pm && n < ENG_NPROBES)
+			keys[n++] = next;
+	}
+	for (i = 0; i < n; i++)
+		if (bpf_map_delete_elem(hfd, &keys[i]) == 0)
+			gone++;
+	return gone;
+}
+
+/*
+ * engine_core_reset
+ *		See engine_probes.h.  The programs run on meanwhile: an update that
+ *		lands as its row is deleted is lost with it.
+ */
+size_t
+engine_core_reset(uint32_t pm)
+{
+	int			sfd;
+	int			hfd;
+	size_t		n;
+	size_t		i;
+	size_t		gone = 0;
+
+	if (!core.started || core.failed || core.skel == NULL || pm == 0)
+		return 0;
+	if (core.rb)
+		(void) ring_buffer__consume(core.rb);	/* what is queued is from before */
+	forget_stream(pm);
+	sfd = bpf_map__fd(core.skel->maps.eng_stats);
+	hfd = bpf_map__fd(core.skel->maps.eng_hist);
+	if (core.ckeys == NULL)
+		core.ckeys = malloc(ENG_MAX_KEYS * sizeof(*core.ckeys));
+	if (core.cvals == NULL)
+		core.cvals = malloc(ENG_MAX_KEYS * sizeof(*core.cvals));
+	if (core.ckeys == NULL || core.cvals == NULL)
+		return 0;
+	n = map_copy(sfd, sizeof(struct eng_key), sizeof(struct eng_val), core.ckeys, core.cvals,
+				 ENG_MAX_KEYS);
+	for (i = 0; i < n; i++)
+		if (core.ckeys[i].pm == pm && bpf_map_delete_elem(sfd, &core.ckeys[i]) == 0)
+			gone++;
+	gone += forget_hists(hfd, pm);
+	core.last_read_us = 0;		/* the next collect reads the maps */
+	if (gone > 0)				/* every engine set calls: the first finds them */
+		log_info("engine sets: reset for postmaster %u (%zu rows dropped)", pm, gone);
+	return gone;
+}
+
+/*
  * engine_core_view
  *		See engine_probes.h.
  */

@@ -77,4 +77,12 @@ extern void engine_core_collect(void);
 extern void engine_core_view(engine_view *v);
 extern uint64_t engine_core_set_events(int set_index);
 
+/*
+ * pg_tracer_reset() of the cluster whose postmaster is pm (host pid): drop
+ * its aggregate rows, histograms and kept stream records; returns the map
+ * rows dropped.  Every engine set's reset calls it; the calls after the
+ * first find nothing left to drop.
+ */
+extern size_t engine_core_reset(uint32_t pm);
+
 #endif							/* PGT_HELPER_ENGINE_PROBES_H */

@@ -72,6 +72,18 @@ eng_collect(pset_inst *inst)
 }
 
 /*
+ * eng_reset
+ *		pg_tracer_reset() of a cluster: the engine core's rows of it go (one
+ *		core for every engine set: the first set's call does the work).
+ */
+static size_t
+eng_reset(pset_inst *inst, uint32_t postmaster)
+{
+	(void) inst;
+	return engine_core_reset(postmaster);
+}
+
+/*
  * in_set
  *		Does probe id belong to this set?
  */
@@ -372,7 +384,7 @@ eng_histograms(pset_inst *inst, trace_out *out)
 		.name = nm, .description = desc, .id = setid, .order = ord, \
 		.start = eng_start, .stop = eng_stop, .collect = eng_collect, \
 		.publish = eng_publish, .event = eng_event, .stats = eng_stats, \
-		.histograms = eng_histograms, \
+		.histograms = eng_histograms, .reset = eng_reset, \
 	}; \
 	PGT_REGISTER_PROBE_SET(sym)
 

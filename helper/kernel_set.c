@@ -60,6 +60,7 @@ kset_new(pset_inst *in, const kset_desc *desc)
 		return NULL;
 	ks->desc = desc;
 	ks->kio_fd = ks->kproc_fd = ks->khist_fd = ks->tacc_folds_fd = ks->owners_fd = -1;
+	ks->tacc_forget_fd = -1;
 	ks->sock_pass = -1;
 	ks->resume_fd[0] = ks->resume_fd[1] = -1;
 	ks->runner = ks;
@@ -158,6 +159,8 @@ kset_load_attach(pset_inst *in, const pset_ctx *ctx, struct bpf_object *obj,
 			ks->owners_fd = bpf_map__fd(m);
 		else if (strcmp(name, "tacc_folds") == 0)
 			ks->tacc_folds_fd = bpf_map__fd(m);
+		else if (strcmp(name, "tacc_forget") == 0)
+			ks->tacc_forget_fd = bpf_map__fd(m);
 		else if (strcmp(name, "kresume") == 0)
 			ks->resume_fd[slot] = bpf_map__fd(m);
 	}

@@ -68,6 +68,7 @@ typedef struct kset
 	/* the tasks' own rows (task_accum.h): NULL / -1 when the object has none */
 	struct bpf_link *tacc_iter;
 	int			tacc_folds_fd;
+	int			tacc_forget_fd;	/* pg_tracer_reset(): whose rows to drop */
 	/* network: the pass that charges unreported retransmits, or NULL */
 	struct bpf_link *sock_iter;
 	int			owners_fd;		/* the TCP sockets it looks for (`owners`) */
@@ -140,6 +141,7 @@ static const probe_set sym = { \
 	.stats = kset_stats, \
 	.histograms = kset_histograms, \
 	.hold = kset_hold, \
+	.reset = kset_reset, \
 }; \
 PGT_REGISTER_PROBE_SET(sym)
 
@@ -170,6 +172,12 @@ extern void kset_stop(pset_inst *in);
 extern void kset_hold(pset_inst *in, int hold);	/* kernel_hold.c */
 extern void kset_collect(pset_inst *in);
 extern void kset_publish(pset_inst *in, pset_pub *pub);
+/*
+ * pg_tracer_reset() of the cluster whose postmaster is pm (host pid): drop
+ * its rows of the set's aggregates, and the kernel's own; returns the map
+ * rows dropped (kernel_reset.c).
+ */
+extern size_t kset_reset(pset_inst *in, uint32_t pm);
 extern void kset_event(pset_inst *in, struct trace_out *out,
 					   const struct pgt_event_hdr *hdr, const void *data, size_t len);
 extern void kset_stats(pset_inst *in, struct trace_out *out);

@@ -216,6 +216,7 @@ ksysio_start(pset_inst *in, const pset_ctx *ctx, const kset_desc *desc,
 	ks->runner = sh;			/* holding one holds the object for both */
 	ks->tacc_iter = sh->tacc_iter;
 	ks->tacc_folds_fd = sh->tacc_folds_fd;
+	ks->tacc_forget_fd = sh->tacc_forget_fd;
 	if (in->set->id == PGT_SET_SYSCALL)
 	{
 		ks->kio_fd = sh->kio_fd;

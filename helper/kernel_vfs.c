@@ -139,6 +139,7 @@ static const probe_set vfs_set = {
 	.stop = kset_stop,
 	.collect = kset_collect,
 	.publish = kset_publish,
+	.reset = kset_reset,
 	.event = kset_event,
 	.stats = kset_stats,
 	.histograms = kset_histograms,

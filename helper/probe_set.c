@@ -574,6 +574,33 @@ pset_runtime_collect(pset_runtime *rt)
 }
 
 /*
+ * pset_runtime_reset
+ *		pg_tracer_reset() of the cluster whose postmaster is postmaster
+ *		(host pid): every running set that can drops that cluster's rows,
+ *		then all copy their aggregates again, so that the next publication
+ *		counts from now.  Returns the rows dropped; *nsets, the sets told.
+ */
+size_t
+pset_runtime_reset(pset_runtime *rt, uint32_t postmaster, int *nsets)
+{
+	size_t		rows = 0;
+	size_t		i;
+
+	*nsets = 0;
+	if (postmaster == 0)
+		return 0;
+	for (i = 0; i < rt->ninsts; i++)
+		if (rt->insts[i].status.state != PGT_PROBE_UNAVAILABLE && rt->insts[i].set->reset)
+		{
+			rows += rt->insts[i].set->reset(&rt->insts[i], postmaster);
+			(*nsets)++;
+		}
+	if (*nsets > 0)
+		pset_runtime_collect(rt);
+	return rows;
+}
+
+/*
  * pset_runtime_find
  *		The running set with id, or NULL.
  */

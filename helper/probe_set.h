@@ -51,6 +51,11 @@
  *						hooks (hold 1) outside escalation windows, attach
  *						them again (0) when one opens; its maps, counts
  *						and status row stay.
+ *	  reset(inst, pm)	daemon, pg_tracer_reset() of the cluster whose
+ *						postmaster is pm (host pid): drop that cluster's
+ *						rows of the set's aggregates, so its views count
+ *						from now on; returns the rows dropped.  The daemon
+ *						collects again right after (pset_runtime_reset).
  *
  * STREAMING EVENTS
  * ----------------
@@ -170,6 +175,7 @@ typedef struct probe_set
 	void		(*stats) (pset_inst *inst, struct trace_out *out);
 	void		(*histograms) (pset_inst *inst, struct trace_out *out);
 	void		(*hold) (pset_inst *inst, int hold);
+	size_t		(*reset) (pset_inst *inst, uint32_t postmaster);
 } probe_set;
 
 #define PGT_REGISTER_PROBE_SET(sym) \
@@ -206,6 +212,7 @@ extern void pset_runtime_stop(pset_runtime *rt);
 extern void pset_runtime_collect(pset_runtime *rt);
 extern pset_inst *pset_runtime_find(pset_runtime *rt, uint16_t id);
 extern int	pset_runtime_hold(pset_runtime *rt, int hold);
+extern size_t pset_runtime_reset(pset_runtime *rt, uint32_t postmaster, int *nsets);
 
 /*
  * --query-id on|off: with off, no BPF program reads a backend's query id

@@ -6,7 +6,8 @@
  *	  pg_tracer_exact_* views and the exact columns of the sampled views),
  *	  pg_tracer_histogram(wait_event), pg_tracer_escalations_srf(),
  *	  pg_tracer_exact_coverage(since) and pg_tracer_reset_all() (what
- *	  pg_tracer_reset() calls since 0.3.0: sampled and exact counters).
+ *	  pg_tracer_reset() calls since 0.3.0: sampled and exact counters, and
+ *	  the probe sets' rows of this cluster).
  *
  * Rows come from the helper's segment (tables PGT_SEC_EXACT_WAITS, _HIST,
  * _WINDOWS), copied and validated in the calling backend; a helper that is
@@ -322,9 +323,11 @@ pg_tracer_exact_coverage(PG_FUNCTION_ARGS)
 /*
  * pg_tracer_reset_all
  *		pg_tracer_reset(): the sampler's counters and history, then the
- *		helper's exact counters (verb EXACTRESET), waiting (at most 2 s)
- *		for a publication after the helper emptied them so that the exact
- *		views read as "since the reset" on return.  "After" is after its
+ *		helper's probe-set rows of this cluster (verb PROBERESET: the kernel
+ *		and engine views; a helper older than the verb answers ERR, which
+ *		only DEBUG1 tells) and its exact counters (verb EXACTRESET), waiting
+ *		(at most 2 s) for a publication after the helper emptied them so
+ *		that the helper's views read as "since the reset" on return.  "After" is after its
  *		answer: a publication stamped between the request and the answer
  *		may have been written before the reset (the helper does one thing
  *		at a time, so one stamped later was written after it).  Without a helper there
@@ -339,6 +342,9 @@ pg_tracer_reset_all(PG_FUNCTION_ARGS)
 	int64		answered_us;
 	int			i;
 
+	if (pgt_control_request("PROBERESET", out, sizeof(out), err, sizeof(err)) != PGT_CTL_OK)
+		elog(DEBUG1, "pg_tracer: the helper did not reset its probe sets: %s",
+			 err[0] ? err : out);
 	if (pgt_control_request("EXACTRESET", out, sizeof(out), err, sizeof(err)) != PGT_CTL_OK)
 		return sampled;
 	answered_us = GetCurrentTimestamp() + EXACT_EPOCH_DIFF_US;

@@ -8,7 +8,8 @@
 # host it makes far fewer than 300 read calls in 3 s (a scan reads each
 # process's /proc/<pid>/stat), while the first cluster has a dozen sessions
 # open.  A restarted cluster is attached to its new postmaster; a stopped
-# one is let go, and the others stay served.  With exec notes lost
+# one is let go, and the others stay served.  pg_tracer_reset() in one
+# cluster leaves the other's kernel rows.  With exec notes lost
 # (--miss-events 1), the helper says so, scans /proc, and still finds a
 # cluster that starts.
 use strict;
@@ -52,6 +53,32 @@ ok(defined wait_until(sub { served_pm($node_a) && served_pm($node_b) }, 20),
 	'both clusters running before the helper are served');
 like(slurp_file($log), qr/discovery: \/proc is scanned once; then only the processes that exec/,
 	'the helper finds new postmasters from exec notes');
+
+# pg_tracer_reset() empties the probe sets' rows of its own cluster only:
+# a live session's (kept in its task storage) and those of the many
+# short-lived readers above (in the shared maps since they exited)
+my @bgs = map { $_->background_psql('postgres') } ($node_a, $node_b);
+my @pids = map { $_->query_safe('SELECT pg_backend_pid()') } @bgs;
+$_->query_safe("SELECT length(pg_read_binary_file('postgresql.conf'))") for @bgs;
+sub io_calls
+{
+	my ($node, $which) = @_;
+	return $node->safe_psql('postgres',
+		"SELECT coalesce(sum(calls), 0) FROM pg_tracer_kernel_io WHERE $which");
+}
+ok(defined wait_until(sub {
+	io_calls($node_a, "pid = $pids[0]") > 0 && io_calls($node_b, "pid = $pids[1]") > 0 }, 10),
+	'sessions of both clusters have kernel-io rows');
+my $b_session = io_calls($node_b, "pid = $pids[1]");
+my $b_others = io_calls($node_b, "pid <> $pids[1] AND pid <> 0");
+$node_a->safe_psql('postgres', 'SELECT pg_tracer_reset()');
+is(io_calls($node_a, "pid = $pids[0]"), '0',
+	"pg_tracer_reset() on one cluster empties its session's rows");
+cmp_ok(io_calls($node_b, "pid = $pids[1]"), '>=', $b_session,
+	"the other cluster's session keeps its rows ($b_session calls)");
+cmp_ok(io_calls($node_b, "pid <> $pids[1] AND pid <> 0"), '>=', $b_others,
+	"and so do its exited readers ($b_others calls)");
+$_->quit for @bgs;
 
 # 300 processes that are not PostgreSQL's: a scan of /proc each second
 # would read each one's stat file three times in 3 s

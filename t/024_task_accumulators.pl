@@ -11,7 +11,8 @@
 # bytes_retrans, bytes_received, from `ss -ti`), /proc/<pid>/status
 # (context switches), /proc/<pid>/schedstat (run-queue wait).
 # The views' change over the workload must equal the kernel's own counts,
-# exactly.  Then the session quits: its rows, folded at exit, must reach
+# exactly.  pg_tracer_reset() then empties its rows, and its counts start
+# again from zero, as exact.  Then the session quits: its rows, folded at exit, must reach
 # the exited processes' row with nothing lost.  Last, the helper is
 # restarted with --miss-events 2 and a second session's counts must stay
 # exact with every other switch-in unreported to the sched program.
@@ -104,6 +105,36 @@ is(q1("
 	SELECT (SELECT sum(count) FROM pg_tracer_kernel_histogram('runq') WHERE pid = $pid)
 	     = (SELECT sum(runq_count) FROM pg_tracer_kernel_sched WHERE pid = $pid)"),
 	't', 'run-queue histogram and counters agree');
+
+# pg_tracer_reset() while the session idles, with rows in its own task
+# storage and many more evicted into the maps: they go at once (the kernel
+# views read the publication after the reset on return), and what the
+# session does next counts from zero, exactly as the kernel counts it.
+my $exited_rows = "SELECT (SELECT count(*) FROM pg_tracer_kernel_io WHERE pid IS NULL)
+	+ (SELECT count(*) FROM pg_tracer_kernel_net WHERE pid IS NULL)
+	+ (SELECT count(*) FROM pg_tracer_kernel_sched WHERE pid IS NULL)";
+note 'rows of exited processes before the reset: ' . q1($exited_rows);
+is(q1('SELECT pg_tracer_reset()'), 't', 'pg_tracer_reset() returned');
+my $zero = $sess->views("= $pid");
+is(fmt($zero), fmt({ map { $_ => 0 } @keys }),
+	"right after pg_tracer_reset(): nothing left of the session's rows");
+is(q1($exited_rows), '0', "nor of the exited processes' rows");
+($ta, $va) = $sess->baseline;
+for my $i (1 .. 5)
+{
+	$sess->run("COPY (SELECT g FROM generate_series(1, 1000 * $i) g) TO '$dir/r$i.csv';");
+	$sess->run("SELECT length(pg_read_file('$dir/r$i.csv')) AS r$i;");
+}
+$same = wait_until(sub {
+	($tb) = $sess->baseline;
+	$vb = $sess->views("= $pid");
+	!grep { ($vb->{$_} - $va->{$_}) != ($tb->{$_} - $ta->{$_}) } @keys
+}, 20);
+note 'after the reset: kernel ' . fmt($tb) . '; views ' . fmt($vb);
+is($vb->{$_} - $va->{$_}, $tb->{$_} - $ta->{$_},
+	"$_ after the reset: views = kernel (" . ($tb->{$_} - $ta->{$_}) . ')')
+  for @keys;
+runq_same('after the reset');
 
 # The session quits: its rows are folded into the maps at exit, then (the
 # helper keeps exited pids 3 s) into the exited processes' row.

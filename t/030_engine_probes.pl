@@ -1,7 +1,8 @@
 # 030_engine_probes.pl — engine probe sets on a real server, real helper,
 # real USDT/uprobes in the real kernel, checked against ground truth
 # measured independently: time around a statement, the time a lock is
-# held, pg_stat_bgwriter, pg_stat_database.blks_read, pg_stat_wal.
+# held, pg_stat_bgwriter, pg_stat_database.blks_read, pg_stat_wal; and
+# emptied by pg_tracer_reset().
 use strict;
 use warnings;
 use FindBin;
@@ -113,6 +114,25 @@ check_wal_inserts($node);
 cmp_ok($node->safe_psql('postgres',
 		"SELECT coalesce(sum(calls), 0) FROM pg_tracer_engine_events WHERE probe = 'xact-commit'"),
 	'>', 5, 'transaction commits counted');
+
+# --- pg_tracer_reset(): the engine rows, histograms and slow statements go,
+# and counting starts again
+my $long_hist = "SELECT count(*) FROM pg_tracer_engine_histogram('query')
+	WHERE bucket_lo_us >= 500000";
+cmp_ok($node->safe_psql('postgres', $long_hist), '>', 0, 'before the reset: the slow statement in the histogram');
+$node->safe_psql('postgres', 'SELECT pg_tracer_reset()');
+is($node->safe_psql('postgres',
+		"SELECT count(*) FROM pg_tracer_engine_events WHERE pid IN ($bg_pid, $sc_pid)"),
+	'0', 'after pg_tracer_reset(): no engine rows of the earlier sessions');
+is($node->safe_psql('postgres', 'SELECT count(*) FROM pg_tracer_slow_statements'), '0',
+	'no slow statements');
+is($node->safe_psql('postgres', $long_hist), '0', 'no long statement in the query histogram');
+$bg->query_safe('SELECT pg_sleep(0.4)');
+ok(defined wait_until(sub {
+	$node->safe_psql('postgres',
+		"SELECT calls, total_ms >= 400 FROM pg_tracer_engine_events
+		  WHERE pid = $bg_pid AND probe = 'query' AND total_ms >= 100") eq '1|t'
+}, 5), 'a statement after the reset counts from zero: one call of 400 ms');
 
 # --- bad input: unknown histogram probe
 my ($ok, $out, $err) = (0, '', '');

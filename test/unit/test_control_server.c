@@ -1,7 +1,8 @@
 /*
  * test/unit/test_control_server.c
  *	  The control socket (helper/control_server.c): responses to valid and
- *	  invalid requests (pure control_respond), then a real socket driven
+ *	  invalid requests (pure control_respond; PROBERESET with a stand-in
+ *	  hook), then a real socket driven
  *	  through epoll: a PING round trip, an overlong request, a client that
  *	  never finishes its line (deadline), the connection limit, and the
  *	  socket file's mode.  Also the tracefs mount-table check.
@@ -58,6 +59,41 @@ test_respond(void)
 		r = answer("garbage\n");
 		CHECK_INT(pgt_parse_response(r, strlen(r), &text, &tlen), 0);
 	}
+}
+
+/* a PROBERESET hook that records its argument */
+static void *reset_seen;
+
+static size_t
+fake_reset(void *arg, int *nsets)
+{
+	reset_seen = arg;
+	*nsets = 7;
+	return 1234;
+}
+
+/* PROBERESET: arguments refused, a detached cluster refused, else the hook */
+static void
+test_probereset(void)
+{
+	static int	arg;
+	control_info saved = test_info;
+
+	CHECK_STR(answer("PGT/1 PROBERESET\n"),
+			  "PGT/1 ERR unavailable the cluster is not attached\n");	/* no hook */
+	test_info.reset = fake_reset;
+	test_info.reset_arg = &arg;
+	CHECK_STR(answer("PGT/1 PROBERESET now\n"),
+			  "PGT/1 ERR bad-argument PROBERESET takes no arguments\n");
+	CHECK(reset_seen == NULL);
+	test_info.attached = 0;
+	CHECK_STR(answer("PGT/1 PROBERESET\n"),
+			  "PGT/1 ERR unavailable the cluster is not attached\n");
+	CHECK(reset_seen == NULL);
+	test_info.attached = 1;
+	CHECK_STR(answer("PGT/1 PROBERESET\n"), "PGT/1 OK sets=7 rows=1234\n");
+	CHECK(reset_seen == &arg);
+	test_info = saved;
 }
 
 static void
@@ -231,6 +267,7 @@ int
 main(void)
 {
 	test_respond();
+	test_probereset();
 	test_socket();
 	test_tracefs_table();
 	return UNIT_DONE("test_control_server");
