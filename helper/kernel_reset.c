@@ -108,11 +108,11 @@ kset_reset(pset_inst *in, uint32_t pm)
 	if (ks == NULL || pm == 0)
 		return 0;
 	forget_tasks(ks, pm);
-	gone = FORGET_ROWS(ks->kio_fd, struct pgt_kio_key, struct pgt_kio_val, PGT_KIO_MAX, pm);
+	gone = FORGET_ROWS(ks->kio_fd, struct pgt_kio_key, struct pgt_kio_val, ks->kio_max, pm);
 	gone += FORGET_ROWS(ks->kproc_fd, struct pgt_kproc_key, struct pgt_kproc_val,
-						PGT_KPROC_MAX, pm);
+						ks->kproc_max, pm);
 	gone += FORGET_ROWS(ks->khist_fd, struct pgt_khist_key, struct pgt_khist_val,
-						PGT_KHIST_ENTRIES, pm);
+						ks->khist_max, pm);
 	log_info("probe set %s: reset for postmaster %u (%zu rows dropped)", in->set->name,
 			 pm, gone);
 	return gone;

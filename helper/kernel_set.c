@@ -150,11 +150,20 @@ kset_load_attach(pset_inst *in, const pset_ctx *ctx, struct bpf_object *obj,
 		const char *name = bpf_map__name(m);
 
 		if (strcmp(name, "kio") == 0)
+		{
 			ks->kio_fd = bpf_map__fd(m);
+			ks->kio_max = bpf_map__max_entries(m);
+		}
 		else if (strcmp(name, "kproc") == 0)
+		{
 			ks->kproc_fd = bpf_map__fd(m);
+			ks->kproc_max = bpf_map__max_entries(m);
+		}
 		else if (strcmp(name, "khist") == 0)
+		{
 			ks->khist_fd = bpf_map__fd(m);
+			ks->khist_max = bpf_map__max_entries(m);
+		}
 		else if (strcmp(name, "owners") == 0)
 			ks->owners_fd = bpf_map__fd(m);
 		else if (strcmp(name, "tacc_folds") == 0)
@@ -330,13 +339,12 @@ static void
 copy_maps(kset *ks)
 {
 	ks->nio = COPY_RETIRE("kernel io", ks->kio_fd, struct pgt_kio_key,
-						  struct pgt_kio_val, &kio_fold, &ks->io, PGT_KIO_MAX);
+						  struct pgt_kio_val, &kio_fold, &ks->io, ks->kio_max);
 	ks->nproc = COPY_RETIRE("kernel proc", ks->kproc_fd, struct pgt_kproc_key,
 							struct pgt_kproc_val, kproc_fold(ks->desc->proc_flag),
-							&ks->proc, PGT_KPROC_MAX);
+							&ks->proc, ks->kproc_max);
 	ks->nhist = COPY_RETIRE("kernel histograms", ks->khist_fd, struct pgt_khist_key,
-							struct pgt_khist_val, &khist_fold, &ks->hist,
-							PGT_KHIST_ENTRIES);
+							struct pgt_khist_val, &khist_fold, &ks->hist, ks->khist_max);
 }
 
 /*
@@ -388,13 +396,13 @@ merge_tasks(kset *ks)
 		return;
 	if (ks->kio_fd >= 0)
 	{
-		ks->io_cap = ks->io_cap ? ks->io_cap : PGT_KIO_MAX;
+		ks->io_cap = ks->io_cap ? ks->io_cap : ks->kio_max;
 		ks->nio = tacc_merge(&TACC_KIND(PGT_TACC_KIO, kio_row, &kio_fold), &ks->tacc,
 							 (unsigned char **) &ks->io, ks->nio, &ks->io_cap);
 	}
 	if (ks->kproc_fd >= 0)
 	{
-		ks->proc_cap = ks->proc_cap ? ks->proc_cap : PGT_KPROC_MAX;
+		ks->proc_cap = ks->proc_cap ? ks->proc_cap : ks->kproc_max;
 		ks->nproc = tacc_merge(&TACC_KIND(PGT_TACC_KPROC, kproc_row,
 										  kproc_fold(ks->desc->proc_flag)),
 							   &ks->tacc, (unsigned char **) &ks->proc, ks->nproc,
@@ -402,7 +410,7 @@ merge_tasks(kset *ks)
 	}
 	if (ks->khist_fd >= 0)
 	{
-		ks->hist_cap = ks->hist_cap ? ks->hist_cap : PGT_KHIST_ENTRIES;
+		ks->hist_cap = ks->hist_cap ? ks->hist_cap : ks->khist_max;
 		ks->nhist = tacc_merge(&TACC_KIND(PGT_TACC_KHIST, khist_row, &khist_fold),
 							   &ks->tacc, (unsigned char **) &ks->hist, ks->nhist,
 							   &ks->hist_cap);
@@ -451,6 +459,40 @@ reconcile_sockets(kset *ks)
 }
 
 /*
+ * note_full
+ *		After a copy: is one of the set's maps holding its declared capacity
+ *		(PGT_KIO_MAX ...)?  From there on its least recently updated rows
+ *		are evicted, 128 at a time, and nothing counts them: the set's
+ *		pg_tracer_probes row says so (in->note) and the log, once an episode.
+ */
+static void
+note_full(pset_inst *in, const kset *ks)
+{
+	const char *what = NULL;
+	size_t		n = 0;
+	size_t		cap = 0;
+
+	if (ks->kio_fd >= 0 && ks->nio >= PGT_KIO_MAX)
+		what = "I/O", n = ks->nio, cap = PGT_KIO_MAX;
+	else if (ks->kproc_fd >= 0 && ks->nproc >= PGT_KPROC_MAX)
+		what = "per-process", n = ks->nproc, cap = PGT_KPROC_MAX;
+	else if (ks->khist_fd >= 0 && ks->nhist >= PGT_KHIST_ENTRIES)
+		what = "histogram", n = ks->nhist, cap = PGT_KHIST_ENTRIES;
+	if (what == NULL)
+	{
+		in->note[0] = '\0';
+		return;
+	}
+	if (in->note[0] == '\0')
+		log_warn("probe set %s: its in-kernel %s table holds %zu rows, its capacity is "
+				 "%zu: the least recently updated rows are evicted from now on, uncounted "
+				 "(pg_tracer_reset() empties a cluster's)", in->set->name, what, n, cap);
+	snprintf(in->note, sizeof(in->note),
+			 "%s table full (%zu rows of %zu): least recently updated rows evicted", what, n,
+			 cap);
+}
+
+/*
  * kset_collect
  *		Copy the set's aggregates (the maps' rows and the tasks' own) and
  *		count its events.
@@ -466,6 +508,7 @@ kset_collect(pset_inst *in)
 		return;
 	reconcile_sockets(ks);
 	copy_with_tasks(ks);
+	note_full(in, ks);
 	merge_tasks(ks);
 	for (i = 0; i < ks->nio; i++)
 		events += ks->io[i].v.calls;

@@ -65,6 +65,10 @@ typedef struct kset
 	int			kio_fd;
 	int			kproc_fd;
 	int			khist_fd;
+	/* their sizes as loaded: PGT_KIO_MAX ... and the CPUs' LRU room */
+	size_t		kio_max;
+	size_t		kproc_max;
+	size_t		khist_max;
 	/* the tasks' own rows (task_accum.h): NULL / -1 when the object has none */
 	struct bpf_link *tacc_iter;
 	int			tacc_folds_fd;

@@ -220,11 +220,14 @@ ksysio_start(pset_inst *in, const pset_ctx *ctx, const kset_desc *desc,
 	if (in->set->id == PGT_SET_SYSCALL)
 	{
 		ks->kio_fd = sh->kio_fd;
+		ks->kio_max = sh->kio_max;
 		ks->khist_fd = sh->khist_fd;
+		ks->khist_max = sh->khist_max;
 	}
 	else
 	{
 		ks->kproc_fd = sh->kproc_fd;
+		ks->kproc_max = sh->kproc_max;
 		ks->sock_iter = sh->sock_iter;
 		ks->owners_fd = sh->owners_fd;
 	}

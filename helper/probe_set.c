@@ -303,11 +303,48 @@ set_rodata_u8(struct bpf_object *obj, const char *var, uint8_t value)
 }
 
 /*
+ * The free entries a CPU takes at a time from an LRU hash map's common
+ * list (the kernel's LOCAL_FREE_TARGET).  A CPU that runs out while the
+ * common list is empty evicts that many of the least recently used
+ * entries, even when other CPUs hold free ones: a map that some CPU touched
+ * once starts evicting up to 127 entries per such CPU before it is full, 128
+ * at a time (seen here: 16,256 of 16,384 entries kept, 128 evicted, with a
+ * second CPU's one insert early on).  On a host of many CPUs that is most
+ * of a map.
+ */
+#define PSET_LRU_LOCAL_FREE 128
+
+/*
+ * size_lru_map
+ *		Give an LRU hash map (common list) of its own the room its CPUs'
+ *		free lists may hold, so that it evicts only once its declared
+ *		capacity is in use.
+ */
+static void
+size_lru_map(struct bpf_map *m)
+{
+	int			ncpus;
+	int			err;
+
+	if (bpf_map__type(m) != BPF_MAP_TYPE_LRU_HASH ||
+		(bpf_map__map_flags(m) & BPF_F_NO_COMMON_LRU) || bpf_map__fd(m) >= 0)
+		return;					/* not an LRU of the common kind, or reused */
+	ncpus = libbpf_num_possible_cpus();
+	if (ncpus <= 0)
+		return;
+	err = bpf_map__set_max_entries(m, bpf_map__max_entries(m) +
+								   (uint32_t) ncpus * PSET_LRU_LOCAL_FREE);
+	if (err != 0)
+		log_debug("map %s keeps its size: %s", bpf_map__name(m), strerror(-err));
+}
+
+/*
  * pset_prepare_object
  *		Before load: make obj's `tracked`, `pgt_qid` and `pgt_events` the
  *		shared maps, and its hook chains' program arrays the foundation's
- *		(without chains an object keeps its own, always empty); set its
- *		`pgt_qid_off`.  Returns 0 or a negative error code.
+ *		(without chains an object keeps its own, always empty); size its own
+ *		LRU maps (size_lru_map); set its `pgt_qid_off`.  Returns 0 or a
+ *		negative error code.
  */
 int
 pset_prepare_object(const pset_ctx *ctx, struct bpf_object *obj)
@@ -331,7 +368,10 @@ pset_prepare_object(const pset_ctx *ctx, struct bpf_object *obj)
 		else if (ctx->chain != NULL && hook_chain_map_fd(ctx->chain, name) >= 0)
 			fd = hook_chain_map_fd(ctx->chain, name);
 		else
+		{
+			size_lru_map(m);
 			continue;
+		}
 		if (fd < 0)
 			return -EBADF;
 		err = bpf_map__reuse_fd(m, fd);
@@ -774,6 +814,28 @@ pset_runtime_publish(pset_runtime *rt, pset_pub *pub)
 }
 
 /*
+ * status_reason
+ *		A set's pg_tracer_probes reason: its note first (the reason is
+ *		often long enough to fill the field), then its status reason, cut
+ *		to fit.
+ */
+static void
+status_reason(char *out, size_t len, const pset_inst *in)
+{
+	size_t		l = 0;
+	size_t		r = strlen(in->status.reason);
+
+	if (in->note[0])
+		l = (size_t) snprintf(out, len, "%s; ", in->note);
+	if (l >= len)
+		return;
+	if (r > len - 1 - l)
+		r = len - 1 - l;
+	memcpy(out + l, in->status.reason, r);
+	out[l + r] = '\0';
+}
+
+/*
  * pset_runtime_status_rows
  *		One pg_tracer_probes row per set (plus "queryid" tagging).
  */
@@ -793,7 +855,7 @@ pset_runtime_status_rows(pset_runtime *rt, struct pgt_probeset_entry *out, size_
 		out[n].events = in->events;
 		snprintf(out[n].mechanism, sizeof(out[n].mechanism), "%s",
 				 in->status.mechanism[0] ? in->status.mechanism : "none");
-		snprintf(out[n].reason, sizeof(out[n].reason), "%s", in->status.reason);
+		status_reason(out[n].reason, sizeof(out[n].reason), in);
 	}
 	if (rt->ninsts > 0 && n < max)
 	{

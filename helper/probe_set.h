@@ -137,6 +137,8 @@ typedef struct pset_inst
 	const struct probe_set *set;
 	probe_status status;		/* state, mechanism, reason */
 	uint64_t	events;			/* events seen since start */
+	char		note[100];		/* a passing condition collect found (a full
+								 * map), shown before the reason; "" for none */
 	void	   *priv;			/* the set's own state */
 } pset_inst;
 

@@ -68,6 +68,39 @@ else
 		'vfs: kprobes reported unavailable with the reason, page cache still traced');
 }
 
+# --- map sizes ---------------------------------------------------------------
+# An LRU map evicts once the free entries left outside the CPUs' own free
+# lists run out, 128 at a time: each CPU that took a batch of 128 may hold
+# up to 127 of them.  The sets' aggregate maps get that room on top of
+# their declared rows (helper/probe_set.c, size_lru_map).
+SKIP:
+{
+	my ($maps, $merr) = ('', '');
+	IPC::Run::run([ @CTL, 'maps', $helper ], '>', \$maps, '2>', \$merr)
+	  or skip "cannot list the helper's maps: $merr", 1;
+	my $possible = slurp_file('/sys/devices/system/cpu/possible');
+	my $ncpu = 0;
+	for (split /,/, $possible)
+	{
+		my ($lo, $hi) = /(\d+)(?:-(\d+))?/;
+		$ncpu += defined $hi ? $hi - $lo + 1 : 1;
+	}
+	my %declared = (kio => 16384, kproc => 8192, khist => 4096);
+	my @wrong;
+	my $seen = 0;
+	for (split /\n/, $maps)
+	{
+		my ($name, $type, $max) = split ' ';
+		next unless $declared{$name};
+		$seen++;
+		push @wrong, "$name $type $max"
+		  unless $type eq 'lru_hash' && $max == $declared{$name} + 128 * $ncpu;
+	}
+	ok($seen >= 3 && !@wrong,
+		"$seen aggregate maps, each its declared rows + 128 x $ncpu CPUs"
+		  . (@wrong ? " (wrong: @wrong)" : ''));
+}
+
 # --- bad arguments ----------------------------------------------------------
 my ($ret, $out, $err) = $node->psql('postgres', "SELECT * FROM pg_tracer_kernel_histogram('nope')");
 like($err, qr/unknown kernel histogram metric "nope".*HINT:  Use one of: block/s,
