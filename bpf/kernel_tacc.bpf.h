@@ -404,6 +404,21 @@ pgt_tacc_dump(struct seq_file *seq, struct pgt_tacc_io *io, struct pgt_tacc_proc
 }
 
 /*
+ * PGT_TACC_UNUSE
+ *		Free the slots of table t (n rows) whose rows belong to postmaster
+ *		owner: one store of `used`.
+ */
+#define PGT_TACC_UNUSE(t, n, owner) \
+	do { \
+		__u8		keep_ = (t)->used; \
+		int			i_; \
+		for (i_ = 0; i_ < (n); i_++) \
+			if ((t)->row[i_].v.pm == (owner)) \
+				keep_ &= ~(1 << i_); \
+		(t)->used = keep_; \
+	} while (0)
+
+/*
  * pgt_tacc_forget
  *		Drop a task's rows (any table may be NULL) of the postmaster named
  *		in tacc_forget, for the iterator.  A row's slot is freed, not
@@ -419,35 +434,15 @@ pgt_tacc_forget(struct pgt_tacc_io *io, struct pgt_tacc_proc *proc,
 {
 	__u32		zero = 0;
 	__u32	   *pm = bpf_map_lookup_elem(&tacc_forget, &zero);
-	__u8		keep;
-	int			i;
 
 	if (!pm || !*pm)
 		return;
 	if (io)
-	{
-		keep = io->used;
-		for (i = 0; i < PGT_TACC_IO_ROWS; i++)
-			if (io->row[i].v.pm == *pm)
-				keep &= ~(1 << i);
-		io->used = keep;
-	}
+		PGT_TACC_UNUSE(io, PGT_TACC_IO_ROWS, *pm);
 	if (proc)
-	{
-		keep = proc->used;
-		for (i = 0; i < PGT_TACC_PROC_ROWS; i++)
-			if (proc->row[i].v.pm == *pm)
-				keep &= ~(1 << i);
-		proc->used = keep;
-	}
+		PGT_TACC_UNUSE(proc, PGT_TACC_PROC_ROWS, *pm);
 	if (hist)
-	{
-		keep = hist->used;
-		for (i = 0; i < PGT_TACC_HIST_ROWS; i++)
-			if (hist->row[i].v.pm == *pm)
-				keep &= ~(1 << i);
-		hist->used = keep;
-	}
+		PGT_TACC_UNUSE(hist, PGT_TACC_HIST_ROWS, *pm);
 }
 
 #endif							/* PGT_BPF_KERNEL_TACC_BPF_H */

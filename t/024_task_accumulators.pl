@@ -59,6 +59,24 @@ sub runq_same
 	}
 }
 
+# Once the views have caught up (at most 20 s), each count's change since
+# ($ta, $va) must equal the kernel's, and so must the run-queue wait.
+sub views_match_kernel
+{
+	my ($sess, $when) = @_;
+	my @keys = @PgTracerSession::KEYS;
+	wait_until(sub {
+		($tb) = $sess->baseline;
+		$vb = $sess->views('= ' . $sess->pid);
+		!grep { ($vb->{$_} - $va->{$_}) != ($tb->{$_} - $ta->{$_}) } @keys
+	}, 20);
+	note "$when: kernel " . PgTracerSession::fmt($tb) . '; views ' . PgTracerSession::fmt($vb);
+	is($vb->{$_} - $va->{$_}, $tb->{$_} - $ta->{$_},
+		"$_ $when: views = kernel (" . ($tb->{$_} - $ta->{$_}) . ')')
+	  for @keys;
+	runq_same($when);
+}
+
 # The TCP session
 my $sess = PgTracerSession->new($node, $poll);
 my $pid = $sess->pid;
@@ -82,19 +100,8 @@ for my $i (1 .. 10)
 	$sess->run("SELECT length(pg_read_file('$dir/f$i.csv')) AS len$i;");
 }
 
-my $same = wait_until(sub {
-	($tb) = $sess->baseline;
-	$vb = $sess->views("= $pid");
-	!grep { ($vb->{$_} - $va->{$_}) != ($tb->{$_} - $ta->{$_}) } @keys
-}, 20);
-note 'after: kernel ' . fmt($tb) . '; views ' . fmt($vb);
+views_match_kernel($sess, 'over the workload');
 ok(defined $tb->{sent} && defined $tb->{received}, "the socket's tcp_info was read");
-for my $k (@keys)
-{
-	is($vb->{$k} - $va->{$k}, $tb->{$k} - $ta->{$k},
-		"$k over the workload: views = kernel (" . ($tb->{$k} - $ta->{$k}) . ')');
-}
-runq_same('over the workload');
 cmp_ok(q1(
 		"SELECT count(DISTINCT queryid) FROM pg_tracer_kernel_net WHERE pid = $pid"),
 	'>', 16, 'network rows under more than 16 query ids: the 8-row tables overflowed');
@@ -125,16 +132,7 @@ for my $i (1 .. 5)
 	$sess->run("COPY (SELECT g FROM generate_series(1, 1000 * $i) g) TO '$dir/r$i.csv';");
 	$sess->run("SELECT length(pg_read_file('$dir/r$i.csv')) AS r$i;");
 }
-$same = wait_until(sub {
-	($tb) = $sess->baseline;
-	$vb = $sess->views("= $pid");
-	!grep { ($vb->{$_} - $va->{$_}) != ($tb->{$_} - $ta->{$_}) } @keys
-}, 20);
-note 'after the reset: kernel ' . fmt($tb) . '; views ' . fmt($vb);
-is($vb->{$_} - $va->{$_}, $tb->{$_} - $ta->{$_},
-	"$_ after the reset: views = kernel (" . ($tb->{$_} - $ta->{$_}) . ')')
-  for @keys;
-runq_same('after the reset');
+views_match_kernel($sess, 'after the reset');
 
 # The session quits: its rows are folded into the maps at exit, then (the
 # helper keeps exited pids 3 s) into the exited processes' row.
@@ -171,16 +169,7 @@ for my $i (1 .. 5)
 	$sess->run("SELECT pg_sleep(0.05 * $i) AS z$i;");
 	$sess->run("SELECT length(pg_read_file('$dir/f$i.csv')) AS y$i;");
 }
-$same = wait_until(sub {
-	($tb) = $sess->baseline;
-	$vb = $sess->views("= $pid");
-	!grep { ($vb->{$_} - $va->{$_}) != ($tb->{$_} - $ta->{$_}) } @keys
-}, 20);
-note 'unreported switch-ins: kernel ' . fmt($tb) . '; views ' . fmt($vb);
-is($vb->{$_} - $va->{$_}, $tb->{$_} - $ta->{$_},
-	"$_ with half the switch-ins unreported: views = kernel (" . ($tb->{$_} - $ta->{$_}) . ')')
-  for @keys;
-runq_same('with half the switch-ins unreported');
+views_match_kernel($sess, 'with half the switch-ins unreported');
 cmp_ok($vb->{offcpu_ms} - $va->{offcpu_ms}, '>=', 750,
 	'off-CPU time still covers the 750 ms of sleeps ('
 	  . sprintf('%.0f', $vb->{offcpu_ms} - $va->{offcpu_ms}) . ' ms)');
