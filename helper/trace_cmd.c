@@ -6,7 +6,8 @@
  *
  * Finds the PostgreSQL processes itself (every postmaster on the host, the
  * cluster of --pgdata, a postmaster given with --pid and its children, or a
- * single backend given with --pid), loads the foundation's pid filter and
+ * single backend given with --pid; without --pid it looks again each second,
+ * for a cluster that restarts or a new one), loads the foundation's pid filter and
  * the selected probe sets, and then either streams every event (default) or,
  * with --stats / --histogram, prints cumulative summaries every --interval.
  * At the end (--duration, SIGINT, SIGTERM) it prints a final summary.  The
@@ -61,8 +62,9 @@ static const char trace_usage[] =
 "default every event is printed as it happens; with --stats and/or\n"
 "--histogram, cumulative per-process summaries and log2 histograms are\n"
 "printed every --interval instead.  A final summary is printed at the end\n"
-"(--duration elapsed, Ctrl-C, SIGTERM, or every traced process gone: the\n"
-"backend of --pid, or the postmasters).  Query ids are filled in when the\n"
+"(--duration elapsed, Ctrl-C, SIGTERM, or the process of --pid gone).\n"
+"Without --pid, postmasters that start meanwhile (a restart) are traced\n"
+"too, and the trace waits while none runs.  Query ids are filled in when the\n"
 "cluster preloads pg_tracer (its layout file), 0 otherwise.\n"
 "\n"
 "Options:\n"
@@ -113,6 +115,8 @@ typedef struct trace_target
 	uint64_t	pid_starttime;	/* `pid`'s /proc stat ticks (single) */
 	pgt_layout	layout;
 	int			layout_ok;
+	int			started;		/* put into the pid filter already */
+	int			gone;			/* its postmaster exited (not single) */
 } trace_target;
 
 typedef struct trace_state
@@ -129,6 +133,7 @@ typedef struct trace_state
 	uint64_t	lost_reported;	/* stream records lost, as last reported */
 	uint64_t	started_ns;		/* CLOCK_BOOTTIME when tracing began */
 	uint64_t	summaries;		/* summary blocks printed so far */
+	int			waiting_logged;	/* "every traced postmaster has exited" said */
 } trace_state;
 
 /*
@@ -268,53 +273,120 @@ find_targets(trace_state *t)
 		}
 	free(pms);
 	if (t->ntargets == 0)
-		log_warn("no PostgreSQL cluster is running: waiting for none (tracing nothing)");
+		log_warn("no PostgreSQL cluster is running yet: tracing any that starts");
 	return 0;
 }
 
 /*
- * load_layouts
- *		The extension's layout file of each target, when it has one and it
+ * load_layout
+ *		The extension's layout file of a target, when it has one and it
  *		belongs to the running postmaster.
  */
 static void
-load_layouts(trace_state *t)
+load_layout(trace_target *tg)
 {
+	char		path[PATH_MAX];
+	char		err[512];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "/proc/%d/cwd/%s", (int) tg->pm.pid, PGT_LAYOUT_FILENAME);
+	if (layout_load(path, tg->pm.uid, &tg->layout, &st, err, sizeof(err)) < 0)
+	{
+		log_info("%s: no usable layout file (%s): query ids will be 0",
+				 tg->pm.data_dir, err);
+		return;
+	}
+	if (tg->layout.postmaster_pid != (uint32_t) tg->pm.nspid)
+	{
+		log_info("%s: stale layout file: query ids will be 0", tg->pm.data_dir);
+		layout_free(&tg->layout);
+		return;
+	}
+	tg->layout_ok = 1;
+}
+
+/*
+ * note_postmasters
+ *		Tell the printer every target's postmaster (the backend types of
+ *		processes gone before they are printed come from their parent).
+ */
+static int
+note_postmasters(trace_state *t)
+{
+	uint32_t   *pids = realloc(t->pm_pids, (t->ntargets ? t->ntargets : 1) * sizeof(uint32_t));
 	size_t		i;
 
+	if (pids == NULL)
+		return -1;
+	t->pm_pids = pids;
 	for (i = 0; i < t->ntargets; i++)
-	{
-		trace_target *tg = &t->targets[i];
-		char		path[PATH_MAX];
-		char		err[512];
-		struct stat st;
+		t->pm_pids[i] = (uint32_t) t->targets[i].pm.pid;
+	t->out.postmasters = t->pm_pids;
+	t->out.npostmasters = t->ntargets;
+	return 0;
+}
 
-		snprintf(path, sizeof(path), "/proc/%d/cwd/%s", (int) tg->pm.pid, PGT_LAYOUT_FILENAME);
-		if (layout_load(path, tg->pm.uid, &tg->layout, &st, err, sizeof(err)) < 0)
-		{
-			log_info("%s: no usable layout file (%s): query ids will be 0",
-					 tg->pm.data_dir, err);
+/*
+ * scan_postmasters
+ *		The postmasters running now: of --pgdata's cluster, else of the
+ *		host.  Returns 0 or -1.
+ */
+static int
+scan_postmasters(const trace_state *t, pm_info **pms, size_t *n)
+{
+	struct stat st;
+
+	*pms = NULL;
+	*n = 0;
+	if (t->o.pgdata == NULL)
+		return discovery_scan(pms, n, 0, 0, 0, NULL, NULL, NULL, NULL);
+	if (stat(t->o.pgdata, &st) < 0 || !S_ISDIR(st.st_mode))
+		return 0;				/* moved away meanwhile: nothing runs there */
+	return discovery_scan(pms, n, 1, (uint64_t) st.st_dev, (uint64_t) st.st_ino,
+						  NULL, NULL, NULL, NULL);
+}
+
+/*
+ * find_new_targets
+ *		A cluster is whatever postmaster runs in it: with --pgdata, or on
+ *		the whole host, a postmaster that started (or restarted) since the
+ *		last look is traced from now on.  Not with --pid, which names one.
+ */
+static void
+find_new_targets(trace_state *t)
+{
+	pm_info    *pms;
+	size_t		n;
+	size_t		i;
+	size_t		j;
+
+	if (t->o.pid != 0 || scan_postmasters(t, &pms, &n) < 0)
+		return;
+	for (i = 0; i < n; i++)
+	{
+		for (j = 0; j < t->ntargets; j++)
+			if (t->targets[j].pm.pid == pms[i].pid &&
+				t->targets[j].pm.starttime == pms[i].starttime)
+				break;
+		if (j < t->ntargets || add_target(t, &pms[i], 0, 0) < 0)
 			continue;
-		}
-		if (tg->layout.postmaster_pid != (uint32_t) tg->pm.nspid)
-		{
-			log_info("%s: stale layout file: query ids will be 0", tg->pm.data_dir);
-			layout_free(&tg->layout);
-			continue;
-		}
-		tg->layout_ok = 1;
+		load_layout(&t->targets[t->ntargets - 1]);
+		if (note_postmasters(t) < 0)
+			break;
+		log_info("%s: postmaster %d started: tracing it", pms[i].data_dir, (int) pms[i].pid);
 	}
+	free(pms);
 }
 
 /*
  * track_targets
  *		Put the target processes into the pid filter: whole clusters enter
  *		through their postmaster (children at fork) plus a scan of the
- *		children that exist; a single backend alone.  Also refreshes the
- *		query-id slots.
+ *		children that exist; a single backend alone (each target from its
+ *		first pass on).  Also refreshes the query-id slots.
  */
 static void
-track_targets(trace_state *t, int first)
+track_targets(trace_state *t)
 {
 	uint64_t	now = bpf_probes_boot_ns();
 	size_t		i;
@@ -328,7 +400,11 @@ track_targets(trace_state *t, int first)
 		uint32_t   *pids;
 		uint32_t   *nspids;
 		size_t		np = 0;
+		int			first = !tg->started;
 
+		if (tg->gone)
+			continue;
+		tg->started = 1;
 		if (tg->single)
 		{
 			kids = malloc(sizeof(pid_t));
@@ -392,20 +468,71 @@ target_alive(const trace_target *tg)
 }
 
 /*
- * targets_gone
- *		Has every traced process exited (there were some)?  Then nothing
- *		more can come: a postmaster's children go with it, and a restarted
- *		cluster is a new postmaster, not traced.
+ * let_go_exited
+ *		Let go of the clusters whose postmaster exited (its children go with
+ *		it): out of the engine sets' and the pid filter's postmasters.
+ *		Returns how many targets are left alive.
  */
-static int
-targets_gone(const trace_state *t)
+static size_t
+let_go_exited(trace_state *t)
 {
+	size_t		alive = 0;
 	size_t		i;
 
 	for (i = 0; i < t->ntargets; i++)
-		if (target_alive(&t->targets[i]))
-			return 0;
-	return t->ntargets > 0;
+	{
+		trace_target *tg = &t->targets[i];
+
+		if (tg->gone)
+			continue;
+		if (target_alive(tg))
+		{
+			alive++;
+			continue;
+		}
+		if (tg->single)
+			continue;			/* the trace ends: see look_again */
+		tg->gone = 1;
+		log_info("%s: postmaster %d exited", tg->pm.data_dir, (int) tg->pm.pid);
+		engine_core_untarget((uint32_t) tg->pm.pid);
+		(void) bpf_probes_remove_postmaster(&t->bpf, (uint32_t) tg->pm.pid);
+	}
+	return alive;
+}
+
+/*
+ * look_again
+ *		The once-a-second look at the targets; returns 1 when the trace is
+ *		to end (the process of --pid exited: nothing more can come of it).
+ *		A cluster whose postmaster exited is waited for: one that starts
+ *		again (crash recovery, a restart) is traced from its new postmaster.
+ */
+static int
+look_again(trace_state *t)
+{
+	size_t		alive = let_go_exited(t);
+	size_t		i;
+
+	if (t->o.pid != 0)
+	{
+		if (alive == 0)
+		{
+			log_warn("--pid %d has exited: ending the trace", (int) t->o.pid);
+			return 1;
+		}
+		track_targets(t);
+		return 0;
+	}
+	find_new_targets(t);
+	for (i = alive = 0; i < t->ntargets; i++)
+		alive += !t->targets[i].gone;
+	if (alive == 0 && t->ntargets > 0 && !t->waiting_logged)
+		log_warn("every traced postmaster has exited: waiting for %s to start "
+				 "(--duration, Ctrl-C or SIGTERM end the trace)",
+				 t->o.pgdata ? "the cluster" : "one");
+	t->waiting_logged = alive == 0 && t->ntargets > 0;
+	track_targets(t);
+	return 0;
 }
 
 /*
@@ -623,16 +750,9 @@ run_loop(trace_state *t)
 			{
 				if (read(reffd, &v, sizeof(v)) < 0 && errno != EAGAIN)
 					log_debug("timerfd: %s", strerror(errno));
-				track_targets(t, 0);
 				report_lost_events(t);
-				if (targets_gone(t))
-				{
-					if (t->targets[0].single)
-						log_warn("--pid %d has exited: ending the trace", (int) t->targets[0].pid);
-					else
-						log_warn("every traced postmaster has exited: ending the trace");
+				if (look_again(t))
 					stop = 1;
-				}
 			}
 		}
 	}
@@ -711,19 +831,15 @@ trace_run(trace_state *t, const probe_set *const *sets, size_t nsets)
 		log_warn("tracefs: %s", detail);
 	if (find_targets(t) < 0)
 		return 1;
-	load_layouts(t);
-	t->pm_pids = calloc(t->ntargets ? t->ntargets : 1, sizeof(uint32_t));
-	if (t->pm_pids == NULL)
-		goto cleanup;
 	for (i = 0; i < t->ntargets; i++)
-		t->pm_pids[i] = (uint32_t) t->targets[i].pm.pid;
+		load_layout(&t->targets[i]);
 	trace_out_init(&t->out, stdout, t->o.json);
+	if (note_postmasters(t) < 0)
+		goto cleanup;
 	/* text columns line up for the longest set name asked for */
 	for (i = 0; i < nsets; i++)
 		if ((int) strlen(sets[i]->name) > t->out.set_width)
 			t->out.set_width = (int) strlen(sets[i]->name);
-	t->out.postmasters = t->pm_pids;
-	t->out.npostmasters = t->ntargets;
 	t->out.exit_title = exit_title;
 	t->out.exit_title_arg = &t->bpf;
 	report_exit_titles();
@@ -739,7 +855,7 @@ trace_run(trace_state *t, const probe_set *const *sets, size_t nsets)
 		log_error("out of memory");
 		goto cleanup;
 	}
-	track_targets(t, 1);
+	track_targets(t);
 	t->started_ns = bpf_probes_boot_ns();
 	if (streaming)
 	{

@@ -9,6 +9,7 @@
 #     cache_write_miss events; a final summary follows, opened by a
 #     `summary` record
 #   - --pid BACKEND traces that backend only, and ends when it exits
+#   - --pgdata follows a restart: the new postmaster's backends are traced
 #   - --syscall-exit: auto ends calls at fexit where the kernel runs it, at
 #     sys_exit otherwise with the reason; fexit insists (here: both sets
 #     unavailable, with the reason); tracepoint never tries; a failed load
@@ -292,6 +293,25 @@ ok(defined $keeps, 'the trace says whether exited processes keep their type') or
 is(join(',', sort keys %short_types), ($keeps // '') eq 'unknown' ? 'unknown' : 'client backend',
 	'text --stats: connections gone before the summary keep their type ('
 	  . join(', ', map { "$_ x$short_types{$_}" } sort keys %short_types) . ')');
+
+# --- a cluster that restarts during the trace is followed ---------------------------------
+# With --pgdata the cluster is whatever postmaster runs in it: the old one
+# exits, the trace waits, finds the new one within a second, and traces
+# its backends until --duration.
+($h, $out, $err) = start_trace(qr/queryid-tagging/, '--probes', 'syscall', '--pgdata',
+	$node->data_dir, '--stats', '--duration', '10s', '--log-level', 'info');
+my $old_pm = $node->{_pid};
+$node->restart;
+my $new_pm = $node->{_pid};
+my $found = wait_until(sub { $h->pump_nb; $$err =~ /postmaster $new_pm started: tracing it/ }, 5);
+ok(defined $found, "restart: the new postmaster $new_pm is traced") or diag($$err);
+my @after = map { $node->safe_psql('postgres', 'SELECT pg_backend_pid()') } 1 .. 3;
+$h->finish;
+like($$err, qr/postmaster $old_pm exited/, 'restart: the old postmaster is let go, and said so');
+unlike($$err, qr/ending the trace/, 'restart: the trace did not end with the old postmaster');
+my @seen = grep { my $p = $_; $$out =~ /^\S+ syscall\s+stats\s+pid=$p /m } @after;
+is(scalar(@seen), 3, 'restart: the new postmaster\'s connections have stats records ('
+	  . join(',', @seen) . ' of ' . join(',', @after) . ')');
 
 # --- bad input ------------------------------------------------------------------------------
 my ($rc, $o, $e) = run_helper('trace', '--probes', 'disk');
