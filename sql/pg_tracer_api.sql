@@ -181,3 +181,12 @@ SELECT pg_get_viewdef('pg_tracer_kernel_cache') LIKE '%special%' AS skips_specia
 SELECT obj_description('pg_tracer_kernel_cache'::regclass) IS NOT NULL AS keeps_comment;
 SELECT count(*) FROM pg_proc WHERE proname LIKE 'pg\_tracer\_%';
 DROP EXTENSION pg_tracer;
+-- and one from 0.4.3: the same objects; pg_tracer_reset()'s comment names
+-- the probe-set rows it now empties too
+CREATE EXTENSION pg_tracer VERSION '0.4.3';
+SELECT obj_description('pg_tracer_reset()'::regprocedure) LIKE '%probe-set%' AS says_probe_sets;
+ALTER EXTENSION pg_tracer UPDATE;
+SELECT extversion FROM pg_extension WHERE extname = 'pg_tracer';
+SELECT obj_description('pg_tracer_reset()'::regprocedure) LIKE '%probe-set%' AS says_probe_sets;
+SELECT count(*) FROM pg_proc WHERE proname LIKE 'pg\_tracer\_%';
+DROP EXTENSION pg_tracer;

@@ -1,0 +1,5 @@
+-- Version 0.4.4 of pg_tracer: this folder holds what 0.4.4 changes over
+-- 0.4.3, one file per feature, in the same numbering as sql/0.2.0/.  The
+-- Makefile concatenates them, in name order, into the upgrade script
+-- sql/pg_tracer--0.4.3--0.4.4.sql.  No object changes its columns: the
+-- 0.4.3 library and the 0.4.4 one serve either definition.
