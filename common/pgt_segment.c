@@ -331,10 +331,55 @@ read_seq(int fd, uint64_t *seq)
 }
 
 /*
+ * read_tables
+ *		Into buf (as large as the file), at their own offsets, the rows in
+ *		use of the tables of the kinds in `kinds` (bit 1 << kind) that the
+ *		validated header in buf describes; point view's tables at them.
+ *		Returns PGT_SEG_OK, or PGT_SEG_IO_ERROR / PGT_SEG_TRUNCATED.
+ */
+static pgt_seg_result
+read_tables(int fd, uint64_t kinds, unsigned char *buf, size_t file_len,
+			pgt_seg_view *view, char *err, size_t errlen)
+{
+	const struct pgt_seg_header *h = (const struct pgt_seg_header *) buf;
+	uint32_t	i;
+
+	for (i = 0; i < h->nsections; i++)
+	{
+		const struct pgt_section *sec = &h->sections[i];
+		size_t		bytes;
+		ssize_t		n;
+
+		if (sec->kind >= PGT_SEC_KIND_MAX || pgt_section_entry_size(sec->kind) == 0 ||
+			!(kinds & (UINT64_C(1) << sec->kind)))
+			continue;
+		/* validated: offset + capacity * entry_size lies within file_len */
+		bytes = (size_t) sec->count * sec->entry_size;
+		n = read_full(fd, buf + sec->offset, bytes, (off_t) sec->offset);
+		if (n < 0)
+		{
+			snprintf(err, errlen, "cannot read a table: %s", strerror(errno));
+			return PGT_SEG_IO_ERROR;
+		}
+		if ((size_t) n < bytes || sec->offset + bytes > file_len)
+		{
+			snprintf(err, errlen, "segment shrank while it was read");
+			return PGT_SEG_TRUNCATED;
+		}
+		view->tables[sec->kind].rows = buf + sec->offset;
+		view->tables[sec->kind].count = sec->count;
+		view->tables[sec->kind].stride = sec->entry_size;
+	}
+	return PGT_SEG_OK;
+}
+
+/*
  * snapshot
  *		Copy the segment at path consistently and validate it: the whole
- *		file, or with header_only its fixed header alone (see
- *		pgt_segment_snapshot and pgt_segment_snapshot_header).
+ *		file (kinds PGT_SEG_ALL_TABLES), its fixed header alone (kinds 0),
+ *		or the header and the tables of some kinds (see
+ *		pgt_segment_snapshot, pgt_segment_snapshot_header and
+ *		pgt_segment_snapshot_tables).
  *
  * The size to copy comes from the file (fstat), capped at PGT_SEG_MAX_SIZE,
  * never from the header, so a lying header cannot make us allocate or read
@@ -346,10 +391,12 @@ read_seq(int fd, uint64_t *seq)
  * header passed every check but seq's.
  */
 static pgt_seg_result
-snapshot(const char *path, bool header_only, pgt_alloc_fn alloc_fn,
+snapshot(const char *path, uint64_t kinds, pgt_alloc_fn alloc_fn,
 		 void *alloc_arg, void **bufp, size_t *lenp, pgt_seg_view *view,
 		 char *err, size_t errlen)
 {
+	bool		whole = kinds == PGT_SEG_ALL_TABLES;
+	size_t		read_len;
 	pgt_seg_result r = PGT_SEG_BUSY;
 	struct stat st;
 	void	   *buf = NULL;
@@ -379,8 +426,10 @@ snapshot(const char *path, bool header_only, pgt_alloc_fn alloc_fn,
 	file_len = (uint64_t) st.st_size > PGT_SEG_MAX_SIZE ?
 		PGT_SEG_MAX_SIZE : (size_t) st.st_size;
 	cap = file_len;
-	if (header_only && cap > sizeof(struct pgt_seg_header))
+	if (kinds == 0 && cap > sizeof(struct pgt_seg_header))
 		cap = sizeof(struct pgt_seg_header);
+	/* some tables: room for all, at their offsets; only what is read is touched */
+	read_len = whole || cap < sizeof(struct pgt_seg_header) ? cap : sizeof(struct pgt_seg_header);
 	buf = alloc_fn(cap > 0 ? cap : 1, alloc_arg);
 	if (buf == NULL)
 	{
@@ -395,7 +444,7 @@ snapshot(const char *path, bool header_only, pgt_alloc_fn alloc_fn,
 		uint64_t	seq_now;
 		ssize_t		n;
 
-		n = read_full(fd, buf, cap, 0);
+		n = read_full(fd, buf, read_len, 0);
 		if (n < 0)
 		{
 			snprintf(err, errlen, "cannot read \"%s\": %s", path, strerror(errno));
@@ -404,8 +453,10 @@ snapshot(const char *path, bool header_only, pgt_alloc_fn alloc_fn,
 		}
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);
 		/* a file that shrank since fstat is judged by what was read */
-		r = validate_layout(buf, n, (size_t) n < cap ? (size_t) n : file_len,
+		r = validate_layout(buf, n, (size_t) n < read_len ? (size_t) n : file_len,
 							view, err, errlen);
+		if (r == PGT_SEG_OK && !whole && kinds != 0)
+			r = read_tables(fd, kinds, buf, file_len, view, err, errlen);
 		if (r == PGT_SEG_BUSY)
 		{
 			/* the same odd seq at every attempt: nobody is writing */
@@ -465,7 +516,7 @@ pgt_segment_snapshot(const char *path, pgt_alloc_fn alloc_fn, void *alloc_arg,
 					 void **bufp, size_t *lenp, pgt_seg_view *view,
 					 char *err, size_t errlen)
 {
-	return snapshot(path, false, alloc_fn, alloc_arg, bufp, lenp, view,
+	return snapshot(path, PGT_SEG_ALL_TABLES, alloc_fn, alloc_arg, bufp, lenp, view,
 					err, errlen);
 }
 
@@ -485,8 +536,31 @@ pgt_segment_snapshot_header(const char *path, pgt_alloc_fn alloc_fn,
 {
 	size_t		len;
 
-	return snapshot(path, true, alloc_fn, alloc_arg, bufp, &len, view,
+	return snapshot(path, 0, alloc_fn, alloc_arg, bufp, &len, view,
 					err, errlen);
+}
+
+/*
+ * pgt_segment_snapshot_tables
+ *		Copy the segment's header and the rows in use of the tables of the
+ *		kinds in `kinds` consistently, and validate them.
+ *
+ * For the SQL functions, which each read one or two tables: the copy is
+ * what they read (a kilobyte of header and the rows of their table), not
+ * the whole segment, megabytes on a busy host, most of it other tables'
+ * room.  The buffer is as large as the file, each table at its own offset,
+ * but only the bytes read are touched.
+ */
+pgt_seg_result
+pgt_segment_snapshot_tables(const char *path, uint64_t kinds, pgt_alloc_fn alloc_fn,
+							void *alloc_arg, void **bufp, pgt_seg_view *view,
+							char *err, size_t errlen)
+{
+	size_t		len;
+
+	/* kind 0 is no table: without its bit a choice is never "all" */
+	return snapshot(path, kinds == PGT_SEG_ALL_TABLES ? kinds : kinds & ~UINT64_C(1),
+					alloc_fn, alloc_arg, bufp, &len, view, err, errlen);
 }
 
 /*

@@ -412,6 +412,21 @@ extern pgt_seg_result pgt_segment_snapshot_header(const char *path,
 												  char *err, size_t errlen);
 
 /*
+ * Like pgt_segment_snapshot, but copy only the header and the rows in use
+ * of the tables whose kinds are in `kinds` (bit 1 << kind; all of them with
+ * PGT_SEG_ALL_TABLES): the view has hdr and those tables, the seqlock
+ * covers them all.  The buffer has the file's size, each table at its own
+ * offset; only what was read is touched.
+ */
+#define PGT_SEG_ALL_TABLES	UINT64_MAX
+#define PGT_SEG_TABLE(kind)	(UINT64_C(1) << (kind))
+extern pgt_seg_result pgt_segment_snapshot_tables(const char *path, uint64_t kinds,
+												  pgt_alloc_fn alloc_fn,
+												  void *alloc_arg, void **buf,
+												  pgt_seg_view *view,
+												  char *err, size_t errlen);
+
+/*
  * Size of the struct this code knows for a section kind, 0 for a kind it
  * does not know (the reader skips those tables).
  */

@@ -166,7 +166,7 @@ pg_tracer_histogram(PG_FUNCTION_ARGS)
 	event = resolve_event(arg);
 	InitMaterializedSRF(fcinfo, 0);
 	memset(slots, 0, sizeof(slots));
-	pgt_link_read(&link);
+	pgt_link_read(&link, PGT_SEG_TABLE(PGT_SEC_EXACT_HIST));
 	if (link.connected)
 	{
 		for (r = 0; r < pgt_view_count(&link.view, PGT_SEC_EXACT_HIST); r++)
@@ -250,7 +250,7 @@ pg_tracer_escalations_srf(PG_FUNCTION_ARGS)
 
 	pgt_require_preload();
 	InitMaterializedSRF(fcinfo, 0);
-	pgt_link_read(&link);
+	pgt_link_read(&link, PGT_SEG_TABLE(PGT_SEC_EXACT_WINDOWS));
 	if (!link.connected)
 		return (Datum) 0;
 	for (i = 0; i < pgt_view_count(&link.view, PGT_SEC_EXACT_WINDOWS); i++)
@@ -303,7 +303,7 @@ pg_tracer_exact_coverage(PG_FUNCTION_ARGS)
 	since_us = (int64) (PG_GETARG_TIMESTAMPTZ(0) + EXACT_EPOCH_DIFF_US);
 	if (since_us >= now_us)
 		PG_RETURN_NULL();
-	pgt_link_read(&link);
+	pgt_link_read(&link, PGT_SEG_TABLE(PGT_SEC_EXACT_WINDOWS));
 	if (!link.connected)
 		PG_RETURN_FLOAT8(0.0);
 	for (i = 0; i < pgt_view_count(&link.view, PGT_SEC_EXACT_WINDOWS); i++)
@@ -353,7 +353,7 @@ pg_tracer_reset_all(PG_FUNCTION_ARGS)
 		PgtLink		link;
 		bool		fresh;
 
-		pgt_link_read(&link);
+		pgt_link_read(&link, 0);
 		fresh = link.connected && link.view.hdr != NULL &&
 			link.view.hdr->last_update_us > answered_us;
 		pgt_link_free(&link);

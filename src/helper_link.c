@@ -6,7 +6,8 @@
  *
  * The segment is <pg_tracer.runtime_dir>/pgt-<dev>-<ino>.seg, named after
  * the st_dev/st_ino of the data directory.  pgt_link_read() copies and
- * validates it (common/pgt_segment.c: the copy is never mapped, every size
+ * validates it, its header and the tables a caller reads
+ * (common/pgt_segment.c: the copy is never mapped, every size
  * and offset is checked) and then decides whether the helper is connected:
  * the segment must describe this data directory, its writer must be
  * RUNNING, its last update must be within pg_tracer.helper_stale_ms, and
@@ -14,8 +15,9 @@
  * "not connected" with a state name and a reason, never as an error.
  *
  * The background worker judges the segment every 250 ms from its header
- * alone (pgt_link_import); the SQL functions copy it whole on every call
- * (pgt_link_read), so they are always fresh.
+ * alone (pgt_link_import); the SQL functions copy the header and their own
+ * tables on every call (pgt_link_read), so they are always fresh, and pay
+ * for what they read, not for the whole segment.
  *
  * Locking: PgtSharedState->mutex (a spinlock) protects the shared area.
  * Only the worker writes it (pgt_link_import, pgt_link_set_layout); readers
@@ -132,15 +134,15 @@ link_alloc(size_t size, void *arg)
 
 /*
  * link_read
- *		Copy, validate and judge the segment, whole or (header_only) its
- *		header alone.  Allocates in the current memory context; never raises
- *		an error about the segment's content.
+ *		Copy, validate and judge the segment's header and the tables of the
+ *		kinds in `tables` (PGT_SEG_TABLE bits; 0: the header alone).
+ *		Allocates in the current memory context; never raises an error
+ *		about the segment's content.
  */
 static void
-link_read(PgtLink *link, bool header_only)
+link_read(PgtLink *link, uint64 tables)
 {
 	char		err[PGT_REASON_LEN];
-	size_t		len;
 	pgt_seg_result r;
 
 	memset(link, 0, sizeof(*link));
@@ -150,12 +152,12 @@ link_read(PgtLink *link, bool header_only)
 		return;
 
 	err[0] = '\0';
-	if (header_only)
+	if (tables == 0)
 		r = pgt_segment_snapshot_header(link->path, link_alloc, NULL, &link->buf,
 										&link->view, err, sizeof(err));
 	else
-		r = pgt_segment_snapshot(link->path, link_alloc, NULL, &link->buf, &len,
-								 &link->view, err, sizeof(err));
+		r = pgt_segment_snapshot_tables(link->path, tables, link_alloc, NULL, &link->buf,
+										&link->view, err, sizeof(err));
 	if (r != PGT_SEG_OK)
 	{
 		link->buf = NULL;
@@ -172,12 +174,14 @@ link_read(PgtLink *link, bool header_only)
 
 /*
  * pgt_link_read
- *		The whole segment, for the SQL functions that read its tables.
+ *		The segment's header and the tables of the kinds in `tables`
+ *		(PGT_SEG_TABLE(kind) | ...; 0: the header alone), for the SQL
+ *		functions: judged like the worker's, tables validated.
  */
 void
-pgt_link_read(PgtLink *link)
+pgt_link_read(PgtLink *link, uint64 tables)
 {
-	link_read(link, false);
+	link_read(link, tables);
 }
 
 /*
@@ -209,7 +213,7 @@ pgt_link_srf_begin(FunctionCallInfo fcinfo, PgtLink *link, uint32 section,
 
 	pgt_require_preload();
 	InitMaterializedSRF(fcinfo, 0);
-	pgt_link_read(link);
+	pgt_link_read(link, PGT_SEG_TABLE(section));
 	n = link->connected ? pgt_view_count(&link->view, section) : 0;
 	if (n > 0)
 		pgt_visibility_init(vis);
@@ -304,7 +308,7 @@ pgt_link_import(void)
 	SpinLockRelease(&pgt_shared->mutex);
 
 	/* the state is all the worker publishes: the header has it */
-	link_read(&link, true);
+	link_read(&link, 0);
 	link_publish(&link);
 	link_log_transition(&link, prev_connected, prev_generation);
 }

@@ -98,7 +98,7 @@ extern int	pgt_collect_wait_events(pgt_wait_event_name *out, int max);
 /* helper_link.c */
 extern bool pgt_cluster_file(const char *suffix, char *out, size_t outlen,
 							 char *err, size_t errlen);
-extern void pgt_link_read(PgtLink *link);
+extern void pgt_link_read(PgtLink *link, uint64 tables);
 extern void pgt_link_free(PgtLink *link);
 extern void pgt_link_import(void);
 extern void pgt_link_set_layout(bool written, const char *error);

@@ -176,7 +176,7 @@ pg_tracer_engine_histogram(PG_FUNCTION_ARGS)
 	InitMaterializedSRF(fcinfo, 0);
 	if (!has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS))
 		return (Datum) 0;		/* server-wide figures: privileged only */
-	pgt_link_read(&link);
+	pgt_link_read(&link, PGT_SEG_TABLE(PGT_SEC_ENGINE_HIST));
 	if (!link.connected)
 		return (Datum) 0;
 	for (i = 0; i < pgt_view_count(&link.view, PGT_SEC_ENGINE_HIST); i++)

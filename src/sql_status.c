@@ -61,7 +61,7 @@ pg_tracer_status(PG_FUNCTION_ARGS)
 
 	memset(values, 0, sizeof(values));
 	memset(nulls, true, sizeof(nulls));
-	pgt_link_read(&link);
+	pgt_link_read(&link, 0);
 
 	values[0] = BoolGetDatum(link.connected);
 	nulls[0] = false;
@@ -167,7 +167,7 @@ pg_tracer_probes(PG_FUNCTION_ARGS)
 	pgt_require_preload();
 	InitMaterializedSRF(fcinfo, 0);
 
-	pgt_link_read(&link);
+	pgt_link_read(&link, PGT_SEG_TABLE(PGT_SEC_PROBESETS));
 	probes_put_rows(rsinfo, &link);
 	pgt_link_free(&link);
 	return (Datum) 0;

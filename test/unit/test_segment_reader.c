@@ -254,6 +254,53 @@ test_snapshot_header(void)
 	free(buf);
 }
 
+/*
+ * The copy the SQL functions make: the header and the tables they read,
+ * each where the file has it; the others' rows neither read nor in the view.
+ */
+static void
+test_snapshot_tables(void)
+{
+	unsigned char *buf;
+	size_t		len = build(&buf);
+	struct pgt_seg_header *h = (struct pgt_seg_header *) buf;
+	char		path[] = "/tmp/pgt_unit_segXXXXXX";
+	int			fd = mkstemp(path);
+	void	   *copy;
+	pgt_seg_view v;
+	char		err[256];
+	const struct pgt_backend_entry *b;
+
+	CHECK(fd >= 0 && write(fd, buf, len) == (ssize_t) len, "temp file written");
+	CHECK(pgt_segment_snapshot_tables(path, PGT_SEG_TABLE(PGT_SEC_BACKENDS), pgt_alloc_malloc,
+									  NULL, &copy, &v, err, sizeof(err)) == PGT_SEG_OK,
+		  "backends of a good file: %s", err);
+	CHECK(v.hdr != NULL && v.hdr->generation == 7, "header read");
+	CHECK(pgt_view_count(&v, PGT_SEC_BACKENDS) == NBACK, "the table asked for");
+	b = pgt_view_row(&v, PGT_SEC_BACKENDS, NBACK - 1);
+	CHECK(b != NULL && b->pid == 100 + NBACK - 1 && b->syscalls == 1000 * (NBACK - 1),
+		  "its last row, as written");
+	CHECK(pgt_view_count(&v, PGT_SEC_PROBESETS) == 0, "no other table");
+	CHECK(((const unsigned char *) copy)[h->sections[0].offset] == 0,
+		  "the other table's bytes not copied");
+	free(copy);
+	CHECK(pgt_segment_snapshot_tables(path, PGT_SEG_ALL_TABLES, pgt_alloc_malloc, NULL, &copy,
+									  &v, err, sizeof(err)) == PGT_SEG_OK &&
+		  pgt_view_count(&v, PGT_SEC_PROBESETS) == NPROBES &&
+		  pgt_view_count(&v, PGT_SEC_BACKENDS) == NBACK, "all tables: %s", err);
+	free(copy);
+
+	/* a table cut short by the file, though the header fits */
+	CHECK(ftruncate(fd, (off_t) (h->sections[1].offset + 8)) == 0, "cut in the table");
+	CHECK(pgt_segment_snapshot_tables(path, PGT_SEG_TABLE(PGT_SEC_PROBESETS), pgt_alloc_malloc,
+									  NULL, &copy, &v, err, sizeof(err)) == PGT_SEG_TRUNCATED,
+		  "another table cut: the header says so: %s", err);
+	free(copy);
+	close(fd);
+	unlink(path);
+	free(buf);
+}
+
 static void
 test_strings_and_names(void)
 {
@@ -281,6 +328,7 @@ main(void)
 	test_random();
 	test_snapshot_file();
 	test_snapshot_header();
+	test_snapshot_tables();
 	test_strings_and_names();
 	UNIT_MAIN_END("test_segment_reader");
 }
