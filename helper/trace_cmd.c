@@ -493,6 +493,9 @@ let_go_exited(trace_state *t)
 		if (tg->single)
 			continue;			/* the trace ends: see look_again */
 		tg->gone = 1;
+		if (tg->layout_ok)
+			layout_free(&tg->layout);
+		tg->layout_ok = 0;
 		log_info("%s: postmaster %d exited", tg->pm.data_dir, (int) tg->pm.pid);
 		engine_core_untarget((uint32_t) tg->pm.pid);
 		(void) bpf_probes_remove_postmaster(&t->bpf, (uint32_t) tg->pm.pid);
