@@ -149,19 +149,29 @@ test_random(void)
 	free(buf);
 }
 
+/* A good segment (build) written to a new temporary file at path. */
+static int
+temp_segment(char *path, unsigned char **buf, size_t *len)
+{
+	int			fd = mkstemp(path);
+
+	*len = build(buf);
+	CHECK(fd >= 0 && write(fd, *buf, *len) == (ssize_t) *len, "temp file written");
+	return fd;
+}
+
 static void
 test_snapshot_file(void)
 {
 	unsigned char *buf;
-	size_t		len = build(&buf);
+	size_t		len;
 	char		path[] = "/tmp/pgt_unit_segXXXXXX";
-	int			fd = mkstemp(path);
+	int			fd = temp_segment(path, &buf, &len);
 	void	   *copy;
 	size_t		clen;
 	pgt_seg_view v;
 	char		err[256];
 
-	CHECK(fd >= 0 && write(fd, buf, len) == (ssize_t) len, "temp file written");
 	CHECK(pgt_segment_snapshot(path, pgt_alloc_malloc, NULL, &copy, &clen, &v, err, sizeof(err))
 		  == PGT_SEG_OK && clen == len, "snapshot of a good file: %s", err);
 	CHECK(pgt_view_count(&v, PGT_SEC_BACKENDS) == NBACK, "snapshot view");
@@ -204,15 +214,14 @@ static void
 test_snapshot_header(void)
 {
 	unsigned char *buf;
-	size_t		len = build(&buf);
-	struct pgt_seg_header *h = (struct pgt_seg_header *) buf;
+	size_t		len;
 	char		path[] = "/tmp/pgt_unit_segXXXXXX";
-	int			fd = mkstemp(path);
+	int			fd = temp_segment(path, &buf, &len);
+	struct pgt_seg_header *h = (struct pgt_seg_header *) buf;
 	void	   *copy;
 	pgt_seg_view v;
 	char		err[256];
 
-	CHECK(fd >= 0 && write(fd, buf, len) == (ssize_t) len, "temp file written");
 	CHECK(pgt_segment_snapshot_header(path, pgt_alloc_malloc, NULL, &copy, &v, err,
 									  sizeof(err)) == PGT_SEG_OK, "header of a good file: %s", err);
 	CHECK(v.hdr != NULL && v.hdr->generation == 7 && v.hdr->writer_pid == 1234,
@@ -262,16 +271,15 @@ static void
 test_snapshot_tables(void)
 {
 	unsigned char *buf;
-	size_t		len = build(&buf);
-	struct pgt_seg_header *h = (struct pgt_seg_header *) buf;
+	size_t		len;
 	char		path[] = "/tmp/pgt_unit_segXXXXXX";
-	int			fd = mkstemp(path);
+	int			fd = temp_segment(path, &buf, &len);
+	struct pgt_seg_header *h = (struct pgt_seg_header *) buf;
 	void	   *copy;
 	pgt_seg_view v;
 	char		err[256];
 	const struct pgt_backend_entry *b;
 
-	CHECK(fd >= 0 && write(fd, buf, len) == (ssize_t) len, "temp file written");
 	CHECK(pgt_segment_snapshot_tables(path, PGT_SEG_TABLE(PGT_SEC_BACKENDS), pgt_alloc_malloc,
 									  NULL, &copy, &v, err, sizeof(err)) == PGT_SEG_OK,
 		  "backends of a good file: %s", err);
