@@ -230,7 +230,10 @@ _Static_assert(sizeof(struct pgt_engine_stream_entry) == 328, "engine stream siz
  * ...) aggregates since the helper attached; pid 0 is the kernel (I/O not
  * issued in a tracked process's context).  Rows of a process that exited
  * keep its pid for the helper's --keep-exited seconds, then fold into the
- * cluster's rows with pid PGT_PID_EXITED (the same for exact wait rows).
+ * cluster's rows with pid PGT_PID_EXITED (the same for exact wait rows),
+ * one per role.  `role` (since 0.5.0; a field that was reserved, so older
+ * helpers leave it 0) is the process's backend role, PGT_ROLE_*, also for
+ * exited processes and their folded rows; 0 where it is not known.
  */
 #define PGT_PID_EXITED	0x7FFFFFFFu	/* above any pid (PID_MAX_LIMIT is 2^22) */
 
@@ -240,7 +243,7 @@ struct pgt_kernel_io_entry
 	uint8_t		layer;			/* PGT_KLAYER_* */
 	uint8_t		op;				/* PGT_KOP_* */
 	uint8_t		file_class;		/* PGT_KFILE_* */
-	uint8_t		reserved0;
+	uint8_t		role;			/* the process's PGT_ROLE_*; 0 = unknown, or pid 0 */
 	int64_t		queryid;		/* 0 = unknown */
 	uint32_t	relfilenode;	/* data files, else 0 */
 	uint32_t	dev;			/* kernel dev_t (major << 20 | minor), 0 = n/a */
@@ -261,7 +264,9 @@ struct pgt_kernel_proc_entry
 	uint32_t	sets;			/* PGT_KPROC_*: which set filled vals */
 	int64_t		queryid;
 	uint64_t	vals[12];		/* PGT_KSCHED_* / PGT_KMEM_* / PGT_KNET_* */
-	uint64_t	reserved[2];
+	uint8_t		role;			/* as in pgt_kernel_io_entry */
+	uint8_t		reserved0[7];
+	uint64_t	reserved1;
 };
 _Static_assert(sizeof(struct pgt_kernel_proc_entry) == 128, "kernel proc entry size");
 
@@ -272,7 +277,9 @@ struct pgt_kernel_hist_entry
 	uint32_t	dev;
 	uint32_t	op;
 	uint64_t	slots[32];		/* slot i: [2^i, 2^(i+1)) microseconds */
-	uint64_t	reserved[2];
+	uint8_t		role;			/* as in pgt_kernel_io_entry */
+	uint8_t		reserved0[7];
+	uint64_t	reserved1;
 };
 _Static_assert(sizeof(struct pgt_kernel_hist_entry) == 288, "kernel hist entry size");
 

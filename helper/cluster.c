@@ -244,6 +244,18 @@ find_proc(const cluster *c, uint32_t pid)
 }
 
 /*
+ * cluster_find_proc
+ *		The process pid (a host pid) of this cluster, or NULL.
+ */
+const cluster_proc *
+cluster_find_proc(const cluster *c, uint32_t pid)
+{
+	ssize_t		k = find_proc(c, pid);
+
+	return k >= 0 ? &c->procs[k] : NULL;
+}
+
+/*
  * cluster_knows_child
  *		Whether pid is one of the attached postmaster's tracked children.
  */

@@ -100,6 +100,7 @@ extern void cluster_attach(cluster *c, const pm_info *pm);
 extern void cluster_detach(cluster *c, const char *why);
 extern void cluster_tick(cluster *c);
 extern int	cluster_knows_child(const cluster *c, uint32_t pid);
+extern const cluster_proc *cluster_find_proc(const cluster *c, uint32_t pid);
 extern void cluster_publish(cluster *c, const tracked_row *rows, size_t n);
 extern void cluster_close(cluster *c, uint32_t final_state);
 extern void cluster_force_layout_reload(cluster *c);

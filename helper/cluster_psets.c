@@ -9,6 +9,7 @@
 #include "cluster_psets.h"
 
 #include "log.h"
+#include "pid_retire.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -18,28 +19,30 @@ static pset_pub pub;
 
 /*
  * nspid_of
- *		pset_pub callback: host pid -> the pid the cluster knows (procs are
- *		sorted by pid).
+ *		pset_pub callback: host pid -> the pid the cluster knows.
  */
 static uint32_t
 nspid_of(void *arg, uint32_t pid)
 {
-	const cluster *c = arg;
-	size_t		lo = 0;
-	size_t		hi = c->nprocs;
+	const cluster_proc *p = cluster_find_proc(arg, pid);
 
-	while (lo < hi)
-	{
-		size_t		mid = (lo + hi) / 2;
+	return p != NULL && p->nspid ? p->nspid : pid;
+}
 
-		if (c->procs[mid].pid == pid)
-			return c->procs[mid].nspid ? c->procs[mid].nspid : pid;
-		if (c->procs[mid].pid < pid)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return pid;
+/*
+ * role_of
+ *		pset_pub callback: the role of a host pid, of this cluster's running
+ *		processes, else as noted while it ran or when it exited
+ *		(pid_retire_role); 0 when not known.
+ */
+static uint32_t
+role_of(void *arg, uint32_t pid)
+{
+	const cluster_proc *p = cluster_find_proc(arg, pid);
+
+	if (p != NULL && p->role != PGT_ROLE_UNKNOWN)
+		return p->role;
+	return pid_retire_role(pid);
 }
 
 /*
@@ -98,6 +101,7 @@ cluster_psets_publish(cluster *c, seg_publish *p)
 		return;
 	pub.postmaster = (uint32_t) c->pm.pid;
 	pub.nspid = nspid_of;
+	pub.role = role_of;
 	pub.nspid_arg = c;
 	pset_runtime_publish(rt, &pub);
 	for (k = 0; k < PGT_SEC_KIND_MAX; k++)

@@ -50,6 +50,11 @@
 /* host-wide mode forgets a cluster whose postmaster is gone this long */
 #define HOST_FORGET_MS			(60 * 1000)
 #define MAX_EVENTS				64
+/*
+ * Titles of exited processes the BPF side keeps (an LRU): pid_retire reads
+ * one within a publication or two of the exit, to name its rows' role.
+ */
+#define DAEMON_EXIT_TITLES		4096
 
 /* A cluster another helper holds (host-wide mode): warned about once. */
 typedef struct skipped
@@ -742,6 +747,32 @@ release_kernel_sets(void)
 }
 
 /*
+ * role_of_pid
+ *		pid_retire's source of roles: a served cluster's record of the
+ *		process, else, for one that is gone, the title it had as it exited
+ *		(exit_titles).  0 when neither tells.
+ */
+static uint32_t
+role_of_pid(void *arg, uint32_t pid, int alive)
+{
+	daemon_state *d = arg;
+	char		title[PGT_EXIT_TITLE_LEN];
+	int			n;
+	size_t		i;
+
+	for (i = 0; i < d->nclusters; i++)
+	{
+		const cluster_proc *p = cluster_find_proc(d->clusters[i], pid);
+
+		if (p != NULL && p->role != PGT_ROLE_UNKNOWN)
+			return p->role;
+	}
+	if (alive || (n = bpf_probes_exit_title(&d->bpf, pid, title, sizeof(title))) <= 0)
+		return 0;
+	return procfs_classify_title(title, (size_t) n);
+}
+
+/*
  * start_probe_sets
  *		Start the always-on probe sets named by --probes (default all; none
  *		for none) on the daemon's pid filter.  Returns -1 on a bad list.
@@ -760,7 +791,7 @@ start_probe_sets(daemon_state *d)
 		log_error("--probes: %s", err);
 		return -1;
 	}
-	pid_retire_setup(d->bpf.maps_ok ? d->bpf.tracked_fd : -1);
+	pid_retire_setup(d->bpf.maps_ok ? d->bpf.tracked_fd : -1, role_of_pid, d);
 	if (pset_runtime_start(&d->psets, PSET_MODE_DAEMON, 0,
 						   d->bpf.maps_ok ? d->bpf.tracked_fd : -1,
 						   bpf_probes_chain(&d->bpf), sets, n) < 0)
@@ -865,7 +896,7 @@ daemon_run(const daemon_opts *opts)
 	detect_tracefs(&d.env.tracefs);
 	detect_kprobes(&d.env.kprobes);
 	syscall_exit_detect(&d.env.fexit);
-	(void) bpf_probes_start(&d.bpf, 0, 1, (uint32_t) kset_miss_events);
+	(void) bpf_probes_start(&d.bpf, DAEMON_EXIT_TITLES, 1, (uint32_t) kset_miss_events);
 	if (d.bpf.execs_fd >= 0)
 		log_info("discovery: /proc is scanned once; then only the processes that exec "
 				 "a postgres binary are looked at (sched_process_exec)");

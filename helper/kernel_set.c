@@ -321,13 +321,16 @@ copy_retire(const retire_map *m, unsigned char **rows, size_t max)
 	return n;
 }
 
-/* copy_retire of a map whose key has `pid` and whose value has `pm` */
+/*
+ * copy_retire of a map whose key has `pid` and whose value has `pm`; rows
+ * of exited processes fold per role
+ */
 #define COPY_RETIRE(name_, fd_, ktype, vtype, fold_, rows_, max_) \
 	copy_retire(&(retire_map) { \
 		.name = (name_), .fd = (fd_), .ksize = sizeof(ktype), .vsize = sizeof(vtype), \
 		.kstride = sizeof(ktype) + sizeof(vtype), \
 		.vstride = sizeof(ktype) + sizeof(vtype), \
-		.pid_off = offsetof(ktype, pid), .pm_off = offsetof(vtype, pm), \
+		.pid_off = offsetof(ktype, pid), .pm_off = offsetof(vtype, pm), .role_in_key = 1, \
 		.max_entries = (max_), .fold = pid_retire_fold_u64, .fold_arg = (fold_)}, \
 		(unsigned char **) (rows_), (max_))
 
@@ -564,6 +567,7 @@ kset_publish(pset_inst *in, pset_pub *pub)
 			continue;
 		memset(&e, 0, sizeof(e));
 		e.pid = pset_pub_nspid(pub, r->k.pid);
+		e.role = (uint8_t) pset_pub_role(pub, r->k.pid);
 		e.layer = r->k.layer;
 		e.op = r->k.op;
 		e.file_class = r->k.file_class;
@@ -587,6 +591,7 @@ kset_publish(pset_inst *in, pset_pub *pub)
 			continue;
 		memset(&e, 0, sizeof(e));
 		e.pid = pset_pub_nspid(pub, r->k.pid);
+		e.role = (uint8_t) pset_pub_role(pub, r->k.pid);
 		e.sets = ks->desc->proc_flag;
 		e.queryid = (int64_t) r->k.queryid;
 		memcpy(e.vals, r->v.v, sizeof(e.vals));
@@ -602,6 +607,7 @@ kset_publish(pset_inst *in, pset_pub *pub)
 		memset(&e, 0, sizeof(e));
 		e.metric = r->k.metric;
 		e.pid = pset_pub_nspid(pub, r->k.pid);
+		e.role = (uint8_t) pset_pub_role(pub, r->k.pid);
 		e.dev = r->k.dev;
 		e.op = r->k.op;
 		memcpy(e.slots, r->v.slots, sizeof(e.slots));

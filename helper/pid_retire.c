@@ -6,8 +6,10 @@
  * it was tracked at the last check and since when it has not been.  A live
  * pid is asked about at most every CHECK_NS (a round over several maps asks
  * the kernel once), a dead one when it is found dead and once more just
- * before its rows fold (a pid reused meanwhile keeps them).  The table is rebuilt without the pids not looked at for a
- * while when it fills up.
+ * before its rows fold (a pid reused meanwhile keeps them).  The table is
+ * rebuilt without the pids not looked at for a while when it fills up.
+ * Each check also notes the pid's role (role_of): at every check while it
+ * runs, and at the first that finds it gone if none was noted.
  *
  * Threading: single-threaded (the daemon's loop).
  */
@@ -37,11 +39,14 @@ typedef struct pid_entry
 	uint64_t	checked_ns;		/* last liveness check */
 	uint64_t	dead_since_ns;	/* first check that found it gone */
 	uint64_t	seen_ns;		/* last time a row of it was looked at */
+	uint32_t	role;			/* PGT_ROLE_*, 0 = not known */
 } pid_entry;
 
 static int	keep_s = PID_RETIRE_DEFAULT_S;
 static int	enabled;
 static int	tracked_fd = -1;
+static pid_role_fn role_of;
+static void *role_arg;
 static pid_entry *table;
 static size_t nused;
 static uint64_t fold_failures;
@@ -67,12 +72,15 @@ pid_retire_configure(const char *arg, char *err, size_t errlen)
 
 /*
  * pid_retire_setup
- *		Turn retirement on (the daemon does; `trace` never).
+ *		Turn retirement on (the daemon does; `trace` never); role_of (may
+ *		be NULL) names the processes' roles.
  */
 void
-pid_retire_setup(int fd)
+pid_retire_setup(int fd, pid_role_fn fn, void *arg)
 {
 	tracked_fd = fd;
+	role_of = fn;
+	role_arg = arg;
 	enabled = 1;
 }
 
@@ -138,17 +146,24 @@ is_tracked(uint32_t pid)
 
 /*
  * check
- *		Ask whether e's pid is tracked; note since when it is not.
+ *		Ask whether e's pid is tracked; note since when it is not, and its
+ *		role (a reused pid's is its new process's).
  */
 static void
 check(pid_entry *e, uint64_t now)
 {
+	uint32_t	role = 0;
+
 	e->alive = is_tracked(e->pid);
 	e->checked_ns = now;
 	if (e->alive)
 		e->dead_since_ns = 0;
 	else if (e->dead_since_ns == 0)
 		e->dead_since_ns = now;
+	if (role_of != NULL && (e->alive || e->role == 0))
+		role = role_of(role_arg, e->pid, e->alive);
+	if (role != 0)
+		e->role = role;
 }
 
 /*
@@ -207,9 +222,25 @@ pid_retire_exiting(uint32_t pid)
 }
 
 /*
+ * pid_retire_role
+ *		See pid_retire.h.
+ */
+uint32_t
+pid_retire_role(uint32_t pid)
+{
+	const pid_entry *e;
+
+	if (table == NULL || pid == 0 || PGT_IS_RETIRED(pid))
+		return 0;
+	e = slot_of(table, pid);
+	return e->pid == pid ? e->role : 0;
+}
+
+/*
  * folded_key
  *		The key of the row that the row (key, val) folds into: its own with
- *		the pid replaced by PGT_RETIRED_PID(its postmaster).
+ *		the pid replaced by PGT_RETIRED_PID(its postmaster), or with
+ *		role_in_key PGT_RETIRED_PID_ROLE(its postmaster, its role).
  */
 static void
 folded_key(const retire_map *m, const unsigned char *key, const unsigned char *val,
@@ -219,7 +250,8 @@ folded_key(const retire_map *m, const unsigned char *key, const unsigned char *v
 	uint32_t	pid;
 
 	memcpy(&pm, (m->pm_in_key ? key : val) + m->pm_off, sizeof(pm));
-	pid = PGT_RETIRED_PID(pm);
+	memcpy(&pid, key + m->pid_off, sizeof(pid));
+	pid = m->role_in_key ? PGT_RETIRED_PID_ROLE(pm, pid_retire_role(pid)) : PGT_RETIRED_PID(pm);
 	memcpy(out, key, m->ksize);
 	memcpy(out + m->pid_off, &pid, sizeof(pid));
 }

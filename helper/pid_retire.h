@@ -14,6 +14,15 @@
  * replaced by PGT_RETIRED_PID(postmaster), then deleted.  Totals per query
  * id, event, layer... survive; only the pid is forgotten.  The publishers
  * show a retired row with pid PGT_PID_EXITED (pgt_segment.h), NULL in SQL.
+ * Maps with role_in_key (the kernel sets') keep the process's backend role
+ * in the folded pid as well, PGT_RETIRED_PID_ROLE: the I/O of a query's
+ * parallel workers stays apart from its leader's.
+ *
+ * Roles: the table also remembers each pid's backend role (PGT_ROLE_*),
+ * asked of the daemon's role_of callback while the process runs and once
+ * more when it is found gone (the daemon then classifies the title the
+ * process had as it exited), so that rows of exited processes still name
+ * it: pid_retire_role().
  *
  * A pid that is reused by a new process of the cluster within the period
  * continues the old rows (as pg_stat_activity would show the new process).
@@ -35,6 +44,17 @@
 #define PGT_RETIRED_PID(pm)		(PGT_RETIRED_FLAG | (uint32_t) (pm))
 #define PGT_IS_RETIRED(pid)		(((pid) & PGT_RETIRED_FLAG) != 0)
 
+/*
+ * With role_in_key, bits 22-29 of a folded pid hold the role (the
+ * postmaster's pid is below 2^22 too).
+ */
+#define PGT_RETIRED_ROLE_SHIFT	22
+#define PGT_RETIRED_ROLE_MASK	0xFFu
+#define PGT_RETIRED_PID_ROLE(pm, role) \
+	(PGT_RETIRED_PID(pm) | (((uint32_t) (role) & PGT_RETIRED_ROLE_MASK) << PGT_RETIRED_ROLE_SHIFT))
+#define PGT_RETIRED_ROLE(pid) \
+	(((uint32_t) (pid) >> PGT_RETIRED_ROLE_SHIFT) & PGT_RETIRED_ROLE_MASK)
+
 #define PID_RETIRE_DEFAULT_S	60
 #define PID_RETIRE_MAX_S		86400
 
@@ -53,6 +73,7 @@ typedef struct retire_map
 	size_t		pm_off;			/* offset of the __u32 postmaster in the value,
 								 * or in the key when pm_in_key */
 	int			pm_in_key;
+	int			role_in_key;	/* folded rows per role (PGT_RETIRED_PID_ROLE) */
 	/* dst += src (sums; maxima as maxima) */
 	void		(*fold) (void *dst, const void *src, const void *arg);
 	const void *fold_arg;
@@ -62,7 +83,10 @@ typedef struct retire_map
 extern int	pid_retire_configure(const char *arg, char *err, size_t errlen);
 
 /* The daemon's pid filter (`tracked`); -1: ask /proc.  Enables retirement. */
-extern void pid_retire_setup(int tracked_fd);
+/* The role (PGT_ROLE_*) of a tracked process, or of one just gone; 0 unknown. */
+typedef uint32_t (*pid_role_fn) (void *arg, uint32_t pid, int alive);
+
+extern void pid_retire_setup(int tracked_fd, pid_role_fn role_of, void *role_arg);
 
 /*
  * Fold and delete the due rows among the n rows just copied from the map
@@ -78,6 +102,8 @@ extern size_t pid_retire_rows(const retire_map *m, const void *keys, const void 
  * segment table too small for a burst of exits loses those first.
  */
 extern int	pid_retire_exiting(uint32_t pid);
+
+extern uint32_t pid_retire_role(uint32_t pid);
 
 /* Fold helpers for value structs made of __u64 counters. */
 typedef struct retire_u64_layout

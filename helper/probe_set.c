@@ -753,6 +753,22 @@ pset_pub_nspid(const pset_pub *pub, uint32_t pid)
 	return pub->nspid ? pub->nspid(pub->nspid_arg, pid) : pid;
 }
 
+/*
+ * pset_pub_role
+ *		The backend role (PGT_ROLE_*) of host pid's rows: a folded row's is
+ *		in its pid (kernel sets: PGT_RETIRED_PID_ROLE), the kernel's (pid 0)
+ *		none; 0 where not known.
+ */
+uint32_t
+pset_pub_role(const pset_pub *pub, uint32_t pid)
+{
+	if (pid == 0)
+		return 0;
+	if (PGT_IS_RETIRED(pid))
+		return PGT_RETIRED_ROLE(pid);
+	return pub->role ? pub->role(pub->nspid_arg, pid) : pid_retire_role(pid);
+}
+
 void
 pset_pub_reset(pset_pub *pub)
 {

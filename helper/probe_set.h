@@ -36,7 +36,8 @@
  *						pset_pub_add(pub, PGT_SEC_..., &row), or
  *						pset_pub_add_pid() for a row of one process (rows of
  *						exited processes then go last); pids are
- *						translated with pset_pub_nspid().  To publish a new
+ *						translated with pset_pub_nspid(), and named with
+ *						pset_pub_role().  To publish a new
  *						table: reserve a section kind in your range
  *						(common/pgt_segment.h), a row struct with a
  *						_Static_assert, one line in pgt_section_entry_size()
@@ -155,7 +156,8 @@ typedef struct pset_pub
 {
 	uint32_t	postmaster;		/* host pid of the cluster's postmaster */
 	uint32_t	(*nspid) (void *arg, uint32_t pid);	/* host -> namespace pid */
-	void	   *nspid_arg;
+	uint32_t	(*role) (void *arg, uint32_t pid);	/* host pid -> PGT_ROLE_*, 0 unknown */
+	void	   *nspid_arg;		/* both callbacks' */
 	pset_table_rows tables[PGT_SEC_KIND_MAX];	/* live processes', the kernel's */
 	pset_table_rows folded[PGT_SEC_KIND_MAX];	/* exited processes' (pid NULL) */
 	pset_table_rows late[PGT_SEC_KIND_MAX];	/* processes' that just exited */
@@ -250,6 +252,7 @@ extern int	pset_pub_add(pset_pub *pub, uint32_t kind, const void *row, size_t si
 extern int	pset_pub_add_pid(pset_pub *pub, uint32_t kind, const void *row, size_t size,
 							 uint32_t pid);
 extern uint32_t pset_pub_nspid(const pset_pub *pub, uint32_t pid);
+extern uint32_t pset_pub_role(const pset_pub *pub, uint32_t pid);
 extern void pset_pub_reset(pset_pub *pub);
 extern void pset_pub_free(pset_pub *pub);
 extern void pset_runtime_publish(pset_runtime *rt, pset_pub *pub);

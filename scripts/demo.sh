@@ -81,11 +81,10 @@ psql_demo -c "SELECT wait_event_type, wait_event, waits, round(total_ms::numeric
                 FROM pg_tracer_wait_events WHERE NOT idle ORDER BY total_ms DESC LIMIT 8"
 
 echo "=== kernel I/O per backend and query (join pg_stat_statements on queryid)"
-psql_demo -c "SELECT pid, queryid, layer, op, file_class, relation, calls, bytes, round(avg_us::numeric, 1) AS avg_us
+psql_demo -c "SELECT pid, backend_type, queryid, layer, op, file_class, relation, calls, bytes, round(avg_us::numeric, 1) AS avg_us
                 FROM pg_tracer_kernel_io ORDER BY calls DESC LIMIT 10"
 echo "=== scheduler, network and memory per client backend (all its queries together)"
-per_client="JOIN pg_stat_activity USING (pid)
-               WHERE backend_type = 'client backend' AND pid <> pg_backend_pid() GROUP BY pid ORDER BY pid"
+per_client="WHERE backend_type = 'client backend' AND pid <> pg_backend_pid() GROUP BY pid ORDER BY pid"
 psql_demo -c "SELECT pid, round(sum(offcpu_ms)::numeric) AS offcpu_ms, sum(runq_count) AS runq_waits,
                      round((sum(runq_ms) * 1000 / nullif(sum(runq_count), 0))::numeric, 1) AS runq_avg_us,
                      sum(voluntary_switches) AS vol_switches, sum(involuntary_switches) AS invol_switches

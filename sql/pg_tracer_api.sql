@@ -190,3 +190,17 @@ SELECT extversion FROM pg_extension WHERE extname = 'pg_tracer';
 SELECT obj_description('pg_tracer_reset()'::regprocedure) LIKE '%probe-set%' AS says_probe_sets;
 SELECT count(*) FROM pg_proc WHERE proname LIKE 'pg\_tracer\_%';
 DROP EXTENSION pg_tracer;
+-- and one from 0.4.4: the library serves its kernel functions without the
+-- backend_type column until the update adds it, right after pid
+CREATE EXTENSION pg_tracer VERSION '0.4.4';
+SELECT count(*) FROM pg_tracer_kernel_io();
+SELECT count(*) FROM pg_tracer_kernel_sched;
+SELECT count(*) FROM pg_tracer_kernel_histogram('runq');
+ALTER EXTENSION pg_tracer UPDATE;
+SELECT extversion FROM pg_extension WHERE extname = 'pg_tracer';
+SELECT c.relname, a.attname FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
+ WHERE c.relname LIKE 'pg\_tracer\_kernel\_%' AND a.attnum = 2 ORDER BY 1;
+SELECT obj_description('pg_tracer_kernel_io'::regclass) IS NOT NULL AS keeps_comment;
+SELECT has_table_privilege('public', 'pg_tracer_kernel_net', 'SELECT') AS granted;
+SELECT count(*) FROM pg_proc WHERE proname LIKE 'pg\_tracer\_%';
+DROP EXTENSION pg_tracer;

@@ -39,14 +39,20 @@ PG_FUNCTION_INFO_V1(pg_tracer_kernel_proc);
 PG_FUNCTION_INFO_V1(pg_tracer_kernel_histogram);
 
 /*
- * pg_tracer_kernel_io() has 14 columns from 0.4.0 on (database last); the
- * 0.3.0 definition, still in place until ALTER EXTENSION ... UPDATE, has 13
- * and gets the same rows without it.
+ * Each function's columns grew at the end: pg_tracer_kernel_io() has 15
+ * from 0.5.0 on (backend_type last), 14 in 0.4.x (database last), 13 in
+ * 0.3.0; pg_tracer_kernel_proc() 4 (3 before 0.5.0) and
+ * pg_tracer_kernel_histogram() 7 (6).  A database still at an older
+ * definition, until ALTER EXTENSION ... UPDATE, gets the same rows without
+ * the later columns (tuplestore_putvalues takes as many as it declares).
  */
-#define KIO_COLS	14
+#define KIO_COLS	15
+#define KIO_COLS_0_4	14
 #define KIO_COLS_0_3	13
-#define KPROC_COLS	3
-#define KHIST_COLS	6
+#define KPROC_COLS	4
+#define KPROC_COLS_0_4	3
+#define KHIST_COLS	7
+#define KHIST_COLS_0_4	6
 
 /*
  * device_text
@@ -59,6 +65,40 @@ device_text(uint32 dev, bool *isnull)
 	if (dev == 0)
 		return (Datum) 0;
 	return CStringGetTextDatum(psprintf("%u:%u", dev >> 20, dev & ((1U << 20) - 1)));
+}
+
+/*
+ * backend_type_datum
+ *		PostgreSQL's name for the role of a row's process (the helper's
+ *		PGT_ROLE_*, kept for exited processes and their folded rows too);
+ *		pid 0 is kernel_name (NULL for none), an unknown role NULL.
+ */
+static Datum
+backend_type_datum(uint32 pid, uint8 role, const char *kernel_name, bool *isnull)
+{
+	const char *name = pid == 0 ? kernel_name :
+		role == PGT_ROLE_UNKNOWN ? NULL : pgt_role_name(role);
+
+	*isnull = name == NULL;
+	return name == NULL ? (Datum) 0 : CStringGetTextDatum(name);
+}
+
+/*
+ * check_columns
+ *		The SQL definition in place must have one of the column counts the
+ *		library serves.
+ */
+static void
+check_columns(FunctionCallInfo fcinfo, const char *func, int now, int before, int older)
+{
+	int			natts = ((ReturnSetInfo *) fcinfo->resultinfo)->setDesc->natts;
+
+	if (natts != now && natts != before && natts != older)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("%s is declared with %d columns, the library returns %d",
+						func, natts, now),
+				 errhint("Run ALTER EXTENSION pg_tracer UPDATE.")));
 }
 
 /*
@@ -75,12 +115,7 @@ pg_tracer_kernel_io(PG_FUNCTION_ARGS)
 	uint32		i;
 
 	n = pgt_link_srf_begin(fcinfo, &link, PGT_SEC_KERNEL_IO, &vis);
-	if (rsinfo->setDesc->natts != KIO_COLS && rsinfo->setDesc->natts != KIO_COLS_0_3)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATATYPE_MISMATCH),
-				 errmsg("pg_tracer_kernel_io() is declared with %d columns, the library returns %d",
-						rsinfo->setDesc->natts, KIO_COLS),
-				 errhint("Run ALTER EXTENSION pg_tracer UPDATE.")));
+	check_columns(fcinfo, "pg_tracer_kernel_io()", KIO_COLS, KIO_COLS_0_4, KIO_COLS_0_3);
 	for (i = 0; i < n; i++)
 	{
 		const struct pgt_kernel_io_entry *e =
@@ -108,6 +143,7 @@ pg_tracer_kernel_io(PG_FUNCTION_ARGS)
 		values[12] = Float8GetDatum((double) e->max_ns / 1e3);
 		values[13] = ObjectIdGetDatum((Oid) e->database);
 		nulls[13] = e->file_class != PGT_KFILE_DATA;
+		values[14] = backend_type_datum(e->pid, e->role, "kernel", &nulls[14]);
 		if (!pgt_klayer_timed(e->layer))
 			nulls[10] = nulls[11] = nulls[12] = true;
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
@@ -146,6 +182,8 @@ pg_tracer_kernel_proc(PG_FUNCTION_ARGS)
 				 errhint("Use one of: sched, memory, network.")));
 
 	n = pgt_link_srf_begin(fcinfo, &link, PGT_SEC_KERNEL_PROC, &vis);
+	check_columns(fcinfo, "pg_tracer_kernel_proc(text)", KPROC_COLS, KPROC_COLS_0_4,
+				  KPROC_COLS_0_4);
 	for (i = 0; i < n; i++)
 	{
 		const struct pgt_kernel_proc_entry *e =
@@ -171,6 +209,7 @@ pg_tracer_kernel_proc(PG_FUNCTION_ARGS)
 		values[2] = PointerGetDatum(construct_array(elems, PGT_KPROC_NVALS, INT8OID,
 													sizeof(int64), FLOAT8PASSBYVAL,
 													TYPALIGN_DOUBLE));
+		values[3] = backend_type_datum(e->pid, e->role, "kernel", &nulls[3]);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	pgt_link_free(&link);
@@ -200,6 +239,8 @@ pg_tracer_kernel_histogram(PG_FUNCTION_ARGS)
 				 errhint("Use one of: block (block I/O latency), runq (run-queue latency), fsync (fsync/fdatasync latency), syscall (file read/write system call latency).")));
 
 	n = pgt_link_srf_begin(fcinfo, &link, PGT_SEC_KERNEL_HIST, &vis);
+	check_columns(fcinfo, "pg_tracer_kernel_histogram(text)", KHIST_COLS, KHIST_COLS_0_4,
+				  KHIST_COLS_0_4);
 	for (i = 0; i < n; i++)
 	{
 		const struct pgt_kernel_hist_entry *e =
@@ -222,6 +263,8 @@ pg_tracer_kernel_histogram(PG_FUNCTION_ARGS)
 			values[3] = Int64GetDatum(b == 0 ? 0 : (INT64CONST(1) << b));
 			values[4] = Int64GetDatum((INT64CONST(1) << (b + 1)) - 1);
 			values[5] = Int64GetDatum(pgt_uint64_to_int64(e->slots[b]));
+			/* pid 0: a device's, or the fsync of every process together */
+			values[6] = backend_type_datum(e->pid, e->role, NULL, &nulls[6]);
 			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 		}
 	}

@@ -27,6 +27,9 @@
 #     fold into the rows with pid NULL, totals kept (pg_tracer_kernel_cache
 #     too), seen by superusers only;
 #     after hundreds of short connections no row names a dead pid
+#   - every row's backend type is pg_stat_activity's; a parallel query's
+#     workers keep theirs, folded too, and with the leader's they add up to
+#     the blocks pg_statio_user_tables counts
 use strict;
 use warnings;
 use FindBin;
@@ -563,6 +566,76 @@ cmp_ok($npids, '<=', $nlive,
 cmp_ok($node->safe_psql('postgres',
 		"SELECT coalesce(sum(send_calls + recv_calls), 0) FROM pg_tracer_kernel_net WHERE pid IS NULL"),
 	'>=', 2 * $nconn, 'the short sessions\' socket calls are in the exited processes\' row');
+
+# --- backend types -----------------------------------------------------------------
+# Every row names its process's backend type as pg_stat_activity does (the
+# pg_tracer workers are background workers to the helper), pid 0 'kernel';
+# the rows of exited processes keep it, folded (pid NULL) too, so a
+# query's parallel workers stay apart from its leader.
+my ($kernel_rows, $kernel_named) = split /\|/, $node->safe_psql('postgres',
+	"SELECT count(*), count(*) FILTER (WHERE backend_type = 'kernel') FROM pg_tracer_kernel_io WHERE pid = 0");
+is($kernel_named, $kernel_rows, "the kernel's rows (pid 0) are backend type kernel ($kernel_rows rows)");
+
+my ($s_par, $pid_par) = session();
+$s_par->query_safe('SET max_parallel_workers_per_gather = 2');
+$s_par->query_safe('SET parallel_setup_cost = 0');
+$s_par->query_safe('SET parallel_tuple_cost = 0');
+$s_par->query_safe('SET min_parallel_table_scan_size = 0');
+my $statio = "SELECT heap_blks_read FROM pg_statio_user_tables WHERE relname = 'cold'";
+my $blks0 = $node->safe_psql('postgres', $statio);
+$s_par->query_safe("SELECT count(*) FROM cold WHERE g % 7 = 3");
+# the leader's table stats reach the shared ones at its next transaction's end
+$s_par->query_safe('SELECT pg_stat_force_next_flush()');
+$s_par->query_safe('SELECT 1');
+my $truth_par = ($node->safe_psql('postgres', $statio) - $blks0) * 8192;
+my $pq;
+wait_until(sub {
+	$pq = $node->safe_psql('postgres',
+		"SELECT queryid FROM pg_tracer_kernel_io WHERE pid = $pid_par AND relation = 'cold'::regclass
+		  AND op = 'pread64' ORDER BY bytes DESC LIMIT 1");
+	$pq ne ''
+}, 10);
+my $bytypeq = "SELECT coalesce(sum(bytes) FILTER (WHERE backend_type = 'client backend'), 0),
+                      coalesce(sum(bytes) FILTER (WHERE backend_type = 'parallel worker'), 0),
+                      coalesce(sum(bytes) FILTER (WHERE backend_type = 'parallel worker' AND pid IS NULL), 0),
+                      coalesce(sum(bytes), 0)
+                 FROM pg_tracer_kernel_io
+                WHERE queryid = '$pq' AND relation = 'cold'::regclass AND op = 'pread64'";
+my ($leader, $workers, $folded, $all);
+wait_until(sub {
+	($leader, $workers, $folded, $all) = split /\|/, $node->safe_psql('postgres', $bytypeq);
+	$all >= $truth_par
+}, 10);
+# (the parallel session has rows in each view by now)
+for my $view (qw(pg_tracer_kernel_io pg_tracer_kernel_sched pg_tracer_kernel_memory
+	pg_tracer_kernel_net))
+{
+	my ($joined, $wrong) = split /\|/, $node->safe_psql('postgres',
+		"SELECT count(*), count(*) FILTER (WHERE k.backend_type IS DISTINCT FROM
+		        CASE WHEN a.backend_type LIKE 'pg\\_tracer %' THEN 'background worker'
+		             ELSE a.backend_type END)
+		   FROM $view k JOIN pg_stat_activity a USING (pid)");
+	ok($joined > 0 && $wrong == 0,
+		"$view: the backend type of all $joined rows of live processes is pg_stat_activity's ($wrong differ)");
+}
+cmp_ok($workers, '>', 0, "the parallel workers' reads of the query are theirs ($workers bytes; the leader $leader)");
+ok($truth_par > 0 && abs($all - $truth_par) <= 0.10 * $truth_par,
+	"leader and workers together read the table's blocks pg_statio_user_tables counts ($all of $truth_par bytes)");
+# the helper runs with --keep-exited 3: then the workers' rows fold
+wait_until(sub {
+	($leader, $workers, $folded, $all) = split /\|/, $node->safe_psql('postgres', $bytypeq);
+	$folded == $workers
+}, 15);
+ok($folded > 0 && $folded == $workers,
+	"once folded (pid NULL), the workers' rows are still theirs ($folded of $workers bytes)");
+cmp_ok($node->safe_psql('postgres',
+		"SELECT count(*) FROM pg_tracer_kernel_sched
+		  WHERE pid IS NULL AND backend_type = 'parallel worker' AND queryid = '$pq'"),
+	'>', 0, "the workers' folded scheduler rows too");
+is($node->safe_psql('postgres',
+		"SELECT string_agg(DISTINCT backend_type, ',') FROM pg_tracer_kernel_cache WHERE pid = $pid_par"),
+	'client backend', 'pg_tracer_kernel_cache names the backend type');
+$s_par->quit;
 
 $node->safe_psql('postgres', 'CREATE ROLE plain_reader LOGIN');
 is($node->safe_psql('postgres',

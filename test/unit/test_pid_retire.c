@@ -8,7 +8,9 @@
  *	  stay, two exited pids of one cluster share one folded row, and a
  *	  second cluster gets a row of its own; rows of exited processes are
  *	  published after all others; a full map folds at once, each fold
- *	  making its own room.  Needs CAP_BPF (the test suite
+ *	  making its own room; with role_in_key the rows of exited processes
+ *	  fold per role, named by the role callback (asked while a process
+ *	  runs and once it is gone).  Needs CAP_BPF (the test suite
  *	  runs as root); without it the map checks are skipped and say so.
  */
 #include "pid_retire.h"
@@ -131,7 +133,7 @@ test_round(int fd, int tracked)
 	put(fd, 0, 1, 4, 40, 10, 0);	/* the kernel's */
 
 	CHECK_INT(pid_retire_configure("0", err, sizeof(err)), 0);
-	pid_retire_setup(tracked);
+	pid_retire_setup(tracked, NULL, NULL);
 	n = copy(fd, keys, vals, 16);
 	CHECK_INT(n, 5);
 	CHECK_INT(pid_retire_rows(&m, keys, vals, n), 3);
@@ -239,7 +241,7 @@ test_full_map(int tracked)
 	for (op = 1; op <= 8; op++)
 		put(fd, 555, op, op, 10 * op, op, 9);
 	CHECK_INT(pid_retire_configure("60", err, sizeof(err)), 0);
-	pid_retire_setup(tracked);
+	pid_retire_setup(tracked, NULL, NULL);
 	n = copy(fd, keys, vals, 8);
 	CHECK_INT(n, 8);
 	CHECK_INT(pid_retire_rows(&m, keys, vals, n), 8);
@@ -258,6 +260,85 @@ test_full_map(int tracked)
 	put(fd, 556, 1, 1, 1, 1, 9);
 	n = copy(fd, keys, vals, 8);
 	CHECK_INT(pid_retire_rows(&m, keys, vals, n), 0);
+	close(fd);
+}
+
+/*
+ * The daemon's role source, faked: 888 runs (a client backend); of the
+ * exited, 777 was a parallel worker, 778 a client backend, and 779 left no
+ * title.  Calls counts the questions about processes gone.
+ */
+static int	gone_questions;
+
+static uint32_t
+fake_role(void *arg, uint32_t pid, int alive)
+{
+	(void) arg;
+	if (!alive)
+		gone_questions++;
+	switch (pid)
+	{
+		case 888:
+			return alive ? PGT_ROLE_CLIENT_BACKEND : 0;
+		case 777:
+			return alive ? 0 : PGT_ROLE_PARALLEL_WORKER;
+		case 778:
+			return PGT_ROLE_CLIENT_BACKEND;
+	}
+	return 0;
+}
+
+static void
+test_roles(int tracked)
+{
+	int			fd = bpf_map_create(BPF_MAP_TYPE_HASH, "retire_roles", sizeof(struct key),
+									sizeof(struct val), 64, NULL);
+	retire_map	m = {
+		.name = "roles", .fd = fd, .ksize = sizeof(struct key),
+		.vsize = sizeof(struct val), .kstride = sizeof(struct key),
+		.vstride = sizeof(struct val), .pid_off = 0, .pm_off = 24, .role_in_key = 1,
+		.fold = pid_retire_fold_u64, .fold_arg = &layout};
+	pset_pub	pub = {.postmaster = 7};
+	struct key	keys[16];
+	struct val	vals[16];
+	struct val	v;
+	uint32_t	alive = 888;
+	uint32_t	one = 1;
+	char		err[64];
+	size_t		n;
+
+	if (fd < 0)
+		return;
+	CHECK_INT(bpf_map_update_elem(tracked, &alive, &one, BPF_ANY), 0);
+	put(fd, 777, 1, 2, 20, 50, 7);	/* exited parallel worker */
+	put(fd, 778, 1, 3, 30, 60, 7);	/* exited client backend, same op */
+	put(fd, 779, 1, 4, 40, 70, 7);	/* exited, role unknown */
+	put(fd, 888, 1, 5, 50, 80, 7);	/* running client backend */
+	CHECK_INT(pid_retire_configure("0", err, sizeof(err)), 0);
+	pid_retire_setup(tracked, fake_role, NULL);
+	gone_questions = 0;
+	n = copy(fd, keys, vals, 16);
+	CHECK_INT(pid_retire_rows(&m, keys, vals, n), 3);
+	CHECK_INT(get(fd, PGT_RETIRED_PID_ROLE(7, PGT_ROLE_PARALLEL_WORKER), 1, &v), 0);
+	CHECK_INT(v.calls, 2);
+	CHECK_INT(get(fd, PGT_RETIRED_PID_ROLE(7, PGT_ROLE_CLIENT_BACKEND), 1, &v), 0);
+	CHECK_INT(v.calls, 3);
+	CHECK_INT(get(fd, PGT_RETIRED_PID(7), 1, &v), 0);	/* role 0 */
+	CHECK_INT(v.calls, 4);
+	CHECK_INT(get(fd, 888, 1, &v), 0);
+	/* each gone pid asked when found gone, and 779 once more before it folds */
+	CHECK(gone_questions >= 3 && gone_questions <= 4, "questions about the gone: %d",
+		  gone_questions);
+	CHECK_INT(pid_retire_role(777), PGT_ROLE_PARALLEL_WORKER);
+	CHECK_INT(pid_retire_role(888), PGT_ROLE_CLIENT_BACKEND);
+	CHECK_INT(pid_retire_role(779), 0);
+	/* what the publishers name: folded rows by their pid, the kernel none */
+	CHECK_INT(pset_pub_role(&pub, PGT_RETIRED_PID_ROLE(7, PGT_ROLE_PARALLEL_WORKER)),
+			  PGT_ROLE_PARALLEL_WORKER);
+	CHECK_INT(pset_pub_role(&pub, 0), 0);
+	CHECK_INT(pset_pub_role(&pub, 777), PGT_ROLE_PARALLEL_WORKER);
+	CHECK_INT(pset_pub_nspid(&pub, PGT_RETIRED_PID_ROLE(7, PGT_ROLE_CLIENT_BACKEND)),
+			  PGT_PID_EXITED);
 	close(fd);
 }
 
@@ -280,6 +361,7 @@ main(void)
 		test_round(fd, tracked);
 		test_publish_order();
 		test_full_map(tracked);
+		test_roles(tracked);
 	}
 	if (fd >= 0)
 		close(fd);

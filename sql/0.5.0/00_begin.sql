@@ -1,0 +1,6 @@
+-- Version 0.5.0 of pg_tracer: this folder holds what 0.5.0 changes over
+-- 0.4.4, one file per feature, in the same numbering as sql/0.2.0/.  The
+-- Makefile concatenates them, in name order, into the upgrade script
+-- sql/pg_tracer--0.4.4--0.5.0.sql.  The kernel functions gain a last
+-- column; the 0.5.0 library still serves their 0.4.x definitions (without
+-- it) until ALTER EXTENSION ... UPDATE.
