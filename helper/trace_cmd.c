@@ -47,6 +47,8 @@
 #define EXIT_USAGE		2
 #define MAX_SETS		64
 #define REFRESH_MS		1000
+/* an --interval tick this close to the end leaves its summary to the final one */
+#define END_SLACK_MS	50
 /* titles of exited processes kept for their records' backend types */
 #define TRACE_EXIT_TITLES	16384
 
@@ -62,7 +64,8 @@ static const char trace_usage[] =
 "default every event is printed as it happens; with --stats and/or\n"
 "--histogram, cumulative per-process summaries and log2 histograms are\n"
 "printed every --interval instead.  A final summary is printed at the end\n"
-"(--duration elapsed, Ctrl-C, SIGTERM, or the process of --pid gone).\n"
+"(--duration elapsed, Ctrl-C, SIGTERM, or the process of --pid gone), in\n"
+"place of the periodic one when the end falls on a tick.\n"
 "Without --pid, postmasters that start meanwhile (a restart) are traced\n"
 "too, and the trace waits while none runs.  Query ids are filled in when the\n"
 "cluster preloads pg_tracer (its layout file), 0 otherwise.\n"
@@ -671,6 +674,28 @@ make_timer(int64_t ms, int periodic)
 }
 
 /*
+ * ends_now
+ *		Does the trace end with this batch of events (a signal, --duration),
+ *		or within END_SLACK_MS?  A --duration that is a multiple of
+ *		--interval runs out a moment after its last tick: that tick's
+ *		summary would repeat the final one.
+ */
+static int
+ends_now(const struct epoll_event *evs, int n, int sigfd, int endfd)
+{
+	struct itimerspec left;
+	int			k;
+
+	for (k = 0; k < n; k++)
+		if (evs[k].data.fd == sigfd || evs[k].data.fd == endfd)
+			return 1;
+	if (endfd < 0 || timerfd_gettime(endfd, &left) < 0)
+		return 0;
+	/* a one-shot timer that has run out reads 0: the end is in the next batch */
+	return left.it_value.tv_sec == 0 && left.it_value.tv_nsec < END_SLACK_MS * 1000000L;
+}
+
+/*
  * run_loop
  *		Events, summaries and refreshes until the end.
  */
@@ -746,7 +771,7 @@ run_loop(trace_state *t)
 			{
 				if (read(ivfd, &v, sizeof(v)) < 0 && errno != EAGAIN)
 					log_debug("timerfd: %s", strerror(errno));
-				if (!streaming)
+				if (!streaming && !ends_now(evs, n, sigfd, endfd))
 					print_summary(t, t->o.stats, t->o.histogram, 0);
 			}
 			else if (fd == reffd)

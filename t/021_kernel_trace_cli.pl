@@ -234,6 +234,14 @@ my @finals = @heads[ grep { $_ % 2 == 1 } 0 .. $#heads ];
 is(join(',', @seqs), join(',', 1 .. scalar(@seqs)), 'text: summaries numbered 1.. (' . scalar(@seqs) . ')');
 cmp_ok(scalar(@seqs), '>=', 3, 'text: a summary every --interval');
 is(join(',', @finals), join(',', ('false') x (@finals - 1), 'true'), 'text: only the last is final');
+# an end on an --interval tick prints the final summary in place of that
+# tick's (2 s at 1 s: two summaries, not three)
+my ($h2, $out2) = start_trace(qr/queryid-tagging/, '--probes', 'sched', '--pgdata',
+	$node->data_dir, '--stats', '--interval', '1s', '--duration', '2s');
+$h2->finish;
+my @heads2 = $$out2 =~ /^\S+ trace\s+summary\s+.* seq=(\d+) final=(\w+) /mg;
+is(join(',', @heads2), '1,false,2,true',
+	'--duration 2s --interval 1s: one periodic summary, then the final one');
 # in each block the syscall stats come by pid, the most time first
 my ($unordered, $rows) = (0, 0);
 for my $block (split /^\S+ trace\s+summary .*\n/m, $$out)
