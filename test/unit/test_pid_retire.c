@@ -40,6 +40,19 @@ struct key
 
 static const retire_u64_layout layout = {.nwords = 3, .max_mask = 1ULL << 2};
 
+/* The retire_map of a test map of struct key -> struct val (max 0: no capacity given). */
+static retire_map
+test_map(const char *name, int fd, size_t max_entries)
+{
+	retire_map	m = {
+		.name = name, .fd = fd, .max_entries = max_entries, .ksize = sizeof(struct key),
+		.vsize = sizeof(struct val), .kstride = sizeof(struct key),
+		.vstride = sizeof(struct val), .pid_off = 0, .pm_off = offsetof(struct val, pm),
+		.fold = pid_retire_fold_u64, .fold_arg = &layout};
+
+	return m;
+}
+
 static void
 test_configure(void)
 {
@@ -113,10 +126,7 @@ copy(int fd, struct key *keys, struct val *vals, size_t max)
 static void
 test_round(int fd, int tracked)
 {
-	retire_map	m = {
-		.name = "test", .fd = fd, .ksize = sizeof(struct key), .vsize = sizeof(struct val),
-		.kstride = sizeof(struct key), .vstride = sizeof(struct val),
-		.pid_off = 0, .pm_off = 24, .fold = pid_retire_fold_u64, .fold_arg = &layout};
+	retire_map	m = test_map("test", fd, 0);
 	struct key	keys[16];
 	struct val	vals[16];
 	struct val	v;
@@ -224,11 +234,7 @@ test_full_map(int tracked)
 {
 	int			fd = bpf_map_create(BPF_MAP_TYPE_HASH, "retire_full", sizeof(struct key),
 									sizeof(struct val), 8, NULL);
-	retire_map	m = {
-		.name = "full", .fd = fd, .max_entries = 8, .ksize = sizeof(struct key),
-		.vsize = sizeof(struct val), .kstride = sizeof(struct key),
-		.vstride = sizeof(struct val), .pid_off = 0, .pm_off = 24,
-		.fold = pid_retire_fold_u64, .fold_arg = &layout};
+	retire_map	m = test_map("full", fd, 8);
 	struct key	keys[8];
 	struct val	vals[8];
 	struct val	v;
@@ -293,11 +299,7 @@ test_roles(int tracked)
 {
 	int			fd = bpf_map_create(BPF_MAP_TYPE_HASH, "retire_roles", sizeof(struct key),
 									sizeof(struct val), 64, NULL);
-	retire_map	m = {
-		.name = "roles", .fd = fd, .ksize = sizeof(struct key),
-		.vsize = sizeof(struct val), .kstride = sizeof(struct key),
-		.vstride = sizeof(struct val), .pid_off = 0, .pm_off = 24, .role_in_key = 1,
-		.fold = pid_retire_fold_u64, .fold_arg = &layout};
+	retire_map	m = test_map("roles", fd, 0);
 	pset_pub	pub = {.postmaster = 7};
 	struct key	keys[16];
 	struct val	vals[16];
@@ -309,6 +311,7 @@ test_roles(int tracked)
 
 	if (fd < 0)
 		return;
+	m.role_in_key = 1;
 	CHECK_INT(bpf_map_update_elem(tracked, &alive, &one, BPF_ANY), 0);
 	put(fd, 777, 1, 2, 20, 50, 7);	/* exited parallel worker */
 	put(fd, 778, 1, 3, 30, 60, 7);	/* exited client backend, same op */
