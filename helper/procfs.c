@@ -324,6 +324,35 @@ procfs_classify_title(const char *buf, size_t len)
 }
 
 /*
+ * procfs_parallel_leader
+ *		The leader's pid a parallel worker's title names ("postgres:
+ *		[<cluster_name>: ]parallel worker for PID 123"), else 0.
+ */
+uint32_t
+procfs_parallel_leader(const char *buf, size_t len)
+{
+	static const char tag[] = "parallel worker for PID ";
+	const char *nul = memchr(buf, '\0', len);
+	const char *at;
+	uint32_t	pid = 0;
+
+	if (procfs_classify_title(buf, len) != PGT_ROLE_PARALLEL_WORKER)
+		return 0;
+	if (nul != NULL)
+		len = (size_t) (nul - buf);
+	at = memmem(buf, len, tag, sizeof(tag) - 1);
+	if (at == NULL)
+		return 0;
+	for (at += sizeof(tag) - 1; at < buf + len && *at >= '0' && *at <= '9'; at++)
+	{
+		if (pid > (UINT32_MAX - 9) / 10)
+			return 0;			/* no pid is that large */
+		pid = pid * 10 + (uint32_t) (*at - '0');
+	}
+	return pid;
+}
+
+/*
  * procfs_parse_nspid
  *		From the text of /proc/<pid>/status, the pid in the innermost pid
  *		namespace (last number of the "NSpid:" line).  Returns 0 or -1.

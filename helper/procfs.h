@@ -25,6 +25,7 @@ typedef struct proc_stat
 /* Pure parsers (unit-tested). */
 extern int	procfs_parse_stat(const char *buf, size_t len, proc_stat *out);
 extern uint32_t procfs_classify_title(const char *buf, size_t len);
+extern uint32_t procfs_parallel_leader(const char *buf, size_t len);
 extern int	procfs_parse_nspid(const char *buf, size_t len, int32_t *inner);
 extern int64_t procfs_ticks_to_realtime_us(uint64_t ticks, long hz,
 										   int64_t boot_to_real_us);

@@ -72,7 +72,8 @@ static const char trace_usage[] =
 "\n"
 "Options:\n"
 "  --probes LIST      comma-separated probe sets, or all (--probes help lists them)\n"
-"  --pid PID          a postmaster (its cluster) or one backend\n"
+"  --pid PID          a postmaster (its cluster) or one backend (with its\n"
+"                     parallel workers)\n"
 "  --pgdata DIR       the cluster running in DIR\n"
 "                     (neither: every PostgreSQL cluster on the host)\n"
 "  --stats            periodic per-process summaries instead of events\n"
@@ -382,11 +383,82 @@ find_new_targets(trace_state *t)
 }
 
 /*
+ * tracked_children
+ *		The pids in the pid filter whose postmaster is pm, but pm itself.
+ */
+static int
+tracked_children(trace_state *t, pid_t pm, pid_t **out, size_t *n)
+{
+	const tracked_row *rows;
+	size_t		nrows;
+	size_t		i;
+
+	*out = NULL;
+	*n = 0;
+	if (bpf_probes_snapshot(&t->bpf, &rows, &nrows) < 0)
+		return -1;
+	*out = malloc((nrows ? nrows : 1) * sizeof(pid_t));
+	if (*out == NULL)
+		return -1;
+	for (i = 0; i < nrows; i++)
+		if (rows[i].v.postmaster == (uint32_t) pm && rows[i].pid != (uint32_t) pm)
+			(*out)[(*n)++] = (pid_t) rows[i].pid;
+	return 0;
+}
+
+/*
+ * single_kids
+ *		The processes the trace of one backend follows: the backend and its
+ *		parallel workers (their title names it as leader).  Every child the
+ *		postmaster forks enters the pid filter (a worker is traced from its
+ *		start, having lived a second perhaps); each pass lets go of those
+ *		whose title says they are something else, so the other backends
+ *		cost no more than their first second.  The first pass looks among
+ *		all children for workers that run already.
+ */
+static int
+single_kids(trace_state *t, trace_target *tg, int first, pid_t **out, size_t *n)
+{
+	pid_t	   *cand = NULL;
+	size_t		ncand = 0;
+	size_t		m = 0;
+	size_t		i;
+
+	if ((first ? discovery_children(tg->pm.pid, &cand, &ncand)
+		 : tracked_children(t, tg->pm.pid, &cand, &ncand)) < 0)
+		ncand = 0;
+	*out = malloc((ncand + 1) * sizeof(pid_t));
+	if (*out == NULL)
+	{
+		free(cand);
+		return -1;
+	}
+	(*out)[m++] = tg->pid;
+	for (i = 0; i < ncand; i++)
+	{
+		char		buf[PROCFS_CMDLINE_MAX];
+		size_t		len = 0;
+
+		if (cand[i] == tg->pid ||
+			procfs_read_cmdline(cand[i], buf, sizeof(buf), &len) < 0 || len == 0)
+			continue;			/* gone, or no title yet: the next pass */
+		if (procfs_parallel_leader(buf, len) == (uint32_t) tg->pid)
+			(*out)[m++] = cand[i];
+		else if (!first && procfs_classify_title(buf, len) != PGT_ROLE_UNKNOWN)
+			(void) bpf_probes_untrack(&t->bpf, (uint32_t) cand[i]);
+	}
+	free(cand);
+	*n = m;
+	return 0;
+}
+
+/*
  * track_targets
  *		Put the target processes into the pid filter: whole clusters enter
  *		through their postmaster (children at fork) plus a scan of the
- *		children that exist; a single backend alone (each target from its
- *		first pass on).  Also refreshes the query-id slots.
+ *		children that exist; a single backend with its parallel workers
+ *		(single_kids; each target from its first pass on).  Also refreshes
+ *		the query-id slots.
  */
 static void
 track_targets(trace_state *t)
@@ -410,13 +482,14 @@ track_targets(trace_state *t)
 		tg->started = 1;
 		if (tg->single)
 		{
-			kids = malloc(sizeof(pid_t));
-			if (kids == NULL)
-				continue;
-			kids[0] = tg->pid;
-			nk = 1;
 			if (first)
+			{
+				/* its forks enter the filter: the backend's workers among them */
+				(void) bpf_probes_add_postmaster(&t->bpf, (uint32_t) tg->pm.pid);
 				engine_core_target((uint32_t) tg->pm.pid);	/* engine sets: its binary */
+			}
+			if (single_kids(t, tg, first, &kids, &nk) < 0)
+				continue;
 		}
 		else
 		{
@@ -870,6 +943,9 @@ trace_run(trace_state *t, const probe_set *const *sets, size_t nsets)
 			t->out.set_width = (int) strlen(sets[i]->name);
 	t->out.exit_title = exit_title;
 	t->out.exit_title_arg = &t->bpf;
+	/* --pid of a backend: its records and its parallel workers' only */
+	if (t->ntargets == 1 && t->targets[0].single)
+		t->out.focus = (uint32_t) t->targets[0].pid;
 	report_exit_titles();
 
 	if (bpf_probes_start(&t->bpf, TRACE_EXIT_TITLES, 0, 0) < 0)

@@ -40,43 +40,85 @@ trace_out_init(trace_out *o, FILE *f, int json)
 }
 
 /*
+ * type_entry
+ *		What pid's process title says (its role, and a parallel worker's
+ *		leader), or for a process that is gone (or a zombie: no title left
+ *		in /proc) the title it exited with.  Cached; a role not known yet (a
+ *		backend between fork and its first title) is looked for again
+ *		TRACE_TYPE_RETRY_MS later.  Not for pid 0, TRACE_PID_ALL or a
+ *		postmaster.
+ */
+static const trace_type_entry *
+type_entry(trace_out *o, uint32_t pid)
+{
+	trace_type_entry *e = &o->cache[pid % TRACE_TYPE_CACHE];
+	char		buf[PROCFS_CMDLINE_MAX];
+	size_t		len = 0;
+	int64_t		now = now_ms();
+	int			n;
+
+	if (e->pid == pid &&
+		(e->role != PGT_ROLE_UNKNOWN || now - e->checked_ms < TRACE_TYPE_RETRY_MS))
+		return e;
+	e->pid = pid;
+	e->checked_ms = now;
+	e->role = PGT_ROLE_UNKNOWN;
+	e->leader = 0;
+	if (procfs_read_cmdline((pid_t) pid, buf, sizeof(buf), &len) == 0 && len > 0)
+		n = (int) len;
+	else if (o->exit_title == NULL ||
+			 (n = o->exit_title(o->exit_title_arg, pid, buf, sizeof(buf))) <= 0)
+		return e;
+	e->role = procfs_classify_title(buf, (size_t) n);
+	e->leader = procfs_parallel_leader(buf, (size_t) n);
+	return e;
+}
+
+/*
+ * is_postmaster
+ *		Is pid one of the traced postmasters?
+ */
+static int
+is_postmaster(const trace_out *o, uint32_t pid)
+{
+	size_t		i;
+
+	for (i = 0; i < o->npostmasters; i++)
+		if (o->postmasters[i] == pid)
+			return 1;
+	return 0;
+}
+
+/*
  * trace_backend_type
- *		PostgreSQL's name for pid's role, from its process title, or for a
- *		process that is gone (or a zombie: no title left in /proc) the title
- *		it exited with.  Cached; a role not known yet (a backend between
- *		fork and its first title) is looked for again TRACE_TYPE_RETRY_MS
- *		later.
+ *		PostgreSQL's name for pid's role (type_entry).
  */
 const char *
 trace_backend_type(trace_out *o, uint32_t pid)
 {
-	trace_type_entry *e;
-	char		buf[PROCFS_CMDLINE_MAX];
-	size_t		len = 0;
-	size_t		i;
-	int64_t		now = now_ms();
-	int			n;
-
 	if (pid == 0)
 		return "kernel";
 	if (pid == TRACE_PID_ALL)
 		return "all";
-	for (i = 0; i < o->npostmasters; i++)
-		if (o->postmasters[i] == pid)
-			return pgt_role_name(PGT_ROLE_POSTMASTER);
-	e = &o->cache[pid % TRACE_TYPE_CACHE];
-	if (e->pid == pid &&
-		(e->role != PGT_ROLE_UNKNOWN || now - e->checked_ms < TRACE_TYPE_RETRY_MS))
-		return pgt_role_name(e->role);
-	e->pid = pid;
-	e->checked_ms = now;
-	e->role = PGT_ROLE_UNKNOWN;
-	if (procfs_read_cmdline((pid_t) pid, buf, sizeof(buf), &len) == 0 && len > 0)
-		e->role = procfs_classify_title(buf, len);
-	else if (o->exit_title != NULL &&
-			 (n = o->exit_title(o->exit_title_arg, pid, buf, sizeof(buf))) > 0)
-		e->role = procfs_classify_title(buf, (size_t) n);
-	return pgt_role_name(e->role);
+	if (is_postmaster(o, pid))
+		return pgt_role_name(PGT_ROLE_POSTMASTER);
+	return pgt_role_name(type_entry(o, pid)->role);
+}
+
+/*
+ * trace_wanted
+ *		Is a record of pid printed?  With a focus (--pid of a backend): the
+ *		backend's, its parallel workers', and those of no one process (pid
+ *		0, TRACE_PID_ALL: status, summaries, the kernel's); else all.
+ */
+int
+trace_wanted(trace_out *o, uint32_t pid)
+{
+	if (o->focus == 0 || pid == 0 || pid == TRACE_PID_ALL || pid == o->focus)
+		return 1;
+	if (is_postmaster(o, pid))
+		return 0;
+	return type_entry(o, pid)->leader == o->focus;
 }
 
 /*
@@ -108,6 +150,8 @@ trace_json_string(FILE *f, const char *s)
 static void
 key(trace_out *o, const char *k)
 {
+	if (o->skip)
+		return;
 	if (o->json)
 	{
 		fputc(',', o->f);
@@ -133,6 +177,9 @@ trace_rec_begin(trace_out *o, const char *set, const char *event,
 	char		ts[64];
 	const char *btype = trace_backend_type(o, pid);
 
+	o->skip = !trace_wanted(o, pid);
+	if (o->skip)
+		return;
 	if (pid == TRACE_PID_ALL)
 		pid = 0;
 
@@ -167,27 +214,32 @@ void
 trace_rec_u64(trace_out *o, const char *k, uint64_t v)
 {
 	key(o, k);
-	fprintf(o->f, "%" PRIu64, v);
+	if (!o->skip)
+		fprintf(o->f, "%" PRIu64, v);
 }
 
 void
 trace_rec_i64(trace_out *o, const char *k, int64_t v)
 {
 	key(o, k);
-	fprintf(o->f, "%" PRId64, v);
+	if (!o->skip)
+		fprintf(o->f, "%" PRId64, v);
 }
 
 void
 trace_rec_f64(trace_out *o, const char *k, double v)
 {
 	key(o, k);
-	fprintf(o->f, "%.3f", v);
+	if (!o->skip)
+		fprintf(o->f, "%.3f", v);
 }
 
 void
 trace_rec_str(trace_out *o, const char *k, const char *v)
 {
 	key(o, k);
+	if (o->skip)
+		return;
 	if (o->json)
 		trace_json_string(o->f, v);
 	else if (strchr(v, ' ') != NULL)
@@ -201,7 +253,8 @@ void
 trace_rec_bool(trace_out *o, const char *k, int v)
 {
 	key(o, k);
-	fputs(v ? "true" : "false", o->f);
+	if (!o->skip)
+		fputs(v ? "true" : "false", o->f);
 }
 
 /*
@@ -211,6 +264,11 @@ trace_rec_bool(trace_out *o, const char *k, int v)
 void
 trace_rec_end(trace_out *o)
 {
+	if (o->skip)
+	{
+		o->skip = 0;
+		return;
+	}
 	fputs(o->json ? "}\n" : "\n", o->f);
 	fflush(o->f);
 	o->in_record = 0;
@@ -247,6 +305,8 @@ trace_hist(trace_out *o, const char *set, const char *metric, uint32_t pid,
 	int			i;
 	int			first = 1;
 
+	if (!trace_wanted(o, pid))
+		return;
 	for (i = 0; i < nslots; i++)
 	{
 		if (slots[i] > max)

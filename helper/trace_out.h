@@ -38,6 +38,7 @@ typedef struct trace_type_entry
 {
 	uint32_t	pid;
 	uint32_t	role;
+	uint32_t	leader;			/* a parallel worker's leader, else 0 */
 	int64_t		checked_ms;
 } trace_type_entry;
 
@@ -59,12 +60,16 @@ typedef struct trace_out
 	size_t		npostmasters;
 	trace_exit_title_fn exit_title; /* NULL: no titles of exited processes */
 	void	   *exit_title_arg;
+	uint32_t	focus;			/* --pid backend: only its records and its
+								 * parallel workers' (and pid 0's); 0 = all */
+	int			skip;			/* the record begun is not printed (focus) */
 	trace_type_entry cache[TRACE_TYPE_CACHE];
 } trace_out;
 
 extern void trace_out_init(trace_out *o, FILE *f, int json);
 extern int	trace_parse_format(const char *arg, int *json);
 extern const char *trace_backend_type(trace_out *o, uint32_t pid);
+extern int	trace_wanted(trace_out *o, uint32_t pid);
 
 /*
  * The pid of a record about every traced process together (the engine

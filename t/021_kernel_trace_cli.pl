@@ -8,7 +8,9 @@
 #     show as events of its backend, the pages of a table it creates as
 #     cache_write_miss events; a final summary follows, opened by a
 #     `summary` record
-#   - --pid BACKEND traces that backend only, and ends when it exits
+#   - --pid BACKEND traces that backend only (with its parallel workers,
+#     whose reads and the backend's add up to pg_statio_user_tables'), and
+#     ends when it exits
 #   - --pgdata follows a restart: the new postmaster's backends are traced
 #   - --syscall-exit: auto ends calls at fexit where the kernel runs it, at
 #     sys_exit otherwise with the reason; fexit insists (here: both sets
@@ -123,6 +125,45 @@ my %pids = map { /"pid":(\d+)/ ? ($1 => 1) : () } grep { !/"event":"(status|summ
 is(join(',', sort keys %pids), $pid, '--pid BACKEND: only that backend');
 like($$out, qr/"set":"syscall","event":"status",[^\n]*"state":"available"/,
 	'syscall alone: available (the network programs of its object are not loaded, not failed)');
+# its parallel workers come with it: the postmaster's forks enter the
+# filter, the workers stay (their title names the backend as leader) and
+# are printed, other new backends are let go and not printed; the
+# backend's and its workers' reads of the table add up to the blocks
+# pg_statio_user_tables counts
+$node->safe_psql('postgres',
+	"CREATE TABLE big AS SELECT g, repeat('x', 200) AS pad FROM generate_series(1, 100000) g");
+my $bigfile = $node->safe_psql('postgres', "SELECT pg_relation_filenode('big')");
+$s->query_safe($_) for ('SET max_parallel_workers_per_gather = 2', 'SET parallel_setup_cost = 0',
+	'SET parallel_tuple_cost = 0', 'SET min_parallel_table_scan_size = 0');
+my $statio = "SELECT heap_blks_read FROM pg_statio_user_tables WHERE relname = 'big'";
+my $blks0 = $node->safe_psql('postgres', $statio);
+($h, $out, $err) = start_trace(qr/"queryid-tagging"/, '--probes', 'syscall', '--pid', $pid,
+	'--stats', '--format', 'json', '--duration', '3s');
+$s->query_safe('SELECT count(*) FROM big');
+my $other = $node->safe_psql('postgres', 'SELECT pg_backend_pid() FROM (SELECT count(*) FROM r) c');
+# the leader's table stats reach the shared ones at its next transaction's end
+$s->query_safe('SELECT pg_stat_force_next_flush()');
+$s->query_safe('SELECT 1');
+$h->finish;
+my $truth = ($node->safe_psql('postgres', $statio) - $blks0) * 8192;
+my (%type_of, %read_by, $in_final);
+for my $r (map { eval { JSON::PP::decode_json($_) } // () } split /\n/, $$out)
+{
+	$in_final = 1 if $r->{event} eq 'summary' && $r->{final};
+	next if $r->{event} =~ /^(status|summary)$/;
+	$type_of{ $r->{pid} } = $r->{backend_type};
+	$read_by{ $r->{backend_type} } += $r->{bytes}
+	  if $in_final && $r->{event} eq 'stats' && ($r->{op} // '') eq 'pread64'
+	  && ($r->{relfilenode} // 0) == $bigfile;
+}
+my @workers = grep { $_ != $pid } sort keys %type_of;
+ok(@workers && !grep({ $type_of{$_} ne 'parallel worker' } @workers) && !$type_of{$other},
+	"--pid BACKEND: its parallel workers too (@workers), not another backend ($other)");
+my $all = ($read_by{'client backend'} // 0) + ($read_by{'parallel worker'} // 0);
+ok(($read_by{'parallel worker'} // 0) > 0 && $truth > 0 && abs($all - $truth) <= 0.10 * $truth,
+	"... the workers read their share (" . ($read_by{'parallel worker'} // 0)
+	  . " bytes) and with the backend's it is what pg_statio_user_tables counts ($all of $truth)");
+
 # nothing more can come once that backend is gone: the trace ends with its
 # final summary, long before --duration
 ($h, $out, $err) = start_trace(qr/queryid-tagging/, '--probes', 'syscall', '--pid', $pid,

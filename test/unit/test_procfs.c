@@ -257,6 +257,30 @@ test_mem_read(void)
 		  "a process that is gone fails");
 }
 
+/* The leader a parallel worker's title names, with PG's NUL padding. */
+static uint32_t
+leader(const char *title)
+{
+	char		buf[512];
+	size_t		l = strlen(title);
+
+	memset(buf, 0, sizeof(buf));
+	memcpy(buf, title, l);
+	return procfs_parallel_leader(buf, l + 16);
+}
+
+static void
+test_parallel_leader(void)
+{
+	CHECK_INT(leader("postgres: parallel worker for PID 17539 "), 17539);
+	CHECK_INT(leader("postgres: main: parallel worker for PID 42"), 42);
+	CHECK_INT(leader("postgres: parallel worker for PID "), 0);
+	CHECK_INT(leader("postgres: parallel worker for PID 99999999999"), 0);
+	CHECK_INT(leader("postgres: alice db [local] parallel worker for PID 7"), 0);	/* a backend */
+	CHECK_INT(leader("postgres: autovacuum worker"), 0);
+	CHECK_INT(leader("parallel worker for PID 7"), 0);	/* no PostgreSQL title */
+}
+
 int
 main(void)
 {
@@ -265,6 +289,7 @@ main(void)
 	test_nspid();
 	test_ticks();
 	test_classify();
+	test_parallel_leader();
 	test_mem_read();
 	return UNIT_DONE("test_procfs");
 }

@@ -3,6 +3,7 @@
  *	  The trace output helpers (helper/trace_out.c): JSON records carry the
  *	  common fields first and escape strings, text records, log2 histogram
  *	  rendering in both formats; backend types of exited processes; the
+ *	  records a --pid trace prints (the backend's and its workers'); the
  *	  probe-set list parser, --buffer sizes
  *	  (helper/probe_set.c) and the kernel code names (common/pgt_kernel.c).
  */
@@ -200,6 +201,65 @@ test_exit_titles(void)
 	CHECK_STR(trace_backend_type(&o, 0), "kernel");
 }
 
+/*
+ * Exited processes' titles for the focus test: 4194290 was a parallel
+ * worker of 4194300, 4194291 one of another backend.
+ */
+static int
+worker_titles(void *arg, uint32_t pid, char *buf, size_t buflen)
+{
+	const char *title = pid == 4194290 ? "postgres: parallel worker for PID 4194300" :
+		pid == 4194291 ? "postgres: parallel worker for PID 4194299" : NULL;
+
+	(void) arg;
+	if (title == NULL || buflen < strlen(title) + 1)
+		return -1;
+	memcpy(buf, title, strlen(title) + 1);
+	return (int) strlen(title) + 1;
+}
+
+/* Records of the focus, its worker, another backend's worker, the kernel. */
+static void
+focused_records(trace_out *o)
+{
+	static const uint32_t pids[] = {4194300, 4194290, 4194291, 0};
+	size_t		i;
+
+	o->exit_title = worker_titles;
+	o->focus = 4194300;
+	for (i = 0; i < sizeof(pids) / sizeof(pids[0]); i++)
+	{
+		trace_rec_begin(o, "syscall", "stats", pids[i], 0, 1);
+		trace_rec_u64(o, "calls", 1);
+		trace_rec_str(o, "op", "pread64");
+		trace_rec_end(o);
+	}
+	trace_hist(o, "sched", "runq", 4194291, 0, "runq", (const uint64_t[]) {1, 2}, 2, "usecs");
+}
+
+/*
+ * --pid of a backend: its records and its parallel workers' (even gone)
+ * are printed, and those of no one process; another backend's worker's
+ * records and histograms are not, whole.
+ */
+static void
+test_focus(void)
+{
+	char	   *out = render(1, focused_records);
+	const char *p;
+	int			lines = 0;
+
+	CHECK(strstr(out, "\"pid\":4194300,") != NULL, "the focus's record: %s", out);
+	CHECK(strstr(out, "\"pid\":4194290,\"backend_type\":\"parallel worker\"") != NULL,
+		  "its worker's record: %s", out);
+	CHECK(strstr(out, "4194291") == NULL, "no record of another backend's worker: %s", out);
+	CHECK(strstr(out, "\"pid\":0,") != NULL, "the kernel's record: %s", out);
+	for (p = out; *p; p++)
+		lines += *p == '\n';
+	CHECK_INT(lines, 3);		/* whole records only: no stray fields or ends */
+	free(out);
+}
+
 int
 main(void)
 {
@@ -209,6 +269,7 @@ main(void)
 	test_names();
 	test_parse_list();
 	test_exit_titles();
+	test_focus();
 	test_stream_bytes();
 	UNIT_MAIN_END("test_trace_out");
 }
