@@ -122,17 +122,23 @@ test_ticks(void)
 	CHECK_INT(procfs_ticks_to_realtime_us(100, 0, 0), 1000000);	/* bad hz -> 100 */
 }
 
-/* Classify a title given as a C string, with the NUL padding PG leaves. */
+/*
+ * fn applied to a title given as a C string, with the NUL padding PG
+ * leaves after it.
+ */
 static uint32_t
-classify(const char *title)
+on_title(uint32_t (*fn) (const char *, size_t), const char *title)
 {
 	char		buf[512];
 	size_t		l = strlen(title);
 
 	memset(buf, 0, sizeof(buf));
 	memcpy(buf, title, l);
-	return procfs_classify_title(buf, l + 16);
+	return fn(buf, l + 16);
 }
+
+#define classify(title)	on_title(procfs_classify_title, (title))
+#define leader(title)	on_title(procfs_parallel_leader, (title))
 
 static void
 test_classify(void)
@@ -255,18 +261,6 @@ test_mem_read(void)
 	(void) waitpid(child, NULL, 0);
 	CHECK(procfs_mem_read(child, (uint64_t) (uintptr_t) &word, &got, sizeof(got)) == -1,
 		  "a process that is gone fails");
-}
-
-/* The leader a parallel worker's title names, with PG's NUL padding. */
-static uint32_t
-leader(const char *title)
-{
-	char		buf[512];
-	size_t		l = strlen(title);
-
-	memset(buf, 0, sizeof(buf));
-	memcpy(buf, title, l);
-	return procfs_parallel_leader(buf, l + 16);
 }
 
 static void
