@@ -126,6 +126,59 @@ pgt_read_qid(__u64 procpid_addr, __u32 nspid, __u64 queryid_addr, __u64 *qid)
 }
 
 /*
+ * bgw_type of a parallel query's or parallel utility command's worker,
+ * "parallel worker" with its NUL, as two little-endian words.
+ */
+#define PGT_LE8(a, b, c, d, e, f, g, h) \
+	((__u64) (a) | (__u64) (b) << 8 | (__u64) (c) << 16 | (__u64) (d) << 24 | \
+	 (__u64) (e) << 32 | (__u64) (f) << 40 | (__u64) (g) << 48 | (__u64) (h) << 56)
+#define PGT_PARALLEL_TYPE_0	PGT_LE8('p', 'a', 'r', 'a', 'l', 'l', 'e', 'l')
+#define PGT_PARALLEL_TYPE_1	PGT_LE8(' ', 'w', 'o', 'r', 'k', 'e', 'r', 0)
+
+/*
+ * pgt_leader_slot
+ *		When the current process, a new child of postmaster pm_tgid whose
+ *		indirect slot is pm, is a parallel worker: point *n at its
+ *		leader's PgBackendStatus (PGT_QID_LEADER), so that the worker's
+ *		events carry the leader's query id.  The leader is its
+ *		MyBgworkerEntry's bgw_notify_pid; it must be a tracked child of the
+ *		same postmaster with a direct slot of its own for that pid (so a
+ *		pid namespace, where the two pids differ, leaves the worker its own
+ *		id).  Four user-memory reads, once per worker.
+ */
+static __always_inline void
+pgt_leader_slot(const struct pgt_qid_slot *pm, __u32 pm_tgid, struct pgt_qid_slot *n)
+{
+	struct pgt_qid_slot *ls;
+	struct pgt_tracked *lt;
+	__u64		entry = 0;
+	__u64		type[2] = {};
+	__s32		leader = 0;
+	__u32		key;
+
+	if (!pm->bgw_addr ||
+		bpf_probe_read_user(&entry, sizeof(entry), (void *) pm->bgw_addr) != 0 || !entry)
+		return;
+	if (bpf_probe_read_user(type, sizeof(type), (void *) (entry + pm->bgw_off_type)) != 0 ||
+		type[0] != PGT_PARALLEL_TYPE_0 || type[1] != PGT_PARALLEL_TYPE_1)
+		return;
+	if (bpf_probe_read_user(&leader, sizeof(leader),
+							(void *) (entry + pm->bgw_off_notify_pid)) != 0 || leader <= 0)
+		return;
+	key = (__u32) leader;
+	lt = bpf_map_lookup_elem(&tracked, &key);
+	if (!lt || lt->postmaster != pm_tgid)
+		return;
+	ls = bpf_map_lookup_elem(&pgt_qid, &key);
+	if (!ls || (ls->flags & PGT_QID_INDIRECT) || ls->nspid != key)
+		return;
+	n->procpid_addr = ls->procpid_addr;
+	n->queryid_addr = ls->queryid_addr;
+	n->nspid = ls->nspid;
+	n->flags = PGT_QID_LEADER;
+}
+
+/*
  * pgt_current_qid
  *		The query id the current process (a tracked backend, running in its
  *		own context) is executing: read from its PgBackendStatus in shared
@@ -162,7 +215,8 @@ pgt_current_qid(__u32 tgid)
 			procpid <= 0)
 			return 0;
 		n.nspid = (__u32) procpid;
-		if (bpf_probe_read_user(&qid, sizeof(qid), (void *) n.queryid_addr) != 0)
+		pgt_leader_slot(pm, t->postmaster, &n);
+		if (pgt_read_qid(n.procpid_addr, n.nspid, n.queryid_addr, &qid) != 0)
 			return 0;
 		n.last_qid = qid;
 		bpf_map_update_elem(&pgt_qid, &tgid, &n, BPF_NOEXIST);

@@ -68,12 +68,15 @@ struct pgt_qid_slot
 	__u64		procpid_addr;	/* &BackendStatusArray[i].st_procpid */
 	__u64		queryid_addr;	/* &BackendStatusArray[i].st_query_id */
 	__u32		nspid;			/* the pid PostgreSQL knows the process by */
-	__u32		flags;			/* reserved, 0 */
+	__u32		flags;			/* PGT_QID_* */
 	__u64		last_qid;		/* written by BPF */
 	__u64		wait_addr;		/* &PGPROC.wait_event_info of the process, 0 = unknown
 								 * (indirect slot: &my_wait_event_info) */
+	__u64		bgw_addr;		/* indirect slot: &MyBgworkerEntry, 0 = none */
+	__u32		bgw_off_type;	/* indirect slot: offsetof(BackgroundWorker, bgw_type) */
+	__u32		bgw_off_notify_pid; /* ... and of bgw_notify_pid */
 };
-_Static_assert(sizeof(struct pgt_qid_slot) == 40, "pgt_qid_slot size");
+_Static_assert(sizeof(struct pgt_qid_slot) == 56, "pgt_qid_slot size");
 
 /*
  * pgt_qid_slot.flags: PGT_QID_INDIRECT marks a slot keyed by a POSTMASTER's
@@ -88,5 +91,17 @@ _Static_assert(sizeof(struct pgt_qid_slot) == 40, "pgt_qid_slot size");
  * backend (a connection's first statement, a short-lived connection).
  */
 #define PGT_QID_INDIRECT	0x1
+
+/*
+ * PGT_QID_LEADER marks the direct slot of a parallel worker that points at
+ * its leader's PgBackendStatus (procpid_addr, queryid_addr and nspid are the
+ * leader's; wait_addr stays the worker's own): the worker's events carry
+ * the query id the leader runs, as its own rows in pg_stat_activity do not
+ * for a parallel utility command (CREATE INDEX's workers report 0 in
+ * PostgreSQL 15).  BPF makes it when it creates the worker's slot, through
+ * the indirect slot's bgw_* fields (MyBgworkerEntry: bgw_type "parallel
+ * worker", bgw_notify_pid the leader); the helper's refresh keeps it.
+ */
+#define PGT_QID_LEADER		0x2
 
 #endif							/* PGT_BPF_PGT_TRACE_H */

@@ -20,6 +20,7 @@
  *	  proc_offsets pid=<n> wait_event_info=<n> backend_id=<n>
  *	  beentry_array <hexaddr> <count> <stride>
  *	  beentry_offsets procpid=<n> query_id=<n> backend_type=<n>
+ *	  bgworker_offsets type=<n> notify_pid=<n> size=<n>	(optional)
  *	  wait_event <hex32 wait_event_info> <class name> <event name>
  *	  ...
  *	  end
@@ -27,7 +28,10 @@
  * proc_array is ProcGlobal->allProcs (PGPROC), beentry_array is
  * PostgreSQL's BackendStatusArray (PgBackendStatus); shared memory is
  * mapped at the same address in every backend, so these addresses are
- * valid in all of the cluster's processes.  wait_event lines are produced
+ * valid in all of the cluster's processes.  bgworker_offsets locates
+ * bgw_type and bgw_notify_pid in a BackgroundWorker of sizeof size (a
+ * parallel worker's MyBgworkerEntry names its leader); files written before
+ * it existed lack the line, and then its fields are 0.  wait_event lines are produced
  * by the server itself (pgstat_get_wait_event_type/pgstat_get_wait_event)
  * for every id it knows.  The class name is one word; the event name is
  * the rest of the line (an extension's LWLock tranche may contain spaces),
@@ -71,6 +75,9 @@ typedef struct pgt_layout
 	uint32_t	beentry_off_procpid;
 	uint32_t	beentry_off_query_id;
 	uint32_t	beentry_off_backend_type;
+	uint32_t	bgw_off_type;	/* bgworker_offsets, all 0 when absent */
+	uint32_t	bgw_off_notify_pid;
+	uint32_t	bgw_size;
 	uint32_t	nevents;
 	pgt_wait_event_name *events;	/* nevents entries, malloc'd */
 } pgt_layout;

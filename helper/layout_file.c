@@ -35,7 +35,8 @@ enum
 	K_PROC_OFFSETS = 1 << 4,
 	K_BE_ARRAY = 1 << 5,
 	K_BE_OFFSETS = 1 << 6,
-	K_ALL = (1 << 7) - 1
+	K_ALL = (1 << 7) - 1,		/* the keys a file must have */
+	K_BGW_OFFSETS = 1 << 7		/* optional */
 };
 
 /* A word of a line: pointer and length (not NUL-terminated). */
@@ -294,6 +295,14 @@ check_fields(const pgt_layout *l, char *err, size_t errlen)
 				 l->beentry_stride);
 		return -1;
 	}
+	/* BPF compares 16 bytes of bgw_type ("parallel worker") */
+	if (l->bgw_size != 0 &&
+		(l->bgw_off_type + 16 > l->bgw_size || l->bgw_off_notify_pid + 4 > l->bgw_size))
+	{
+		snprintf(err, errlen, "bgworker_offsets outside the %u-byte BackgroundWorker",
+				 l->bgw_size);
+		return -1;
+	}
 	return 0;
 }
 
@@ -308,6 +317,7 @@ layout_parse(const char *buf, size_t len, pgt_layout *out, char *err, size_t err
 {
 	static const char *const proc_names[3] = {"pid", "wait_event_info", "backend_id"};
 	static const char *const be_names[3] = {"procpid", "query_id", "backend_type"};
+	static const char *const bgw_names[3] = {"type", "notify_pid", "size"};
 	pgt_layout	l;
 	size_t		pos = 0;
 	int			lineno = 0;
@@ -478,6 +488,22 @@ layout_parse(const char *buf, size_t len, pgt_layout *out, char *err, size_t err
 			l.beentry_off_procpid = o[0];
 			l.beentry_off_query_id = o[1];
 			l.beentry_off_backend_type = o[2];
+		}
+		else if (word_is(w[0], "bgworker_offsets"))
+		{
+			uint32_t	o[3];
+
+			ONCE(K_BGW_OFFSETS, "bgworker_offsets");
+			if (parse_offsets(w, nw, bgw_names, o, err, errlen, lineno) < 0)
+				goto fail;
+			if (o[2] == 0)
+			{
+				snprintf(err, errlen, "line %d: bgworker_offsets size 0", lineno);
+				goto fail;
+			}
+			l.bgw_off_type = o[0];
+			l.bgw_off_notify_pid = o[1];
+			l.bgw_size = o[2];
 		}
 		else if (word_is(w[0], "wait_event"))
 		{

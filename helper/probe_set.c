@@ -999,6 +999,36 @@ index_old_slots(pset_runtime *rt, pid_slot **out)
 }
 
 /*
+ * indirect_leader_fields
+ *		Where a new child finds its MyBgworkerEntry, so that BPF can point a
+ *		parallel worker's slot at its leader (PGT_QID_LEADER).  Left 0 (each
+ *		worker keeps its own id) when the layout file predates its
+ *		bgworker_offsets line or the binary does not export the variable.
+ */
+static void
+indirect_leader_fields(pid_t postmaster, const pgt_layout *layout, struct pgt_qid_slot *slot)
+{
+	uint64_t	addr;
+	char		err[256];
+
+	if (layout->bgw_size == 0)
+	{
+		log_debug("query ids: layout file without bgworker_offsets: parallel workers "
+				  "keep their own query ids");
+		return;
+	}
+	if (pg_symbol_addr(postmaster, "MyBgworkerEntry", &addr, err, sizeof(err)) < 0)
+	{
+		log_debug("query ids: no MyBgworkerEntry in postmaster %d (%s): parallel "
+				  "workers keep their own query ids", (int) postmaster, err);
+		return;
+	}
+	slot->bgw_addr = addr;
+	slot->bgw_off_type = layout->bgw_off_type;
+	slot->bgw_off_notify_pid = layout->bgw_off_notify_pid;
+}
+
+/*
  * install_indirect
  *		Once per postmaster: a PGT_QID_INDIRECT slot keyed by its pid, so a
  *		new backend's first events carry its query id, and its first waits
@@ -1033,11 +1063,12 @@ install_indirect(pset_runtime *rt, pid_t postmaster, const pgt_layout *layout)
 	else
 		log_debug("query ids: no my_wait_event_info in postmaster %d (%s): a new "
 				  "backend's waits are timed from the next refresh", (int) postmaster, err);
+	indirect_leader_fields(postmaster, layout, &slot);
 	if (bpf_map_update_elem(rt->ctx.qid_fd, &key, &slot, BPF_ANY) != 0)
 		log_warn("query ids: cannot install the MyBEEntry slot: %s", strerror(errno));
 	else
 		log_debug("query ids: MyBEEntry of postmaster %d at 0x%llx", (int) postmaster,
-				  (unsigned long long) addr);
+				  (unsigned long long) slot.queryid_addr);
 }
 
 /*
@@ -1047,7 +1078,8 @@ install_indirect(pset_runtime *rt, pid_t postmaster, const pgt_layout *layout)
  *		miss an entry).  true when it did not move: nothing to write.  When
  *		only the wait address was added (BPF made the slot without it), the
  *		last id read in the process's context stays in the new one, for
- *		programs in other contexts.
+ *		programs in other contexts.  A parallel worker's slot that BPF
+ *		pointed at its leader (PGT_QID_LEADER) stays pointed there.
  */
 static int
 keep_old_slot(pset_runtime *rt, const pid_slot *old, size_t nold, uint32_t pid,
@@ -1060,6 +1092,14 @@ keep_old_slot(pset_runtime *rt, const pid_slot *old, size_t nold, uint32_t pid,
 		cur = rt->sweep_slots[o];
 	else if (bpf_map_lookup_elem(rt->ctx.qid_fd, &pid, &cur) != 0)
 		return 0;
+	if (cur.flags & PGT_QID_LEADER)
+	{
+		/* a parallel worker reading its leader's id: BPF chose, keep it */
+		slot->procpid_addr = cur.procpid_addr;
+		slot->queryid_addr = cur.queryid_addr;
+		slot->nspid = cur.nspid;
+		slot->flags = cur.flags;
+	}
 	if (cur.queryid_addr != slot->queryid_addr || cur.nspid != slot->nspid)
 		return 0;
 	if (cur.wait_addr == slot->wait_addr)

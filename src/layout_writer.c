@@ -29,6 +29,7 @@
 
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
+#include "postmaster/bgworker.h"
 #include "storage/backendid.h"
 #include "storage/fd.h"
 #include "storage/proc.h"
@@ -113,7 +114,8 @@ layout_append_header(StringInfo buf)
 /*
  * layout_append_arrays
  *		Base address, element count and stride of the PGPROC array and of
- *		BackendStatusArray, and the offsets of the fields the helper reads.
+ *		BackendStatusArray, and the offsets of the fields the helper reads
+ *		(in them, and in a BackgroundWorker).
  */
 static void
 layout_append_arrays(StringInfo buf)
@@ -138,6 +140,11 @@ layout_append_arrays(StringInfo buf)
 					 offsetof(PgBackendStatus, st_procpid),
 					 offsetof(PgBackendStatus, st_query_id),
 					 offsetof(PgBackendStatus, st_backendType));
+	/* a parallel worker's MyBgworkerEntry names its leader (PGT_QID_LEADER) */
+	appendStringInfo(buf, "bgworker_offsets type=%zu notify_pid=%zu size=%zu\n",
+					 offsetof(BackgroundWorker, bgw_type),
+					 offsetof(BackgroundWorker, bgw_notify_pid),
+					 sizeof(BackgroundWorker));
 }
 
 /*

@@ -30,6 +30,8 @@
 #   - every row's backend type is pg_stat_activity's; a parallel query's
 #     workers keep theirs, folded too, and with the leader's they add up to
 #     the blocks pg_statio_user_tables counts
+#   - a parallel CREATE INDEX's workers (query id 0 in pg_stat_activity)
+#     read under the leader's query id; together the blocks statio counts
 use strict;
 use warnings;
 use FindBin;
@@ -635,6 +637,33 @@ cmp_ok($node->safe_psql('postgres',
 is($node->safe_psql('postgres',
 		"SELECT string_agg(DISTINCT backend_type, ',') FROM pg_tracer_kernel_cache WHERE pid = $pid_par"),
 	'client backend', 'pg_tracer_kernel_cache names the backend type');
+
+# A parallel CREATE INDEX: PostgreSQL 15 leaves its workers' own query id
+# at 0 (pg_stat_activity shows them none); their events carry the
+# leader's, so the statement's reads add up under its query id.
+$s_par->query_safe('SET max_parallel_maintenance_workers = 2');
+$s_par->query_safe("SET maintenance_work_mem = '256MB'");
+$blks0 = $node->safe_psql('postgres', $statio);
+$s_par->query_safe('CREATE INDEX cold_g_parallel ON cold (g)');
+# an idle backend's query_id is its last statement's
+my $ciq = $node->safe_psql('postgres', "SELECT query_id FROM pg_stat_activity WHERE pid = $pid_par");
+$s_par->query_safe('SELECT pg_stat_force_next_flush()');
+$s_par->query_safe('SELECT 1');
+my $truth_ci = ($node->safe_psql('postgres', $statio) - $blks0) * 8192;
+my $ciq_bytes = "SELECT coalesce(sum(bytes) FILTER (WHERE queryid = '$ciq'), 0),
+                        coalesce(sum(bytes) FILTER (WHERE queryid = '$ciq' AND backend_type = 'parallel worker'), 0),
+                        coalesce(sum(bytes) FILTER (WHERE queryid = '0' AND backend_type = 'parallel worker'), 0)
+                   FROM pg_tracer_kernel_io WHERE relation = 'cold'::regclass AND op = 'pread64'";
+my ($ci_all, $ci_workers, $ci_unknown);
+wait_until(sub {
+	($ci_all, $ci_workers, $ci_unknown) = split /\|/, $node->safe_psql('postgres', $ciq_bytes);
+	$ci_all >= $truth_ci
+}, 10);
+cmp_ok($ci_workers, '>', 0,
+	"a parallel CREATE INDEX: its workers' reads carry the statement's query id $ciq ($ci_workers bytes)");
+is($ci_unknown, '0', 'no parallel worker read the table under query id 0');
+ok($truth_ci > 0 && abs($ci_all - $truth_ci) <= 0.10 * $truth_ci,
+	"leader and workers under the CREATE INDEX's id read the blocks pg_statio_user_tables counts ($ci_all of $truth_ci bytes)");
 $s_par->quit;
 
 $node->safe_psql('postgres', 'CREATE ROLE plain_reader LOGIN');

@@ -21,6 +21,7 @@ static const char valid[] =
 	"proc_offsets pid=60 wait_event_info=824 backend_id=64\n"
 	"beentry_array 0x7f0a12400000 130 432\n"
 	"beentry_offsets procpid=4 query_id=424 backend_type=8\n"
+	"bgworker_offsets type=96 notify_pid=536 size=544\n"
 	"wait_event 0x0a000001 IO BufFileRead\n"
 	"wait_event 0x01000000 LWLock ShmemIndex\n"
 	"wait_event 0x07000000 Extension Extension\n"
@@ -91,6 +92,9 @@ test_valid(void)
 	CHECK_INT(l.beentry_off_procpid, 4);
 	CHECK_INT(l.beentry_off_query_id, 424);
 	CHECK_INT(l.beentry_off_backend_type, 8);
+	CHECK_INT(l.bgw_off_type, 96);
+	CHECK_INT(l.bgw_off_notify_pid, 536);
+	CHECK_INT(l.bgw_size, 544);
 	CHECK_INT(l.nevents, 4);
 	/* sorted by id */
 	CHECK_INT(l.events[0].info, 0x01000000);
@@ -124,6 +128,9 @@ test_valid(void)
 						"beentry_offsets procpid=0 query_id=8 backend_type=4\nend\n",
 						&l, err, sizeof(err)), 0);
 		CHECK_INT(l.nevents, 0);
+		/* a file from before bgworker_offsets: parallel workers keep their ids */
+		CHECK_INT(l.bgw_size, 0);
+		CHECK_INT(l.bgw_off_notify_pid, 0);
 		layout_free(&l);
 	}
 }
@@ -166,6 +173,12 @@ test_rejections(void)
 		   "pid=60 pid=824 backend_id=64", "duplicate offset");
 	reject("wait_event_info=824", "wait_event_info=878", "outside");
 	reject("query_id=424", "query_id=428", "outside");
+	reject("notify_pid=536", "notify_pid=541", "outside the 544-byte BackgroundWorker");
+	reject("type=96", "type=529", "outside the 544-byte BackgroundWorker");
+	reject("size=544", "size=0", "bgworker_offsets size 0");
+	reject("bgworker_offsets type=96", "bgworker_offsets size=96", "duplicate offset");
+	reject("size=544\n", "size=544\nbgworker_offsets type=96 notify_pid=536 size=544\n",
+		   "duplicate key bgworker_offsets");
 	reject("wait_event 0x0a000001 IO BufFileRead", "wait_event 0x0a000001 IO", "wait_event takes");
 	reject("wait_event 0x07000000 Extension Extension",
 		   "wait_event 0x0a000001 IO Again", "duplicate wait event id");
