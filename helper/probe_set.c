@@ -1094,7 +1094,12 @@ keep_old_slot(pset_runtime *rt, const pid_slot *old, size_t nold, uint32_t pid,
 		return 0;
 	if (cur.flags & PGT_QID_LEADER)
 	{
-		/* a parallel worker reading its leader's id: BPF chose, keep it */
+		/*
+		 * A parallel worker reading its leader's id: BPF chose, keep it.
+		 * It cannot outlive the worker: the sweep drops the slot within a
+		 * second of the exit, and pids are handed out cyclically, so no new
+		 * process gets this pid (and the slot) in between.
+		 */
 		slot->procpid_addr = cur.procpid_addr;
 		slot->queryid_addr = cur.queryid_addr;
 		slot->nspid = cur.nspid;
