@@ -223,7 +223,13 @@ SKIP:
 			"SELECT coalesce(sum(retransmits), 0) FROM pg_tracer_kernel_net WHERE pid = $pid");
 		$mine >= $truth
 	}, 10);
-	is($mine, $truth, "dblink: retransmits attributed to backend $pid ($mine) = the new socket's ($truth)");
+	# The old socket's Terminate message is lost one time in ten too; its
+	# resends are the backend's, rightly, but ss no longer shows that
+	# socket (one CI run counted 13 against the new socket's 12).  So the
+	# new socket's count, and at most two more.
+	ok($mine >= $truth && $mine <= $truth + 2,
+		"dblink: retransmits attributed to backend $pid ($mine) = the new socket's ($truth), "
+		  . "or up to two more (the old one's last message resent)");
 	unlike($err, qr/ERROR/, 'dblink: no error in the session');
 	$in .= "\\q\n";
 	$psql->finish;
