@@ -72,6 +72,8 @@ SELECT line ~ '^proc_offsets pid=[0-9]+ wait_event_info=[0-9]+ backend_id=[0-9]+
   FROM layout WHERE key = 'proc_offsets';
 SELECT line ~ '^beentry_offsets procpid=[0-9]+ query_id=[0-9]+ backend_type=[0-9]+$' AS ok
   FROM layout WHERE key = 'beentry_offsets';
+SELECT line ~ '^bgworker_offsets type=[0-9]+ notify_pid=[0-9]+ size=[0-9]+$' AS ok
+  FROM layout WHERE key = 'bgworker_offsets';
 SELECT count(*) > 200 AS many_events,
        bool_and(line ~ '^wait_event 0x[0-9a-f]{8} [A-Za-z]+ [ -~]+$') AS well_formed
   FROM layout WHERE key = 'wait_event';
