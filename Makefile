@@ -9,7 +9,8 @@
 #   * the helper binary helper/pg-tracer (libbpf + libelf), with plain $(CC):
 #     it is not a PGXS PROGRAM because it must not link against libpq/pgport.
 #
-# Targets beyond PGXS's own: helper, unit (C unit tests), install-helper.
+# Targets beyond PGXS's own: helper, unit (C unit tests), fuzz (libFuzzer
+# targets over every parser of untrusted bytes), install-helper.
 
 EXTENSION   = pg_tracer
 MODULE_big  = pg_tracer
@@ -105,6 +106,30 @@ unit: $(UNIT_TESTS)
 	  if $$t; then ok=$$((ok+1)); else bad=$$((bad+1)); fi; done; \
 	  echo "unit programs: $$ok passed, $$bad failed"; test $$bad -eq 0
 
+# ---------------------------------------------------------------- fuzzing
+# Each test/fuzz/fuzz_<name>.c is a libFuzzer target over the parsers of
+# bytes that cross a trust boundary (layout file, segment, control lines,
+# /proc text, pid file, SDT notes), built with clang's AddressSanitizer and
+# UndefinedBehaviorSanitizer over its own instrumented copy of those
+# sources; `make fuzz` runs each for FUZZ_SECONDS (test/fuzz/run.sh).
+FUZZ_CC       ?= clang
+FUZZ_SECONDS  ?= 20
+FUZZ_CFLAGS    = -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+                 -std=gnu11 -D_GNU_SOURCE -DPGT_VERSION='"$(EXT_VERSION)"' \
+                 -Icommon -Ihelper -Itest/fuzz
+FUZZ_LIB_SRCS  = helper/layout_file.c helper/procfs.c helper/pidfile.c helper/usdt_notes.c \
+                 helper/control_server.c helper/escalation.c helper/segment_writer.c \
+                 helper/log.c helper/parse_num.c $(COMMON_SRCS)
+FUZZ_TARGETS   = $(patsubst test/fuzz/%.c,$(BUILD)/fuzz/%,$(wildcard test/fuzz/fuzz_*.c))
+
+$(BUILD)/fuzz/fuzz_%: test/fuzz/fuzz_%.c test/fuzz/fuzz.h $(FUZZ_LIB_SRCS) \
+                      $(wildcard helper/*.h) $(wildcard common/*.h)
+	@mkdir -p $(BUILD)/fuzz
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $< $(FUZZ_LIB_SRCS)
+
+fuzz: $(FUZZ_TARGETS)
+	bash test/fuzz/run.sh $(BUILD) $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
 # ---------------------------------------------------------------- install
 prefix_helper ?= /usr/local
 SYSTEMD_DIR   ?= /etc/systemd/system
@@ -121,4 +146,4 @@ clean: clean-helper
 clean-helper:
 	rm -rf $(BUILD) $(HELPER) tmp_check_regress
 
-.PHONY: helper unit install-helper clean-helper
+.PHONY: helper unit fuzz install-helper clean-helper

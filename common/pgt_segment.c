@@ -150,10 +150,12 @@ check_section(const struct pgt_section *s, size_t len, size_t min_entry,
 				 s->kind, s->offset, bytes, len);
 		return -1;
 	}
-	if (s->offset % 8 != 0)
+	/* rows are read in place as structs of 8-byte fields: each must be aligned */
+	if (s->offset % 8 != 0 || s->entry_size % 8 != 0)
 	{
-		snprintf(err, errlen, "section kind %u: misaligned offset %" PRIu64,
-				 s->kind, s->offset);
+		snprintf(err, errlen, "section kind %u: misaligned rows (offset %" PRIu64
+				 ", entry size %u: both must be multiples of 8)",
+				 s->kind, s->offset, s->entry_size);
 		return -1;
 	}
 	return 0;

@@ -83,8 +83,8 @@
 struct pgt_section
 {
 	uint32_t	kind;			/* PGT_SEC_*, 0 = unused slot */
-	uint32_t	entry_size;		/* bytes per entry, >= known struct size */
-	uint64_t	offset;			/* from the start of the segment */
+	uint32_t	entry_size;		/* bytes per entry, >= known struct size, a multiple of 8 */
+	uint64_t	offset;			/* from the start of the segment, a multiple of 8 */
 	uint32_t	capacity;		/* entries allocated */
 	uint32_t	count;			/* entries in use, <= capacity */
 	uint64_t	reserved;

@@ -11,6 +11,8 @@ fi
 PACKAGES=(
 	# toolchain and BPF
 	make gcc clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev pkg-config
+	# fuzzing: libFuzzer and the sanitizers' runtimes for clang; objcopy (SDT seed)
+	libclang-rt-14-dev binutils
 	# PostgreSQL 15 server, headers (PGXS), client, TAP test modules
 	postgresql-15 postgresql-server-dev-15 postgresql-client-15 postgresql-contrib
 	libipc-run-perl perl

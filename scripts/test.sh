@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # test.sh — build everything and run every test suite: C unit tests,
-# pg_regress (SQL API) and TAP (real clusters, the real helper, real BPF).
+# fuzzing of the parsers, pg_regress (SQL API) and TAP (real clusters, the
+# real helper, real BPF).
 #
 # Run as root on Debian 12: it installs the packages it needs, builds and
 # installs the extension and the helper, then runs the PostgreSQL suites as
@@ -46,6 +47,15 @@ u_pass=$(echo "$unit_counts" | awk '{s+=$1} END {print s+0}')
 u_fail=$(echo "$unit_counts" | awk '{s+=$2} END {print s+0}')
 grep -q '^unit programs: [0-9]* passed, 0 failed$' "$unit_log" || u_fail=$((u_fail + 1))
 add "$u_pass" "$u_fail"
+
+echo "=== fuzzing: every parser of untrusted bytes, ${FUZZ_SECONDS:-20} s each (libFuzzer, ASan, UBSan)"
+fuzz_log=$(mktemp)
+make -s fuzz FUZZ_SECONDS="${FUZZ_SECONDS:-20}" 2>&1 | tee "$fuzz_log"
+if r=$(grep -E '^fuzz targets: [0-9]+ passed, [0-9]+ failed$' "$fuzz_log"); then
+	add "$(echo "$r" | awk '{print $3}')" "$(echo "$r" | awk '{print $5}')"
+else
+	add 0 1
+fi
 
 echo "=== PostgreSQL suites (pg_regress + TAP) as postgres"
 work=$(mktemp -d /tmp/pg_tracer_test.XXXXXX)

@@ -119,6 +119,16 @@ test_damaged(void)
 	MUTATE(h->sections[1].offset, 8, PGT_SEG_CORRUPT, "table inside the header");
 	MUTATE(h->sections[1].offset, h->sections[1].offset + 4, PGT_SEG_CORRUPT, "misaligned");
 	MUTATE(h->sections[1].entry_size, 8, PGT_SEG_CORRUPT, "entry smaller than known struct");
+	{
+		/* a stride that is no multiple of 8 puts every other row's u64s off line */
+		char		err[256];
+		uint32_t	saved = h->sections[0].entry_size;
+
+		h->sections[0].entry_size = sizeof(struct pgt_probeset_entry) + 4;
+		CHECK(pgt_segment_validate(buf, len, &v, err, sizeof(err)) == PGT_SEG_CORRUPT &&
+			  strstr(err, "misaligned rows") != NULL, "entry size not a multiple of 8");
+		h->sections[0].entry_size = saved;
+	}
 	MUTATE(h->sections[1].kind, PGT_SEC_PROBESETS, PGT_SEG_CORRUPT, "known kind twice");
 	/* an unknown kind is a newer helper's table: skipped, not an error */
 	MUTATE(h->sections[1].kind, 999, PGT_SEG_OK, "unknown kind skipped");

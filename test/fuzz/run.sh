@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# test/fuzz/run.sh — run each libFuzzer target for a fixed time (Makefile: fuzz).
+#
+#   bash test/fuzz/run.sh BUILD_DIR SECONDS TARGET...
+#
+# Each target starts from its committed seeds (test/fuzz/seeds/<name>/:
+# real inputs, and any input that once failed, kept as a regression) and
+# from its corpus of earlier runs (BUILD_DIR/fuzz/corpus/<name>/, not
+# committed); the USDT target also from the notes of the installed
+# PostgreSQL binary.  A target passes when it runs SECONDS without a crash,
+# a sanitizer report, a failed property, a leak or a 10 s input.  On a
+# failure the input is kept as BUILD_DIR/fuzz/crash-<name>-* and shown.
+# The last line is "fuzz targets: N passed, N failed".
+set -uo pipefail
+
+build=$1 secs=$2
+shift 2
+here=$(cd "$(dirname "$0")" && pwd)
+pass=0 fail=0
+
+# The .note.stapsdt section of PostgreSQL, as fuzz_usdt's input (mode 0).
+postgres_notes() {
+	local bin out=$1
+	bin=$(ls /usr/lib/postgresql/*/bin/postgres 2>/dev/null | head -1)
+	[ -n "$bin" ] || return 0
+	if objcopy -O binary --only-section=.note.stapsdt \
+		--set-section-flags .note.stapsdt=alloc "$bin" "$out.raw" 2>/dev/null &&
+		[ -s "$out.raw" ]; then
+		{ printf '\0'; cat "$out.raw"; } > "$out"
+	fi
+	rm -f "$out.raw"
+}
+
+for bin in "$@"; do
+	name=$(basename "$bin")
+	name=${name#fuzz_}
+	corpus=$build/fuzz/corpus/$name
+	log=$build/fuzz/$name.log
+	mkdir -p "$corpus"
+	[ "$name" = usdt ] && postgres_notes "$corpus/postgres_notes"
+	"$bin" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 \
+		-print_final_stats=1 -artifact_prefix="$build/fuzz/crash-$name-" \
+		"$corpus" "$here/seeds/$name" > "$log" 2>&1
+	rc=$?
+	runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
+	if [ "$rc" -eq 0 ]; then
+		pass=$((pass + 1))
+		echo "fuzz $name: ok, ${runs:-?} inputs in ${secs} s"
+	else
+		fail=$((fail + 1))
+		echo "fuzz $name: FAILED (exit $rc); log $log"
+		grep -E 'ERROR|property failed|SUMMARY|^    #[0-9]' "$log" | head -20
+		for c in "$build/fuzz/crash-$name-"*; do
+			[ -f "$c" ] && { echo "--- input $c"; od -A d -c "$c" | head -20; }
+		done
+	fi
+done
+echo "fuzz targets: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
