@@ -63,4 +63,21 @@ fuzz_cstring(const uint8_t *data, size_t size)
 	return s;
 }
 
+/*
+ * A malloc'd copy of data of exactly size bytes, with no terminating NUL
+ * (one byte is allocated for an empty input), for parsers that take a
+ * buffer and a length: AddressSanitizer then faults a read one past its
+ * end, which a NUL-terminated copy would hide.
+ */
+static inline void *
+fuzz_exact_copy(const uint8_t *data, size_t size)
+{
+	void	   *copy = malloc(size ? size : 1);
+
+	if (copy == NULL)
+		abort();
+	memcpy(copy, data, size);
+	return copy;
+}
+
 #endif							/* PGT_TEST_FUZZ_H */

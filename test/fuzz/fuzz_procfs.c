@@ -75,9 +75,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size == 0)
 		return 0;
 	len = size - 1;
-	buf = malloc(len ? len : 1);	/* exact size: no NUL after the text */
-	FUZZ_EXPECT(buf != NULL);
-	memcpy(buf, data + 1, len);
+	buf = fuzz_exact_copy(data + 1, len);	/* no NUL after the text */
 	switch (data[0] % 5)
 	{
 		case 0:

@@ -115,14 +115,9 @@ make_segment(const uint8_t *data, size_t size, size_t *len)
 	if ((data[0] & 3) == 0)
 	{
 		*len = size - 1;
-		seg = malloc(*len ? *len : 1);
-		FUZZ_EXPECT(seg != NULL);
-		memcpy(seg, data + 1, *len);
-		return seg;
+		return fuzz_exact_copy(data + 1, *len);
 	}
-	seg = malloc(base_len);
-	FUZZ_EXPECT(seg != NULL);
-	memcpy(seg, base, base_len);
+	seg = fuzz_exact_copy(base, base_len);
 	*len = base_len;
 	if (size >= 3 && (units = (size_t) data[1] | (size_t) data[2] << 8) != 0 &&
 		units * 16 < base_len)
