@@ -109,7 +109,7 @@ unit: $(UNIT_TESTS)
 # ---------------------------------------------------------------- fuzzing
 # Each test/fuzz/fuzz_<name>.c is a libFuzzer target over the parsers of
 # bytes that cross a trust boundary (layout file, segment, control lines,
-# /proc text, pid file, SDT notes), built with clang's AddressSanitizer and
+# /proc text, pid file, SDT notes, executables), built with clang's AddressSanitizer and
 # UndefinedBehaviorSanitizer over its own instrumented copy of those
 # sources; `make fuzz` runs each for FUZZ_SECONDS (test/fuzz/run.sh).
 FUZZ_CC       ?= clang
@@ -118,6 +118,7 @@ FUZZ_CFLAGS    = -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recove
                  -std=gnu11 -D_GNU_SOURCE -DPGT_VERSION='"$(EXT_VERSION)"' \
                  -Icommon -Ihelper -Itest/fuzz
 FUZZ_LIB_SRCS  = helper/layout_file.c helper/procfs.c helper/pidfile.c helper/usdt_notes.c \
+                 helper/elf_inspect.c \
                  helper/control_server.c helper/escalation.c helper/segment_writer.c \
                  helper/log.c helper/parse_num.c $(COMMON_SRCS)
 FUZZ_TARGETS   = $(patsubst test/fuzz/%.c,$(BUILD)/fuzz/%,$(wildcard test/fuzz/fuzz_*.c))
@@ -125,7 +126,7 @@ FUZZ_TARGETS   = $(patsubst test/fuzz/%.c,$(BUILD)/fuzz/%,$(wildcard test/fuzz/f
 $(BUILD)/fuzz/fuzz_%: test/fuzz/fuzz_%.c test/fuzz/fuzz.h $(FUZZ_LIB_SRCS) \
                       $(wildcard helper/*.h) $(wildcard common/*.h)
 	@mkdir -p $(BUILD)/fuzz
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $< $(FUZZ_LIB_SRCS)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $< $(FUZZ_LIB_SRCS) -lelf -lz
 
 fuzz: $(FUZZ_TARGETS)
 	bash test/fuzz/run.sh $(BUILD) $(FUZZ_SECONDS) $(FUZZ_TARGETS)

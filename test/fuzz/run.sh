@@ -7,7 +7,9 @@
 # real inputs, and any input that once failed, kept as a regression) and
 # from its corpus of earlier runs (BUILD_DIR/fuzz/corpus/<name>/, not
 # committed); the USDT target also from the notes of the installed
-# PostgreSQL binary.  A target passes when it runs SECONDS without a crash,
+# PostgreSQL binary, the ELF target from small executables built here that
+# carry those notes, a build id, a debuglink and the symbols the helper
+# looks up (built, not committed: they are compiler output).  A target passes when it runs SECONDS without a crash,
 # a sanitizer report, a failed property, a leak or a 10 s input.  On a
 # failure the input is kept as BUILD_DIR/fuzz/crash-<name>-* and shown.
 # The last line is "fuzz targets: N passed, N failed".
@@ -31,6 +33,31 @@ postgres_notes() {
 	rm -f "$out.raw"
 }
 
+# Small executables as fuzz_elf's inputs: a static one with PostgreSQL's
+# SDT notes added, and a static PIE with a debuglink.
+small_elves() {
+	local dir=$1 tmp
+	tmp=$(mktemp -d) || return 0
+	cat > "$tmp/tiny.c" <<-'EOF'
+	int MyProc = 1;
+	void PostmasterMain(void) { }
+	void _start(void) { PostmasterMain(); for (;;) ; }
+	EOF
+	postgres_notes "$tmp/notes"
+	if cc -Os -nostdlib -static -Wl,--build-id -Wl,-n -o "$tmp/static" "$tmp/tiny.c" 2>/dev/null; then
+		if [ -s "$tmp/notes" ]; then
+			tail -c +2 "$tmp/notes" > "$tmp/notes.raw"
+			objcopy --add-section .note.stapsdt="$tmp/notes.raw" \
+				--add-section .stapsdt.base=/dev/null "$tmp/static" "$dir/static_sdt"
+		else
+			cp "$tmp/static" "$dir/static_sdt"
+		fi
+	fi
+	cc -Os -nostdlib -static-pie -Wl,--build-id -o "$tmp/pie" "$tmp/tiny.c" 2>/dev/null &&
+		objcopy --add-gnu-debuglink="$tmp/tiny.c" "$tmp/pie" "$dir/pie_debuglink"
+	rm -rf "$tmp"
+}
+
 for bin in "$@"; do
 	name=$(basename "$bin")
 	name=${name#fuzz_}
@@ -38,9 +65,12 @@ for bin in "$@"; do
 	log=$build/fuzz/$name.log
 	mkdir -p "$corpus"
 	[ "$name" = usdt ] && postgres_notes "$corpus/postgres_notes"
+	[ "$name" = elf ] && small_elves "$corpus"
+	seeds=()
+	[ -d "$here/seeds/$name" ] && seeds=("$here/seeds/$name")
 	"$bin" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 \
 		-print_final_stats=1 -artifact_prefix="$build/fuzz/crash-$name-" \
-		"$corpus" "$here/seeds/$name" > "$log" 2>&1
+		"$corpus" "${seeds[@]}" > "$log" 2>&1
 	rc=$?
 	runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
 	if [ "$rc" -eq 0 ]; then
