@@ -18,6 +18,7 @@
 #include "engine_catalog.h"
 #include "pgt_segment.h"
 #include "procfs.h"
+#include "trace_out.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -25,27 +26,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/*
- * json_str
- *		Print s as a JSON string.
- */
-static void
-json_str(const char *s)
-{
-	putchar('"');
-	for (; *s; s++)
-	{
-		unsigned char ch = (unsigned char) *s;
-
-		if (ch == '"' || ch == '\\')
-			printf("\\%c", ch);
-		else if (ch < 0x20 || ch >= 0x7f)
-			printf("\\u%04x", ch);
-		else
-			putchar(ch);
-	}
-	putchar('"');
-}
+/* Print s as a JSON string (the trace stream's escaping). */
+#define json_str(s) trace_json_string(stdout, (s))
 
 /*
  * distinct_probes
