@@ -109,9 +109,10 @@ unit: $(UNIT_TESTS)
 # ---------------------------------------------------------------- fuzzing
 # Each test/fuzz/fuzz_<name>.c is a libFuzzer target over the parsers of
 # bytes that cross a trust boundary (layout file, segment, control lines,
-# /proc text, pid file, SDT notes, executables), built with clang's AddressSanitizer and
-# UndefinedBehaviorSanitizer over its own instrumented copy of those
-# sources; `make fuzz` runs each for FUZZ_SECONDS (test/fuzz/run.sh).
+# /proc text, pid file, SDT notes, executables), built with clang's
+# AddressSanitizer and UndefinedBehaviorSanitizer over its own instrumented
+# copy of those sources; `make fuzz` runs each for FUZZ_SECONDS
+# (test/fuzz/run.sh).
 FUZZ_CC       ?= clang
 FUZZ_SECONDS  ?= 20
 FUZZ_CFLAGS    = -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
