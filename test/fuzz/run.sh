@@ -20,16 +20,23 @@ shift 2
 here=$(cd "$(dirname "$0")" && pwd)
 pass=0 fail=0
 
-# The .note.stapsdt section of PostgreSQL, as fuzz_usdt's input (mode 0).
+# The .note.stapsdt section of the installed PostgreSQL, raw, into $1.
+# Fails (and leaves nothing) where there is none.
 postgres_notes() {
-	local bin out=$1
+	local bin
 	bin=$(ls /usr/lib/postgresql/*/bin/postgres 2>/dev/null | head -1)
-	[ -n "$bin" ] || return 0
-	if objcopy -O binary --only-section=.note.stapsdt \
-		--set-section-flags .note.stapsdt=alloc "$bin" "$out.raw" 2>/dev/null &&
-		[ -s "$out.raw" ]; then
-		{ printf '\0'; cat "$out.raw"; } > "$out"
+	if [ -n "$bin" ] && objcopy -O binary --only-section=.note.stapsdt \
+		--set-section-flags .note.stapsdt=alloc "$bin" "$1" 2>/dev/null && [ -s "$1" ]; then
+		return 0
 	fi
+	rm -f "$1"
+	return 1
+}
+
+# fuzz_usdt's input from them: mode byte 0 (a section), then the section.
+usdt_seed() {
+	local out=$1
+	postgres_notes "$out.raw" && { printf '\0'; cat "$out.raw"; } > "$out"
 	rm -f "$out.raw"
 }
 
@@ -43,10 +50,8 @@ small_elves() {
 	void PostmasterMain(void) { }
 	void _start(void) { PostmasterMain(); for (;;) ; }
 	EOF
-	postgres_notes "$tmp/notes"
 	if cc -Os -nostdlib -static -Wl,--build-id -Wl,-n -o "$tmp/static" "$tmp/tiny.c" 2>/dev/null; then
-		if [ -s "$tmp/notes" ]; then
-			tail -c +2 "$tmp/notes" > "$tmp/notes.raw"
+		if postgres_notes "$tmp/notes.raw"; then
 			objcopy --add-section .note.stapsdt="$tmp/notes.raw" \
 				--add-section .stapsdt.base=/dev/null "$tmp/static" "$dir/static_sdt"
 		else
@@ -64,7 +69,7 @@ for bin in "$@"; do
 	corpus=$build/fuzz/corpus/$name
 	log=$build/fuzz/$name.log
 	mkdir -p "$corpus"
-	[ "$name" = usdt ] && postgres_notes "$corpus/postgres_notes"
+	[ "$name" = usdt ] && usdt_seed "$corpus/postgres_notes"
 	[ "$name" = elf ] && small_elves "$corpus"
 	seeds=()
 	[ -d "$here/seeds/$name" ] && seeds=("$here/seeds/$name")
