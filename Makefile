@@ -119,6 +119,7 @@ FUZZ_CFLAGS    = -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recove
                  -std=gnu11 -D_GNU_SOURCE -DPGT_VERSION='"$(EXT_VERSION)"' \
                  -Icommon -Ihelper -Itest/fuzz
 FUZZ_LIB_SRCS  = helper/layout_file.c helper/procfs.c helper/pidfile.c helper/usdt_notes.c \
+                 helper/fd_read.c \
                  helper/elf_inspect.c \
                  helper/control_server.c helper/escalation.c helper/segment_writer.c \
                  helper/log.c helper/parse_num.c $(COMMON_SRCS)

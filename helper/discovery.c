@@ -177,14 +177,49 @@ cmp_candidate(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* Which /proc entries scan_proc keeps. */
+typedef struct proc_filter
+{
+	discovery_known_fn known;	/* passed over before any file is read */
+	void	   *known_arg;
+	pid_t		parent;			/* > 0: only the children of this pid */
+	int			postgres_only;	/* only processes running postgres */
+} proc_filter;
+
 /*
- * read_candidates
- *		Every postgres process of the host but those known() names, sorted
- *		by pid, into *out (malloc'd, caller frees).  Returns 0, or -1 when
- *		/proc cannot be read or memory runs out.
+ * append_candidate
+ *		Append (pid, ppid) to the growing array *cands (*n used of *cap).
+ *		Returns 0, or -1 out of memory (logged; *cands unchanged).
  */
 static int
-read_candidates(discovery_known_fn known, void *known_arg, candidate **out, size_t *nout)
+append_candidate(candidate **cands, size_t *n, size_t *cap, pid_t pid, pid_t ppid)
+{
+	if (*n == *cap)
+	{
+		size_t		ncap = *cap ? *cap * 2 : 64;
+		candidate  *nc = realloc(*cands, ncap * sizeof(*nc));
+
+		if (nc == NULL)
+		{
+			log_error("out of memory while scanning /proc");
+			return -1;
+		}
+		*cands = nc;
+		*cap = ncap;
+	}
+	(*cands)[*n].pid = pid;
+	(*cands)[(*n)++].ppid = ppid;
+	return 0;
+}
+
+/*
+ * scan_proc
+ *		Every process of the host that f keeps, sorted by pid, into *out
+ *		(malloc'd, caller frees).  Returns 0, or -1 when /proc cannot be read
+ *		or memory runs out.
+ */
+static int
+scan_proc(const proc_filter *f, candidate **out, size_t *nout)
 {
 	candidate  *cands = NULL;
 	size_t		ncands = 0;
@@ -204,27 +239,17 @@ read_candidates(discovery_known_fn known, void *known_arg, candidate **out, size
 		pid_t		pid = parse_pid_name(de->d_name);
 		proc_stat	ps;
 
-		if (pid <= 0 || (known != NULL && known(pid, known_arg)) ||
-			procfs_read_stat(pid, &ps) < 0 || !procfs_is_postgres(pid, &ps))
+		if (pid <= 0 || (f->known != NULL && f->known(pid, f->known_arg)) ||
+			procfs_read_stat(pid, &ps) < 0 ||
+			(f->parent > 0 && ps.ppid != f->parent) ||
+			(f->postgres_only && !procfs_is_postgres(pid, &ps)))
 			continue;
-		if (ncands == cap)
+		if (append_candidate(&cands, &ncands, &cap, pid, ps.ppid) < 0)
 		{
-			size_t		ncap = cap ? cap * 2 : 64;
-			candidate  *n = realloc(cands, ncap * sizeof(*n));
-
-			if (n == NULL)
-			{
-				log_error("out of memory while scanning /proc");
-				closedir(dir);
-				free(cands);
-				return -1;
-			}
-			cands = n;
-			cap = ncap;
+			closedir(dir);
+			free(cands);
+			return -1;
 		}
-		cands[ncands].pid = pid;
-		cands[ncands].ppid = ps.ppid;
-		ncands++;
 	}
 	closedir(dir);
 	if (ncands > 1)
@@ -265,7 +290,8 @@ discovery_scan(pm_info **out, size_t *nout, int filter, uint64_t dev, uint64_t i
 
 	*out = NULL;
 	*nout = 0;
-	if (read_candidates(known, known_arg, &cands, &ncands) < 0)
+	if (scan_proc(&(proc_filter) {.known = known, .known_arg = known_arg, .postgres_only = 1},
+				  &cands, &ncands) < 0)
 		return -1;
 	if (roots != NULL && (rs = calloc(ncands ? ncands : 1, sizeof(*rs))) == NULL)
 	{
@@ -367,45 +393,27 @@ discovery_check_pids(pid_t *pids, size_t *npids, int filter, uint64_t dev, uint6
 int
 discovery_children(pid_t pm, pid_t **out, size_t *nout)
 {
-	pid_t	   *pids = NULL;
-	size_t		n = 0;
-	size_t		cap = 0;
-	struct dirent *de;
-	DIR		   *dir;
+	candidate  *kids;
+	size_t		n;
+	size_t		i;
+	pid_t	   *pids;
 
 	*out = NULL;
 	*nout = 0;
-	dir = opendir("/proc");
-	if (dir == NULL)
+	if (pm <= 0)
+		return 0;				/* no postmaster: no children to look for */
+	if (scan_proc(&(proc_filter) {.parent = pm}, &kids, &n) < 0)
+		return -1;
+	pids = malloc((n ? n : 1) * sizeof(*pids));
+	if (pids == NULL)
 	{
-		log_error("cannot open /proc: %s", strerror(errno));
+		log_error("out of memory while scanning /proc");
+		free(kids);
 		return -1;
 	}
-	while ((de = readdir(dir)) != NULL)
-	{
-		pid_t		pid = parse_pid_name(de->d_name);
-		proc_stat	ps;
-
-		if (pid <= 0 || procfs_read_stat(pid, &ps) < 0 || ps.ppid != pm)
-			continue;
-		if (n == cap)
-		{
-			size_t		ncap = cap ? cap * 2 : 64;
-			pid_t	   *np = realloc(pids, ncap * sizeof(*np));
-
-			if (np == NULL)
-			{
-				log_error("out of memory while scanning /proc");
-				free(pids);
-				closedir(dir);
-				return -1;
-			}
-			pids = np;
-			cap = ncap;
-		}
-		pids[n++] = pid;
-	}
-	closedir(dir);
+	for (i = 0; i < n; i++)
+		pids[i] = kids[i].pid;
+	free(kids);
 	*out = pids;
 	*nout = n;
 	return 0;

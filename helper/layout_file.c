@@ -13,6 +13,8 @@
  */
 #include "layout_file.h"
 
+#include "fd_read.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -641,7 +643,7 @@ layout_load(const char *path, uid_t owner, pgt_layout *out, struct stat *st_out,
 	struct stat lst;
 	struct stat st;
 	char	   *buf = NULL;
-	size_t		len = 0;
+	ssize_t		len;
 	int			fd = -1;
 	int			ret = -1;
 	int			saved;
@@ -704,22 +706,13 @@ layout_load(const char *path, uid_t owner, pgt_layout *out, struct stat *st_out,
 		snprintf(err, errlen, "out of memory");
 		goto cleanup;
 	}
-	while (len <= PGT_LAYOUT_MAX_BYTES)
+	len = fd_read_full(fd, buf, (size_t) PGT_LAYOUT_MAX_BYTES + 1);
+	if (len < 0)
 	{
-		ssize_t		r = read(fd, buf + len, (size_t) PGT_LAYOUT_MAX_BYTES + 1 - len);
-
-		if (r < 0)
-		{
-			if (errno == EINTR)
-				continue;
-			snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno));
-			goto cleanup;
-		}
-		if (r == 0)
-			break;
-		len += (size_t) r;
+		snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno));
+		goto cleanup;
 	}
-	if (layout_parse(buf, len, out, err, errlen) < 0)
+	if (layout_parse(buf, (size_t) len, out, err, errlen) < 0)
 		goto cleanup;
 	ret = 0;
 

@@ -15,6 +15,8 @@
  */
 #include "pidfile.h"
 
+#include "fd_read.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -164,7 +166,7 @@ pidfile_read(const char *path, pg_pidfile *out, char *err, size_t errlen)
 {
 	char		buf[PIDFILE_MAX_BYTES + 1];
 	struct stat st;
-	size_t		len = 0;
+	ssize_t		len;
 	int			fd;
 	int			ret = -1;
 
@@ -179,22 +181,13 @@ pidfile_read(const char *path, pg_pidfile *out, char *err, size_t errlen)
 		snprintf(err, errlen, "%s is not a regular file", path);
 		goto cleanup;
 	}
-	while (len < sizeof(buf))
+	len = fd_read_full(fd, buf, sizeof(buf));
+	if (len < 0)
 	{
-		ssize_t		r = read(fd, buf + len, sizeof(buf) - len);
-
-		if (r < 0)
-		{
-			if (errno == EINTR)
-				continue;
-			snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno));
-			goto cleanup;
-		}
-		if (r == 0)
-			break;
-		len += (size_t) r;
+		snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno));
+		goto cleanup;
 	}
-	ret = pidfile_parse(buf, len, out, err, errlen);
+	ret = pidfile_parse(buf, (size_t) len, out, err, errlen);
 
 cleanup:
 	close(fd);

@@ -10,6 +10,7 @@
  */
 #include "procfs.h"
 
+#include "fd_read.h"
 #include "pgt_segment.h"
 
 #include <errno.h>
@@ -29,29 +30,14 @@
 static ssize_t
 read_small(const char *path, char *buf, size_t buflen)
 {
-	size_t		len = 0;
-	int			fd;
+	int			fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t		len;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
-	while (len < buflen)
-	{
-		ssize_t		r = read(fd, buf + len, buflen - len);
-
-		if (r < 0)
-		{
-			if (errno == EINTR)
-				continue;
-			close(fd);
-			return -1;
-		}
-		if (r == 0)
-			break;
-		len += (size_t) r;
-	}
+	len = fd_read_full(fd, buf, buflen);
 	close(fd);
-	return (ssize_t) len;
+	return len;
 }
 
 /*
