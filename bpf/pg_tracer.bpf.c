@@ -45,6 +45,7 @@
 
 #include "pg_tracer.h"
 #include "pgt_chain.bpf.h"
+#include "pgt_tracked.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -62,14 +63,6 @@ struct
 	__type(key, __u32);
 	__type(value, __u32);
 } postmasters SEC(".maps");
-
-struct
-{
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, PGT_BPF_MAX_TRACKED);
-	__type(key, __u32);
-	__type(value, struct pgt_tracked);
-} tracked SEC(".maps");
 
 /*
  * Set by the helper before load (pg-tracer trace): keep the titles of the

@@ -9,9 +9,8 @@
  * object before it loads (pset_prepare_object() in helper/probe_set.c calls
  * bpf_map__reuse_fd() by map name), so all sets filter on the same
  * processes the daemon (or `pg-tracer trace`) tracks, and stream into one
- * ring buffer.  `tracked` must stay identical to its definition in
- * bpf/pg_tracer.bpf.c (type, key, value, capacity): libbpf refuses to reuse
- * an incompatible map.
+ * ring buffer.  `tracked` is defined in pgt_tracked.bpf.h, which
+ * bpf/pg_tracer.bpf.c (its owner) includes too.
  *
  * Include after vmlinux.h and the libbpf headers.
  */
@@ -21,14 +20,7 @@
 #include "pg_tracer.h"
 #include "pgt_chain.bpf.h"
 #include "pgt_trace.h"
-
-struct
-{
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, PGT_BPF_MAX_TRACKED);
-	__type(key, __u32);
-	__type(value, struct pgt_tracked);
-} tracked SEC(".maps");
+#include "pgt_tracked.bpf.h"
 
 struct
 {
