@@ -597,7 +597,8 @@ my $pq = $1;
 my $statio = "SELECT heap_blks_read FROM pg_statio_user_tables WHERE relname = 'cold'";
 my $blks0 = $node->safe_psql('postgres', $statio);
 $s_par->query_safe($par_sql);
-# the leader's table stats reach the shared ones at its next transaction's end
+# the workers' table stats reach the shared ones as they exit, the leader's
+# at its next transaction's end
 $s_par->query_safe('SELECT pg_stat_force_next_flush()');
 $s_par->query_safe('SELECT 1');
 my $truth_par = ($node->safe_psql('postgres', $statio) - $blks0) * 8192;
