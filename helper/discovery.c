@@ -140,6 +140,32 @@ discovery_check_postmaster(pid_t pid, pm_info *out, char *err, size_t errlen)
 }
 
 /*
+ * room_for_one
+ *		The growing array arr (*cap elements of size elem) with room for
+ *		element n: arr itself, or arr reallocated to twice its capacity
+ *		(first elements when it had none), *cap updated.  NULL out of
+ *		memory (logged with what; arr still valid).
+ */
+static void *
+room_for_one(void *arr, size_t n, size_t *cap, size_t elem, size_t first, const char *what)
+{
+	size_t		ncap;
+	void	   *na;
+
+	if (n < *cap)
+		return arr;
+	ncap = *cap ? *cap * 2 : first;
+	na = realloc(arr, ncap * elem);
+	if (na == NULL)
+	{
+		log_error("out of memory while %s", what);
+		return NULL;
+	}
+	*cap = ncap;
+	return na;
+}
+
+/*
  * add_pm
  *		Append pm to the growing array *pms (*n used of *cap).  Returns 0, or
  *		-1 out of memory (logged).
@@ -147,19 +173,11 @@ discovery_check_postmaster(pid_t pid, pm_info *out, char *err, size_t errlen)
 static int
 add_pm(pm_info **pms, size_t *n, size_t *cap, const pm_info *pm)
 {
-	if (*n == *cap)
-	{
-		size_t		ncap = *cap ? *cap * 2 : 4;
-		pm_info    *np = realloc(*pms, ncap * sizeof(*np));
+	pm_info    *grown = room_for_one(*pms, *n, cap, sizeof(**pms), 4, "looking for postmasters");
 
-		if (np == NULL)
-		{
-			log_error("out of memory while looking for postmasters");
-			return -1;
-		}
-		*pms = np;
-		*cap = ncap;
-	}
+	if (grown == NULL)
+		return -1;
+	*pms = grown;
 	(*pms)[(*n)++] = *pm;
 	return 0;
 }
@@ -194,19 +212,11 @@ typedef struct proc_filter
 static int
 append_candidate(candidate **cands, size_t *n, size_t *cap, pid_t pid, pid_t ppid)
 {
-	if (*n == *cap)
-	{
-		size_t		ncap = *cap ? *cap * 2 : 64;
-		candidate  *nc = realloc(*cands, ncap * sizeof(*nc));
+	candidate  *grown = room_for_one(*cands, *n, cap, sizeof(**cands), 64, "scanning /proc");
 
-		if (nc == NULL)
-		{
-			log_error("out of memory while scanning /proc");
-			return -1;
-		}
-		*cands = nc;
-		*cap = ncap;
-	}
+	if (grown == NULL)
+		return -1;
+	*cands = grown;
 	(*cands)[*n].pid = pid;
 	(*cands)[(*n)++].ppid = ppid;
 	return 0;
