@@ -19,6 +19,7 @@
 #include "engine_probes.h"
 #include "layout_file.h"
 #include "log.h"
+#include "pid_retire.h"
 #include "procfs.h"
 #include "cluster_psets.h"
 
@@ -426,6 +427,7 @@ sync_procs(cluster *c, const tracked_row *rows, size_t n)
 		if (!c->procs[i].seen)
 		{
 			c->retired_syscalls += c->procs[i].syscalls;
+			pid_retire_note_role(c->procs[i].pid, c->procs[i].role);
 			log_debug("%s: pid %u (%s) left", c->data_dir, c->procs[i].nspid,
 					  pgt_role_name(c->procs[i].role));
 			continue;

@@ -9,7 +9,9 @@
  * before its rows fold (a pid reused meanwhile keeps them).  The table is
  * rebuilt without the pids not looked at for a while when it fills up.
  * Each check also notes the pid's role (role_of): at every check while it
- * runs, and at the first that finds it gone if none was noted.
+ * runs, and at the first that finds it gone if none was noted; the daemon
+ * also hands over the role of each process it stops tracking
+ * (pid_retire_note_role), for those that lived less than two checks.
  *
  * Threading: single-threaded (the daemon's loop).
  */
@@ -167,6 +169,36 @@ check(pid_entry *e, uint64_t now)
 }
 
 /*
+ * entry_of
+ *		pid's table entry, made (unchecked) when missing; NULL when the
+ *		table cannot have it now (out of memory, or every slot in use).
+ */
+static pid_entry *
+entry_of(uint32_t pid, uint64_t now)
+{
+	pid_entry  *e;
+
+	if (table == NULL && (table = calloc(TABLE_SIZE, sizeof(*table))) == NULL)
+		return NULL;
+	e = slot_of(table, pid);
+	if (e->pid == 0)
+	{
+		if (nused >= TABLE_SIZE / 2)
+		{
+			rebuild(now);
+			e = slot_of(table, pid);
+			if (nused >= TABLE_SIZE / 2)
+				return NULL;
+		}
+		memset(e, 0, sizeof(*e));
+		e->pid = pid;
+		e->seen_ns = now;
+		nused++;
+	}
+	return e;
+}
+
+/*
  * due
  *		Has pid been gone for keep_s seconds (or at all, when pressed)?  Pid
  *		0 (the kernel's rows) and folded rows never are.
@@ -176,24 +208,8 @@ due(uint32_t pid, uint64_t now, int pressed)
 {
 	pid_entry  *e;
 
-	if (pid == 0 || PGT_IS_RETIRED(pid))
+	if (pid == 0 || PGT_IS_RETIRED(pid) || (e = entry_of(pid, now)) == NULL)
 		return 0;
-	if (table == NULL && (table = calloc(TABLE_SIZE, sizeof(*table))) == NULL)
-		return 0;
-	e = slot_of(table, pid);
-	if (e->pid == 0)
-	{
-		if (nused >= TABLE_SIZE / 2)
-		{
-			rebuild(now);
-			e = slot_of(table, pid);
-			if (nused >= TABLE_SIZE / 2)
-				return 0;		/* every slot in use: try next time */
-		}
-		memset(e, 0, sizeof(*e));
-		e->pid = pid;
-		nused++;
-	}
 	e->seen_ns = now;
 	/* a live pid is checked every CHECK_NS, a dead one before it folds */
 	if (e->checked_ns == 0 || (e->alive && now - e->checked_ns >= CHECK_NS))
@@ -234,6 +250,22 @@ pid_retire_role(uint32_t pid)
 		return 0;
 	e = slot_of(table, pid);
 	return e->pid == pid ? e->role : 0;
+}
+
+/*
+ * pid_retire_note_role
+ *		See pid_retire.h.
+ */
+void
+pid_retire_note_role(uint32_t pid, uint32_t role)
+{
+	pid_entry  *e;
+
+	if (!enabled || pid == 0 || PGT_IS_RETIRED(pid) || role == 0)
+		return;
+	e = entry_of(pid, now_ns());
+	if (e != NULL && e->role == 0)
+		e->role = role;
 }
 
 /*
