@@ -193,7 +193,6 @@ cluster_open(cluster_env *env, uint64_t dev, uint64_t ino, uid_t uid, gid_t gid,
 	snprintf(c->sock_path, sizeof(c->sock_path), "%s", sock);
 
 	memset(&opts, 0, sizeof(opts));
-	opts.uid = uid;
 	opts.gid = gid;
 	opts.cluster_dev = dev;
 	opts.cluster_ino = ino;

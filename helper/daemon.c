@@ -953,6 +953,8 @@ daemon_run(const daemon_opts *opts)
 			{
 				case EV_SIGNAL:
 					on_signal(&d);
+					/* SIGHUP discovers: clusters may have been closed */
+					k = n;
 					break;
 				case EV_PUBLISH_TIMER:
 					drain_fd(d.pubfd);

@@ -274,13 +274,29 @@ cmp_event(const void *a, const void *b)
 }
 
 /*
+ * The most bytes of one array the helper copies out of the postmaster's
+ * memory at each refresh: PGPROC and PgBackendStatus arrays of servers
+ * with tens of thousands of slots fit; a layout asking for more (as one
+ * pointing at shared_buffers would) is refused.
+ */
+#define LAYOUT_MAX_ARRAY_BYTES	(64ULL << 20)
+
+/*
  * check_fields
  *		Cross-field checks once every line is parsed: each field read from
- *		an array element must lie inside the element.
+ *		an array element must lie inside the element, and an array must not
+ *		be larger than LAYOUT_MAX_ARRAY_BYTES.
  */
 static int
 check_fields(const pgt_layout *l, char *err, size_t errlen)
 {
+	if ((uint64_t) l->proc_count * l->proc_stride > LAYOUT_MAX_ARRAY_BYTES ||
+		(uint64_t) l->beentry_count * l->beentry_stride > LAYOUT_MAX_ARRAY_BYTES)
+	{
+		snprintf(err, errlen, "an array larger than %llu MB",
+				 (unsigned long long) (LAYOUT_MAX_ARRAY_BYTES >> 20));
+		return -1;
+	}
 	if (l->proc_off_pid + 4 > l->proc_stride ||
 		l->proc_off_wait_event_info + 4 > l->proc_stride ||
 		l->proc_off_backend_id + 4 > l->proc_stride)

@@ -164,11 +164,9 @@ parse_pid(const char *s, pid_t *out)
 static int
 bad_option(const char *usage, char **argv, int c)
 {
-	const char *bad = optind > 0 ? argv[optind - 1] : NULL;
-	char		shortopt[3] = {'-', (char) optopt, '\0'};
+	char		buf[3];
+	const char *bad = parse_bad_option(argv, buf);
 
-	if (bad == NULL || (optopt != 0 && strncmp(bad, "--", 2) != 0))
-		bad = shortopt;
 	if (c == ':')
 		return usage_error(usage, "option %s needs a value", bad);
 	return usage_error(usage, "unknown option %s", bad);

@@ -1,13 +1,15 @@
 /*
  * helper/parse_num.c
- *	  Strict decimal numbers (see parse_num.h).  strtol alone would take
- *	  leading blanks and a sign; every option and request field here is a
- *	  plain count of seconds, milliseconds or a pid.
+ *	  Strict decimal numbers and durations (see parse_num.h).  strtol and
+ *	  strtod alone would take leading blanks, a sign, hexadecimal and
+ *	  exponents; every option and request field here is a plain count of
+ *	  seconds, milliseconds or a pid.
  */
 #include "parse_num.h"
 
 #include <ctype.h>
 #include <errno.h>
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +32,64 @@ parse_decimal(const char *s, long lo, long hi, long *out)
 		return -1;
 	*out = v;
 	return 0;
+}
+
+/*
+ * parse_duration_ms
+ *		See parse_num.h.
+ */
+int
+parse_duration_ms(const char *s, int64_t *ms)
+{
+	static const struct
+	{
+		const char *unit;
+		double		ms;
+	}			units[] = {{"", 1000}, {"ms", 1}, {"s", 1000}, {"m", 60000}, {"min", 60000}};
+	const char *p = s;
+	double		v;
+	size_t		i;
+
+	if (s == NULL || !isdigit((unsigned char) *p))
+		return -1;
+	while (isdigit((unsigned char) *p))
+		p++;
+	if (*p == '.')
+	{
+		if (!isdigit((unsigned char) p[1]))
+			return -1;
+		for (p++; isdigit((unsigned char) *p); p++)
+			;
+	}
+	errno = 0;
+	v = strtod(s, NULL);		/* only digits and one point: plain decimal */
+	if (errno != 0 || v > 1e9)
+		return -1;
+	for (i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+		if (strcmp(p, units[i].unit) == 0)
+		{
+			*ms = (int64_t) (v * units[i].ms);
+			return *ms > 0 ? 0 : -1;
+		}
+	return -1;
+}
+
+/*
+ * parse_bad_option
+ *		See parse_num.h.  getopt_long sets optopt to the short option it
+ *		rejected (0 for a long one); argv[optind - 1] is the word it was in.
+ */
+const char *
+parse_bad_option(char **argv, char buf[3])
+{
+	const char *word = optind > 0 ? argv[optind - 1] : NULL;
+
+	buf[0] = '-';
+	buf[1] = (char) optopt;
+	buf[2] = '\0';
+	if (word == NULL || (optopt != 0 && strncmp(word, "--", 2) != 0))
+		return buf;
+	return word;
 }
 
 /*

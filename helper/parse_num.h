@@ -8,6 +8,7 @@
 #define PGT_HELPER_PARSE_NUM_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* 0 with *out when s is a decimal in [lo, hi] (lo >= 0), else -1. */
 extern int	parse_decimal(const char *s, long lo, long hi, long *out);
@@ -18,5 +19,18 @@ extern int	parse_decimal(const char *s, long lo, long hi, long *out);
  */
 extern int	parse_choice(const char *s, const char *first, const char *second,
 						 char *err, size_t errlen);
+
+/*
+ * 0 with *ms when s is a duration: digits, optionally a decimal point and
+ * more digits, then ms, s, m or min (none: seconds); > 0 and at most a
+ * billion seconds.  Else -1.
+ */
+extern int	parse_duration_ms(const char *s, int64_t *ms);
+
+/*
+ * The option getopt_long just rejected, as the user wrote it (a short one
+ * inside a cluster of them as "-x", spelled into buf).
+ */
+extern const char *parse_bad_option(char **argv, char buf[3]);
 
 #endif							/* PGT_HELPER_PARSE_NUM_H */

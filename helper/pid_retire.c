@@ -3,15 +3,25 @@
  *	  Folding the rows of exited processes (see pid_retire.h).
  *
  * A small open-addressing table remembers, per pid seen in a map, whether
- * it was tracked at the last check and since when it has not been.  A live
- * pid is asked about at most every CHECK_NS (a round over several maps asks
- * the kernel once), a dead one when it is found dead and once more just
- * before its rows fold (a pid reused meanwhile keeps them).  The table is
+ * it was tracked at the last check and since when it has not been.  A pid
+ * is asked about at most every CHECK_NS (a round over several maps asks
+ * the kernel once), dead or alive: a dead one's pid may be taken by a new
+ * process (below).  The table is
  * rebuilt without the pids not looked at for a while when it fills up.
  * Each check also notes the pid's role (role_of): at every check while it
  * runs, and at the first that finds it gone if none was noted; the daemon
  * also hands over the role of each process it stops tracking
  * (pid_retire_note_role), for those that lived less than two checks.
+ *
+ * A reused pid.  Each check also notes which process holds the pid (its
+ * `tracked` entry's attached_ns).  When a later check finds another one
+ * there, the rows under the pid are the old process's (and at most a check's
+ * worth of the new one's): each map folds them at its next round (within
+ * REUSE_FOLD_NS), with the old process's role, instead of letting the new
+ * process continue them.  A
+ * process of another role would otherwise see them as its own (query ids,
+ * counts and times of a session it may not see).  Maps are told apart by
+ * descriptor (map_bit), at most 32 of them.
  *
  * Threading: single-threaded (the daemon's loop).
  */
@@ -31,6 +41,9 @@
 #define TABLE_SIZE		16384	/* power of two; > the maps' distinct pids */
 #define CHECK_NS		200000000ULL	/* a liveness answer is good this long */
 #define FORGET_NS		10000000000ULL	/* unseen this long: dropped at rebuild */
+#define REUSE_FOLD_NS	3000000000ULL	/* a reused pid's rows fold in the rounds
+										 * this long after it is seen: every map
+										 * with rows has one a second */
 #define MAX_KEY			64
 #define MAX_VAL			512
 
@@ -42,6 +55,10 @@ typedef struct pid_entry
 	uint64_t	dead_since_ns;	/* first check that found it gone */
 	uint64_t	seen_ns;		/* last time a row of it was looked at */
 	uint32_t	role;			/* PGT_ROLE_*, 0 = not known */
+	uint64_t	ident;			/* attached_ns of the process last found */
+	uint32_t	fold_maps;		/* map_bit()s still to fold a reused pid's rows */
+	uint32_t	old_role;		/* the role of the process that held it before */
+	uint64_t	fold_until_ns;	/* and until when (REUSE_FOLD_NS) */
 } pid_entry;
 
 static int	keep_s = PID_RETIRE_DEFAULT_S;
@@ -52,6 +69,9 @@ static void *role_arg;
 static pid_entry *table;
 static size_t nused;
 static uint64_t fold_failures;
+static int	map_fds[32];		/* map_bit's registry */
+static int	nmap_fds;
+static int	any_fold_maps;		/* some entry has fold_maps set */
 
 /*
  * pid_retire_configure
@@ -133,31 +153,73 @@ rebuild(uint64_t now)
 }
 
 /*
+ * map_bit
+ *		The bit of map m in pid_entry.fold_maps, by its descriptor (names
+ *		repeat: each kernel set has its own "kernel io"), registered at its
+ *		first round; 0 when 32 maps have one already.
+ */
+static uint32_t
+map_bit(const retire_map *m)
+{
+	int			i;
+
+	for (i = 0; i < nmap_fds; i++)
+		if (map_fds[i] == m->fd)
+			return 1u << i;
+	if (nmap_fds == 32)
+		return 0;
+	map_fds[nmap_fds] = m->fd;
+	return 1u << nmap_fds++;
+}
+
+/*
  * is_tracked
- *		Is pid still one of the clusters' processes?
+ *		Is pid still one of the clusters' processes?  *ident: which one
+ *		(its attached_ns; 0 when not known).
  */
 static int
-is_tracked(uint32_t pid)
+is_tracked(uint32_t pid, uint64_t *ident)
 {
-	struct pgt_tracked t;
+	struct pgt_tracked t = {0};
 
+	*ident = 0;
 	if (tracked_fd < 0)
 		return procfs_alive((pid_t) pid, 0);
-	return bpf_map_lookup_elem(tracked_fd, &pid, &t) == 0;
+	if (bpf_map_lookup_elem(tracked_fd, &pid, &t) != 0)
+		return 0;
+	*ident = t.attached_ns;
+	return 1;
 }
 
 /*
  * check
  *		Ask whether e's pid is tracked; note since when it is not, and its
- *		role (a reused pid's is its new process's).
+ *		role (a reused pid's is its new process's).  A new process on the
+ *		pid makes every map fold the rows it has under it.
  */
 static void
 check(pid_entry *e, uint64_t now)
 {
 	uint32_t	role = 0;
+	uint64_t	ident;
 
-	e->alive = is_tracked(e->pid);
+	e->alive = is_tracked(e->pid, &ident);
 	e->checked_ns = now;
+	if (e->alive && ident != 0)
+	{
+		/* unless the old rows folded already: then the rows are the new one's */
+		if (e->ident != 0 && ident != e->ident &&
+			(e->dead_since_ns == 0 || now - e->dead_since_ns < (uint64_t) keep_s * 1000000000ULL))
+		{
+			e->fold_maps = nmap_fds == 32 ? ~0u : (1u << nmap_fds) - 1;
+			e->fold_until_ns = now + REUSE_FOLD_NS;
+			any_fold_maps = 1;
+			e->old_role = e->role;
+			e->role = 0;
+			log_debug("pid %u reused: its earlier process's rows fold", e->pid);
+		}
+		e->ident = ident;
+	}
 	if (e->alive)
 		e->dead_since_ns = 0;
 	else if (e->dead_since_ns == 0)
@@ -200,26 +262,26 @@ entry_of(uint32_t pid, uint64_t now)
 
 /*
  * due
- *		Has pid been gone for keep_s seconds (or at all, when pressed)?  Pid
- *		0 (the kernel's rows) and folded rows never are.
+ *		Has pid been gone for keep_s seconds (or at all, when pressed), or
+ *		been taken by a new process since map `bit` last folded its rows?
+ *		Pid 0 (the kernel's rows) and folded rows never are.
  */
 static int
-due(uint32_t pid, uint64_t now, int pressed)
+due(uint32_t pid, uint32_t bit, uint64_t now, int pressed)
 {
 	pid_entry  *e;
 
 	if (pid == 0 || PGT_IS_RETIRED(pid) || (e = entry_of(pid, now)) == NULL)
 		return 0;
 	e->seen_ns = now;
-	/* a live pid is checked every CHECK_NS, a dead one before it folds */
-	if (e->checked_ns == 0 || (e->alive && now - e->checked_ns >= CHECK_NS))
+	if (e->checked_ns == 0 || now - e->checked_ns >= CHECK_NS)
 		check(e, now);
-	if (e->alive ||
-		(!pressed && now - e->dead_since_ns < (uint64_t) keep_s * 1000000000ULL))
-		return 0;
-	if (now - e->checked_ns >= CHECK_NS)
-		check(e, now);			/* not reused meanwhile? */
-	return !e->alive;
+	if (e->fold_maps != 0 && now >= e->fold_until_ns)
+		e->fold_maps = 0;		/* a map without rows then has none of the old */
+	if (e->fold_maps & bit)
+		return 1;				/* reused: cleared once the round is done */
+	return !e->alive &&
+		(pressed || now - e->dead_since_ns >= (uint64_t) keep_s * 1000000000ULL);
 }
 
 /*
@@ -269,6 +331,45 @@ pid_retire_note_role(uint32_t pid, uint32_t role)
 }
 
 /*
+ * fold_role
+ *		The role a row of pid folds with in map m: that of the process that
+ *		held the pid before, while m folds a reused pid's rows.
+ */
+static uint32_t
+fold_role(const retire_map *m, uint32_t pid)
+{
+	const pid_entry *e;
+
+	if (table == NULL || pid == 0 || PGT_IS_RETIRED(pid))
+		return 0;
+	e = slot_of(table, pid);
+	if (e->pid != pid)
+		return 0;
+	return (e->fold_maps & map_bit(m)) != 0 ? e->old_role : e->role;
+}
+
+/*
+ * reuse_round_done
+ *		Map `bit` has had its round: the rows it had of reused pids are
+ *		folded, and a row it gets of them from now on is the new process's.
+ */
+static void
+reuse_round_done(uint32_t bit)
+{
+	size_t		i;
+	int			left = 0;
+
+	if (!any_fold_maps || table == NULL)
+		return;
+	for (i = 0; i < TABLE_SIZE; i++)
+	{
+		table[i].fold_maps &= ~bit;
+		left |= table[i].fold_maps != 0;
+	}
+	any_fold_maps = left;
+}
+
+/*
  * folded_key
  *		The key of the row that the row (key, val) folds into: its own with
  *		the pid replaced by PGT_RETIRED_PID(its postmaster), or with
@@ -283,7 +384,7 @@ folded_key(const retire_map *m, const unsigned char *key, const unsigned char *v
 
 	memcpy(&pm, (m->pm_in_key ? key : val) + m->pm_off, sizeof(pm));
 	memcpy(&pid, key + m->pid_off, sizeof(pid));
-	pid = m->role_in_key ? PGT_RETIRED_PID_ROLE(pm, pid_retire_role(pid)) : PGT_RETIRED_PID(pm);
+	pid = m->role_in_key ? PGT_RETIRED_PID_ROLE(pm, fold_role(m, pid)) : PGT_RETIRED_PID(pm);
 	memcpy(out, key, m->ksize);
 	memcpy(out + m->pid_off, &pid, sizeof(pid));
 }
@@ -529,9 +630,16 @@ pid_retire_rows(const retire_map *m, const void *keys, const void *vals, size_t 
 	size_t		ndue = 0;
 	size_t		i;
 	int			pressed;
+	uint32_t	bit;
 
-	if (!enabled || m->fd < 0 || m->ksize > MAX_KEY || m->vsize > MAX_VAL || n == 0)
+	if (!enabled || m->fd < 0 || m->ksize > MAX_KEY || m->vsize > MAX_VAL)
 		return 0;
+	bit = map_bit(m);
+	if (n == 0)
+	{
+		reuse_round_done(bit);
+		return 0;
+	}
 	now = now_ns();
 	pressed = m->max_entries > 0 && n * 2 >= m->max_entries;
 	idx = malloc(n * sizeof(*idx));
@@ -542,7 +650,7 @@ pid_retire_rows(const retire_map *m, const void *keys, const void *vals, size_t 
 		uint32_t	pid;
 
 		memcpy(&pid, k + i * m->kstride + m->pid_off, sizeof(pid));
-		if (due(pid, now, pressed))
+		if (due(pid, bit, now, pressed))
 			idx[ndue++] = i;
 	}
 	if (ndue > 0 && fold_rows_batch(m, k, v, n, idx, ndue) == 0)
@@ -557,6 +665,7 @@ pid_retire_rows(const retire_map *m, const void *keys, const void *vals, size_t 
 						 m->name, strerror(errno));
 		}
 	free(idx);
+	reuse_round_done(bit);
 	if (retired)
 		log_debug("%s: %zu rows of exited processes folded", m->name, retired);
 	return retired;

@@ -24,8 +24,9 @@
  * process had as it exited), so that rows of exited processes still name
  * it: pid_retire_role().
  *
- * A pid that is reused by a new process of the cluster within the period
- * continues the old rows (as pg_stat_activity would show the new process).
+ * A pid that is taken by a new process of the cluster within the period
+ * does not continue the old rows: they fold at once (with the old process's
+ * role), so that a session of another role never sees them as its own.
  *
  * Threading: single-threaded (the daemon's loop).  Not used by `trace`.
  */

@@ -8,9 +8,12 @@
  * a shared mapping) and rename()s it over the final name, so a file at the
  * final name is never shrunk or rewritten from scratch: a reader holding the
  * old file keeps a whole, consistent (if stale) copy.  The generation is the
- * previous valid segment's + 1.  The file belongs to the data directory's
- * owner with mode 0400: the cluster owner may read it, nobody may write it
- * but root, and it is not world-readable because it will carry query text.
+ * previous valid segment's + 1.  The file stays the helper's (root's), in
+ * the data directory owner's group, mode 0440: the cluster's processes may
+ * read it, nobody else may, since it carries query text.  The cluster owner
+ * is not its owner so that it cannot chmod and truncate the file under the
+ * helper's mapping (the next write would raise SIGBUS in the helper, which
+ * serves every cluster of the host).
  *
  * Updates go through the seqlock of pgt_segment.h: seq odd, barrier,
  * tables and header, barrier, seq even.  Only the daemon's single thread
@@ -197,13 +200,13 @@ seg_writer_create(seg_writer *w, const char *path, const seg_writer_opts *opts,
 		goto cleanup;
 	}
 	created = 1;
-	if (fchown(fd, opts->uid, opts->gid) < 0)
+	if (fchown(fd, (uid_t) -1, opts->gid) < 0)
 	{
-		snprintf(err, errlen, "cannot chown %s to %d:%d: %s", tmp,
-				 (int) opts->uid, (int) opts->gid, strerror(errno));
+		snprintf(err, errlen, "cannot give %s to group %d: %s", tmp,
+				 (int) opts->gid, strerror(errno));
 		goto cleanup;
 	}
-	if (fchmod(fd, 0400) < 0)
+	if (fchmod(fd, 0440) < 0)
 	{
 		snprintf(err, errlen, "cannot chmod %s: %s", tmp, strerror(errno));
 		goto cleanup;

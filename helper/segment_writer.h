@@ -30,8 +30,7 @@ extern const uint32_t seg_ntables;
 typedef struct seg_writer_opts
 {
 	uint32_t	capacity[PGT_SEC_KIND_MAX];	/* by kind; 0 -> the default */
-	uid_t		uid;			/* owner of the file (data directory owner) */
-	gid_t		gid;
+	gid_t		gid;			/* group of the file (data directory owner's) */
 	uint64_t	cluster_dev;
 	uint64_t	cluster_ino;
 	const char *data_dir;

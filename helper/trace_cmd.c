@@ -23,6 +23,7 @@
 #include "kernel_sched.h"
 #include "layout_file.h"
 #include "log.h"
+#include "parse_num.h"
 #include "privileges.h"
 #include "probe_set.h"
 #include "procfs.h"
@@ -151,31 +152,6 @@ usage_error(const char *fmt, const char *arg)
 	fprintf(stderr, fmt, arg);
 	fprintf(stderr, "\n\n%s", trace_usage);
 	return EXIT_USAGE;
-}
-
-/*
- * parse_duration
- *		"250ms", "2s", "2", "1m" into ms (> 0).  Returns 0 or -1.
- */
-static int
-parse_duration(const char *s, int64_t *ms)
-{
-	char	   *end;
-	double		v;
-
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno != 0 || end == s || v <= 0 || v > 1e9)
-		return -1;
-	if (*end == '\0' || strcmp(end, "s") == 0)
-		*ms = (int64_t) (v * 1000);
-	else if (strcmp(end, "ms") == 0)
-		*ms = (int64_t) v;
-	else if (strcmp(end, "m") == 0 || strcmp(end, "min") == 0)
-		*ms = (int64_t) (v * 60000);
-	else
-		return -1;
-	return *ms > 0 ? 0 : -1;
 }
 
 /*
@@ -1015,7 +991,7 @@ trace_main(int argc, char **argv)
 	const probe_set *sets[MAX_SETS];
 	size_t		nsets = 0;
 	char		err[512];
-	char	   *end;
+	char		badopt[3];
 	long		v;
 	int			c;
 
@@ -1032,9 +1008,7 @@ trace_main(int argc, char **argv)
 				t.o.probes = optarg;
 				break;
 			case 'p':
-				errno = 0;
-				v = strtol(optarg, &end, 10);
-				if (errno != 0 || end == optarg || *end != '\0' || v <= 0 || v > INT_MAX)
+				if (parse_decimal(optarg, 1, INT_MAX, &v) < 0)
 					return usage_error("--pid %s is not a pid", optarg);
 				t.o.pid = (pid_t) v;
 				break;
@@ -1050,11 +1024,11 @@ trace_main(int argc, char **argv)
 				t.o.histogram = 1;
 				break;
 			case 'i':
-				if (parse_duration(optarg, &t.o.interval_ms) < 0)
+				if (parse_duration_ms(optarg, &t.o.interval_ms) < 0)
 					return usage_error("--interval %s: use e.g. 500ms, 2s, 1m", optarg);
 				break;
 			case 'd':
-				if (parse_duration(optarg, &t.o.duration_ms) < 0)
+				if (parse_duration_ms(optarg, &t.o.duration_ms) < 0)
 					return usage_error("--duration %s: use e.g. 500ms, 30s, 1m", optarg);
 				break;
 			case 'f':
@@ -1088,9 +1062,9 @@ trace_main(int argc, char **argv)
 				fputs(trace_usage, stdout);
 				return 0;
 			case ':':
-				return usage_error("option %s needs a value", argv[optind - 1]);
+				return usage_error("option %s needs a value", parse_bad_option(argv, badopt));
 			default:
-				return usage_error("unknown option %s", argv[optind - 1]);
+				return usage_error("unknown option %s", parse_bad_option(argv, badopt));
 		}
 	}
 	if (optind < argc)

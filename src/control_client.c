@@ -87,6 +87,7 @@ pgt_control_request(const char *verb, char *out, size_t outlen,
 						  err, errlen);
 	if (fd >= 0)
 		close(fd);
+	CHECK_FOR_INTERRUPTS();		/* a cancel that cut the wait short */
 	if (r != PGT_CTL_OK)
 		return r;
 	return ctl_parse(reply, reply_len, out, outlen, err, errlen);
@@ -172,10 +173,24 @@ ctl_connect(int *fdp, char *err, size_t errlen)
 }
 
 /*
+ * ctl_cancelled
+ *		Has the caller been asked to stop (query cancel, statement_timeout,
+ *		termination) at a point where it may?  The request then gives up,
+ *		its socket is closed, and CHECK_FOR_INTERRUPTS raises the error.
+ */
+static bool
+ctl_cancelled(void)
+{
+	return (QueryCancelPending || ProcDiePending) && INTERRUPTS_CAN_BE_PROCESSED();
+}
+
+/*
  * ctl_wait
  *		Wait until fd is ready for `events`, or fail at the deadline with
- *		"<what> within N ms".
+ *		"<what> within N ms", or on a cancel (checked every CTL_SLICE_MS).
  */
+#define CTL_SLICE_MS	100
+
 static PgtCtlResult
 ctl_wait(int fd, short events, const struct timespec *deadline, const char *what,
 		 char *err, size_t errlen)
@@ -183,19 +198,26 @@ ctl_wait(int fd, short events, const struct timespec *deadline, const char *what
 	for (;;)
 	{
 		struct pollfd pfd = {.fd = fd,.events = events};
-		int			rc = poll(&pfd, 1, ctl_remaining_ms(deadline));
+		int			left = ctl_remaining_ms(deadline);
+		int			rc = poll(&pfd, 1, Min(left, CTL_SLICE_MS));
 
 		if (rc > 0)
 			return PGT_CTL_OK;
-		if (rc < 0 && errno == EINTR)
-			continue;
-		if (rc < 0)
+		if (rc < 0 && errno != EINTR)
 		{
 			snprintf(err, errlen, "poll failed: %m");
 			return PGT_CTL_IO_ERROR;
 		}
-		snprintf(err, errlen, "%s within %d ms", what, PGT_PROTO_TIMEOUT_MS);
-		return PGT_CTL_TIMEOUT;
+		if (ctl_cancelled())
+		{
+			snprintf(err, errlen, "%s: interrupted", what);
+			return PGT_CTL_TIMEOUT;
+		}
+		if (rc == 0 && left <= CTL_SLICE_MS)
+		{
+			snprintf(err, errlen, "%s within %d ms", what, PGT_PROTO_TIMEOUT_MS);
+			return PGT_CTL_TIMEOUT;
+		}
 	}
 }
 
@@ -344,7 +366,8 @@ pgt_control_request_or_error(const char *verb, char *out, size_t outlen)
 					(errcode(ERRCODE_CONNECTION_FAILURE),
 					 errmsg("could not connect to the pg_tracer helper"),
 					 errdetail_internal("%s", ctl_detail(err)),
-					 errhint("Start the helper: pg-tracer daemon --pgdata %s", DataDir)));
+					 errhint("Start the helper: pg-tracer daemon --pgdata %s",
+							 pgt_hide_data_dir(DataDir))));
 			break;
 		case PGT_CTL_TIMEOUT:
 		case PGT_CTL_IO_ERROR:

@@ -26,6 +26,7 @@
 #include "postgres.h"
 
 #include "catalog/pg_authid_d.h"
+#include "common/int.h"
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "utils/acl.h"
@@ -294,13 +295,20 @@ pg_tracer_exact_coverage(PG_FUNCTION_ARGS)
 	int64		now_us = (int64) (GetCurrentTimestamp() + EXACT_EPOCH_DIFF_US);
 	int64		since_us;
 	int64		covered = 0;
+	TimestampTz since;
 	PgtLink		link;
 	uint32		i;
 
 	pgt_require_preload();
 	if (PG_ARGISNULL(0))
 		PG_RETURN_NULL();
-	since_us = (int64) (PG_GETARG_TIMESTAMPTZ(0) + EXACT_EPOCH_DIFF_US);
+	since = PG_GETARG_TIMESTAMPTZ(0);
+	/* the future has no coverage yet; -infinity as far back as time goes */
+	if (TIMESTAMP_IS_NOEND(since))
+		PG_RETURN_NULL();
+	if (TIMESTAMP_IS_NOBEGIN(since) ||
+		pg_add_s64_overflow(since, EXACT_EPOCH_DIFF_US, &since_us) || since_us < 0)
+		since_us = 0;
 	if (since_us >= now_us)
 		PG_RETURN_NULL();
 	pgt_link_read(&link, PGT_SEG_TABLE(PGT_SEC_EXACT_WINDOWS));

@@ -124,16 +124,25 @@ extern void pgt_control_request_or_error(const char *verb, char *out,
 										 size_t outlen);
 
 /* visibility.c: pg_stat_activity's rule for per-backend rows */
+typedef struct PgtVisiblePid
+{
+	int32		pid;
+	TimestampTz started;		/* its backend's st_proc_start_timestamp */
+} PgtVisiblePid;
+
 typedef struct PgtVisibility
 {
 	bool		see_all;		/* superuser or pg_read_all_stats */
-	int32	   *pids;			/* else: visible client backends, sorted */
+	PgtVisiblePid *pids;		/* else: visible client backends, by pid */
 	int			n;
 } PgtVisibility;
 
 extern void pgt_visibility_init(PgtVisibility *vis);
 extern bool pgt_visible_pid(const PgtVisibility *vis, uint32 pid);
+extern bool pgt_visible_pid_at(const PgtVisibility *vis, uint32 pid, TimestampTz when,
+							   bool when_valid);
 extern Datum pgt_pid_datum(uint32 pid, bool *isnull);
+extern const char *pgt_hide_data_dir(const char *text);
 
 /* helper_link.c, declared here for PgtVisibility */
 extern uint32 pgt_link_srf_begin(FunctionCallInfo fcinfo, PgtLink *link,

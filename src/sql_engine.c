@@ -226,16 +226,21 @@ pg_tracer_engine_stream(PG_FUNCTION_ARGS)
 		Datum		values[ENGINE_STREAM_COLS];
 		bool		nulls[ENGINE_STREAM_COLS];
 		char		text[sizeof(s->text) + 1];
+		TimestampTz end;
 		bool		valid;
 
 		if (s->probe == 0 || s->probe >= ENGINE_NPROBES)
 			continue;
-		/* checkpoints are server-wide: privileged; statements: visibility */
-		if (s->pid == 0 || !pgt_visible_pid(&vis, s->pid))
+		/*
+		 * checkpoints are server-wide: privileged; statements: visibility,
+		 * and only those of the process that holds the pid now
+		 */
+		end = pgt_unix_us_to_timestamptz(s->end_us, &valid);
+		if (s->pid == 0 || !pgt_visible_pid_at(&vis, s->pid, end, valid))
 			continue;
 		memset(nulls, false, sizeof(nulls));
 		pgt_copy_string(text, sizeof(text), s->text, sizeof(s->text));
-		values[0] = TimestampTzGetDatum(pgt_unix_us_to_timestamptz(s->end_us, &valid));
+		values[0] = TimestampTzGetDatum(end);
 		nulls[0] = !valid;
 		values[1] = Int32GetDatum((int32) Min(s->pid, (uint32) PG_INT32_MAX));
 		values[2] = Int64GetDatum((int64) s->queryid);

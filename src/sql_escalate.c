@@ -131,7 +131,8 @@ ask(const char *verb, char *out, size_t outlen)
 				(errcode(ERRCODE_CONNECTION_FAILURE),
 				 errmsg("could not connect to the pg_tracer helper"),
 				 errdetail_internal("%s", err),
-				 errhint("Exact wait timing needs the helper: pg-tracer daemon --pgdata %s", DataDir)));
+				 errhint("Exact wait timing needs the helper: pg-tracer daemon --pgdata %s",
+						 pgt_hide_data_dir(DataDir))));
 	ereport(ERROR,
 			(errcode(ERRCODE_CONNECTION_FAILURE),
 			 errmsg("the pg_tracer helper did not answer properly"),

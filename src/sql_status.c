@@ -147,7 +147,7 @@ status_fill_files(const PgtLink *link, Datum *values, bool *nulls)
 	nulls[11] = false;
 	if (!shared.layout_written)
 	{
-		values[12] = CStringGetTextDatum(shared.layout_error);
+		values[12] = CStringGetTextDatum(pgt_hide_data_dir(shared.layout_error));
 		nulls[12] = false;
 	}
 }

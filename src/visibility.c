@@ -10,6 +10,14 @@
  * backend status array (pgstat_fetch_stat_local_beentry), so it is as
  * consistent as pg_stat_activity's own view within a transaction.
  *
+ * A pid is not a process: once a backend exits, the kernel may give its pid
+ * to a later backend of another role.  So each visible pid keeps its
+ * backend's start time, and a row that carries a time (a slow statement's
+ * end) shows only when it is not older than the process now holding the pid
+ * (pgt_visible_pid_at).  Aggregate rows carry no time: the helper folds an
+ * exited process's rows away from its pid (helper/pid_retire.c), at once
+ * when it sees the pid taken by a new process.
+ *
  * Locking: none; the snapshot is backend-local memory.
  *
  *-------------------------------------------------------------------------
@@ -17,6 +25,7 @@
 #include "postgres.h"
 
 #include "catalog/pg_authid.h"
+#include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "utils/acl.h"
 #include "utils/backend_status.h"
@@ -24,14 +33,14 @@
 #include "pg_tracer.h"
 
 /*
- * cmp_int32
- *		qsort/bsearch comparator.
+ * cmp_visible_pid
+ *		qsort/bsearch comparator of PgtVisiblePid by pid.
  */
 static int
-cmp_int32(const void *a, const void *b)
+cmp_visible_pid(const void *a, const void *b)
 {
-	int32		x = *(const int32 *) a;
-	int32		y = *(const int32 *) b;
+	int32		x = ((const PgtVisiblePid *) a)->pid;
+	int32		y = ((const PgtVisiblePid *) b)->pid;
 
 	return (x > y) - (x < y);
 }
@@ -54,7 +63,7 @@ pgt_visibility_init(PgtVisibility *vis)
 	if (vis->see_all)
 		return;
 	nbackends = pgstat_fetch_stat_numbackends();
-	vis->pids = palloc(sizeof(int32) * Max(nbackends, 1));
+	vis->pids = palloc(sizeof(PgtVisiblePid) * Max(nbackends, 1));
 	for (beid = 1; beid <= nbackends; beid++)
 	{
 		LocalPgBackendStatus *local = pgstat_fetch_stat_local_beentry(beid);
@@ -65,9 +74,29 @@ pgt_visibility_init(PgtVisibility *vis)
 		be = &local->backendStatus;
 		if (be->st_backendType == B_BACKEND && be->st_procpid > 0 &&
 			has_privs_of_role(GetUserId(), be->st_userid))
-			vis->pids[vis->n++] = be->st_procpid;
+		{
+			vis->pids[vis->n].pid = be->st_procpid;
+			vis->pids[vis->n].started = be->st_proc_start_timestamp;
+			vis->n++;
+		}
 	}
-	qsort(vis->pids, vis->n, sizeof(int32), cmp_int32);
+	qsort(vis->pids, vis->n, sizeof(PgtVisiblePid), cmp_visible_pid);
+}
+
+/*
+ * find_pid
+ *		The visible backend holding pid, or NULL (the caller does not see
+ *		everything).
+ */
+static const PgtVisiblePid *
+find_pid(const PgtVisibility *vis, uint32 pid)
+{
+	PgtVisiblePid key;
+
+	if (pid == 0 || pid > (uint32) PG_INT32_MAX || pid == PGT_PID_EXITED || vis->n == 0)
+		return NULL;
+	key.pid = (int32) pid;
+	return bsearch(&key, vis->pids, vis->n, sizeof(PgtVisiblePid), cmp_visible_pid);
 }
 
 /*
@@ -80,15 +109,59 @@ pgt_visibility_init(PgtVisibility *vis)
 bool
 pgt_visible_pid(const PgtVisibility *vis, uint32 pid)
 {
-	int32		p;
+	if (pid > (uint32) PG_INT32_MAX)
+		return false;
+	if (vis->see_all)
+		return true;
+	return find_pid(vis, pid) != NULL;
+}
+
+/*
+ * pgt_visible_pid_at
+ *		pgt_visible_pid for a row of pid that happened at `when` (the helper's
+ *		time, valid as pgt_unix_us_to_timestamptz says): for a caller that
+ *		does not see everything, only when the backend now holding pid had
+ *		started by then.  A row without a valid time is not shown to it.
+ */
+bool
+pgt_visible_pid_at(const PgtVisibility *vis, uint32 pid, TimestampTz when, bool when_valid)
+{
+	const PgtVisiblePid *v;
 
 	if (pid > (uint32) PG_INT32_MAX)
 		return false;
 	if (vis->see_all)
 		return true;
-	p = (int32) pid;
-	return p != 0 && pid != PGT_PID_EXITED && vis->n > 0 &&
-		bsearch(&p, vis->pids, vis->n, sizeof(int32), cmp_int32) != NULL;
+	v = find_pid(vis, pid);
+	return v != NULL && when_valid && when >= v->started;
+}
+
+/*
+ * pgt_hide_data_dir
+ *		text as the current role may read it: with the data directory's path
+ *		spelled "$PGDATA" unless the role may read data_directory itself
+ *		(pg_read_all_settings, as for the setting).  A hint or a status
+ *		message must not tell other roles where the cluster lives.
+ */
+const char *
+pgt_hide_data_dir(const char *text)
+{
+	StringInfoData out;
+	const char *p = text;
+	const char *hit;
+	size_t		len = DataDir ? strlen(DataDir) : 0;
+
+	if (len == 0 || has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_SETTINGS))
+		return text;
+	initStringInfo(&out);
+	while ((hit = strstr(p, DataDir)) != NULL)
+	{
+		appendBinaryStringInfo(&out, p, (int) (hit - p));
+		appendStringInfoString(&out, "$PGDATA");
+		p = hit + len;
+	}
+	appendStringInfoString(&out, p);
+	return out.data;
 }
 
 /*

@@ -11,6 +11,9 @@ use lib "$FindBin::Bin/lib";
 use PgTracerTest;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use IO::Socket::UNIX;
+use Socket qw(SOCK_STREAM);
+use Time::HiRes qw(time);
 
 my ($node, $rt) = tracer_node('no_helper');
 $node->safe_psql('postgres', 'CREATE EXTENSION pg_tracer');
@@ -31,6 +34,41 @@ my ($rc, $out, $err) = $node->psql('postgres', 'SELECT pg_tracer_ping()');
 isnt($rc, 0, 'ping fails without a helper');
 like($err, qr/helper/i, 'ping error names the helper');
 like($err, qr/HINT:.*pg-tracer daemon/, 'ping error hints how to start it');
+
+# The hints name the data directory only to roles that may read
+# data_directory (pg_read_all_settings); the others read "$PGDATA".
+my $dd = $node->data_dir;
+like($err, qr/HINT:.*--pgdata \Q$dd\E/, 'a superuser is told the data directory');
+$node->safe_psql('postgres', 'CREATE ROLE carol LOGIN');
+for my $q ('SELECT * FROM pg_tracer_exact_budget()')
+{
+	($rc, $out, $err) = $node->psql('postgres', $q, extra_params => [ '-U', 'carol' ]);
+	ok($err =~ /HINT:.*--pgdata \$PGDATA/ && index($err, $dd) < 0,
+		"'$q' as an unprivileged role: the hint does not give the path ($err)");
+}
+
+# pg_tracer_exact_coverage: infinity is the future (NULL), -infinity all of
+# time; no helper: nothing covered
+is($node->safe_psql('postgres',
+		"SELECT pg_tracer_exact_coverage('infinity') IS NULL,
+		        pg_tracer_exact_coverage('-infinity'),
+		        pg_tracer_exact_coverage(now() - interval '1 hour')"),
+	't|0|0', 'exact coverage: infinity NULL, -infinity and an hour ago 0 without a helper');
+
+# A socket that accepts and never answers (a helper hung mid-request): a
+# cancel (statement_timeout) ends the call at once, not after the
+# protocol's 2 s.
+{
+	my $sock = IO::Socket::UNIX->new(Type => SOCK_STREAM(), Local => segment_path($node, $rt, '.sock'),
+		Listen => 4) or die "cannot listen: $!";
+	my $t0 = time();
+	($rc, $out, $err) = $node->psql('postgres', "SET statement_timeout = '300ms'; SELECT pg_tracer_ping()");
+	my $took = time() - $t0;
+	like($err, qr/canceling statement due to statement timeout/, 'a hung helper: the call is cancellable');
+	cmp_ok($took, '<', 1.5, sprintf('... and ends with the timeout (%.2f s)', $took));
+	close $sock;
+	unlink segment_path($node, $rt, '.sock');
+}
 
 # The layout file the helper will need is written by the background worker.
 my $layout = $node->data_dir . '/pg_tracer.layout';

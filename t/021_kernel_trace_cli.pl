@@ -369,6 +369,16 @@ like($e, qr/unknown probe set "disk"; known: all, syscall, vfs, block, sched, me
 	'unknown probe set: lists the known ones');
 ($rc, $o, $e) = run_helper('trace', '--probes', 'all', '--interval', 'soon');
 is($rc, 2, 'bad --interval: usage error');
+# strtod's and strtol's leniencies are refused: blanks, hexadecimal,
+# exponents, signs
+for my $bad ([ '--interval', ' 2s' ], [ '--interval', '0x10' ], [ '--duration', '1e3' ],
+	[ '--duration', '-1s' ], [ '--duration', '2.s' ], [ '--pid', '+12' ], [ '--pid', ' 12' ])
+{
+	($rc, $o, $e) = run_helper('trace', '--probes', 'all', @$bad);
+	ok($rc == 2 && $e =~ /\Q$bad->[0]\E/, "$bad->[0] '$bad->[1]': usage error naming it");
+}
+($rc, $o, $e) = run_helper('trace', '--probes', 'all', '-xh');
+ok($rc == 2 && $e =~ /unknown option -x\b/, 'an unknown short option is named as written');
 ($rc, $o, $e) = run_helper('trace', '--probes', 'all', '--pid', '1', '--duration', '1s');
 is($rc, 1, '--pid of a non-PostgreSQL process: exit 1');
 like($e, qr/neither a PostgreSQL postmaster nor a child of one/, '... with the reason');

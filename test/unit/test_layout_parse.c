@@ -166,6 +166,11 @@ test_rejections(void)
 	reject("proc_array 0x7f0a12345000 124 880", "proc_array 0x7f0a12345000 124", "expected");
 	reject("proc_array 0x7f0a12345000 124 880", "proc_array 0x7f0a12345000 0 880", "count");
 	reject("proc_array 0x7f0a12345000 124 880", "proc_array 0x0 124 880", "bad hex");
+	/* 1,000,000 slots of 65,536 bytes: 62.5 GB to copy out of the postmaster */
+	reject("beentry_array 0x7f0a12400000 130 432",
+		   "beentry_array 0x7f0a12400000 1000000 65536", "larger than 64 MB");
+	reject("proc_array 0x7f0a12345000 124 880", "proc_array 0x7f0a12345000 80000 880",
+		   "larger than 64 MB");
 	reject("pid=60 ", "pid=60 pid=61 ", "expected 3");
 	reject("pid=60 wait", "pidx=60 wait", "unknown offset");
 	reject("backend_id=64", "backend_id=", "bad offset");

@@ -10,7 +10,9 @@
  *	  published after all others; a full map folds at once, each fold
  *	  making its own room; with role_in_key the rows of exited processes
  *	  fold per role, named by the role callback (asked while a process
- *	  runs and once it is gone).  Needs CAP_BPF (the test suite
+ *	  runs and once it is gone); a pid taken by a new process folds the
+ *	  old one's rows in every map at its next round, once, with the old
+ *	  role, and not when they folded already.  Needs CAP_BPF (the test suite
  *	  runs as root); without it the map checks are skipped and say so.
  */
 #include "pid_retire.h"
@@ -294,6 +296,18 @@ fake_role(void *arg, uint32_t pid, int alive)
 	return 0;
 }
 
+/* test_reuse's roles: pid 901 runs a client backend, then a parallel worker. */
+static int	reuse_role_generation;
+
+static uint32_t
+fake_reuse_role(void *arg, uint32_t pid, int alive)
+{
+	(void) arg;
+	if (pid != 901 || !alive)
+		return 0;
+	return reuse_role_generation ? PGT_ROLE_PARALLEL_WORKER : PGT_ROLE_CLIENT_BACKEND;
+}
+
 static void
 test_roles(int tracked)
 {
@@ -345,6 +359,88 @@ test_roles(int tracked)
 	close(fd);
 }
 
+/* The `tracked` entry of pid as the BPF side writes it: process `ident`. */
+static void
+track(int tracked, uint32_t pid, uint64_t ident)
+{
+	struct pgt_tracked t = {.postmaster = 7, .attached_ns = ident};
+
+	CHECK_INT(bpf_map_update_elem(tracked, &pid, &t, BPF_ANY), 0);
+}
+
+/*
+ * Pid 901 runs as a client backend and has rows in two maps; its process
+ * exits and a parallel worker takes the pid.  At the next check (200 ms on)
+ * both maps fold the old rows, into the client backends' folded row, and a
+ * row the new process makes afterwards stays its own.  Pid 902's rows fold
+ * at exit (--keep-exited 0); a new process on it keeps its rows.
+ */
+static void
+test_reuse(void)
+{
+	int			tracked = bpf_map_create(BPF_MAP_TYPE_HASH, "retire_trk24", 4,
+										 sizeof(struct pgt_tracked), 64, NULL);
+	int			fa = bpf_map_create(BPF_MAP_TYPE_HASH, "reuse_a", sizeof(struct key),
+									sizeof(struct val), 64, NULL);
+	int			fb = bpf_map_create(BPF_MAP_TYPE_HASH, "reuse_b", sizeof(struct key),
+									sizeof(struct val), 64, NULL);
+	retire_map	ma = test_map("reuse_a", fa, 0);
+	retire_map	mb = test_map("reuse_b", fb, 0);
+	struct key	keys[16];
+	struct val	vals[16];
+	struct val	v;
+	char		err[64];
+	uint32_t	gone = 902;
+
+	if (tracked < 0 || fa < 0 || fb < 0)
+		goto cleanup;
+	ma.role_in_key = mb.role_in_key = 1;
+	track(tracked, 901, 1000);
+	track(tracked, 902, 1000);
+	put(fa, 901, 1, 2, 20, 50, 7);
+	put(fb, 901, 1, 3, 30, 60, 7);
+	put(fb, 902, 1, 4, 40, 70, 7);
+	CHECK_INT(pid_retire_configure("60", err, sizeof(err)), 0);
+	pid_retire_setup(tracked, fake_reuse_role, NULL);
+	CHECK_INT(pid_retire_rows(&ma, keys, vals, copy(fa, keys, vals, 16)), 0);
+	CHECK_INT(pid_retire_rows(&mb, keys, vals, copy(fb, keys, vals, 16)), 0);
+
+	track(tracked, 901, 2000);	/* another process on 901 */
+	CHECK_INT(bpf_map_delete_elem(tracked, &gone), 0);
+	CHECK_INT(pid_retire_configure("0", err, sizeof(err)), 0);
+	usleep(250 * 1000);			/* past the last checks' CHECK_NS */
+	reuse_role_generation = 1;
+	CHECK_INT(pid_retire_rows(&ma, keys, vals, copy(fa, keys, vals, 16)), 1);
+	CHECK_INT(pid_retire_rows(&mb, keys, vals, copy(fb, keys, vals, 16)), 2);
+	CHECK(get(fa, 901, 1, &v) != 0, "the old process's row in map a folded");
+	CHECK(get(fb, 901, 1, &v) != 0, "and in map b");
+	CHECK_INT(get(fa, PGT_RETIRED_PID_ROLE(7, PGT_ROLE_CLIENT_BACKEND), 1, &v), 0);
+	CHECK_INT(v.calls, 2);
+	CHECK_INT(get(fb, PGT_RETIRED_PID_ROLE(7, PGT_ROLE_CLIENT_BACKEND), 1, &v), 0);
+	CHECK_INT(v.calls, 3);
+	CHECK_INT(pid_retire_role(901), PGT_ROLE_PARALLEL_WORKER);
+
+	/* the new process's rows are its own */
+	put(fa, 901, 1, 1, 1, 1, 7);
+	CHECK_INT(pid_retire_rows(&ma, keys, vals, copy(fa, keys, vals, 16)), 0);
+	CHECK_INT(get(fa, 901, 1, &v), 0);
+
+	/* 902's rows folded at exit; a process that takes the pid then keeps its own */
+	track(tracked, 902, 3000);
+	put(fb, 902, 1, 1, 1, 1, 7);
+	usleep(250 * 1000);
+	CHECK_INT(pid_retire_rows(&mb, keys, vals, copy(fb, keys, vals, 16)), 0);
+	CHECK_INT(get(fb, 902, 1, &v), 0);
+
+cleanup:
+	if (tracked >= 0)
+		close(tracked);
+	if (fa >= 0)
+		close(fa);
+	if (fb >= 0)
+		close(fb);
+}
+
 int
 main(void)
 {
@@ -365,6 +461,7 @@ main(void)
 		test_publish_order();
 		test_full_map(tracked);
 		test_roles(tracked);
+		test_reuse();
 	}
 	if (fd >= 0)
 		close(fd);

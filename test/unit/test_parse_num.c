@@ -1,0 +1,91 @@
+/*
+ * test/unit/test_parse_num.c
+ *	  The command line's strict numbers (helper/parse_num.c): decimals in a
+ *	  range, durations with their units, and the name of a rejected option
+ *	  as the user wrote it.
+ */
+#include "parse_num.h"
+#include "unit.h"
+
+#include <getopt.h>
+
+static void
+test_decimal(void)
+{
+	long		v = 0;
+
+	CHECK_INT(parse_decimal("42", 1, 100, &v), 0);
+	CHECK_INT(v, 42);
+	CHECK_INT(parse_decimal("0", 1, 100, &v), -1);
+	CHECK_INT(parse_decimal("101", 1, 100, &v), -1);
+	CHECK_INT(parse_decimal("+12", 1, 100, &v), -1);
+	CHECK_INT(parse_decimal(" 12", 1, 100, &v), -1);
+	CHECK_INT(parse_decimal("12 ", 1, 100, &v), -1);
+	CHECK_INT(parse_decimal("0x10", 1, 100, &v), -1);
+	CHECK_INT(parse_decimal("", 1, 100, &v), -1);
+	CHECK_INT(parse_decimal("99999999999999999999999", 1, 100, &v), -1);
+}
+
+static void
+test_duration(void)
+{
+	static const char *const bad[] = {
+		"", "s", "-1s", "+1s", " 2s", "2s ", "0x10", "1e3", "2.s", ".5s", "1.2.3s",
+		"0", "0ms", "0.0001ms", "2h", "2 s", "2sec", "1000000001", "nan", "inf"};
+	int64_t		ms = 0;
+	size_t		i;
+
+	CHECK_INT(parse_duration_ms("2", &ms), 0);
+	CHECK_INT(ms, 2000);
+	CHECK_INT(parse_duration_ms("2s", &ms), 0);
+	CHECK_INT(ms, 2000);
+	CHECK_INT(parse_duration_ms("250ms", &ms), 0);
+	CHECK_INT(ms, 250);
+	CHECK_INT(parse_duration_ms("0.5s", &ms), 0);
+	CHECK_INT(ms, 500);
+	CHECK_INT(parse_duration_ms("1m", &ms), 0);
+	CHECK_INT(ms, 60000);
+	CHECK_INT(parse_duration_ms("3min", &ms), 0);
+	CHECK_INT(ms, 180000);
+	CHECK_INT(parse_duration_ms("1000000000", &ms), 0);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		CHECK(parse_duration_ms(bad[i], &ms) == -1, "\"%s\" refused", bad[i]);
+}
+
+/* getopt_long over argv; the name parse_bad_option gives its first rejection */
+static const char *
+first_rejected(int argc, char **argv, char buf[3])
+{
+	static const struct option longopts[] = {{"pid", required_argument, NULL, 'p'},
+	{NULL, 0, NULL, 0}};
+	int			c;
+
+	opterr = 0;
+	optind = 0;					/* glibc: a full restart, as for a new argv */
+	while ((c = getopt_long(argc, argv, "+:h", longopts, NULL)) != -1)
+		if (c == '?' || c == ':')
+			return parse_bad_option(argv, buf);
+	return "";
+}
+
+static void
+test_bad_option(void)
+{
+	char	   *a1[] = {"trace", "-xh", NULL};
+	char	   *a2[] = {"trace", "--probes", "syscall", NULL};
+	char	   *a3[] = {"trace", "--pid", NULL};
+	char		buf[3];
+
+	CHECK_STR(first_rejected(2, a1, buf), "-x");
+	CHECK_STR(first_rejected(3, a2, buf), "--probes");
+	CHECK_STR(first_rejected(2, a3, buf), "--pid");
+}
+
+int
+main(void)
+{
+	test_decimal();
+	test_duration();
+	test_bad_option();
+	UNIT_MAIN_END("test_parse_num");
+}
