@@ -136,7 +136,16 @@ runtime_dir_check(const char *dir, int create, char *err, size_t errlen)
 				char		saved = *p;
 
 				*p = '\0';
-				if (mkdir(tmp, 0755) < 0 && errno != EEXIST)
+				/* umask(077) is in force: a parent made here is chmod'ed 0755 */
+				if (mkdir(tmp, 0755) == 0)
+				{
+					if (chmod(tmp, 0755) < 0)
+					{
+						snprintf(err, errlen, "cannot chmod %s: %s", tmp, strerror(errno));
+						return -1;
+					}
+				}
+				else if (errno != EEXIST)
 				{
 					snprintf(err, errlen, "cannot create %s: %s", tmp, strerror(errno));
 					return -1;

@@ -57,7 +57,8 @@ typedef struct engine_binary
 {
 	dev_t		dev;
 	ino_t		ino;
-	char		path[PATH_MAX + 64];
+	char		path[PATH_MAX + 64];	/* for messages */
+	char		attach_path[64];	/* /proc/self/fd/N of elf.fd: what attaches */
 	elf_info	elf;
 	engine_choice *choices;		/* engine_npoints */
 	int		   *attached;		/* engine_npoints */
@@ -246,7 +247,7 @@ attach_point(engine_binary *b, size_t i)
 		prog = bpf_object__find_program_by_name(core.skel->obj, p->usdt_prog);
 		if (prog == NULL)
 			return -ENOENT;
-		if (keep_link(bpf_program__attach_usdt(prog, -1, b->path, ENGINE_USDT_PROVIDER,
+		if (keep_link(bpf_program__attach_usdt(prog, -1, b->attach_path, ENGINE_USDT_PROVIDER,
 											   p->usdt, NULL)) < 0)
 			return -errno;
 		return 0;
@@ -270,7 +271,7 @@ attach_point(engine_binary *b, size_t i)
 				(u->semaphore && elf_vaddr_to_offset(&b->elf, u->semaphore, &sem) < 0))
 				return -EINVAL;
 			uo.ref_ctr_offset = sem;
-			if (keep_link(bpf_program__attach_uprobe_opts(prog, -1, b->path, off, &uo)) < 0)
+			if (keep_link(bpf_program__attach_uprobe_opts(prog, -1, b->attach_path, off, &uo)) < 0)
 				return -errno;
 			n++;
 		}
@@ -285,11 +286,37 @@ attach_point(engine_binary *b, size_t i)
 		if (prog == NULL || elf_find_symbol(&b->elf, p->func, &s) < 0 || s.offset == 0)
 			return -ENOENT;
 		uo.retprobe = m == ENGINE_MECH_URETPROBE;
-		if (keep_link(bpf_program__attach_uprobe_opts(prog, -1, b->path, s.offset, &uo)) < 0)
+		if (keep_link(bpf_program__attach_uprobe_opts(prog, -1, b->attach_path, s.offset, &uo)) < 0)
 			return -errno;
 		return 0;
 	}
 	return -ENOENT;
+}
+
+/*
+ * open_checked
+ *		elf_inspect_open of path, which must be the file the postmaster runs
+ *		(exe, from /proc/<pm>/exe): the path is a name that its owner, maybe
+ *		not root, can point elsewhere at any time.  Once the open file is
+ *		checked, the probes attach through it (/proc/self/fd/N), never
+ *		through the name again.  0, or -1 with err.
+ */
+static int
+open_checked(engine_binary *b, const char *path, const struct stat *exe,
+			 char *err, size_t errlen)
+{
+	struct stat st;
+
+	if (elf_inspect_open(path, &b->elf, err, errlen) < 0)
+		return -1;
+	if (fstat(b->elf.fd, &st) < 0 || st.st_dev != exe->st_dev || st.st_ino != exe->st_ino)
+	{
+		snprintf(err, errlen, "%.400s changed while it was opened: not traced", path);
+		elf_inspect_close(&b->elf);
+		return -1;
+	}
+	snprintf(b->attach_path, sizeof(b->attach_path), "/proc/self/fd/%d", b->elf.fd);
+	return 0;
 }
 
 /*
@@ -301,6 +328,7 @@ static engine_binary *
 binary_for(uint32_t pm)
 {
 	char		path[PATH_MAX + 64];
+	char		exe_link[64];
 	char		err[512];
 	char		eb[128];
 	struct stat st;
@@ -308,8 +336,9 @@ binary_for(uint32_t pm)
 	size_t		i;
 	int			k;
 
+	snprintf(exe_link, sizeof(exe_link), "/proc/%u/exe", pm);
 	if (elf_resolve_exe((int) pm, path, sizeof(path), err, sizeof(err)) < 0 ||
-		stat(path, &st) < 0)
+		stat(exe_link, &st) < 0)
 	{
 		log_warn("engine: executable of postmaster %u: %s", pm, err);
 		return NULL;
@@ -326,7 +355,7 @@ binary_for(uint32_t pm)
 	b = &core.bins[core.nbins];
 	memset(b, 0, sizeof(*b));
 	b->elf.fd = -1;
-	if (elf_inspect_open(path, &b->elf, err, sizeof(err)) < 0)
+	if (open_checked(b, path, &st, err, sizeof(err)) < 0)
 	{
 		log_warn("engine: %s", err);
 		return NULL;

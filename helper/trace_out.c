@@ -45,8 +45,10 @@ trace_out_init(trace_out *o, FILE *f, int json)
  *		leader), or for a process that is gone (or a zombie: no title left
  *		in /proc) the title it exited with.  Cached; a role not known yet (a
  *		backend between fork and its first title) is looked for again
- *		TRACE_TYPE_RETRY_MS later.  Not for pid 0, TRACE_PID_ALL or a
- *		postmaster.
+ *		TRACE_TYPE_RETRY_MS later, a known one TRACE_TYPE_REFRESH_MS later
+ *		(a new process may have taken the pid: with pid_max 32768 and
+ *		connection churn, within minutes).  Not for pid 0, TRACE_PID_ALL or
+ *		a postmaster.
  */
 static const trace_type_entry *
 type_entry(trace_out *o, uint32_t pid)
@@ -58,12 +60,17 @@ type_entry(trace_out *o, uint32_t pid)
 	int			n;
 
 	if (e->pid == pid &&
-		(e->role != PGT_ROLE_UNKNOWN || now - e->checked_ms < TRACE_TYPE_RETRY_MS))
+		now - e->checked_ms < (e->role != PGT_ROLE_UNKNOWN ? TRACE_TYPE_REFRESH_MS
+							   : TRACE_TYPE_RETRY_MS))
 		return e;
+	if (e->pid != pid)
+	{
+		e->role = PGT_ROLE_UNKNOWN;
+		e->leader = 0;
+	}
 	e->pid = pid;
 	e->checked_ms = now;
-	e->role = PGT_ROLE_UNKNOWN;
-	e->leader = 0;
+	/* nothing to read: the process is gone; what was known of it stays */
 	if (procfs_read_cmdline((pid_t) pid, buf, sizeof(buf), &len) == 0 && len > 0)
 		n = (int) len;
 	else if (o->exit_title == NULL ||

@@ -14,6 +14,7 @@
 
 #define TRACE_TYPE_CACHE	512
 #define TRACE_TYPE_RETRY_MS	1
+#define TRACE_TYPE_REFRESH_MS	1000	/* a known role: its pid may be reused */
 
 /*
  * Three-way comparison (-1, 0, 1) of two values of one type, for the

@@ -183,6 +183,19 @@ one_exit_title(void *arg, uint32_t pid, char *buf, size_t buflen)
 	return (int) sizeof(title);
 }
 
+/* The same pid's title once a parallel worker has taken it. */
+static int
+worker_title_of_4194301(void *arg, uint32_t pid, char *buf, size_t buflen)
+{
+	static const char title[] = "postgres: parallel worker for PID 4194300";
+
+	(void) arg;
+	if (pid != 4194301 || buflen < sizeof(title))
+		return -1;
+	memcpy(buf, title, sizeof(title));
+	return (int) sizeof(title);
+}
+
 /*
  * A pid /proc does not show (above any pid_max) is named by the title it
  * exited with, where the source has one, and is unknown otherwise.
@@ -199,6 +212,15 @@ test_exit_titles(void)
 	CHECK_STR(trace_backend_type(&o, 4194301), "client backend");
 	CHECK_STR(trace_backend_type(&o, 4194302), "unknown");
 	CHECK_STR(trace_backend_type(&o, 0), "kernel");
+	/* a known role is looked at again a while later: the pid may be reused */
+	o.exit_title = worker_title_of_4194301;
+	CHECK_STR(trace_backend_type(&o, 4194301), "client backend");	/* cached */
+	o.cache[4194301 % TRACE_TYPE_CACHE].checked_ms -= TRACE_TYPE_REFRESH_MS;
+	CHECK_STR(trace_backend_type(&o, 4194301), "parallel worker");
+	/* and once nothing tells any more, what was known stays */
+	o.exit_title = NULL;
+	o.cache[4194301 % TRACE_TYPE_CACHE].checked_ms -= TRACE_TYPE_REFRESH_MS;
+	CHECK_STR(trace_backend_type(&o, 4194301), "parallel worker");
 }
 
 /*
