@@ -133,6 +133,33 @@ link_alloc(size_t size, void *arg)
 }
 
 /*
+ * link_retry
+ *		After `tries` snapshots ended with r: try again?  A snapshot gives
+ *		up after some 40 ms of a writer inside its update ("busy"), or
+ *		stopped in it ("stale"); a helper that the host deschedules in the
+ *		middle of a publication looks like either, and is not gone.  So a
+ *		busy segment is tried for about another second, a stale one for a
+ *		fifth of that (a helper killed mid-update leaves one until it
+ *		starts again: each call should not wait long), with the caller
+ *		cancellable meanwhile.
+ */
+#define LINK_RETRY_SLEEP_US		50000
+#define LINK_BUSY_TRIES			12
+#define LINK_STALE_TRIES		3
+
+static bool
+link_retry(pgt_seg_result r, int tries)
+{
+	if (!((r == PGT_SEG_BUSY && tries < LINK_BUSY_TRIES) ||
+		  (r == PGT_SEG_ABANDONED && tries < LINK_STALE_TRIES)))
+		return false;
+	CHECK_FOR_INTERRUPTS();
+	pg_usleep(LINK_RETRY_SLEEP_US);
+	CHECK_FOR_INTERRUPTS();
+	return true;
+}
+
+/*
  * link_read
  *		Copy, validate and judge the segment's header and the tables of the
  *		kinds in `tables` (PGT_SEG_TABLE bits; 0: the header alone).
@@ -144,6 +171,7 @@ link_read(PgtLink *link, uint64 tables)
 {
 	char		err[PGT_REASON_LEN];
 	pgt_seg_result r;
+	int			tries = 0;
 
 	memset(link, 0, sizeof(*link));
 	link->state = "io error";
@@ -151,13 +179,21 @@ link_read(PgtLink *link, uint64 tables)
 						  link->reason, sizeof(link->reason)))
 		return;
 
-	err[0] = '\0';
-	if (tables == 0)
-		r = pgt_segment_snapshot_header(link->path, link_alloc, NULL, &link->buf,
-										&link->view, err, sizeof(err));
-	else
-		r = pgt_segment_snapshot_tables(link->path, tables, link_alloc, NULL, &link->buf,
-										&link->view, err, sizeof(err));
+	for (;;)
+	{
+		err[0] = '\0';
+		if (tables == 0)
+			r = pgt_segment_snapshot_header(link->path, link_alloc, NULL, &link->buf,
+											&link->view, err, sizeof(err));
+		else
+			r = pgt_segment_snapshot_tables(link->path, tables, link_alloc, NULL,
+											&link->buf, &link->view, err, sizeof(err));
+		if (!link_retry(r, ++tries))
+			break;
+		if (link->buf != NULL)	/* a failed copy is the caller's to free */
+			pfree(link->buf);
+		link->buf = NULL;
+	}
 	if (r != PGT_SEG_OK)
 	{
 		link->buf = NULL;

@@ -15,6 +15,7 @@ use PgTracerTest;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use IPC::Run;
+use Time::HiRes ();
 
 plan skip_all => 'root helper not reachable (run through scripts/test.sh)'
   unless helper_available();
@@ -119,6 +120,19 @@ for my $case (sort keys %cases)
 	is($node->safe_psql('postgres', 'SELECT count(*) FROM pg_tracer_backends'), '0',
 		"$case segment: backends view answers, empty");
 	$node->psql('postgres', 'SELECT * FROM pg_tracer_probes');
+}
+# A writer stopped inside an update (seq odd): "stale", after a few more
+# tries spread over a fifth of a second (a helper the host deschedules
+# mid-publication must not read as gone), not a long wait at every call.
+{
+	my $odd = $good;
+	substr($odd, 32, 8) = pack('Q<', 1001);
+	plant($odd);
+	my $t0 = Time::HiRes::time();
+	my $row = $node->safe_psql('postgres', 'SELECT helper_connected, segment_state FROM pg_tracer_status()');
+	my $took = Time::HiRes::time() - $t0;
+	is($row, 'f|stale', 'a segment left mid-update: stale');
+	ok($took > 0.15 && $took < 1.5, sprintf('... after tries spread over %.2f s', $took));
 }
 sleep 1;    # let the background worker import the last one too
 is($node->safe_psql('postgres', 'SELECT pg_postmaster_start_time()'), $start_time,
