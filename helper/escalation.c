@@ -9,7 +9,14 @@
  * rolling hour (time spent in windows during the last hour, the open one
  * included).  Each tick closes a window that reached its planned end or
  * used up the budget (so the budget holds mid-window).  DEESCALATE closes
- * the open window and is idempotent.  In full mode exact timing is always
+ * the open window and is idempotent.
+ *
+ * Clusters.  A window turns the probes on for the whole host, so there is
+ * one window at a time and one budget, whichever cluster asks.  But each
+ * window remembers which cluster opened it (0: the helper's anomaly rules):
+ * another cluster's ESCALATE extends it and never shortens it, its
+ * DEESCALATE does not close it, its EXACTRESET empties only its own
+ * counters, and it sees the window without who asked or why.  In full mode exact timing is always
  * on and the budget does not apply; in sampled mode it is never on.
  *
  * Two listeners are told when a window opens or closes: the exact set
@@ -45,6 +52,7 @@ typedef struct esc_state
 	int			on;				/* what sw was last told */
 	int			kernel_on;		/* what kernel_sw was last told */
 	struct pgt_exact_window_entry win[ESC_MAX_WINDOWS];	/* oldest first */
+	uint32_t	win_pm[ESC_MAX_WINDOWS];	/* postmaster that opened each, 0: the helper */
 	size_t		nwin;
 	int			open;			/* win[nwin - 1] is open */
 } esc_state;
@@ -145,15 +153,17 @@ set_on(int on)
  */
 static void
 open_window(int64_t now_us, int64_t planned_end_us, uint32_t granted_s,
-			const char *reason, const char *who)
+			const char *reason, const char *who, uint32_t pm)
 {
 	struct pgt_exact_window_entry *w;
 
 	if (esc.nwin == ESC_MAX_WINDOWS)
 	{
 		memmove(&esc.win[0], &esc.win[1], sizeof(esc.win[0]) * (ESC_MAX_WINDOWS - 1));
+		memmove(&esc.win_pm[0], &esc.win_pm[1], sizeof(esc.win_pm[0]) * (ESC_MAX_WINDOWS - 1));
 		esc.nwin--;
 	}
+	esc.win_pm[esc.nwin] = pm;
 	w = &esc.win[esc.nwin++];
 	memset(w, 0, sizeof(*w));
 	w->start_us = now_us;
@@ -202,7 +212,7 @@ escalation_attach(esc_switch_fn sw, const char *unavailable_reason)
 	{
 		int64_t		now = procfs_realtime_us();
 
-		open_window(now, 0, 0, "full", "helper");
+		open_window(now, 0, 0, "full", "helper", 0);
 	}
 }
 
@@ -230,7 +240,7 @@ escalation_attach_kernel(esc_switch_fn sw)
 	if (esc.mode == ESC_MODE_FULL && !esc.open)
 	{
 		esc.kernel_on = 0;
-		open_window(procfs_realtime_us(), 0, 0, "full", "helper");
+		open_window(procfs_realtime_us(), 0, 0, "full", "helper", 0);
 		return;
 	}
 	esc.kernel_on = esc.open;
@@ -379,7 +389,7 @@ word_ok(const char *s)
  *		ESCALATE <seconds> <who> [reason].
  */
 static int
-escalate(const pgt_request *r, int64_t now_us, char *out, size_t outlen)
+escalate(const pgt_request *r, uint32_t pm, int64_t now_us, char *out, size_t outlen)
 {
 	int			want;
 	int			avail;
@@ -413,14 +423,19 @@ escalate(const pgt_request *r, int64_t now_us, char *out, size_t outlen)
 	if (esc.open)
 	{
 		struct pgt_exact_window_entry *w = &esc.win[esc.nwin - 1];
+		int64_t		end = now_us + (int64_t) granted * 1000000;
 
-		/* the open window now ends `granted` seconds from now */
-		w->planned_end_us = now_us + (int64_t) granted * 1000000;
+		/*
+		 * the open window now ends `granted` seconds from now; another
+		 * cluster's request only ever extends it
+		 */
+		if (esc.win_pm[esc.nwin - 1] == pm || end > w->planned_end_us)
+			w->planned_end_us = end;
 		w->granted_s = (uint32_t) ((w->planned_end_us - w->start_us + 999999) / 1000000);
 	}
 	else
 		open_window(now_us, now_us + (int64_t) granted * 1000000, (uint32_t) granted,
-					reason, r->args[1]);
+					reason, r->args[1], pm);
 	return respond(out, outlen, "OK granted=%d remaining=%d budget=%d mode=tiered",
 				   granted, avail < 0 ? -1 : avail - granted, esc.budget_s);
 }
@@ -443,7 +458,7 @@ escalation_auto(int64_t now_us, int seconds, const char *reason)
 	snprintf(r.args[1], sizeof(r.args[1]), "helper");
 	snprintf(r.args[2], sizeof(r.args[2]), "%s", reason);
 	escalation_tick(now_us);
-	(void) escalate(&r, now_us, out, sizeof(out));
+	(void) escalate(&r, 0, now_us, out, sizeof(out));
 	log_info("anomaly %s: %s", reason, out);
 	return strncmp(out, "OK ", 3) == 0 ? 0 : -1;
 }
@@ -465,14 +480,17 @@ escalation_set_reset(esc_reset_fn fn)
  *		verbs.
  */
 int
-escalation_respond(const pgt_request *r, int64_t now_us, char *out, size_t outlen)
+escalation_respond(const pgt_request *r, uint32_t pm, int64_t now_us, char *out,
+				   size_t outlen)
 {
 	escalation_tick(now_us);
 	if (strcmp(r->verb, "ESCALATE") == 0)
-		return escalate(r, now_us, out, outlen);
+		return escalate(r, pm, now_us, out, outlen);
 	if (strcmp(r->verb, "DEESCALATE") == 0)
 	{
-		int			was = esc.open && esc.mode == ESC_MODE_TIERED;
+		/* the helper's own windows (anomalies) any cluster may close */
+		int			was = esc.open && esc.mode == ESC_MODE_TIERED &&
+			(esc.win_pm[esc.nwin - 1] == 0 || esc.win_pm[esc.nwin - 1] == pm);
 		int			avail;
 
 		if (r->nargs != 1 || !word_ok(r->args[0]))
@@ -492,9 +510,9 @@ escalation_respond(const pgt_request *r, int64_t now_us, char *out, size_t outle
 	{
 		if (r->nargs != 0)
 			return respond(out, outlen, "ERR bad-argument EXACTRESET takes no arguments");
-		if (esc.reset != NULL)
-			esc.reset();
-		return respond(out, outlen, "OK reset=%d", esc.reset != NULL);
+		if (esc.reset != NULL && pm != 0)
+			esc.reset(pm);
+		return respond(out, outlen, "OK reset=%d", esc.reset != NULL && pm != 0);
 	}
 	if (strcmp(r->verb, "BUDGET") == 0)
 	{
@@ -512,14 +530,27 @@ escalation_respond(const pgt_request *r, int64_t now_us, char *out, size_t outle
 
 /*
  * escalation_windows
- *		Copy the windows of the last hour (oldest first).
+ *		Copy the windows of the last hour (oldest first), as cluster pm may
+ *		see them: when and how long for all (they timed its waits too), who
+ *		asked and why only for its own and the helper's.
  */
 size_t
-escalation_windows(struct pgt_exact_window_entry *out, size_t max)
+escalation_windows(struct pgt_exact_window_entry *out, size_t max, uint32_t pm)
 {
 	size_t		n = esc.nwin < max ? esc.nwin : max;
+	size_t		i;
 
 	memcpy(out, &esc.win[esc.nwin - n], sizeof(*out) * n);
+	for (i = 0; i < n; i++)
+	{
+		uint32_t	owner = esc.win_pm[esc.nwin - n + i];
+
+		if (owner != 0 && owner != pm)
+		{
+			snprintf(out[i].who, sizeof(out[i].who), "%s", "");
+			snprintf(out[i].reason, sizeof(out[i].reason), "%s", "other cluster");
+		}
+	}
 	return n;
 }
 

@@ -31,9 +31,9 @@
 
 /* Turns exact timing (or the held kernel sets) on (1) or off (0). */
 typedef void (*esc_switch_fn) (int on);
-typedef void (*esc_reset_fn) (void);
+typedef void (*esc_reset_fn) (uint32_t postmaster);
 
-/* EXACTRESET: the exact set empties its counters (pg_tracer_reset()). */
+/* EXACTRESET: the exact set empties one cluster's counters (pg_tracer_reset()). */
 extern void escalation_set_reset(esc_reset_fn fn);
 
 extern int	escalation_configure_mode(const char *s, char *err, size_t errlen);
@@ -50,9 +50,17 @@ extern void escalation_tick(int64_t now_us);
 extern int	escalation_active(void);
 extern int	escalation_used_s(int64_t now_us);
 
-extern int	escalation_respond(const pgt_request *r, int64_t now_us,
+/*
+ * A request from the control socket of the cluster whose postmaster is pm
+ * (0: not attached).  Windows are host-wide (the probes are), but a
+ * cluster cannot close or shorten another's, and resets only its own
+ * counters.
+ */
+extern int	escalation_respond(const pgt_request *r, uint32_t pm, int64_t now_us,
 							   char *out, size_t outlen);
-extern size_t escalation_windows(struct pgt_exact_window_entry *out, size_t max);
+
+/* The windows as cluster pm may see them: another cluster's without who or reason. */
+extern size_t escalation_windows(struct pgt_exact_window_entry *out, size_t max, uint32_t pm);
 
 /*
  * Anomaly rules (helper/escalation_anomaly.c): fed once a second with the

@@ -338,20 +338,25 @@ watch_tick(pset_inst *in, exact_priv *p)
 }
 
 /*
- * clear_map
- *		Delete every entry of a hash map of at most max entries: collect the
- *		keys first (deleting while walking would restart the walk).
+ * clear_map_of
+ *		Delete every entry of postmaster pm from a hash map of at most max
+ *		entries (its __u32 postmaster at pm_off in the key, or in the value
+ *		of vsz bytes when vsz > 0): collect the keys first (deleting while
+ *		walking would restart the walk).
  */
 static void
-clear_map(int fd, size_t max, size_t ksz)
+clear_map_of(int fd, size_t max, size_t ksz, size_t vsz, size_t pm_off, uint32_t pm)
 {
 	unsigned char *keys = malloc(max * ksz);
 	unsigned char cur[64];
+	unsigned char val[256];
 	void	   *prev = NULL;
 	size_t		n = 0;
 	size_t		i;
+	uint32_t	owner;
 
-	if (keys == NULL || ksz > sizeof(cur))
+	if (keys == NULL || ksz > sizeof(cur) || vsz > sizeof(val) ||
+		pm_off + sizeof(owner) > (vsz > 0 ? vsz : ksz))
 	{
 		free(keys);
 		return;
@@ -360,7 +365,11 @@ clear_map(int fd, size_t max, size_t ksz)
 	{
 		memcpy(cur, keys + n * ksz, ksz);
 		prev = cur;
-		n++;
+		if (vsz > 0 && bpf_map_lookup_elem(fd, cur, val) != 0)
+			continue;
+		memcpy(&owner, (vsz > 0 ? val : cur) + pm_off, sizeof(owner));
+		if (owner == pm)
+			n++;
 	}
 	for (i = 0; i < n; i++)
 		(void) bpf_map_delete_elem(fd, keys + i * ksz);
@@ -369,23 +378,40 @@ clear_map(int fd, size_t max, size_t ksz)
 
 /*
  * exact_reset
- *		EXACTRESET (pg_tracer_reset()): empty the aggregates and histograms
- *		and the copies the next publication would show.  A wait in
- *		progress is counted whole when it ends.
+ *		EXACTRESET (pg_tracer_reset()) of the cluster whose postmaster is
+ *		pm: empty its aggregates and histograms, in the maps and in the
+ *		copies the next publication would show.  A wait in progress is
+ *		counted whole when it ends.  Other clusters keep theirs.
  */
 static void
-exact_reset(void)
+exact_reset(uint32_t pm)
 {
 	exact_priv *p = running;
+	size_t		i;
+	size_t		j;
 
 	if (p == NULL)
 		return;
-	clear_map(bpf_map__fd(p->skel->maps.exact_waits), PGT_EXACT_WAITS_MAX,
-			  sizeof(struct pgt_exact_key));
-	clear_map(bpf_map__fd(p->skel->maps.exact_hists), PGT_EXACT_HISTS_MAX,
-			  sizeof(struct pgt_exact_hkey));
-	p->n = p->nh = 0;
-	log_info("exact: counters reset");
+	clear_map_of(bpf_map__fd(p->skel->maps.exact_waits), PGT_EXACT_WAITS_MAX,
+				 sizeof(struct pgt_exact_key), sizeof(struct pgt_exact_val),
+				 offsetof(struct pgt_exact_val, pm), pm);
+	clear_map_of(bpf_map__fd(p->skel->maps.exact_hists), PGT_EXACT_HISTS_MAX,
+				 sizeof(struct pgt_exact_hkey), 0, offsetof(struct pgt_exact_hkey, pm), pm);
+	for (i = 0, j = 0; i < p->n; i++)
+		if (p->vals[i].pm != pm)
+		{
+			p->keys[j] = p->keys[i];
+			p->vals[j++] = p->vals[i];
+		}
+	p->n = j;
+	for (i = 0, j = 0; i < p->nh; i++)
+		if (p->hkeys[i].pm != pm)
+		{
+			p->hkeys[j] = p->hkeys[i];
+			p->hvals[j++] = p->hvals[i];
+		}
+	p->nh = j;
+	log_info("exact: counters of postmaster %u reset", pm);
 }
 
 /*
@@ -696,7 +722,7 @@ publish(pset_inst *in, pset_pub *pub)
 				h.total_ns += p->vals[j].total_ns;
 		(void) pset_pub_add(pub, PGT_SEC_EXACT_HIST, &h, sizeof(h));
 	}
-	nwin = escalation_windows(win, ESC_MAX_WINDOWS);
+	nwin = escalation_windows(win, ESC_MAX_WINDOWS, pub->postmaster);
 	for (i = 0; i < nwin; i++)
 		(void) pset_pub_add(pub, PGT_SEC_EXACT_WINDOWS, &win[i], sizeof(win[i]));
 }

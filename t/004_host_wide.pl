@@ -80,6 +80,22 @@ cmp_ok(io_calls($node_b, "pid <> $pids[1] AND pid <> 0"), '>=', $b_others,
 	"and so do its exited readers ($b_others calls)");
 $_->quit for @bgs;
 
+# Escalation windows: one at a time for the host (the probes are
+# host-wide), but a cluster cannot close or shorten another's, and sees it
+# without who asked or why.
+is($node_a->safe_psql('postgres', 'SELECT granted_s FROM pg_tracer_escalate(30)'), '30',
+	'cluster a opens a 30 s window');
+is($node_b->safe_psql('postgres', 'SELECT pg_tracer_deescalate()'), 'f',
+	"cluster b's de-escalation does not close a's window");
+$node_b->safe_psql('postgres', 'SELECT pg_tracer_escalate(1)');
+sleep(1.5);
+my $open = "SELECT reason || '|' || coalesce(requested_by, '') FROM pg_tracer_escalations
+	WHERE end_time IS NULL";
+is($node_b->safe_psql('postgres', $open), 'other cluster|',
+	"b sees a's window, still open after b asked for 1 s, without who or why");
+like($node_a->safe_psql('postgres', $open), qr/^manual\|\S+$/, 'a sees its own with both');
+is($node_a->safe_psql('postgres', 'SELECT pg_tracer_deescalate()'), 't', 'a closes its window');
+
 # 300 processes that are not PostgreSQL's: a scan of /proc each second
 # would read each one's stat file three times in 3 s
 my @sleepers;

@@ -6,7 +6,9 @@
  *	  freed as windows leave the hour, idempotent DEESCALATE, denials
  *	  (exhausted, disabled, sampled mode, set not running), argument
  *	  checks, full mode, the switch calls, the windows table, the held
- *	  kernel sets as a second listener.
+ *	  kernel sets as a second listener; two clusters: one cannot close or
+ *	  shorten the other's window, sees it without who and why, and resets
+ *	  only its own counters.
  */
 #include "escalation.h"
 #include "unit.h"
@@ -18,6 +20,14 @@
 
 static int	sw_on;
 static int	sw_calls;
+static uint32_t ask_pm = 7;		/* the postmaster of the asking cluster */
+static uint32_t reset_pm;		/* what fake_reset was last asked to empty */
+
+static void
+fake_reset(uint32_t pm)
+{
+	reset_pm = pm;
+}
 
 static void
 fake_switch(int on)
@@ -43,7 +53,7 @@ ask(int64_t now, const char *verb, int nargs, const char *a0, const char *a1,
 		snprintf(r.args[1], sizeof(r.args[1]), "%s", a1);
 	if (a2)
 		snprintf(r.args[2], sizeof(r.args[2]), "%s", a2);
-	if (escalation_respond(&r, now, out, sizeof(out)) < 0)
+	if (escalation_respond(&r, ask_pm, now, out, sizeof(out)) < 0)
 		return "(not ours)";
 	return out;
 }
@@ -141,7 +151,7 @@ test_budget(void)
 	CHECK_STR(ask(T0 + 3600 * S + 80 * S, "BUDGET", 0, NULL, NULL, NULL),
 			  "OK mode=tiered budget=300 used=220 remaining=80 active=0 until=0");
 
-	n = escalation_windows(w, ESC_MAX_WINDOWS);
+	n = escalation_windows(w, ESC_MAX_WINDOWS, 7);
 	CHECK(n == 3, "windows kept: %zu", n);
 	CHECK_STR(w[0].who, "alice");
 	CHECK_STR(w[0].end_reason, "expired");
@@ -150,8 +160,49 @@ test_budget(void)
 	CHECK(w[2].end_us == T0 + 415 * S);
 	/* a window that ended over an hour ago is dropped */
 	escalation_tick(T0 + 3600 * S + 81 * S);
-	n = escalation_windows(w, ESC_MAX_WINDOWS);
+	n = escalation_windows(w, ESC_MAX_WINDOWS, 7);
 	CHECK(n == 2, "after the hour: %zu", n);
+	escalation_detach();
+}
+
+static void
+test_clusters(void)
+{
+	struct pgt_exact_window_entry w[ESC_MAX_WINDOWS];
+	char		err[256];
+	size_t		n;
+
+	escalation_reset();
+	CHECK(escalation_configure_budget("300", err, sizeof(err)) == 0);
+	escalation_attach(fake_switch, NULL);
+	escalation_set_reset(fake_reset);
+	ask_pm = 7;
+	CHECK_STR(ask(T0, "ESCALATE", 3, "60", "alice", "slow-checkout"),
+			  "OK granted=60 remaining=240 budget=300 mode=tiered");
+	ask_pm = 8;
+	CHECK_STR(ask(T0 + 5 * S, "DEESCALATE", 1, "bob", NULL, NULL),
+			  "OK closed=0 remaining=295 budget=300 mode=tiered");
+	CHECK(escalation_active(), "another cluster cannot close the window");
+	(void) ask(T0 + 6 * S, "ESCALATE", 2, "1", "bob", NULL);
+	escalation_tick(T0 + 30 * S);
+	CHECK(escalation_active(), "nor shorten it");
+	n = escalation_windows(w, ESC_MAX_WINDOWS, 8);
+	CHECK(n == 1, "%zu", n);
+	CHECK_STR(w[0].who, "");
+	CHECK_STR(w[0].reason, "other cluster");
+	n = escalation_windows(w, ESC_MAX_WINDOWS, 7);
+	CHECK_STR(w[0].who, "alice");
+	CHECK_STR(w[0].reason, "slow-checkout");
+	CHECK_STR(ask(T0 + 31 * S, "EXACTRESET", 0, NULL, NULL, NULL), "OK reset=1");
+	CHECK(reset_pm == 8, "EXACTRESET empties the asking cluster's counters: %u", reset_pm);
+	ask_pm = 0;					/* a socket whose cluster is not attached */
+	reset_pm = 0;
+	CHECK_STR(ask(T0 + 32 * S, "EXACTRESET", 0, NULL, NULL, NULL), "OK reset=0");
+	CHECK(reset_pm == 0);
+	ask_pm = 7;
+	CHECK_STR(ask(T0 + 40 * S, "DEESCALATE", 1, "alice", NULL, NULL),
+			  "OK closed=1 remaining=260 budget=300 mode=tiered");
+	escalation_set_reset(NULL);
 	escalation_detach();
 }
 
@@ -314,6 +365,7 @@ main(void)
 	test_not_running();
 	test_budget();
 	test_modes();
+	test_clusters();
 	test_anomaly();
 	test_kernel_sets();
 	UNIT_MAIN_END("test_escalation");
