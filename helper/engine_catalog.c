@@ -16,6 +16,7 @@
 
 #include "engine.h"
 #include "pgt_segment.h"
+#include "utf8.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -458,25 +459,35 @@ engine_lwmode_name(uint32_t mode)
 void
 engine_clean_text(char *dst, size_t dstlen, const char *src, size_t srclen)
 {
+	const unsigned char *p = (const unsigned char *) src;
+	size_t		avail = strnlen(src, srclen);	/* up to a NUL or the bound */
 	size_t		n = 0;
-	size_t		i;
+	size_t		i = 0;
 
 	if (dstlen == 0)
 		return;
-	for (i = 0; i < srclen && src[i] != '\0' && n + 1 < dstlen; i++)
+	while (i < avail && n + 1 < dstlen)
 	{
-		unsigned char ch = (unsigned char) src[i];
+		int			len = pgt_utf8_len(p + i, avail - i);
 
-		if (ch == '\n' || ch == '\r' || ch == '\t')
+		if (len < 0)
+			break;				/* a character cut by the record's bound */
+		if (len > 0 && !pgt_utf8_is_c1(p + i, len))
+		{
+			if (n + (size_t) len >= dstlen)
+				break;			/* no room for all of it: none of it */
+			memcpy(dst + n, p + i, (size_t) len);
+			n += (size_t) len;
+			i += (size_t) len;
+			continue;
+		}
+		if (len == 0 && (p[i] == '\n' || p[i] == '\r' || p[i] == '\t'))
 			dst[n++] = ' ';
-		else if (ch < 0x20 || ch > 0x7e)
+		else if (len > 0 || p[i] < 0x20 || p[i] > 0x7e)
 			dst[n++] = '?';
 		else
-			dst[n++] = (char) ch;
+			dst[n++] = (char) p[i];
+		i += len > 0 ? (size_t) len : 1;
 	}
-	/* the record was full: a trailing partial UTF-8 sequence is cut off */
-	if (i == srclen || (i < srclen && src[i] != '\0'))
-		while (n > 0 && (unsigned char) src[n - 1] >= 0x80)
-			n--;
 	dst[n] = '\0';
 }

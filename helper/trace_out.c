@@ -7,6 +7,7 @@
 
 #include "procfs.h"
 #include "pgt_segment.h"
+#include "utf8.h"
 
 #include <inttypes.h>
 #include <string.h>
@@ -130,22 +131,35 @@ trace_wanted(trace_out *o, uint32_t pid)
 
 /*
  * trace_json_string
- *		A JSON string literal; control and non-ASCII bytes escaped.
+ *		A JSON string literal: well-formed UTF-8 as it is, control
+ *		characters (C0, DEL, C1) escaped, any other byte U+FFFD.
  */
 void
 trace_json_string(FILE *f, const char *s)
 {
-	const unsigned char *p;
+	const unsigned char *p = (const unsigned char *) s;
+	size_t		left = strlen(s);
 
 	fputc('"', f);
-	for (p = (const unsigned char *) s; *p; p++)
+	while (left > 0)
 	{
-		if (*p == '"' || *p == '\\')
+		int			len = pgt_utf8_len(p, left);
+
+		if (len > 0 && pgt_utf8_is_c1(p, len))
+			fprintf(f, "\\u%04x", p[1]);	/* U+0080..U+009F */
+		else if (len > 0)
+			fwrite(p, 1, (size_t) len, f);
+		else if (*p == '"' || *p == '\\')
 			fprintf(f, "\\%c", *p);
-		else if (*p < 0x20 || *p >= 0x7f)
+		else if (*p < 0x20 || *p == 0x7f)
 			fprintf(f, "\\u%04x", *p);
+		else if (*p >= 0x80)
+			fputs("\\ufffd", f);
 		else
 			fputc(*p, f);
+		len = len > 0 ? len : 1;
+		p += len;
+		left -= (size_t) len;
 	}
 	fputc('"', f);
 }

@@ -282,9 +282,54 @@ test_focus(void)
 	free(out);
 }
 
+/* s as trace_json_string writes it (caller frees). */
+static char *
+json_of(const char *s)
+{
+	char	   *buf = NULL;
+	size_t		len = 0;
+	FILE	   *f = open_memstream(&buf, &len);
+
+	trace_json_string(f, s);
+	fclose(f);
+	return buf;
+}
+
+/*
+ * JSON strings: well-formed UTF-8 as it is (a data directory "données"
+ * must not come back as "donnÃ©es"), quotes, backslashes and controls
+ * escaped (C1 too: terminals act on them), other bytes U+FFFD.
+ */
+static void
+test_json_strings(void)
+{
+	static const struct
+	{
+		const char *in;
+		const char *out;
+	}			cases[] = {
+		{"/srv/donn\xc3\xa9" "es", "\"/srv/donn\xc3\xa9" "es\""},
+		{"\xe2\x82\xac \xf0\x9f\x90\x98", "\"\xe2\x82\xac \xf0\x9f\x90\x98\""},
+		{"a\"b\\c\x01\x7f", "\"a\\\"b\\\\c\\u0001\\u007f\""},
+		{"csi \xc2\x9b" "2J", "\"csi \\u009b2J\""},
+		{"bad \xff \xc3 \xed\xa0\x80", "\"bad \\ufffd \\ufffd \\ufffd\\ufffd\\ufffd\""},
+		{"cut \xe2\x82", "\"cut \\ufffd\\ufffd\""},
+	};
+	size_t		i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+	{
+		char	   *got = json_of(cases[i].in);
+
+		CHECK_STR(got, cases[i].out);
+		free(got);
+	}
+}
+
 int
 main(void)
 {
+	test_json_strings();
 	test_json_record();
 	test_text_record();
 	test_hist();
