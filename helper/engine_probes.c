@@ -44,8 +44,9 @@
 #include <unistd.h>
 
 #define ENGINE_READ_INTERVAL_US	(500 * 1000)
-#define ENGINE_MAX_LINKS		512
+#define ENGINE_MAX_LINKS		512		/* of all binaries together */
 #define ENGINE_MAX_BINARIES		16
+#define ENGINE_MAX_TARGETS		256		/* postmasters configured */
 #define ENGINE_MAX_SETS			16
 
 /* Daemon configuration. */
@@ -62,7 +63,19 @@ typedef struct engine_binary
 	elf_info	elf;
 	engine_choice *choices;		/* engine_npoints */
 	int		   *attached;		/* engine_npoints */
+	struct bpf_link **links;	/* its probes' links */
+	int			nlinks;
+	int			users;			/* targeted postmasters running it */
+	int64_t		untargeted_us;	/* since when it has none (release_unused) */
 } engine_binary;
+
+/* A targeted postmaster and the binary it runs (by identity: it may be gone). */
+typedef struct engine_target
+{
+	uint32_t	pm;
+	dev_t		dev;
+	ino_t		ino;
+} engine_target;
 
 static struct
 {
@@ -75,8 +88,9 @@ static struct
 	pset_inst  *insts[ENGINE_MAX_SETS]; /* joined sets */
 	engine_binary bins[ENGINE_MAX_BINARIES];
 	int			nbins;
-	struct bpf_link *links[ENGINE_MAX_LINKS];
-	int			nlinks;
+	int			nlinks;			/* of all bins */
+	engine_target targets[ENGINE_MAX_TARGETS];
+	int			ntargets;
 	engine_row *rows;
 	size_t		nrows;
 	size_t		caprows;
@@ -212,21 +226,47 @@ update_status(void)
 
 /*
  * keep_link
- *		Remember a link; 0, or -1 when it is NULL (errno says why).
+ *		Remember a link of binary b; 0, or -1 when it is NULL (errno says
+ *		why).
  */
 static int
-keep_link(struct bpf_link *l)
+keep_link(engine_binary *b, struct bpf_link *l)
 {
+	struct bpf_link **n;
+
 	if (l == NULL)
 		return -1;
-	if (core.nlinks == ENGINE_MAX_LINKS)
+	if (core.nlinks == ENGINE_MAX_LINKS ||
+		(n = realloc(b->links, (size_t) (b->nlinks + 1) * sizeof(*n))) == NULL)
 	{
 		bpf_link__destroy(l);
 		errno = ENOSPC;
 		return -1;
 	}
-	core.links[core.nlinks++] = l;
+	b->links = n;
+	b->links[b->nlinks++] = l;
+	core.nlinks++;
 	return 0;
+}
+
+/*
+ * binary_free
+ *		Detach binary b's probes and close it.
+ */
+static void
+binary_free(engine_binary *b)
+{
+	int			k;
+
+	for (k = 0; k < b->nlinks; k++)
+		bpf_link__destroy(b->links[k]);
+	core.nlinks -= b->nlinks;
+	free(b->links);
+	elf_inspect_close(&b->elf);
+	free(b->choices);
+	free(b->attached);
+	memset(b, 0, sizeof(*b));
+	b->elf.fd = -1;
 }
 
 /*
@@ -247,7 +287,7 @@ attach_point(engine_binary *b, size_t i)
 		prog = bpf_object__find_program_by_name(core.skel->obj, p->usdt_prog);
 		if (prog == NULL)
 			return -ENOENT;
-		if (keep_link(bpf_program__attach_usdt(prog, -1, b->attach_path, ENGINE_USDT_PROVIDER,
+		if (keep_link(b, bpf_program__attach_usdt(prog, -1, b->attach_path, ENGINE_USDT_PROVIDER,
 											   p->usdt, NULL)) < 0)
 			return -errno;
 		return 0;
@@ -271,7 +311,7 @@ attach_point(engine_binary *b, size_t i)
 				(u->semaphore && elf_vaddr_to_offset(&b->elf, u->semaphore, &sem) < 0))
 				return -EINVAL;
 			uo.ref_ctr_offset = sem;
-			if (keep_link(bpf_program__attach_uprobe_opts(prog, -1, b->attach_path, off, &uo)) < 0)
+			if (keep_link(b, bpf_program__attach_uprobe_opts(prog, -1, b->attach_path, off, &uo)) < 0)
 				return -errno;
 			n++;
 		}
@@ -286,7 +326,7 @@ attach_point(engine_binary *b, size_t i)
 		if (prog == NULL || elf_find_symbol(&b->elf, p->func, &s) < 0 || s.offset == 0)
 			return -ENOENT;
 		uo.retprobe = m == ENGINE_MECH_URETPROBE;
-		if (keep_link(bpf_program__attach_uprobe_opts(prog, -1, b->attach_path, s.offset, &uo)) < 0)
+		if (keep_link(b, bpf_program__attach_uprobe_opts(prog, -1, b->attach_path, s.offset, &uo)) < 0)
 			return -errno;
 		return 0;
 	}
@@ -415,17 +455,25 @@ static struct
 }			tranches[1024];
 static size_t ntranches;
 
+/* Drop the tranche names postmaster pm left (gone, or a new one on its pid). */
 static void
-keep_tranche_names(uint32_t pm, const pgt_layout *l)
+forget_tranche_names(uint32_t pm)
 {
 	size_t		i;
 	size_t		k = 0;
 
-	/* drop what an earlier postmaster of this pid left */
 	for (i = 0; i < ntranches; i++)
 		if (tranches[i].pm != pm)
 			tranches[k++] = tranches[i];
 	ntranches = k;
+}
+
+static void
+keep_tranche_names(uint32_t pm, const pgt_layout *l)
+{
+	size_t		i;
+
+	forget_tranche_names(pm);
 	for (i = 0; i < l->nevents && ntranches < sizeof(tranches) / sizeof(tranches[0]); i++)
 	{
 		if (l->events[i].info >> 24 != PG_WAIT_LWLOCK_CLASS ||
@@ -518,6 +566,109 @@ checkpoint_stats_fallback(const engine_binary *b, uint64_t bias, struct eng_cfg 
 }
 
 /*
+ * drop_target
+ *		Postmaster pm is no longer served.  A binary no served postmaster
+ *		runs any more is released later (release_unused), not here: its
+ *		probes' detach takes most of a second, and untargeting is on the
+ *		path of a cluster's close (and of the helper's stop), which should
+ *		not wait for it; a postmaster restarted on the same binary finds it
+ *		still attached.
+ */
+static void
+drop_target(uint32_t pm)
+{
+	int			i;
+	int			k;
+
+	for (i = 0; i < core.ntargets && core.targets[i].pm != pm; i++)
+		;
+	if (i == core.ntargets)
+		return;
+	for (k = 0; k < core.nbins; k++)
+		if (core.bins[k].dev == core.targets[i].dev && core.bins[k].ino == core.targets[i].ino)
+			break;
+	core.targets[i] = core.targets[--core.ntargets];
+	if (k < core.nbins && core.bins[k].users > 0)
+		core.bins[k].users--;
+}
+
+/*
+ * release_unused
+ *		Detach and close the binaries that no served postmaster has run for
+ *		ENGINE_RELEASE_US (package upgrades and container restarts bring new
+ *		binaries; ENGINE_MAX_BINARIES is for those in use at once).
+ */
+#define ENGINE_RELEASE_US	(10 * 1000 * 1000)
+
+static void
+release_unused(void)
+{
+	int64_t		now = procfs_realtime_us();
+	int			k = 0;
+
+	while (k < core.nbins)
+	{
+		engine_binary *b = &core.bins[k];
+
+		if (b->users > 0 || b->untargeted_us == 0)
+		{
+			b->untargeted_us = b->users > 0 ? 0 : now;	/* unused since now */
+			k++;
+			continue;
+		}
+		if (now - b->untargeted_us < ENGINE_RELEASE_US)
+		{
+			k++;
+			continue;
+		}
+		log_info("engine: %s runs no served postmaster: detached", b->path);
+		binary_free(b);
+		if (k != core.nbins - 1)
+			core.bins[k] = core.bins[core.nbins - 1];
+		core.nbins--;
+		update_status();
+	}
+}
+
+/*
+ * note_target
+ *		Postmaster pm runs binary b (once per postmaster: a target may be
+ *		configured again).  Returns b where it is now (dropping the
+ *		postmaster's earlier binary may have moved it).
+ */
+static engine_binary *
+note_target(uint32_t pm, engine_binary *b)
+{
+	int			i;
+	dev_t		dev = b->dev;
+	ino_t		ino = b->ino;
+
+	for (i = 0; i < core.ntargets; i++)
+		if (core.targets[i].pm == pm)
+		{
+			if (core.targets[i].dev == dev && core.targets[i].ino == ino)
+				return b;
+			drop_target(pm);	/* a new postmaster on the pid, another binary */
+			break;
+		}
+	for (i = 0; i < core.nbins; i++)
+		if (core.bins[i].dev == dev && core.bins[i].ino == ino)
+			break;
+	if (i == core.nbins)
+		return NULL;
+	/* with the table full, the user is counted but never dropped: kept */
+	if (core.ntargets < ENGINE_MAX_TARGETS)
+	{
+		core.targets[core.ntargets].pm = pm;
+		core.targets[core.ntargets].dev = dev;
+		core.targets[core.ntargets].ino = ino;
+		core.ntargets++;
+	}
+	core.bins[i].users++;
+	return &core.bins[i];
+}
+
+/*
  * engine_core_target
  *		See engine_probes.h.
  */
@@ -533,7 +684,7 @@ engine_core_target(uint32_t pm)
 	if (!core.started || core.failed)
 		return;
 	b = binary_for(pm);
-	if (b == NULL)
+	if (b == NULL || (b = note_target(pm, b)) == NULL)
 		return;
 	memset(&cfg, 0, sizeof(cfg));
 	cfg.postmaster = pm;
@@ -584,6 +735,8 @@ engine_core_untarget(uint32_t pm)
 	if (!core.started || core.failed)
 		return;
 	(void) bpf_map_delete_elem(bpf_map__fd(core.skel->maps.engine_cfg), &pm);
+	forget_tranche_names(pm);
+	drop_target(pm);
 }
 
 /*
@@ -686,16 +839,10 @@ engine_core_leave(int set_index)
 			return;
 	if (core.rb)
 		ring_buffer__free(core.rb);
-	for (k = 0; k < core.nlinks; k++)
-		bpf_link__destroy(core.links[k]);
+	for (k = 0; k < core.nbins; k++)
+		binary_free(&core.bins[k]);
 	if (core.skel)
 		engine_probes_bpf__destroy(core.skel);
-	for (k = 0; k < core.nbins; k++)
-	{
-		elf_inspect_close(&core.bins[k].elf);
-		free(core.bins[k].choices);
-		free(core.bins[k].attached);
-	}
 	free(core.rows);
 	free(core.ckeys);
 	free(core.cvals);
@@ -899,6 +1046,7 @@ engine_core_collect(void)
 	read_maps();
 	if (retire_exited())
 		read_maps();
+	release_unused();
 }
 
 /*

@@ -163,6 +163,7 @@ static void pending_resolve(int slot, const Sample *s, bool gone,
 static void pending_give(Tracker *t, int i, uint64 qid, PgtAshBucket *fb,
 						 PgtAshBucket *cb);
 static void gc_sessions(TimestampTz now);
+static int	cmp_uint64(const void *a, const void *b);
 
 /*
  * pgt_register_sampler
@@ -967,6 +968,19 @@ pending_give(Tracker *t, int i, uint64 qid, PgtAshBucket *fb, PgtAshBucket *cb)
 }
 
 /*
+ * cmp_uint64
+ *		qsort/bsearch comparator of session keys.
+ */
+static int
+cmp_uint64(const void *a, const void *b)
+{
+	uint64		x = *(const uint64 *) a;
+	uint64		y = *(const uint64 *) b;
+
+	return (x > y) - (x < y);
+}
+
+/*
  * gc_sessions
  *		Forget sessions that exited longer ago than the longest window:
  *		free their directory entries and drop their cumulative rows (the
@@ -997,6 +1011,8 @@ gc_sessions(TimestampTz now)
 	if (ngone == 0)
 		return;
 
+	/* sorted, so that each row's test is a binary search, not a scan */
+	qsort(gone, ngone, sizeof(uint64), cmp_uint64);
 	copy = palloc(pgt_ash_table_bytes(tab->size));
 	memcpy(copy, tab, pgt_ash_table_bytes(tab->size));
 	pgt_ash_table_init(tab, copy->size, copy->limit);
@@ -1005,13 +1021,10 @@ gc_sessions(TimestampTz now)
 	for (i = 0; i < copy->size; i++)
 	{
 		PgtAshRow  *r = &copy->rows[i];
-		bool		drop = false;
 
 		if (r->kind == PGT_ASH_EMPTY)
 			continue;
-		for (j = 0; j < ngone && !drop; j++)
-			drop = (r->key == gone[j]);
-		if (!drop)
+		if (bsearch(&r->key, gone, ngone, sizeof(uint64), cmp_uint64) == NULL)
 		{
 			PgtAshRow  *n = pgt_ash_table_get(tab, r->kind, r->key, r->event, r->aux);
 

@@ -33,6 +33,7 @@
 #include "miscadmin.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
+#include "utils/hsearch.h"
 #include "utils/timestamp.h"
 
 #include "pg_tracer.h"
@@ -539,6 +540,13 @@ typedef struct SessTotal
 	uint32		top_event;
 } SessTotal;
 
+/* Where a session's SessTotal is (by its key), while building them. */
+typedef struct SessIndex
+{
+	uint64		key;
+	int			idx;
+} SessIndex;
+
 /*
  * pg_tracer_sessions_since(window interval)
  *		One row per visible session: DB time, CPU and wait shares of it,
@@ -552,27 +560,37 @@ pg_tracer_sessions_since(PG_FUNCTION_ARGS)
 	AshSnap		snap;
 	SessTotal  *tot;
 	int			ntot = 0;
+	HASHCTL		ctl;
+	HTAB	   *index;
 	uint32		i;
 	int			j;
 
 	InitMaterializedSRF(fcinfo, 0);
 	snap_take(&snap, window_s);
 	tot = palloc0(sizeof(SessTotal) * (snap.rows->used + 1));
+	/* rows x sessions would be quadratic: a hash finds each session's total */
+	memset(&ctl, 0, sizeof(ctl));
+	ctl.keysize = sizeof(uint64);
+	ctl.entrysize = sizeof(SessIndex);
+	ctl.hcxt = CurrentMemoryContext;
+	index = hash_create("pg_tracer session totals", 256, &ctl,
+						HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 	for (i = 0; i < snap.rows->size; i++)
 	{
 		const PgtAshRow *r = &snap.rows->rows[i];
-		SessTotal  *t = NULL;
+		SessIndex  *e;
+		SessTotal  *t;
+		bool		found;
 
 		if (r->kind != PGT_ASH_SESSION || !snap_session_visible(&snap, r->key))
 			continue;
-		for (j = 0; j < ntot; j++)
-			if (tot[j].key == r->key)
-				t = &tot[j];
-		if (t == NULL)
+		e = hash_search(index, &r->key, HASH_ENTER, &found);
+		if (!found)
 		{
-			t = &tot[ntot++];
-			t->key = r->key;
+			e->idx = ntot++;
+			tot[e->idx].key = r->key;
 		}
+		t = &tot[e->idx];
 		if (r->idle)
 			t->idle_us += r->time_us;
 		else

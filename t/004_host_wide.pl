@@ -151,6 +151,22 @@ ok(defined wait_until(sub { served_pm($node_b) }, 10),
 like(slurp_file($log), qr/discovery: exec notes were lost .*: scanning \/proc/,
 	'saying that it scanned /proc for the lost notes');
 
-signal_helper($helper, 'TERM');
+# Once no cluster runs a binary any more, its engine probes are detached
+# (ten seconds on: a restart keeps them); a cluster started on it again
+# gets them back.
+my $log_len = length(slurp_file($log));
 $_->stop for ($node_a, $node_b, $node_c);
+ok(defined wait_until(sub {
+	substr(slurp_file($log), $log_len) =~ /engine: \S+ runs no served postmaster: detached/ }, 30),
+	'the engine probes of a binary no cluster runs are detached');
+$node_a->start;
+ok(defined wait_until(sub {
+	served_pm($node_a) && $node_a->safe_psql('postgres',
+		"SELECT state || ' ' || mechanism FROM pg_tracer_probes WHERE probe_set = 'pg-locks'")
+	  eq 'available usdt' }, 20),
+	'a cluster started on it again has them back');
+unlike(slurp_file($log), qr/ error: /, 'the helper logged no error');
+
+signal_helper($helper, 'TERM');
+$node_a->stop;
 done_testing();

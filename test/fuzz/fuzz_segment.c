@@ -69,7 +69,6 @@ build_base(void)
 	memset(&o, 0, sizeof(o));
 	for (uint32_t i = 0; i < seg_ntables; i++)
 		o.capacity[seg_tables[i].kind] = 2;
-	o.uid = getuid();
 	o.gid = getgid();
 	o.data_dir = "/var/lib/postgresql/15/main";
 	o.helper_version = "fuzz";

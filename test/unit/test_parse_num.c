@@ -32,22 +32,18 @@ test_duration(void)
 	static const char *const bad[] = {
 		"", "s", "-1s", "+1s", " 2s", "2s ", "0x10", "1e3", "2.s", ".5s", "1.2.3s",
 		"0", "0ms", "0.0001ms", "2h", "2 s", "2sec", "1000000001", "nan", "inf"};
+	static const struct
+	{
+		const char *in;
+		int64_t		ms;
+	}			good[] = {{"2", 2000}, {"2s", 2000}, {"250ms", 250}, {"0.5s", 500},
+	{"1m", 60000}, {"3min", 180000}, {"1000000000", INT64_C(1000000000000)}};
 	int64_t		ms = 0;
 	size_t		i;
 
-	CHECK_INT(parse_duration_ms("2", &ms), 0);
-	CHECK_INT(ms, 2000);
-	CHECK_INT(parse_duration_ms("2s", &ms), 0);
-	CHECK_INT(ms, 2000);
-	CHECK_INT(parse_duration_ms("250ms", &ms), 0);
-	CHECK_INT(ms, 250);
-	CHECK_INT(parse_duration_ms("0.5s", &ms), 0);
-	CHECK_INT(ms, 500);
-	CHECK_INT(parse_duration_ms("1m", &ms), 0);
-	CHECK_INT(ms, 60000);
-	CHECK_INT(parse_duration_ms("3min", &ms), 0);
-	CHECK_INT(ms, 180000);
-	CHECK_INT(parse_duration_ms("1000000000", &ms), 0);
+	for (i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+		CHECK(parse_duration_ms(good[i].in, &ms) == 0 && ms == good[i].ms,
+			  "\"%s\" is %lld ms", good[i].in, (long long) good[i].ms);
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		CHECK(parse_duration_ms(bad[i], &ms) == -1, "\"%s\" refused", bad[i]);
 }

@@ -170,30 +170,22 @@ test_stream_bytes(void)
 	pset_stream_bytes = PGT_EVENTS_RINGBUF_BYTES;
 }
 
-/* A source of exit titles that knows one pid, for test_exit_titles. */
+/*
+ * A source of exit titles that knows one pid, for test_exit_titles: its
+ * title is arg's string, or without one a client backend's (NUL-padded, as
+ * the argv area is).
+ */
 static int
 one_exit_title(void *arg, uint32_t pid, char *buf, size_t buflen)
 {
 	static const char title[] = "postgres: alice shop [local] idle\0\0\0";
+	const char *t = arg != NULL ? arg : title;
+	size_t		len = arg != NULL ? strlen(t) + 1 : sizeof(title);
 
-	(void) arg;
-	if (pid != 4194301 || buflen < sizeof(title))
+	if (pid != 4194301 || buflen < len)
 		return -1;
-	memcpy(buf, title, sizeof(title));
-	return (int) sizeof(title);
-}
-
-/* The same pid's title once a parallel worker has taken it. */
-static int
-worker_title_of_4194301(void *arg, uint32_t pid, char *buf, size_t buflen)
-{
-	static const char title[] = "postgres: parallel worker for PID 4194300";
-
-	(void) arg;
-	if (pid != 4194301 || buflen < sizeof(title))
-		return -1;
-	memcpy(buf, title, sizeof(title));
-	return (int) sizeof(title);
+	memcpy(buf, t, len);
+	return (int) len;
 }
 
 /*
@@ -213,7 +205,7 @@ test_exit_titles(void)
 	CHECK_STR(trace_backend_type(&o, 4194302), "unknown");
 	CHECK_STR(trace_backend_type(&o, 0), "kernel");
 	/* a known role is looked at again a while later: the pid may be reused */
-	o.exit_title = worker_title_of_4194301;
+	o.exit_title_arg = (void *) "postgres: parallel worker for PID 4194300";
 	CHECK_STR(trace_backend_type(&o, 4194301), "client backend");	/* cached */
 	o.cache[4194301 % TRACE_TYPE_CACHE].checked_ms -= TRACE_TYPE_REFRESH_MS;
 	CHECK_STR(trace_backend_type(&o, 4194301), "parallel worker");
