@@ -6,8 +6,8 @@
  * it was tracked at the last check and since when it has not been.  A pid
  * is asked about at most every CHECK_NS (a round over several maps asks
  * the kernel once), dead or alive: a dead one's pid may be taken by a new
- * process (below).  The table is
- * rebuilt without the pids not looked at for a while when it fills up.
+ * process (below).  The table is rebuilt without the pids not looked at
+ * for a while when it fills up.
  * Each check also notes the pid's role (role_of): at every check while it
  * runs, and at the first that finds it gone if none was noted; the daemon
  * also hands over the role of each process it stops tracking
@@ -18,10 +18,9 @@
  * there, the rows under the pid are the old process's (and at most a check's
  * worth of the new one's): each map folds them at its next round (within
  * REUSE_FOLD_NS), with the old process's role, instead of letting the new
- * process continue them.  A
- * process of another role would otherwise see them as its own (query ids,
- * counts and times of a session it may not see).  Maps are told apart by
- * descriptor (map_bit), at most 32 of them.
+ * process continue them.  A process of another role would otherwise see
+ * them as its own (query ids, counts and times of a session it may not
+ * see).  Maps are told apart by descriptor (map_bit), at most 32 of them.
  *
  * Threading: single-threaded (the daemon's loop).
  */
