@@ -155,11 +155,6 @@ runtime_dir_check(const char *dir, int create, char *err, size_t errlen)
 					break;
 			}
 		}
-		if (chmod(dir, 0755) < 0)
-		{
-			snprintf(err, errlen, "cannot chmod %s: %s", dir, strerror(errno));
-			return -1;
-		}
 		log_info("created runtime directory %s (0755)", dir);
 		if (lstat(dir, &st) < 0)
 		{

@@ -1,8 +1,9 @@
 /*
  * helper/parse_num.h
- *	  Strict decimal numbers from the command line and the control socket:
- *	  digits only (no sign, no blanks, no suffix), within a range; and
- *	  two-way keyword options (on|off, auto|ktime).
+ *	  Strict values from the command line and the control socket: decimal
+ *	  numbers (digits only: no sign, no blanks, no suffix) within a range,
+ *	  durations with a unit, two-way keyword options (on|off, auto|ktime),
+ *	  and the name of an option getopt_long rejected.
  */
 #ifndef PGT_HELPER_PARSE_NUM_H
 #define PGT_HELPER_PARSE_NUM_H
