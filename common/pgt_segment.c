@@ -24,6 +24,7 @@
  *-------------------------------------------------------------------------
  */
 #include "pgt_segment.h"
+#include "pgt_utf8.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -583,6 +584,46 @@ pgt_copy_string(char *dst, size_t dstlen, const char *field, size_t fieldlen)
 		dst[i] = (c >= 0x20 && c < 0x7f) ? (char) c : '?';
 	}
 	dst[i] = '\0';
+}
+
+/*
+ * pgt_copy_utf8
+ *		See pgt_segment.h.
+ */
+void
+pgt_copy_utf8(char *dst, size_t dstlen, const char *src, size_t srclen)
+{
+	const unsigned char *p = (const unsigned char *) src;
+	size_t		avail = strnlen(src, srclen);	/* up to a NUL or the bound */
+	size_t		n = 0;
+	size_t		i = 0;
+
+	if (dstlen == 0)
+		return;
+	while (i < avail && n + 1 < dstlen)
+	{
+		int			len = pgt_utf8_len(p + i, avail - i);
+
+		if (len < 0)
+			break;				/* a character cut by the record's bound */
+		if (len > 0 && !pgt_utf8_is_c1(p + i, len))
+		{
+			if (n + (size_t) len >= dstlen)
+				break;			/* no room for all of it: none of it */
+			memcpy(dst + n, p + i, (size_t) len);
+			n += (size_t) len;
+			i += (size_t) len;
+			continue;
+		}
+		if (len == 0 && (p[i] == '\n' || p[i] == '\r' || p[i] == '\t'))
+			dst[n++] = ' ';
+		else if (len > 0 || p[i] < 0x20 || p[i] > 0x7e)
+			dst[n++] = '?';
+		else
+			dst[n++] = (char) p[i];
+		i += len > 0 ? (size_t) len : 1;
+	}
+	dst[n] = '\0';
 }
 
 const char *

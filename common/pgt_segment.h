@@ -476,6 +476,18 @@ pgt_view_backend(const pgt_seg_view *v, uint32_t i)
 extern void pgt_copy_string(char *dst, size_t dstlen,
 							const char *field, size_t fieldlen);
 
+/*
+ * Copy text (src, srclen bytes, maybe unterminated, maybe cut by the bound)
+ * into dst, keeping UTF-8: stops at NUL, newlines and tabs become spaces,
+ * well-formed UTF-8 characters pass (but C1 controls), any other byte
+ * outside printable ASCII is '?', and a multi-byte character cut by the
+ * bound (of src or of dst) is dropped.  dst is always terminated.  The
+ * helper cleans BPF records' text with it before anything shows them; the
+ * extension uses it for segment text when the database takes UTF-8.
+ */
+extern void pgt_copy_utf8(char *dst, size_t dstlen,
+						  const char *src, size_t srclen);
+
 /* Human names for PGT_PROBE_* and PGT_ROLE_* values ("unknown" otherwise). */
 extern const char *pgt_probe_state_name(uint32_t state);
 extern const char *pgt_role_name(uint32_t role);

@@ -16,7 +16,6 @@
 
 #include "engine.h"
 #include "pgt_segment.h"
-#include "utf8.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -450,44 +449,4 @@ engine_lwmode_name(uint32_t mode)
 	static const char *const n[] = {"LW_EXCLUSIVE", "LW_SHARED", "LW_WAIT_UNTIL_FREE"};
 
 	return mode < sizeof(n) / sizeof(n[0]) ? n[mode] : "unknown";
-}
-
-/*
- * engine_clean_text
- *		See engine_catalog.h.
- */
-void
-engine_clean_text(char *dst, size_t dstlen, const char *src, size_t srclen)
-{
-	const unsigned char *p = (const unsigned char *) src;
-	size_t		avail = strnlen(src, srclen);	/* up to a NUL or the bound */
-	size_t		n = 0;
-	size_t		i = 0;
-
-	if (dstlen == 0)
-		return;
-	while (i < avail && n + 1 < dstlen)
-	{
-		int			len = pgt_utf8_len(p + i, avail - i);
-
-		if (len < 0)
-			break;				/* a character cut by the record's bound */
-		if (len > 0 && !pgt_utf8_is_c1(p + i, len))
-		{
-			if (n + (size_t) len >= dstlen)
-				break;			/* no room for all of it: none of it */
-			memcpy(dst + n, p + i, (size_t) len);
-			n += (size_t) len;
-			i += (size_t) len;
-			continue;
-		}
-		if (len == 0 && (p[i] == '\n' || p[i] == '\r' || p[i] == '\t'))
-			dst[n++] = ' ';
-		else if (len > 0 || p[i] < 0x20 || p[i] > 0x7e)
-			dst[n++] = '?';
-		else
-			dst[n++] = (char) p[i];
-		i += len > 0 ? (size_t) len : 1;
-	}
-	dst[n] = '\0';
 }

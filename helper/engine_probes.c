@@ -763,7 +763,7 @@ on_event(void *ctx, void *data, size_t size)
 	s->dur_ns = ev->dur_ns;
 	memcpy(s->counter, ev->c, sizeof(s->counter));
 	snprintf(s->probe_name, sizeof(s->probe_name), "%s", engine_probe_name(ev->probe));
-	engine_clean_text(s->text, sizeof(s->text), ev->text, sizeof(ev->text));
+	pgt_copy_utf8(s->text, sizeof(s->text), ev->text, sizeof(ev->text));
 	core.ring_next = (core.ring_next + 1) % PGT_DEFAULT_ENGINE_STREAM_CAP;
 	if (core.nring < PGT_DEFAULT_ENGINE_STREAM_CAP)
 		core.nring++;
@@ -886,7 +886,7 @@ tranche_name(uint32_t pm, uint64_t addr, char *name, size_t len)
 		snprintf(name, len, "?");	/* postmaster gone: not cached */
 		return;
 	}
-	engine_clean_text(name, len, buf, (size_t) n);
+	pgt_copy_utf8(name, len, buf, (size_t) n);
 	if (ncache < sizeof(cache) / sizeof(cache[0]))
 	{
 		cache[ncache].pm = pm;

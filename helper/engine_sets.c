@@ -245,7 +245,7 @@ eng_event(pset_inst *inst, trace_out *out, const struct pgt_event_hdr *hdr,
 	if (len < sizeof(*r) || hdr->event == 0 || hdr->event >= ENG_NPROBES)
 		return;
 	r = data;
-	engine_clean_text(text, sizeof(text), r->text, sizeof(r->text));
+	pgt_copy_utf8(text, sizeof(text), r->text, sizeof(r->text));
 	trace_rec_begin(out, inst->set->name, engine_probe_name(hdr->event), hdr->pid,
 					hdr->queryid, hdr->ts_ns);
 	if (r->dur_ns)

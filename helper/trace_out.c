@@ -7,7 +7,7 @@
 
 #include "procfs.h"
 #include "pgt_segment.h"
-#include "utf8.h"
+#include "pgt_utf8.h"
 
 #include <inttypes.h>
 #include <string.h>

@@ -31,6 +31,7 @@
 #include <sys/stat.h>
 
 #include "funcapi.h"
+#include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "utils/timestamp.h"
 
@@ -76,6 +77,27 @@ pgt_unix_us_to_timestamptz(int64 us, bool *valid)
 	ts = (TimestampTz) (us - PGT_EPOCH_DIFF_US);
 	*valid = IS_VALID_TIMESTAMP(ts);
 	return ts;
+}
+
+/*
+ * pgt_copy_segment_text
+ *		Text the helper wrote (statement text, tranche names: UTF-8, as it
+ *		cleans them) into dst for a text datum of this database.  Where the
+ *		database takes UTF-8 as it is (UTF8, or SQL_ASCII, which takes any
+ *		bytes) well-formed characters are kept; in any other encoding they
+ *		would need a conversion that could fail, so only printable ASCII
+ *		passes and the rest is '?'.  Either way every byte is checked here
+ *		again: the segment is not trusted.
+ */
+void
+pgt_copy_segment_text(char *dst, size_t dstlen, const char *src, size_t srclen)
+{
+	int			enc = GetDatabaseEncoding();
+
+	if (enc == PG_UTF8 || enc == PG_SQL_ASCII)
+		pgt_copy_utf8(dst, dstlen, src, srclen);
+	else
+		pgt_copy_string(dst, dstlen, src, srclen);
 }
 
 /*

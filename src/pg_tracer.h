@@ -104,6 +104,8 @@ extern void pgt_link_import(void);
 extern void pgt_link_set_layout(bool written, const char *error);
 extern void pgt_shared_copy(PgtSharedState *dst);
 extern TimestampTz pgt_unix_us_to_timestamptz(int64 us, bool *valid);
+extern void pgt_copy_segment_text(char *dst, size_t dstlen,
+								  const char *src, size_t srclen);
 
 /* control_client.c */
 typedef enum PgtCtlResult

@@ -7,8 +7,9 @@
  *
  * Rows come from the helper's segment (tables PGT_SEC_ENGINE_*), read in
  * the calling backend and validated by pgt_segment_validate(); strings are
- * copied with pgt_copy_string().  Without a helper the results are empty
- * (pg_tracer_probes says why).
+ * copied with pgt_copy_segment_text() (UTF-8 kept where the database
+ * takes it).  Without a helper the results are empty (pg_tracer_probes
+ * says why).
  *
  * Visibility follows pg_stat_activity: pg_read_all_stats (and superusers)
  * see every row; other roles see rows of client backends whose session
@@ -111,7 +112,7 @@ pg_tracer_engine_events(PG_FUNCTION_ARGS)
 		if (e->pid == 0 || !pgt_visible_pid(&vis, e->pid) || e->probe == 0 || e->probe >= ENGINE_NPROBES)
 			continue;
 		memset(nulls, false, sizeof(nulls));
-		pgt_copy_string(what, sizeof(what), e->what, sizeof(e->what));
+		pgt_copy_segment_text(what, sizeof(what), e->what, sizeof(e->what));
 		is_lock = strcmp(engine_probes[e->probe], "lock-wait") == 0 ||
 			strcmp(engine_probes[e->probe], "lock-hold") == 0;
 		values[0] = pgt_pid_datum(e->pid, &nulls[0]);
@@ -239,7 +240,7 @@ pg_tracer_engine_stream(PG_FUNCTION_ARGS)
 		if (s->pid == 0 || !pgt_visible_pid_at(&vis, s->pid, end, valid))
 			continue;
 		memset(nulls, false, sizeof(nulls));
-		pgt_copy_string(text, sizeof(text), s->text, sizeof(s->text));
+		pgt_copy_segment_text(text, sizeof(text), s->text, sizeof(s->text));
 		values[0] = TimestampTzGetDatum(end);
 		nulls[0] = !valid;
 		values[1] = Int32GetDatum((int32) Min(s->pid, (uint32) PG_INT32_MAX));

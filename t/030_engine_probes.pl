@@ -64,6 +64,10 @@ my $slow = $node->safe_psql('postgres',
 	"SELECT queryid, query, round(duration_ms) FROM pg_tracer_slow_statements WHERE pid = $bg_pid");
 like($slow, qr/^$qid\|SELECT pg_sleep\(0\.8\)\s*;?\|8\d\d$/,
 	"slow statement streamed with its query id, text and duration ($slow)");
+
+# --- statement text keeps UTF-8 where the database takes it, '?' where not
+check_text_encodings($node);
+
 is($node->safe_psql('postgres',
 		"SELECT count(*) > 0 FROM pg_tracer_engine_histogram('query') WHERE bucket_lo_us <= $lat_ms * 1000
 		   AND bucket_hi_us > $lat_ms * 1000"), 't', 'query histogram has the statement in its bucket');
@@ -143,3 +147,33 @@ like($err, qr/unknown engine probe "nope".*\n.*HINT:  Use one of/s, 'unknown pro
 signal_helper($helper, 'TERM');
 $node->stop;
 done_testing();
+
+# Statement text is UTF-8 in the helper's segment: a UTF8 database (and
+# SQL_ASCII, which takes any bytes) shows its characters as they were
+# written, a LATIN1 database a '?' for each byte outside ASCII, since a
+# conversion could fail.  The statement runs in the UTF8 database; both
+# read the same segment row.
+sub check_text_encodings
+{
+	my ($node) = @_;
+	my %db = (u8db => 'UTF8', l1db => 'LATIN1');
+	for my $d (sort keys %db)
+	{
+		$node->safe_psql('postgres',
+			"CREATE DATABASE $d ENCODING '$db{$d}' LOCALE 'C' TEMPLATE template0");
+		$node->safe_psql($d, 'CREATE EXTENSION pg_tracer');
+	}
+	my $s = $node->background_psql('u8db');
+	my $pid = $s->query_safe('SELECT pg_backend_pid()');
+	sleep(1.5);		# the helper maps the new backend's query-id slot
+	# 'naïve ☕', bytes as UTF-8: the test file is read as bytes
+	$s->query_safe("SELECT pg_sleep(0.4), 'na\xc3\xafve \xe2\x98\x95'");
+	my $q = "SELECT query FROM pg_tracer_slow_statements WHERE pid = $pid";
+	my $text = '';
+	ok(defined wait_until(sub { $text = $node->safe_psql('u8db', $q); $text ne '' }, 5),
+		'slow statement of the UTF8 database published');
+	like($text, qr/'na\xc3\xafve \xe2\x98\x95'/, 'UTF8 database: its characters kept');
+	like($node->safe_psql('l1db', $q), qr/'na\?\?ve \?\?\?'/,
+		"LATIN1 database: '?' for each byte outside ASCII");
+	$s->quit;
+}

@@ -324,20 +324,20 @@ test_clean_text(void)
 	char		rec[8] = {'a', '\n', 'b', '\t', 'c', (char) 0xc3, (char) 0xa9, 'd'};
 	char		cut[6] = {'S', 'E', 'L', ' ', (char) 0xe2, (char) 0x82};	/* a euro sign, cut */
 
-	engine_clean_text(out, sizeof(out), "SELECT 1\n;", 64);
+	pgt_copy_utf8(out, sizeof(out), "SELECT 1\n;", 64);
 	CHECK_STR(out, "SELECT 1 ;");
-	engine_clean_text(out, sizeof(out), rec, sizeof(rec));	/* unterminated */
+	pgt_copy_utf8(out, sizeof(out), rec, sizeof(rec));	/* unterminated */
 	CHECK_STR(out, "a b c\xc3\xa9" "d");	/* well-formed UTF-8 passes */
 	/* a lone continuation byte, an overlong form, a surrogate, a C1 control */
-	engine_clean_text(out, sizeof(out), "a\x80" "b\xc0\xaf" "c\xed\xa0\x80" "d\xc2\x9b" "e", 64);
+	pgt_copy_utf8(out, sizeof(out), "a\x80" "b\xc0\xaf" "c\xed\xa0\x80" "d\xc2\x9b" "e", 64);
 	CHECK_STR(out, "a?b??c???d?e");
-	engine_clean_text(out, 4, "ab\xc3\xa9", 5);	/* no room for the whole character */
+	pgt_copy_utf8(out, 4, "ab\xc3\xa9", 5);	/* no room for the whole character */
 	CHECK_STR(out, "ab");
-	engine_clean_text(out, sizeof(out), cut, sizeof(cut));	/* cut at the bound */
+	pgt_copy_utf8(out, sizeof(out), cut, sizeof(cut));	/* cut at the bound */
 	CHECK_STR(out, "SEL ");
-	engine_clean_text(out, 4, "abcdef", 7);
+	pgt_copy_utf8(out, 4, "abcdef", 7);
 	CHECK_STR(out, "abc");
-	engine_clean_text(out, sizeof(out), "", 1);
+	pgt_copy_utf8(out, sizeof(out), "", 1);
 	CHECK_STR(out, "");
 }
 

@@ -1,11 +1,14 @@
 /*
- * helper/utf8.h
+ * common/pgt_utf8.h
  *	  Telling well-formed UTF-8 from other bytes, for text the helper prints
- *	  or writes as JSON (statement text, process titles, paths): a
+ *	  or writes as JSON or into the segment (statement text, process titles,
+ *	  paths, role names) and for text the extension shows in SQL: a
  *	  well-formed character passes through, anything else is replaced.
+ *	  Plain C, no dependencies: the helper, the extension and the unit
+ *	  tests include it.
  */
-#ifndef PGT_HELPER_UTF8_H
-#define PGT_HELPER_UTF8_H
+#ifndef PGT_UTF8_H
+#define PGT_UTF8_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -54,4 +57,4 @@ pgt_utf8_is_c1(const unsigned char *p, int len)
 	return len == 2 && p[0] == 0xc2 && p[1] < 0xa0;
 }
 
-#endif							/* PGT_HELPER_UTF8_H */
+#endif							/* PGT_UTF8_H */
