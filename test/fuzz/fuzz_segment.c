@@ -24,6 +24,7 @@
 #include "fuzz.h"
 #include "pgt_kernel.h"
 #include "pgt_segment.h"
+#include "pgt_utf8.h"
 #include "segment_writer.h"
 
 #include <fcntl.h>
@@ -131,14 +132,48 @@ make_segment(const uint8_t *data, size_t size, size_t *len)
 	return seg;
 }
 
-/* A fixed-size string field copied as the extension copies it. */
+/*
+ * Is s (NUL-terminated) printable ASCII and well-formed UTF-8 characters
+ * other than C1 controls, as pgt_copy_utf8 promises?
+ */
+static int
+printable_utf8(const char *s)
+{
+	const unsigned char *p = (const unsigned char *) s;
+	size_t		n = strlen(s);
+	size_t		i = 0;
+
+	while (i < n)
+	{
+		int			len = pgt_utf8_len(p + i, n - i);
+
+		if (len > 0 && !pgt_utf8_is_c1(p + i, len))
+			i += (size_t) len;
+		else if (len == 0 && p[i] >= 0x20 && p[i] < 0x7f)
+			i++;
+		else
+			return 0;
+	}
+	return 1;
+}
+
+/*
+ * A fixed-size string field copied as the extension copies it: ASCII-only,
+ * and keeping UTF-8 (into a roomy and a tight buffer: a character cut by
+ * the end of either is dropped whole).
+ */
 static void
 check_string(const char *field, size_t len)
 {
 	char		out[512];
+	char		tight[6];
 
 	pgt_copy_string(out, sizeof(out), field, len);
 	FUZZ_EXPECT(fuzz_printable(out));
+	pgt_copy_utf8(out, sizeof(out), field, len);
+	FUZZ_EXPECT(printable_utf8(out));
+	pgt_copy_utf8(tight, sizeof(tight), field, len);
+	FUZZ_EXPECT(strlen(tight) < sizeof(tight) && printable_utf8(tight));
 }
 
 /* Decode a row of a kind the extension shows, as its SQL functions do. */
