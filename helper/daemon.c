@@ -831,6 +831,7 @@ daemon_run(const daemon_opts *opts)
 	d.opts = opts;
 	d.epfd = d.sigfd = d.pubfd = d.discfd = -1;
 	d.bpf.postmasters_fd = d.bpf.tracked_fd = -1;
+	pset_runtime_init(&d.psets);
 	d.target_mode = opts->pgdata != NULL || opts->pid != 0;
 	log_set_level(opts->log_level);
 	umask(077);

@@ -428,3 +428,38 @@ discovery_children(pid_t pm, pid_t **out, size_t *nout)
 	*nout = n;
 	return 0;
 }
+
+/*
+ * discovery_pgdata
+ *		See discovery.h.
+ */
+int
+discovery_pgdata(const char *dir, pm_info **out, size_t *n, char *why, size_t whylen)
+{
+	char		path[PATH_MAX];
+	struct stat st;
+
+	*out = NULL;
+	*n = 0;
+	if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode))
+	{
+		snprintf(why, whylen, "%s is not a directory", dir);
+		return -1;
+	}
+	if (discovery_scan(out, n, 1, (uint64_t) st.st_dev, (uint64_t) st.st_ino,
+					   NULL, NULL, NULL, NULL) < 0)
+	{
+		snprintf(why, whylen, "cannot scan /proc for postmasters");
+		return -1;
+	}
+	if (*n > 0)
+		return 0;
+	free(*out);
+	*out = NULL;
+	snprintf(path, sizeof(path), "%s/PG_VERSION", dir);
+	if (access(path, F_OK) < 0)
+		snprintf(why, whylen, "%s is not a PostgreSQL data directory (no PG_VERSION)", dir);
+	else
+		snprintf(why, whylen, "no postmaster is running in %s", dir);
+	return -1;
+}

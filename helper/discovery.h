@@ -36,5 +36,13 @@ extern int	discovery_check_pids(pid_t *pids, size_t *npids, int filter,
 								 uint64_t dev, uint64_t ino,
 								 pm_info **out, size_t *nout);
 extern int	discovery_children(pid_t pm, pid_t **out, size_t *n);
+/*
+ * The postmasters running on data directory dir (matched by its device and
+ * inode, never by postmaster.pid, which names a pid of the server's own
+ * namespace and may be stale): 0 with *n >= 1, or -1 with why (not a
+ * directory, not a data directory, not running, /proc unreadable).
+ */
+extern int	discovery_pgdata(const char *dir, pm_info **out, size_t *n,
+							 char *why, size_t whylen);
 
 #endif							/* PGT_HELPER_DISCOVERY_H */

@@ -314,7 +314,8 @@ eng_stats(pset_inst *inst, trace_out *out)
 		if (r->v.total_ns)
 		{
 			trace_rec_f64(out, "total_ms", (double) r->v.total_ns / 1e6);
-			trace_rec_f64(out, "avg_us", (double) r->v.total_ns / 1e3 / (double) r->v.calls);
+			/* a copy taken during a key's first update may have no call yet */
+			trace_rec_f64(out, "avg_us", r->v.calls ? (double) r->v.total_ns / 1e3 / (double) r->v.calls : 0);
 			trace_rec_f64(out, "max_us", (double) r->v.max_ns / 1e3);
 		}
 		if (r->k.probe == ENG_BUFFER_READ)

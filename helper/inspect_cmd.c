@@ -288,35 +288,37 @@ inspect_pm(const pm_info *pm, int json)
 }
 
 /*
- * pid_from_pgdata
- *		First line of DIR/postmaster.pid (the pid in the server's own
- *		namespace: right when the helper shares it).
+ * one_server
+ *		The postmaster of --pgdata (found by the directory's device and
+ *		inode), or of --pid (the postmaster itself, or a child's parent).
+ *		Returns 0, or -1 with why.
  */
 static int
-pid_from_pgdata(const char *dir, pid_t *pid)
+one_server(const inspect_opts *o, pm_info *pm, char *why, size_t whylen)
 {
-	char		path[PATH_MAX];
-	char		line[64];
-	FILE	   *f;
-	long		v;
-	char	   *end;
+	pm_info    *pms = NULL;
+	size_t		n = 0;
+	proc_stat	ps;
+	char		err[256];
 
-	if (snprintf(path, sizeof(path), "%s/postmaster.pid", dir) >= (int) sizeof(path))
-		return -1;
-	f = fopen(path, "re");
-	if (f == NULL)
-		return -1;
-	if (fgets(line, sizeof(line), f) == NULL)
+	if (o->pgdata != NULL)
 	{
-		fclose(f);
+		if (discovery_pgdata(o->pgdata, &pms, &n, why, whylen) < 0)
+			return -1;
+		*pm = pms[0];			/* one postmaster per data directory */
+		free(pms);
+		return 0;
+	}
+	if (discovery_check_postmaster(o->pid, pm, err, sizeof(err)) == 0)
+		return 0;
+	/* a backend's pid: inspect its postmaster */
+	if (procfs_read_stat(o->pid, &ps) < 0 ||
+		discovery_check_postmaster(ps.ppid, pm, err, sizeof(err)) < 0)
+	{
+		snprintf(why, whylen, "pid %d is not a PostgreSQL server process: %s",
+				 (int) o->pid, err);
 		return -1;
 	}
-	fclose(f);
-	errno = 0;
-	v = strtol(line, &end, 10);
-	if (errno || end == line || v <= 0 || v > INT_MAX || (*end != '\n' && *end != '\0'))
-		return -1;
-	*pid = (pid_t) v;
 	return 0;
 }
 
@@ -343,27 +345,12 @@ inspect_run(const inspect_opts *o)
 			printf("}\n");
 		return rc;
 	}
-	if (o->pid != 0 || o->pgdata != NULL)
+	if (o->pgdata != NULL || o->pid != 0)
 	{
-		pid_t		pid = o->pid;
-		proc_stat	ps;
-
-		if (o->pgdata != NULL && pid_from_pgdata(o->pgdata, &pid) < 0)
+		if (one_server(o, &pm, err, sizeof(err)) < 0)
 		{
-			fprintf(stderr, "pg-tracer: no running server in %s (no readable postmaster.pid)\n",
-					o->pgdata);
+			fprintf(stderr, "pg-tracer: %s\n", err);
 			return 1;
-		}
-		if (discovery_check_postmaster(pid, &pm, err, sizeof(err)) < 0)
-		{
-			/* a backend's pid: inspect its postmaster */
-			if (procfs_read_stat(pid, &ps) < 0 ||
-				discovery_check_postmaster(ps.ppid, &pm, err, sizeof(err)) < 0)
-			{
-				fprintf(stderr, "pg-tracer: pid %d is not a PostgreSQL server process: %s\n",
-						(int) pid, err);
-				return 1;
-			}
 		}
 		rc = inspect_pm(&pm, o->json);
 		if (o->json)

@@ -409,14 +409,11 @@ pset_runtime_start(pset_runtime *rt, int mode, int stream, int tracked_fd,
 {
 	size_t		i;
 
-	memset(rt, 0, sizeof(*rt));
+	pset_runtime_init(rt);
 	rt->ctx.mode = mode;
 	rt->ctx.stream = stream;
 	rt->ctx.tracked_fd = tracked_fd;
 	rt->ctx.chain = chain;
-	rt->ctx.qid_fd = -1;
-	rt->ctx.events_fd = -1;
-	rt->ctx.drops_fd = -1;
 	rt->ctx.qid_off = !pset_query_ids;
 	rt->qid_state = PGT_PROBE_UNAVAILABLE;
 	snprintf(rt->qid_reason, sizeof(rt->qid_reason), "%s",
@@ -461,6 +458,19 @@ pset_runtime_start(pset_runtime *rt, int mode, int stream, int tracked_fd,
 				 pgt_probe_state_name(in->status.state), in->status.reason);
 	}
 	return 0;
+}
+
+/*
+ * pset_runtime_init
+ *		An empty runtime whose maps read as not created, so that
+ *		pset_runtime_stop closes nothing it does not own (a zeroed one
+ *		would close descriptor 0).
+ */
+void
+pset_runtime_init(pset_runtime *rt)
+{
+	memset(rt, 0, sizeof(*rt));
+	rt->ctx.tracked_fd = rt->ctx.qid_fd = rt->ctx.events_fd = rt->ctx.drops_fd = -1;
 }
 
 /*

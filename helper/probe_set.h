@@ -208,7 +208,8 @@ extern const probe_set *pset_find(const char *name);
 extern int	pset_parse_list(const char *list, const probe_set **out, size_t max,
 							size_t *n, char *err, size_t errlen);
 
-/* Lifecycle */
+/* Lifecycle (init before anything can fail: stop is then always safe) */
+extern void pset_runtime_init(pset_runtime *rt);
 extern int	pset_runtime_start(pset_runtime *rt, int mode, int stream,
 							   int tracked_fd, hook_chain *chain,
 							   const probe_set *const *sets, size_t nsets);

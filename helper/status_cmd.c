@@ -9,6 +9,7 @@
  * (RUNNING/WAITING, writer alive, updated within STALE_US), 3 otherwise.
  */
 #include "status_cmd.h"
+#include "trace_out.h"
 
 #include "pgt_protocol.h"
 #include "pgt_segment.h"
@@ -136,26 +137,11 @@ cleanup:
 	close(fd);
 }
 
-/*
- * json_str
- *		Print s as a JSON string literal.
- */
+/* Print s as a JSON string literal (UTF-8 kept, controls escaped). */
 static void
 json_str(const char *s)
 {
-	putchar('"');
-	for (; *s; s++)
-	{
-		unsigned char c = (unsigned char) *s;
-
-		if (c == '"' || c == '\\')
-			printf("\\%c", c);
-		else if (c < 0x20 || c >= 0x7f)
-			printf("\\u%04x", c);
-		else
-			putchar(c);
-	}
-	putchar('"');
+	trace_json_string(stdout, s);
 }
 
 /*
@@ -248,7 +234,7 @@ show_one(const status_opts *o, const char *path, int first)
 		return 0;
 	}
 	h = v.hdr;
-	pgt_copy_string(data_dir, sizeof(data_dir), h->data_dir, sizeof(h->data_dir));
+	pgt_copy_utf8(data_dir, sizeof(data_dir), h->data_dir, sizeof(h->data_dir));
 	pgt_copy_string(version, sizeof(version), h->helper_version, sizeof(h->helper_version));
 	alive = writer_alive(h->writer_pid);
 	age = (double) (procfs_realtime_us() - h->last_update_us) / 1e6;
@@ -361,8 +347,8 @@ show_one(const status_opts *o, const char *path, int first)
 
 /*
  * status_run
- *		`pg-tracer status`.  Returns the exit status (0 live helper, 3 none,
- *		1 when the runtime directory cannot be read).
+ *		`pg-tracer status`.  Returns the exit status: 0 when a helper is
+ *		live, 3 when none is (or the runtime directory cannot be read).
  */
 int
 status_run(const status_opts *o)

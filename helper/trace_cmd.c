@@ -48,8 +48,15 @@
 #define EXIT_USAGE		2
 #define MAX_SETS		64
 #define REFRESH_MS		1000
+#define MIN_INTERVAL_MS	100
 /* an --interval tick this close to the end leaves its summary to the final one */
 #define END_SLACK_MS	50
+/*
+ * Records one drain of the stream prints at most before the loop looks at
+ * signals and timers again: libbpf's consume reads for as long as records
+ * arrive, and a stream busier than the output would never return.
+ */
+#define DRAIN_BUDGET	4096
 /* titles of exited processes kept for their records' backend types */
 #define TRACE_EXIT_TITLES	16384
 
@@ -79,7 +86,7 @@ static const char trace_usage[] =
 "                     (neither: every PostgreSQL cluster on the host)\n"
 "  --stats            periodic per-process summaries instead of events\n"
 "  --histogram        periodic log2 histograms instead of events\n"
-"  --interval TIME    summary period (default 2s; units ms, s, m)\n"
+"  --interval TIME    summary period (default 2s, at least 100ms; units ms, s, m)\n"
 "  --duration TIME    stop after TIME (default: until Ctrl-C)\n"
 "  --buffer SIZE      the event stream's ring buffer (default 4m; 4k..1g):\n"
 "                     events that find it full are lost, counted and reported\n"
@@ -135,6 +142,8 @@ typedef struct trace_state
 	uint32_t   *pm_pids;
 	struct ring_buffer *rb;
 	uint64_t	bad_records;
+	uint32_t	drained;		/* records of the current drain */
+	int			sigfd;			/* SIGINT, SIGTERM, SIGHUP: blocked from the start */
 	uint64_t	lost_reported;	/* stream records lost, as last reported */
 	uint64_t	started_ns;		/* CLOCK_BOOTTIME when tracing began */
 	uint64_t	summaries;		/* summary blocks printed so far */
@@ -215,8 +224,8 @@ find_targets(trace_state *t)
 		}
 		if (discovery_check_postmaster(st.ppid, &pm, why, sizeof(why)) < 0)
 		{
-			log_error("--pid %d is neither a PostgreSQL postmaster nor a child of one",
-					  (int) t->o.pid);
+			log_error("--pid %d is neither a PostgreSQL postmaster nor a child of one (its parent: %s)",
+					  (int) t->o.pid, why);
 			return -1;
 		}
 		if (add_target(t, &pm, 1, t->o.pid) < 0)
@@ -226,20 +235,9 @@ find_targets(trace_state *t)
 	}
 	if (t->o.pgdata != NULL)
 	{
-		struct stat st;
-
-		if (stat(t->o.pgdata, &st) < 0 || !S_ISDIR(st.st_mode))
+		if (discovery_pgdata(t->o.pgdata, &pms, &n, why, sizeof(why)) < 0)
 		{
-			log_error("--pgdata %s is not a directory", t->o.pgdata);
-			return -1;
-		}
-		if (discovery_scan(&pms, &n, 1, (uint64_t) st.st_dev, (uint64_t) st.st_ino,
-						   NULL, NULL, NULL, NULL) < 0)
-			return -1;
-		if (n == 0)
-		{
-			log_error("no postmaster is running in %s", t->o.pgdata);
-			free(pms);
+			log_error("--pgdata: %s", why);
 			return -1;
 		}
 	}
@@ -299,10 +297,11 @@ note_postmasters(trace_state *t)
 	if (pids == NULL)
 		return -1;
 	t->pm_pids = pids;
+	t->out.npostmasters = 0;
 	for (i = 0; i < t->ntargets; i++)
-		t->pm_pids[i] = (uint32_t) t->targets[i].pm.pid;
+		if (!t->targets[i].gone)	/* its pid may be another process's now */
+			t->pm_pids[t->out.npostmasters++] = (uint32_t) t->targets[i].pm.pid;
 	t->out.postmasters = t->pm_pids;
-	t->out.npostmasters = t->ntargets;
 	return 0;
 }
 
@@ -614,6 +613,32 @@ on_record(void *arg, void *data, size_t len)
 	}
 	in->set->event(in, &t->out, h, (const unsigned char *) data + sizeof(*h),
 				   h->size - sizeof(*h));
+	/* libbpf has consumed the record already: a negative return only stops */
+	return ++t->drained >= DRAIN_BUDGET ? -EAGAIN : 0;
+}
+
+/*
+ * drain
+ *		Print what the stream holds, at most DRAIN_BUDGET records, and flush.
+ *		Returns 0, or -1 when the output failed (logged).
+ */
+static int
+drain(trace_state *t)
+{
+	int			err;
+
+	if (t->rb != NULL)
+	{
+		t->drained = 0;
+		err = ring_buffer__consume(t->rb);
+		if (err < 0 && err != -EAGAIN)
+			log_debug("ring buffer: %s", strerror(-err));
+	}
+	if (trace_out_flush(&t->out) < 0)
+	{
+		log_error("cannot write the output: %s", strerror(errno));
+		return -1;
+	}
 	return 0;
 }
 
@@ -631,7 +656,7 @@ print_status(trace_state *t)
 
 	for (i = 0; i < n; i++)
 	{
-		trace_rec_begin(&t->out, rows[i].name, "status", 0, 0, 0);
+		trace_rec_begin(&t->out, rows[i].name, "status", TRACE_PID_NONE, 0, 0);
 		trace_rec_str(&t->out, "state", pgt_probe_state_name(rows[i].state));
 		trace_rec_str(&t->out, "mechanism", rows[i].mechanism);
 		trace_rec_str(&t->out, "reason", rows[i].reason);
@@ -655,7 +680,7 @@ print_summary(trace_state *t, int stats, int hist, int final)
 	size_t		i;
 
 	pset_runtime_collect(&t->rt);
-	trace_rec_begin(&t->out, "trace", "summary", 0, 0, 0);
+	trace_rec_begin(&t->out, "trace", "summary", TRACE_PID_NONE, 0, 0);
 	trace_rec_u64(&t->out, "seq", ++t->summaries);
 	trace_rec_bool(&t->out, "final", final);
 	trace_rec_f64(&t->out, "elapsed_s", (double) (bpf_probes_boot_ns() - t->started_ns) / 1e9);
@@ -745,14 +770,29 @@ ends_now(const struct epoll_event *evs, int n, int sigfd, int endfd)
 }
 
 /*
+ * watch
+ *		Add fd to the loop's epoll set.  Returns 0 or -1 (errno set).
+ */
+static int
+watch(int epfd, int fd)
+{
+	struct epoll_event ev;
+
+	memset(&ev, 0, sizeof(ev));
+	ev.events = EPOLLIN;
+	ev.data.fd = fd;
+	return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev);
+}
+
+/*
  * run_loop
- *		Events, summaries and refreshes until the end.
+ *		Events, summaries and refreshes until the end.  Each pass drains a
+ *		bounded batch of the stream, so signals and timers are seen within
+ *		a batch's time however busy the stream is.
  */
 static int
 run_loop(trace_state *t)
 {
-	sigset_t	mask;
-	int			sigfd = -1;
 	int			epfd = -1;
 	int			ivfd = -1;
 	int			endfd = -1;
@@ -760,38 +800,17 @@ run_loop(trace_state *t)
 	int			streaming = !t->o.stats && !t->o.histogram;
 	int			ret = 1;
 	int			stop = 0;
-	struct epoll_event ev;
 
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGTERM);
-	if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0 ||
-		(sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK)) < 0 ||
-		(epfd = epoll_create1(EPOLL_CLOEXEC)) < 0 ||
+	if ((epfd = epoll_create1(EPOLL_CLOEXEC)) < 0 ||
 		(ivfd = make_timer(t->o.interval_ms, 1)) < 0 ||
 		(reffd = make_timer(REFRESH_MS, 1)) < 0 ||
-		(t->o.duration_ms > 0 && (endfd = make_timer(t->o.duration_ms, 0)) < 0))
+		(t->o.duration_ms > 0 && (endfd = make_timer(t->o.duration_ms, 0)) < 0) ||
+		watch(epfd, t->sigfd) < 0 || watch(epfd, ivfd) < 0 || watch(epfd, reffd) < 0 ||
+		(endfd >= 0 && watch(epfd, endfd) < 0) ||
+		(t->rb != NULL && watch(epfd, ring_buffer__epoll_fd(t->rb)) < 0))
 	{
 		log_error("cannot set up the event loop: %s", strerror(errno));
 		goto cleanup;
-	}
-	memset(&ev, 0, sizeof(ev));
-	ev.events = EPOLLIN;
-	ev.data.fd = sigfd;
-	epoll_ctl(epfd, EPOLL_CTL_ADD, sigfd, &ev);
-	ev.data.fd = ivfd;
-	epoll_ctl(epfd, EPOLL_CTL_ADD, ivfd, &ev);
-	ev.data.fd = reffd;
-	epoll_ctl(epfd, EPOLL_CTL_ADD, reffd, &ev);
-	if (endfd >= 0)
-	{
-		ev.data.fd = endfd;
-		epoll_ctl(epfd, EPOLL_CTL_ADD, endfd, &ev);
-	}
-	if (t->rb != NULL)
-	{
-		ev.data.fd = ring_buffer__epoll_fd(t->rb);
-		epoll_ctl(epfd, EPOLL_CTL_ADD, ev.data.fd, &ev);
 	}
 
 	while (!stop)
@@ -805,14 +824,14 @@ run_loop(trace_state *t)
 			log_error("epoll_wait: %s", strerror(errno));
 			goto cleanup;
 		}
-		if (t->rb != NULL)
-			(void) ring_buffer__consume(t->rb);
+		if (drain(t) < 0)
+			goto cleanup;
 		for (k = 0; k < n; k++)
 		{
 			int			fd = evs[k].data.fd;
 			uint64_t	v;
 
-			if (fd == sigfd)
+			if (fd == t->sigfd)
 				stop = 1;
 			else if (fd == endfd)
 				stop = 1;
@@ -820,7 +839,7 @@ run_loop(trace_state *t)
 			{
 				if (read(ivfd, &v, sizeof(v)) < 0 && errno != EAGAIN)
 					log_debug("timerfd: %s", strerror(errno));
-				if (!streaming && !ends_now(evs, n, sigfd, endfd))
+				if (!streaming && !ends_now(evs, n, t->sigfd, endfd))
 					print_summary(t, t->o.stats, t->o.histogram, 0);
 			}
 			else if (fd == reffd)
@@ -833,19 +852,22 @@ run_loop(trace_state *t)
 			}
 		}
 	}
-	if (t->rb != NULL)
-		(void) ring_buffer__consume(t->rb);
-	/* the final summary: stats always, histograms when asked */
+	/* one more batch of what is queued, then the final summary */
+	if (drain(t) < 0)
+		goto cleanup;
 	report_lost_events(t);
 	print_summary(t, 1, t->o.histogram, 1);
 	if (t->bad_records > 0)
 		log_warn("%llu malformed ring-buffer records ignored",
 				 (unsigned long long) t->bad_records);
+	if (trace_out_flush(&t->out) < 0)
+	{
+		log_error("cannot write the output: %s", strerror(errno));
+		goto cleanup;
+	}
 	ret = 0;
 
 cleanup:
-	if (sigfd >= 0)
-		close(sigfd);
 	if (epfd >= 0)
 		close(epfd);
 	if (ivfd >= 0)
@@ -896,18 +918,32 @@ trace_run(trace_state *t, const probe_set *const *sets, size_t nsets)
 	char		detail[256];
 	int			streaming = !t->o.stats && !t->o.histogram;
 	int			ret = 1;
+	sigset_t	mask;
 	size_t		i;
 
+	t->sigfd = -1;
 	log_set_level(t->o.log_level);
+	pset_runtime_init(&t->rt);
 	if (privileges_check(err, sizeof(err)) < 0)
 	{
 		log_error("%s", err);
 		return 1;
 	}
+	/* blocked before the slow start: a Ctrl-C meanwhile still ends it cleanly */
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGHUP);
+	if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0 ||
+		(t->sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK)) < 0)
+	{
+		log_error("cannot set up signals: %s", strerror(errno));
+		return 1;
+	}
 	if (tracefs_ensure(detail, sizeof(detail)) == TRACEFS_FAILED)
 		log_warn("tracefs: %s", detail);
 	if (find_targets(t) < 0)
-		return 1;
+		goto cleanup;
 	for (i = 0; i < t->ntargets; i++)
 		load_layout(&t->targets[i]);
 	trace_out_init(&t->out, stdout, t->o.json);
@@ -947,9 +983,12 @@ trace_run(trace_state *t, const probe_set *const *sets, size_t nsets)
 		}
 	}
 	print_status(t);
+	(void) trace_out_flush(&t->out);	/* a failure shows at the loop's first drain */
 	ret = run_loop(t);
 
 cleanup:
+	if (t->sigfd >= 0)
+		close(t->sigfd);
 	if (t->rb != NULL)
 		ring_buffer__free(t->rb);
 	pset_runtime_stop(&t->rt);
@@ -1024,8 +1063,10 @@ trace_main(int argc, char **argv)
 				t.o.histogram = 1;
 				break;
 			case 'i':
-				if (parse_duration_ms(optarg, &t.o.interval_ms) < 0)
-					return usage_error("--interval %s: use e.g. 500ms, 2s, 1m", optarg);
+				/* a summary copies every map: not more often than 10 times a second */
+				if (parse_duration_ms(optarg, &t.o.interval_ms) < 0 ||
+					t.o.interval_ms < MIN_INTERVAL_MS)
+					return usage_error("--interval %s: use e.g. 500ms, 2s, 1m (100ms at least)", optarg);
 				break;
 			case 'd':
 				if (parse_duration_ms(optarg, &t.o.duration_ms) < 0)

@@ -9,7 +9,9 @@
 #include "pgt_segment.h"
 #include "pgt_utf8.h"
 
+#include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <string.h>
 #include <time.h>
 
@@ -48,8 +50,8 @@ trace_out_init(trace_out *o, FILE *f, int json)
  *		backend between fork and its first title) is looked for again
  *		TRACE_TYPE_RETRY_MS later, a known one TRACE_TYPE_REFRESH_MS later
  *		(a new process may have taken the pid: with pid_max 32768 and
- *		connection churn, within minutes).  Not for pid 0, TRACE_PID_ALL or
- *		a postmaster.
+ *		connection churn, within minutes).  Not for pid 0, TRACE_PID_ALL,
+ *		TRACE_PID_NONE or a postmaster.
  */
 static const trace_type_entry *
 type_entry(trace_out *o, uint32_t pid)
@@ -108,6 +110,8 @@ trace_backend_type(trace_out *o, uint32_t pid)
 		return "kernel";
 	if (pid == TRACE_PID_ALL)
 		return "all";
+	if (pid == TRACE_PID_NONE)
+		return "none";
 	if (is_postmaster(o, pid))
 		return pgt_role_name(PGT_ROLE_POSTMASTER);
 	return pgt_role_name(type_entry(o, pid)->role);
@@ -117,12 +121,14 @@ trace_backend_type(trace_out *o, uint32_t pid)
  * trace_wanted
  *		Is a record of pid printed?  With a focus (--pid of a backend): the
  *		backend's, its parallel workers', and those of no one process (pid
- *		0, TRACE_PID_ALL: status, summaries, the kernel's); else all.
+ *		0, TRACE_PID_ALL, TRACE_PID_NONE: the kernel's, histograms of all,
+ *		status, summaries); else all.
  */
 int
 trace_wanted(trace_out *o, uint32_t pid)
 {
-	if (o->focus == 0 || pid == 0 || pid == TRACE_PID_ALL || pid == o->focus)
+	if (o->focus == 0 || pid == 0 || pid == TRACE_PID_ALL || pid == TRACE_PID_NONE ||
+		pid == o->focus)
 		return 1;
 	if (is_postmaster(o, pid))
 		return 0;
@@ -201,7 +207,7 @@ trace_rec_begin(trace_out *o, const char *set, const char *event,
 	o->skip = !trace_wanted(o, pid);
 	if (o->skip)
 		return;
-	if (pid == TRACE_PID_ALL)
+	if (pid == TRACE_PID_ALL || pid == TRACE_PID_NONE)
 		pid = 0;
 
 	if (ts_ns == 0)
@@ -231,6 +237,53 @@ trace_rec_begin(trace_out *o, const char *set, const char *event,
 				ts + 11, o->set_width, set, event, pid, btype, (int64_t) queryid);
 }
 
+/*
+ * text_value
+ *		A text-format value: as it is when it is one word of printable
+ *		ASCII, else in double quotes with '"' and '\\' escaped, so that
+ *		`key=value` pairs split the same way whatever a statement or a name
+ *		contains.
+ *		Controls (C0, DEL, C1) and bytes that are not well-formed UTF-8 are
+ *		written as \xNN: a terminal must not act on them.
+ */
+static void
+text_value(FILE *f, const char *v)
+{
+	const unsigned char *p = (const unsigned char *) v;
+	size_t		left = strlen(v);
+	int			plain = left > 0;
+	size_t		i;
+
+	for (i = 0; i < left && plain; i++)
+		plain = p[i] > 0x20 && p[i] < 0x7f && p[i] != '=' && p[i] != '"' && p[i] != '\\';
+	if (plain)
+	{
+		fputs(v, f);
+		return;
+	}
+	fputc('"', f);
+	while (left > 0)
+	{
+		int			len = pgt_utf8_len(p, left);
+		size_t		step = len > 0 ? (size_t) len : 1;
+
+		if (len > 0 && !pgt_utf8_is_c1(p, len))
+			fwrite(p, 1, step, f);
+		else if (len == 0 && *p >= 0x20 && *p < 0x7f)
+		{
+			if (*p == '"' || *p == '\\')
+				fputc('\\', f);
+			fputc(*p, f);
+		}
+		else
+			for (i = 0; i < step; i++)
+				fprintf(f, "\\x%02x", p[i]);
+		p += step;
+		left -= step;
+	}
+	fputc('"', f);
+}
+
 void
 trace_rec_u64(trace_out *o, const char *k, uint64_t v)
 {
@@ -247,12 +300,17 @@ trace_rec_i64(trace_out *o, const char *k, int64_t v)
 		fprintf(o->f, "%" PRId64, v);
 }
 
+/* a value that is not finite (no JSON number for it) prints as null */
 void
 trace_rec_f64(trace_out *o, const char *k, double v)
 {
 	key(o, k);
-	if (!o->skip)
+	if (o->skip)
+		return;
+	if (isfinite(v))
 		fprintf(o->f, "%.3f", v);
+	else
+		fputs("null", o->f);
 }
 
 void
@@ -263,10 +321,8 @@ trace_rec_str(trace_out *o, const char *k, const char *v)
 		return;
 	if (o->json)
 		trace_json_string(o->f, v);
-	else if (strchr(v, ' ') != NULL)
-		fprintf(o->f, "\"%s\"", v);
 	else
-		fputs(v, o->f);
+		text_value(o->f, v);
 }
 
 /* JSON true/false; text true/false */
@@ -280,7 +336,9 @@ trace_rec_bool(trace_out *o, const char *k, int v)
 
 /*
  * trace_rec_end
- *		Close the record and flush (streams are read live).
+ *		Close the record.  The caller flushes (trace_out_flush) after each
+ *		batch: a write per record would make a busy stream slower than the
+ *		kernel fills its buffer.
  */
 void
 trace_rec_end(trace_out *o)
@@ -291,8 +349,25 @@ trace_rec_end(trace_out *o)
 		return;
 	}
 	fputs(o->json ? "}\n" : "\n", o->f);
-	fflush(o->f);
 	o->in_record = 0;
+}
+
+/*
+ * trace_out_flush
+ *		Write out what is buffered: 0, or -1 when the output failed (a
+ *		closed pipe with SIGPIPE ignored, a full disk), errno set.
+ */
+int
+trace_out_flush(trace_out *o)
+{
+	errno = 0;
+	if (fflush(o->f) != 0 || ferror(o->f))
+	{
+		if (errno == 0)
+			errno = EIO;
+		return -1;
+	}
+	return 0;
 }
 
 /*
@@ -337,6 +412,11 @@ trace_hist(trace_out *o, const char *set, const char *metric, uint32_t pid,
 		total += slots[i];
 	}
 	trace_rec_begin(o, set, "histogram", pid, queryid, 0);
+	if (o->skip)
+	{
+		o->skip = 0;			/* trace_wanted changed its mind meanwhile */
+		return;
+	}
 	trace_rec_str(o, "metric", metric);
 	trace_rec_str(o, "unit", unit);
 	trace_rec_str(o, "label", label);
@@ -368,7 +448,6 @@ trace_hist(trace_out *o, const char *set, const char *metric, uint32_t pid,
 		print_stars(o->f, slots[i], max, 40);
 		fputs("|\n", o->f);
 	}
-	fflush(o->f);
 	o->in_record = 0;
 }
 

@@ -78,6 +78,12 @@ extern int	trace_wanted(trace_out *o, uint32_t pid);
  * real pid 0 is the kernel's.
  */
 #define TRACE_PID_ALL		UINT32_MAX
+/*
+ * The pid of a record about no process (status, summary): pid 0 with
+ * backend_type "none", so that selecting the kernel's records by
+ * backend_type "kernel" does not take these.
+ */
+#define TRACE_PID_NONE		(UINT32_MAX - 1)
 
 /* ts_ns: CLOCK_BOOTTIME ns (bpf_ktime_get_boot_ns); 0 = now. */
 extern void trace_rec_begin(trace_out *o, const char *set, const char *event,
@@ -88,6 +94,7 @@ extern void trace_rec_f64(trace_out *o, const char *key, double v);
 extern void trace_rec_str(trace_out *o, const char *key, const char *v);
 extern void trace_rec_bool(trace_out *o, const char *key, int v);
 extern void trace_rec_end(trace_out *o);
+extern int	trace_out_flush(trace_out *o);
 
 /*
  * A log2 histogram record: text prints a bcc-style ASCII chart, JSON one

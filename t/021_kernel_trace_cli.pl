@@ -92,6 +92,8 @@ like($wm // '', qr/"bytes":\d+,"dev":"\d+:\d+","ino":\d+,"page_index":\d+/,
 	'the new table\'s pages are cache_write_miss events of its backend, with bytes, dev, ino, page_index');
 ok($final, 'a final summary follows the stream');
 is(scalar(@summaries), 1, 'one summary record: the final one (no --stats)');
+is(($summaries[0] // {})->{backend_type}, 'none', 'the summary is about no process: pid 0, backend_type none');
+is(($status{syscall} // {})->{backend_type}, 'none', 'a status record too');
 ok($summaries[0] && $summaries[0]{final} && $summaries[0]{seq} == 1
 	  && $summaries[0]{elapsed_s} >= 3.5 && $summaries[0]{elapsed_s} < 10,
 	'it says final, seq 1, and the seconds traced: '
@@ -269,7 +271,7 @@ unlike($$out, qr/ histogram .* label="[^"]*( - |dev 0:0)/,
 like($$out, qr/^\S+ syscall\s+histogram\s+pid=\d+ .* metric=syscall unit=usecs label="syscall \w+ dev \d+:\d+" total=\d+$/m,
 	'text: a file call\'s histogram by metric, call and device');
 unlike($$out, qr/ pread64 .*latency_us=/, 'text --stats: no per-event stream');
-my @heads = $$out =~ /^\S+ trace\s+summary\s+pid=0 type="kernel" queryid=0 seq=(\d+) final=(\w+) elapsed_s=[\d.]+$/mg;
+my @heads = $$out =~ /^\S+ trace\s+summary\s+pid=0 type="none" queryid=0 seq=(\d+) final=(\w+) elapsed_s=[\d.]+$/mg;
 my @seqs = @heads[ grep { $_ % 2 == 0 } 0 .. $#heads ];
 my @finals = @heads[ grep { $_ % 2 == 1 } 0 .. $#heads ];
 is(join(',', @seqs), join(',', 1 .. scalar(@seqs)), 'text: summaries numbered 1.. (' . scalar(@seqs) . ')');
@@ -377,6 +379,19 @@ for my $bad ([ '--interval', ' 2s' ], [ '--interval', '0x10' ], [ '--duration', 
 	($rc, $o, $e) = run_helper('trace', '--probes', 'all', @$bad);
 	ok($rc == 2 && $e =~ /\Q$bad->[0]\E/, "$bad->[0] '$bad->[1]': usage error naming it");
 }
+($rc, $o, $e) = run_helper('trace', '--probes', 'all', '--interval', '10ms');
+ok($rc == 2 && $e =~ /--interval 10ms: .*\(100ms at least\)/, '--interval under 100 ms: usage error');
+my $not_pg = PostgreSQL::Test::Utils::tempdir();
+($rc, $o, $e) = run_helper('trace', '--probes', 'all', '--pgdata', $not_pg);
+ok($rc == 1 && $e =~ /is not a PostgreSQL data directory \(no PG_VERSION\)/,
+	'--pgdata of a directory that is no cluster: exit 1, says so');
+open(my $pv, '>', "$not_pg/PG_VERSION") or die "PG_VERSION: $!";
+print $pv "15\n";
+close($pv);
+($rc, $o, $e) = run_helper('trace', '--probes', 'all', '--pgdata', $not_pg);
+ok($rc == 1 && $e =~ /no postmaster is running in /, '--pgdata of a cluster that is not running: exit 1, says so');
+($rc, $o, $e) = run_helper('inspect', '--pgdata', $not_pg);
+ok($rc == 1 && $e =~ /no postmaster is running in /, 'inspect --pgdata of it: the same');
 ($rc, $o, $e) = run_helper('trace', '--probes', 'all', '-xh');
 ok($rc == 2 && $e =~ /unknown option -x\b/, 'an unknown short option is named as written');
 ($rc, $o, $e) = run_helper('trace', '--probes', 'all', '--pid', '1', '--duration', '1s');

@@ -40,6 +40,17 @@ one_record(trace_out *o)
 	trace_rec_bool(o, "final", 1);
 	trace_rec_bool(o, "early", 0);
 	trace_rec_end(o);
+	/* text values quoted whenever a split at blanks and '=' would cut them */
+	trace_rec_begin(o, "engine", "query", 7, 0, 1);
+	trace_rec_str(o, "empty", "");
+	trace_rec_str(o, "eq", "a=b");
+	trace_rec_str(o, "utf8", "caf\xc3\xa9");
+	trace_rec_str(o, "csi", "\xc2\x9b" "2J \xff");
+	trace_rec_f64(o, "avg_us", 0.0 / 0.0);
+	trace_rec_end(o);
+	/* a record about no process: pid 0, but not the kernel's */
+	trace_rec_begin(o, "trace", "summary", TRACE_PID_NONE, 0, 1);
+	trace_rec_end(o);
 }
 
 static void
@@ -73,6 +84,9 @@ test_json_record(void)
 	CHECK(strstr(s, "\"bytes\":8192,\"ret\":-5,\"latency_us\":12.500,") != NULL, "%s", s);
 	CHECK(strstr(s, "\"note\":\"a \\\"quoted\\\"\\\\ \\u0001 word\","
 				 "\"final\":true,\"early\":false}\n") != NULL, "%s", s);
+	CHECK(strstr(s, "\"empty\":\"\",\"eq\":\"a=b\",\"utf8\":\"caf\xc3\xa9\","
+				 "\"csi\":\"\\u009b2J \\ufffd\",\"avg_us\":null}\n") != NULL, "%s", s);
+	CHECK(strstr(s, "\"pid\":0,\"backend_type\":\"none\",") != NULL, "%s", s);
 	free(s);
 }
 
@@ -82,7 +96,11 @@ test_text_record(void)
 	char	   *s = render(0, one_record);
 
 	CHECK(strstr(s, " syscall  pread64        pid=0 type=\"kernel\" queryid=-42 bytes=8192 ret=-5 latency_us=12.500") != NULL, "%s", s);
-	CHECK(strstr(s, " final=true early=false\n") != NULL, "%s", s);
+	CHECK(strstr(s, " note=\"a \\\"quoted\\\"\\\\ \\x01 word\" final=true early=false\n") != NULL,
+		  "%s", s);
+	CHECK(strstr(s, " empty=\"\" eq=\"a=b\" utf8=\"caf\xc3\xa9\" csi=\"\\xc2\\x9b2J \\xff\" avg_us=null\n") != NULL,
+		  "%s", s);
+	CHECK(strstr(s, " summary        pid=0 type=\"none\" queryid=0\n") != NULL, "%s", s);
 	free(s);
 }
 
