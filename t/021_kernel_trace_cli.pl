@@ -403,5 +403,37 @@ ok($rc == 2 && $e =~ /--syscall-exit: kprobe: use auto, fexit or tracepoint/,
 ($rc, $o, $e) = run_helper('trace', '--probes', 'help');
 like($o, qr/^  network\s+socket send/m, '--probes help lists the sets');
 
+check_busy_stream_ends($node);
+
 $node->stop;
 done_testing();
+
+# A stream busier than its reader: a pgbench loop of SELECT 1 feeds it, a
+# reader that naps every few lines drains it.  The ring buffer fills, which
+# the trace reports within its run, and --duration still ends it on time
+# with its final summary: the loop drains in bounded batches (before, it
+# stayed inside libbpf's consume for as long as records kept coming, here
+# until pgbench stopped).
+sub check_busy_stream_ends
+{
+	my ($node) = @_;
+	my $script = PostgreSQL::Test::Utils::tempdir() . '/select1.sql';
+	open(my $fh, '>', $script) or die "$script: $!";
+	print $fh "SELECT 1;\n";
+	close($fh);
+	my $load = IPC::Run::start([ 'pgbench', '-n', '-f', $script, '-c', '2', '-T', '40',
+			'-h', $node->host, '-p', $node->port, 'postgres' ],
+		'<', \undef, '>', \my $lout, '2>', \my $lerr);
+	sleep(1);
+	my $slow = 'my $n = 0; my @s; while (<STDIN>) { $n++; push @s, $_ if /summary/;'
+	  . ' select(undef, undef, undef, 0.00002) if $n % 4 == 0 } print "lines=$n\n", @s';
+	my $t0 = time();
+	my ($out, $err) = run_helper_into([ 'perl', '-e', $slow ], 'trace', '--probes',
+		'syscall,network,sched', '--pgdata', $node->data_dir, '--duration', '3s');
+	my $took = time() - $t0;
+	$load->kill_kill;
+	like($err, qr/\d+ events lost \(\d+ in all\)/,
+		'a stream busier than its reader: the loss is reported while it runs');
+	cmp_ok($took, '<', 8, "--duration 3s still ends it: ${took}s (pgbench went on for 40 s)");
+	like($out, qr/^\S+ trace\s+summary .* final=true /m, '... with its final summary');
+}

@@ -17,7 +17,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 
 our @EXPORT = qw(tracer_node start_helper start_host_helper stop_helper signal_helper run_helper start_trace
-  wait_until helper_available segment_path proc_field within wait_connected helper_read_calls);
+  run_helper_into wait_until helper_available segment_path proc_field within wait_connected helper_read_calls);
 
 # scripts/test.sh always sets PG_TRACER_CTL; without it the helper tests skip.
 my @CTL = split ' ', ($ENV{PG_TRACER_CTL} // 'false');
@@ -122,6 +122,18 @@ sub run_helper
 	my $timer = IPC::Run::timeout(60);
 	IPC::Run::run([ @CTL, 'run', @args ], '<', \undef, '>', \$out, '2>', \$err, $timer);
 	return ($? >> 8, $out, $err);
+}
+
+# Run `pg-tracer ARGS` as root with its stdout piped into the command
+# @$reader (run as the test's user), whose stdout is returned with the
+# helper's stderr: ($reader_out, $helper_err).
+sub run_helper_into
+{
+	my ($reader, @args) = @_;
+	my ($out, $err) = ('', '');
+	IPC::Run::run([ @CTL, 'run', @args ], '<', \undef, '2>', \$err,
+		'|', $reader, '>', \$out, IPC::Run::timeout(60));
+	return ($out, $err);
 }
 
 # Start `pg-tracer trace ARGS` as root in the background and wait (10 s at
