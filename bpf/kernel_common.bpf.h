@@ -378,6 +378,24 @@ pgt_prefix(const char *s, const char *p, int n)
 	return 1;
 }
 
+/*
+ * pgt_wal_segment_name
+ *		Is s (at least 25 bytes) a WAL segment's name: 24 upper-case hex
+ *		digits, then the end or a suffix (".partial")?  Names WAL wherever
+ *		pg_wal points: a WAL directory given with initdb -X is a symbolic
+ *		link, and the directory the kernel sees is its target's.
+ */
+static __always_inline int
+pgt_wal_segment_name(const char *s)
+{
+	int			i;
+
+	for (i = 0; i < 24; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'A' && s[i] <= 'F')))
+			return 0;
+	return s[24] == '\0' || s[24] == '.';
+}
+
 #define PGT_S_IFMT		00170000
 #define PGT_S_IFSOCK	0140000
 #define PGT_S_IFREG		0100000
@@ -385,8 +403,8 @@ pgt_prefix(const char *s, const char *p, int n)
 
 /*
  * pgt_classify_file
- *		File class of f from its name and its directory's name: pg_wal/ ->
- *		WAL, pgsql_tmp -> temp, a number under a numbered directory or
+ *		File class of f from its name and its directory's name: pg_wal/ or
+ *		a WAL segment's name -> WAL, pgsql_tmp -> temp, a number under a numbered directory or
  *		global/ -> data, sockets; what is neither a regular file nor a
  *		directory (a pipe, a character device, the anonymous inodes of
  *		signalfd and eventfd, which PostgreSQL's latches read) is special:
@@ -400,7 +418,7 @@ pgt_prefix(const char *s, const char *p, int n)
 static __always_inline __u8
 pgt_classify_file(struct file *f, struct pgt_kfile *file)
 {
-	char		name[16] = {};
+	char		name[32] = {};	/* a WAL segment's 24 digits and more */
 	char		parent[16] = {};
 	struct dentry *d;
 	umode_t		mode;
@@ -419,7 +437,7 @@ pgt_classify_file(struct file *f, struct pgt_kfile *file)
 	d = BPF_CORE_READ(f, f_path.dentry);
 	bpf_probe_read_kernel_str(name, sizeof(name), BPF_CORE_READ(d, d_name.name));
 	bpf_probe_read_kernel_str(parent, sizeof(parent), BPF_CORE_READ(d, d_parent, d_name.name));
-	if (pgt_prefix(parent, "pg_wal", 7))
+	if (pgt_prefix(parent, "pg_wal", 7) || pgt_wal_segment_name(name))
 		return PGT_KFILE_WAL;
 	if (pgt_prefix(name, "pgsql_tmp", 9) || pgt_prefix(parent, "pgsql_tmp", 9))
 		return PGT_KFILE_TEMP;

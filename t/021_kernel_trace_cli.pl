@@ -404,6 +404,7 @@ ok($rc == 2 && $e =~ /--syscall-exit: kprobe: use auto, fexit or tracepoint/,
 like($o, qr/^  network\s+socket send/m, '--probes help lists the sets');
 
 check_busy_stream_ends($node);
+check_wal_elsewhere();
 
 $node->stop;
 done_testing();
@@ -436,4 +437,36 @@ sub check_busy_stream_ends
 		'a stream busier than its reader: the loss is reported while it runs');
 	cmp_ok($took, '<', 8, "--duration 3s still ends it: ${took}s (pgbench went on for 40 s)");
 	like($out, qr/^\S+ trace\s+summary .* final=true /m, '... with its final summary');
+}
+
+# A WAL directory given with initdb -X: pg_wal is a symbolic link, and the
+# kernel sees the target's directory.  The segments are still WAL, by their
+# names: the WAL the cluster wrote during the trace (file_class wal, write
+# calls of the final summary) is at least what pg_stat_wal says it
+# generated (a WAL page is written again as it fills: more, never less).
+sub check_wal_elsewhere
+{
+	my $walx = PostgreSQL::Test::Cluster->new('walx');
+	$walx->init(extra => [ '-X', PostgreSQL::Test::Utils::tempdir() . '/wal_elsewhere' ]);
+	$walx->start;
+	ok(-l $walx->data_dir . '/pg_wal', 'initdb -X: pg_wal is a symbolic link');
+	$walx->safe_psql('postgres', 'CREATE TABLE wx (a int, b text)');
+	my $wal_bytes = 'SELECT wal_bytes FROM pg_stat_wal';
+	my ($h, $out) = start_trace(qr/"queryid-tagging"/, '--probes', 'syscall', '--pgdata',
+		$walx->data_dir, '--stats', '--format', 'json', '--duration', '3s');
+	my $b0 = $walx->safe_psql('postgres', $wal_bytes);
+	$walx->safe_psql('postgres', "INSERT INTO wx SELECT g, md5(g::text) FROM generate_series(1, 20000) g");
+	my $generated = $walx->safe_psql('postgres', $wal_bytes) - $b0;
+	$h->finish;
+	my ($written, $in_final) = (0, 0);
+	for my $r (map { eval { JSON::PP::decode_json($_) } // () } split /\n/, $$out)
+	{
+		$in_final = 1 if $r->{event} eq 'summary' && $r->{final};
+		$written += $r->{bytes} // 0
+		  if $in_final && $r->{event} eq 'stats' && ($r->{file_class} // '') eq 'wal'
+		  && ($r->{op} // '') =~ /write/;
+	}
+	cmp_ok($written, '>=', $generated,
+		"WAL through the link is WAL: $written bytes written, $generated generated");
+	$walx->stop;
 }
