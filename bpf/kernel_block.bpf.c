@@ -10,9 +10,13 @@
  * the kernel has it) remembers who submitted the request, block_rq_issue
  * stamps the issue time (and the submitter when block_io_start is missing:
  * a request dispatched from a kblockd worker then counts as the kernel's),
- * block_rq_complete accounts it.  A request not submitted by a tracked
- * process but by a kernel thread (writeback, kworkers) is pid 0, "kernel";
- * requests of other user processes are ignored.
+ * block_rq_complete accounts it.  A cache flush (an empty request with
+ * the pre-flush flag, as fdatasync sends) is never issued as itself: the
+ * flush machinery issues a flush request of its own from a kblockd worker
+ * and ends the submitter's when that completes, so it counts as a "flush"
+ * of its submitter, timed from its submission.  A request not submitted
+ * by a tracked process but by a kernel thread (writeback, kworkers) is
+ * pid 0, "kernel"; requests of other user processes are ignored.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -31,7 +35,8 @@ PGT_DECLARE_KHIST;
 
 struct rq_info
 {
-	__u64		issue_ns;
+	__u64		issue_ns;		/* 0: not issued (yet) as itself */
+	__u64		start_ns;		/* submitted (block_io_start) */
 	__u64		qid;
 	__u32		pid;
 	__u32		pm;
@@ -103,6 +108,7 @@ int BPF_PROG(pgt_kblk_start, struct request *rq)
 		bpf_map_delete_elem(&inflight, &key);
 		return 0;
 	}
+	ri.start_ns = bpf_ktime_get_ns();
 	bpf_map_update_elem(&inflight, &key, &ri, BPF_ANY);
 	return 0;
 }
@@ -121,6 +127,7 @@ int BPF_PROG(pgt_kblk_issue, struct request *rq)
 			return 0;
 		n.bytes = BPF_CORE_READ(rq, __data_len);
 		n.issue_ns = bpf_ktime_get_ns();
+		n.start_ns = n.issue_ns;
 		bpf_map_update_elem(&inflight, &key, &n, BPF_ANY);
 		return 0;
 	}
@@ -158,22 +165,35 @@ int BPF_PROG(pgt_kblk_complete, struct request *rq, blk_status_t error,
 	struct pgt_kfile file = {};	/* a request is counted per device */
 	struct pgt_kev_io_rec *r;
 	struct gendisk *disk;
+	__u64		begin;
 	__u64		ns;
 	__u32		dev = 0;
 	__u8		op;
 
 	if (!ri)
 		return 0;
-	if (!ri->issue_ns || pgt_started_before_resume(ri->issue_ns))
+	begin = ri->issue_ns;
+	op = blk_op(rq);
+	if (!begin && ri->bytes == 0 && BPF_CORE_READ(rq, __data_len) == 0)
+	{
+		/*
+		 * An empty request that was never issued as itself: a cache flush
+		 * (fdatasync's), which the flush machinery ran as its own flush
+		 * request (issued from a kblockd worker, with no entry here) and
+		 * then ended.  Its time is from its submission.
+		 */
+		begin = ri->start_ns;
+		op = PGT_KOP_BLK_FLUSH;
+	}
+	if (!begin || pgt_started_before_resume(begin))
 	{
 		bpf_map_delete_elem(&inflight, &key);
 		return 0;
 	}
-	ns = bpf_ktime_get_ns() - ri->issue_ns;
+	ns = bpf_ktime_get_ns() - begin;
 	disk = BPF_CORE_READ(rq, q, disk);
 	if (disk)
 		dev = ((__u32) BPF_CORE_READ(disk, major) << 20) | (__u32) BPF_CORE_READ(disk, first_minor);
-	op = blk_op(rq);
 	file.dev = dev;
 	pgt_kio_key_set(&k, ri->pid, PGT_KLAYER_BLOCK, op, PGT_KFILE_NONE, ri->qid, &file);
 	pgt_kio_add(&kio, &k, ri->pm, ri->bytes, error != 0, ns);

@@ -403,12 +403,16 @@ int BPF_PROG(pgt_ksys_enter, struct pt_regs *regs, long id)
  *		to write, and a backend's socket is one, so each wait for the
  *		client's next message starts with a receive that finds nothing (and
  *		a latch's pipe is drained the same way).  Such a call is counted as
- *		a call; errors are the failures a DBA should look at.
+ *		a call; errors are the failures a DBA should look at.  Nor are the
+ *		kernel's restart codes (ERESTARTSYS .. ERESTART_RESTARTBLOCK, 512 to
+ *		516), which the exit tracepoint sees before signal delivery: a
+ *		signal interrupted the call, and it is made again (PostgreSQL's
+ *		handlers restart calls) or returns EINTR, which it retries.
  */
 static __always_inline int
 call_failed(long ret)
 {
-	return ret < 0 && ret != -PGT_EAGAIN;
+	return ret < 0 && ret != -PGT_EAGAIN && !(ret <= -512 && ret >= -516);
 }
 
 /*
@@ -463,7 +467,8 @@ file_done(__u32 tgid, struct call_start *s, long ret, __u64 ns)
 	if (is_sync(s->op))
 		pgt_tacc_khist(s->exited ? 0 : &s->thist, &khist, PGT_KHIST_FSYNC, tgid,
 					   s->file.dev, s->op, s->pm, ns);
-	else if (moves_bytes(s->op))
+	else if (moves_bytes(s->op) && s->file_class != PGT_KFILE_SPECIAL)
+		/* files only: a latch's signalfd or pipe has a device number too */
 		pgt_tacc_khist(s->exited ? 0 : &s->thist, &khist, PGT_KHIST_SYSCALL, tgid,
 					   s->file.dev, s->op, s->pm, ns);
 }

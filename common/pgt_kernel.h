@@ -54,7 +54,7 @@
 /* File classes behind a file descriptor */
 #define PGT_KFILE_NONE			0	/* not applicable (block, page cache) */
 #define PGT_KFILE_DATA			1	/* relation file under base/ or global/ */
-#define PGT_KFILE_WAL			2	/* pg_wal/ */
+#define PGT_KFILE_WAL			2	/* pg_wal/, or a WAL segment's name */
 #define PGT_KFILE_TEMP			3	/* pgsql_tmp */
 #define PGT_KFILE_SOCKET		4
 #define PGT_KFILE_OTHER			5	/* another file or directory */

@@ -287,7 +287,8 @@ static const retire_u64_layout khist_fold = {.nwords = 32};
 static const retire_u64_layout ksched_fold = {
 	.nwords = PGT_KPROC_NVALS, .max_mask = 1ULL << PGT_KSCHED_RUNQ_MAX_NS};
 static const retire_u64_layout kmem_fold = {
-	.nwords = PGT_KPROC_NVALS, .last_mask = 1ULL << PGT_KMEM_OOM_SCORE_ADJ};
+	.nwords = PGT_KPROC_NVALS, .last_mask = 1ULL << PGT_KMEM_OOM_SCORE_ADJ,
+	.last_guard = 1 + PGT_KMEM_OOM_UPDATES};	/* rows without an update have 0 */
 static const retire_u64_layout ksum_fold = {.nwords = PGT_KPROC_NVALS};
 
 _Static_assert(offsetof(struct pgt_kio_val, max_ns) == 4 * 8, "kio_fold layout");

@@ -672,8 +672,9 @@ pid_retire_rows(const retire_map *m, const void *keys, const void *vals, size_t 
 
 /*
  * pid_retire_fold_u64
- *		dst += src for a value of __u64 counters laid out as layout says;
- *		the words after them (postmaster, padding) stay as they are.
+ *		dst += src for a value of __u64 counters laid out as layout says
+ *		(maxima kept, current values replaced when src set one); the words
+ *		after them (postmaster, padding) stay as they are.
  */
 void
 pid_retire_fold_u64(void *dst, const void *src, const void *layout)
@@ -681,8 +682,11 @@ pid_retire_fold_u64(void *dst, const void *src, const void *layout)
 	const retire_u64_layout *l = layout;
 	unsigned char *d = dst;
 	const unsigned char *s = src;
+	uint64_t	guard = 1;
 	size_t		i;
 
+	if (l->last_guard > 0 && l->last_guard <= l->nwords)
+		memcpy(&guard, s + (l->last_guard - 1) * 8, 8);
 	for (i = 0; i < l->nwords; i++)
 	{
 		uint64_t	a;
@@ -691,7 +695,7 @@ pid_retire_fold_u64(void *dst, const void *src, const void *layout)
 		memcpy(&a, d + i * 8, 8);	/* copied rows need not be aligned */
 		memcpy(&b, s + i * 8, 8);
 		if (l->last_mask & (1ULL << i))
-			a = b;
+			a = guard != 0 ? b : a;
 		else if (l->max_mask & (1ULL << i))
 			a = b > a ? b : a;
 		else

@@ -120,6 +120,9 @@ typedef struct retire_u64_layout
 	size_t		nwords;			/* __u64 counters at the start of the value */
 	uint64_t	max_mask;		/* bit i: word i is a maximum, not a sum */
 	uint64_t	last_mask;		/* bit i: word i is a current value: keep src */
+	size_t		last_guard;		/* 1 + the word src must have non-zero for its
+								 * current values to be kept (a row that never
+								 * set one has 0 there); 0: always kept */
 } retire_u64_layout;
 
 extern void pid_retire_fold_u64(void *dst, const void *src, const void *layout);

@@ -15,7 +15,8 @@
 #   - latch wakeups (signalfd reads) are file class special, and not file
 #     reads in pg_tracer_kernel_cache
 #   - commit-heavy work: fdatasync of WAL with latency, on that backend
-#     only, and in the fsync histogram
+#     only, and in the fsync histogram; the disk cache flushes they send,
+#     as that backend's block flushes
 #   - a CPU hog pinned to the backend's CPU: run-queue latency for it,
 #     within tolerance of /proc/<pid>/schedstat's run delay
 #   - a large in-memory sort: page faults ~ /proc/<pid>/stat minflt+majflt
@@ -411,6 +412,17 @@ is((split /\|/, $node->safe_psql('postgres', sprintf($fq, $pid3)))[0], '0',
 cmp_ok($node->safe_psql('postgres',
 		"SELECT coalesce(sum(count), 0) FROM pg_tracer_kernel_histogram('fsync') WHERE pid = $pid2"),
 	'>=', $syncs, 'fsync histogram of the backend holds its syncs');
+# the cache flushes those syncs sent to the disk are the backend's too
+# (block op "flush"; before, the flush machinery's own request hid them),
+# at most one a sync: a sync that also commits the journal leaves its
+# flush to the journal thread
+my $flush_q = "SELECT coalesce(sum(calls), 0) FROM pg_tracer_kernel_io
+                WHERE pid = $pid2 AND layer = 'block' AND op = 'flush'";
+my $flushes = 0;
+wait_until(sub { $flushes = $node->safe_psql('postgres', $flush_q); $flushes > 0 }, 5);
+my $syncs_now = (split /\|/, $node->safe_psql('postgres', sprintf($fq, $pid2)))[0];
+ok($flushes > 0 && $flushes <= $syncs_now,
+	"the backend's WAL syncs sent cache flushes ($flushes for $syncs_now syncs)");
 $s2->quit;
 $s3->quit;
 

@@ -86,6 +86,16 @@ test_fold_u64(void)
 	CHECK_INT(d.max_ns, 9);		/* a smaller maximum does not lower it */
 	pid_retire_fold_u64(&d, &s, &last);
 	CHECK_INT(d.bytes, 5);		/* a current value: the newer one */
+	/* kept only from a row that set one (word 0 counts the updates) */
+	last.last_guard = 1;
+	s.calls = 0;
+	s.bytes = 0;
+	pid_retire_fold_u64(&d, &s, &last);
+	CHECK_INT(d.bytes, 5);		/* src never set it: its 0 is no value */
+	s.calls = 1;
+	s.bytes = 0;
+	pid_retire_fold_u64(&d, &s, &last);
+	CHECK_INT(d.bytes, 0);		/* src set it to 0: kept */
 }
 
 static void
