@@ -4,9 +4,10 @@
  *	  Probe set "memory": per tracked process (and query id) page faults in
  *	  user and kernel mode (exceptions tracepoints), how many of them were
  *	  major / minor (the task's maj_flt / min_flt counters, read at each
- *	  fault: a fault's own outcome is counted at the next one or at the
- *	  next collection), pages allocated and freed (kmem mm_page_alloc /
- *	  mm_page_free, 1 << order pages each), and oom_score_adj changes.
+ *	  fault: a fault's own outcome is counted at the task's next fault, for
+ *	  the query of the fault, so a task's last fault has none), pages
+ *	  allocated and freed (kmem mm_page_alloc / mm_page_free, 1 << order
+ *	  pages each), and oom_score_adj changes.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -27,7 +28,7 @@ struct pgt_fault_state
 	struct pgt_qid_cache qc;	/* see pgt_task_qid */
 	__u64		qid;			/* query id at the last fault */
 	__u32		pm;				/* postmaster: the task is tracked */
-	__u32		pad;
+	__u32		have_base;		/* maj / min hold the counters at a fault */
 };
 
 struct
@@ -37,6 +38,37 @@ struct
 	__type(key, int);
 	__type(value, struct pgt_fault_state);
 } fstate SEC(".maps");
+
+/*
+ * outcome
+ *		How the task's faults since its last one ended, major or minor: the
+ *		growth of its maj_flt / min_flt counters (a fault is counted there
+ *		as it ends, after this tracepoint), charged to the query of that
+ *		last fault (v is the row of qid, the current one).  The first fault
+ *		only takes the counters as the base: a process tracked since it
+ *		started has them at 0, one tracked later has its past in them.
+ */
+static __always_inline void
+outcome(struct pgt_fault_state *fs, struct task_struct *task, __u32 tgid, __u32 pm,
+		__u64 qid, struct pgt_kproc_val *v)
+{
+	__u64		maj = task->maj_flt;
+	__u64		min = task->min_flt;
+	struct pgt_kproc_val *prev = v;
+
+	if (fs->have_base && (maj > fs->maj || min > fs->min))
+	{
+		if (fs->qid != qid)
+			prev = pgt_kproc_get(&kproc, tgid, fs->qid, pm);
+		if (prev && maj > fs->maj)
+			__sync_fetch_and_add(&prev->v[PGT_KMEM_MAJOR], maj - fs->maj);
+		if (prev && min > fs->min)
+			__sync_fetch_and_add(&prev->v[PGT_KMEM_MINOR], min - fs->min);
+	}
+	fs->maj = maj;
+	fs->min = min;
+	fs->have_base = 1;
+}
 
 /*
  * fault
@@ -53,36 +85,21 @@ fault(unsigned long address, int kernel)
 	struct pgt_kproc_val *v;
 	struct pgt_kev_proc_rec *r;
 	__u64		qid;
-	__u64		maj;
-	__u64		min;
 
 	if (!pm)
 		return 0;
 	task = bpf_get_current_task_btf();
 	fs = bpf_task_storage_get(&fstate, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	qid = fs ? pgt_task_qid(tgid, &fs->qc, 0) : pgt_current_qid(tgid);
-	if (fs)
-	{
-		fs->qid = qid;
-		fs->pm = pm;
-	}
 	v = pgt_kproc_get(&kproc, tgid, qid, pm);
 	if (!v)
 		return 0;
 	__sync_fetch_and_add(&v->v[kernel ? PGT_KMEM_FAULTS_KERNEL : PGT_KMEM_FAULTS_USER], 1);
-	maj = task->maj_flt;
-	min = task->min_flt;
 	if (fs)
 	{
-		if (fs->maj || fs->min)
-		{
-			if (maj > fs->maj)
-				__sync_fetch_and_add(&v->v[PGT_KMEM_MAJOR], maj - fs->maj);
-			if (min > fs->min)
-				__sync_fetch_and_add(&v->v[PGT_KMEM_MINOR], min - fs->min);
-		}
-		fs->maj = maj;
-		fs->min = min;
+		outcome(fs, task, tgid, pm, qid, v);
+		fs->qid = qid;
+		fs->pm = pm;
 	}
 	r = pgt_event_reserve(sizeof(*r), PGT_SET_MEMORY, PGT_KEV_FAULT, tgid, (__u32) id, qid);
 	if (r)

@@ -19,7 +19,8 @@
 #     as that backend's block flushes
 #   - a CPU hog pinned to the backend's CPU: run-queue latency for it,
 #     within tolerance of /proc/<pid>/schedstat's run delay
-#   - a large in-memory sort: page faults ~ /proc/<pid>/stat minflt+majflt
+#   - a large in-memory sort: page faults ~ /proc/<pid>/stat minflt+majflt,
+#     and how they ended (major + minor) ~ the same counters since the fork
 #   - bytes a backend sends ~ bytes the client received (±10%)
 #   - vfs: kprobes unavailable here, with the reason; bad arguments refused
 #   - sched with --sched-clock ktime (a kernel without run-queue times):
@@ -483,6 +484,12 @@ ok($faults >= 0.9 * $ftruth && $faults <= 1.25 * $ftruth + 500,
 is($node->safe_psql('postgres',
 		"SELECT sum(faults_user) > 1000 FROM pg_tracer_kernel_memory
 		  WHERE pid = $pid5 AND queryid <> 0"), 't', 'faults carry the sort\'s query id');
+# how they ended, major or minor: the kernel's counters of the backend since
+# its fork (tracked from then on), but the last fault's, counted at the next
+my $mm = $node->safe_psql('postgres',
+	"SELECT sum(faults_major + faults_minor) FROM pg_tracer_kernel_memory WHERE pid = $pid5");
+ok(abs($mm - $f1) <= 0.02 * $f1 + 50,
+	"major + minor faults of the backend ($mm) ~ its /proc stat counters since its fork ($f1)");
 $s5->quit;
 
 # --- network bytes --------------------------------------------------------------------
