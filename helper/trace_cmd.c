@@ -908,6 +908,22 @@ report_exit_titles(void)
 }
 
 /*
+ * stop_on
+ *		Add sig to the signals that end the trace, unless the caller set it
+ *		to be ignored (nohup's SIGHUP, a background job's SIGINT): a blocked
+ *		signal is queued even when ignored, so it would reach the signalfd.
+ */
+static void
+stop_on(sigset_t *mask, int sig)
+{
+	struct sigaction sa;
+
+	if (sigaction(sig, NULL, &sa) == 0 && sa.sa_handler == SIG_IGN)
+		return;
+	sigaddset(mask, sig);
+}
+
+/*
  * trace_run
  *		Everything after option parsing.
  */
@@ -931,9 +947,9 @@ trace_run(trace_state *t, const probe_set *const *sets, size_t nsets)
 	}
 	/* blocked before the slow start: a Ctrl-C meanwhile still ends it cleanly */
 	sigemptyset(&mask);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGHUP);
+	stop_on(&mask, SIGINT);
+	stop_on(&mask, SIGTERM);
+	stop_on(&mask, SIGHUP);
 	if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0 ||
 		(t->sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK)) < 0)
 	{
