@@ -404,12 +404,12 @@ pgt_wal_segment_name(const char *s)
 /*
  * pgt_classify_file
  *		File class of f from its name and its directory's name: pg_wal/ or
- *		a WAL segment's name -> WAL, pgsql_tmp -> temp, a number under a numbered directory or
- *		global/ -> data, sockets; what is neither a regular file nor a
- *		directory (a pipe, a character device, the anonymous inodes of
- *		signalfd and eventfd, which PostgreSQL's latches read) is special:
- *		its reads are no file reads the page cache could serve; else other.
- *		A data file's relfilenode is
+ *		a WAL segment's name -> WAL, pgsql_tmp -> temp, a number under a
+ *		numbered directory or global/ -> data, sockets; what is neither a
+ *		regular file nor a directory (a pipe, a character device, the
+ *		anonymous inodes of signalfd and eventfd, which PostgreSQL's latches
+ *		read) is special: its reads are no file reads the page cache could
+ *		serve; else other.  A data file's relfilenode is
  *		its name's number and its database the directory's (base/<db>/ or a
  *		tablespace's <version>/<db>/); global/ holds the shared catalogs
  *		(database 0, as pg_stat_database counts them).  *file gets those

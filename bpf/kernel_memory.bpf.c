@@ -92,15 +92,17 @@ fault(unsigned long address, int kernel)
 	fs = bpf_task_storage_get(&fstate, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	qid = fs ? pgt_task_qid(tgid, &fs->qc, 0) : pgt_current_qid(tgid);
 	v = pgt_kproc_get(&kproc, tgid, qid, pm);
-	if (!v)
-		return 0;
-	__sync_fetch_and_add(&v->v[kernel ? PGT_KMEM_FAULTS_KERNEL : PGT_KMEM_FAULTS_USER], 1);
+	if (v)
+		__sync_fetch_and_add(&v->v[kernel ? PGT_KMEM_FAULTS_KERNEL : PGT_KMEM_FAULTS_USER], 1);
 	if (fs)
 	{
-		outcome(fs, task, tgid, pm, qid, v);
+		if (v)
+			outcome(fs, task, tgid, pm, qid, v);
 		fs->qid = qid;
 		fs->pm = pm;
 	}
+	if (!v)
+		return 0;
 	r = pgt_event_reserve(sizeof(*r), PGT_SET_MEMORY, PGT_KEV_FAULT, tgid, (__u32) id, qid);
 	if (r)
 	{

@@ -105,14 +105,16 @@ pgt_tacc_move(int done)
 /*
  * pgt_tacc_publish
  *		Mark slot i used once its new row is written, and end the move an
- *		eviction began.  A first use of a free slot is no move: the row
- *		starts at zero and nothing left a map for it, so an iterator that
- *		reads the task before or after counts nothing twice; only the
- *		store order matters (the compiler barrier; the iterator reads the
- *		task's storage after this program's stores on the same CPU or
- *		through the task's lock).  Not counting first uses keeps the
- *		helper's copies from retrying at every new connection's first
- *		rows (under pgbench -C, 13 inconsistent copies in 30 s before).
+ *		eviction began.  A first use of a free slot is no move: nothing
+ *		left a map for it, so an iterator that reads the task before or
+ *		after it counts nothing twice and loses nothing.  A free slot holds
+ *		zeros, or a row a reset dropped (pgt_tacc_forget); the compiler
+ *		barrier keeps the row's stores before the bit's, and x86 keeps
+ *		stores in order for other CPUs, so an iterator that sees the bit
+ *		sees the new row (a weakly ordered CPU could, racing a first use
+ *		just after a reset, show the dropped row once).  Not counting first
+ *		uses keeps the helper's copies from retrying at every new
+ *		connection's first rows.
  */
 static __always_inline void
 pgt_tacc_publish(__u8 *used, int i, int evicted)
