@@ -44,6 +44,7 @@
 #include <unistd.h>
 
 #define ENGINE_READ_INTERVAL_US	(500 * 1000)
+#define ENGINE_DRAIN_BUDGET		4096	/* stream records a drain batch keeps */
 #define ENGINE_MAX_LINKS		512		/* of all binaries together */
 #define ENGINE_MAX_BINARIES		16
 #define ENGINE_MAX_TARGETS		256		/* postmasters configured */
@@ -103,6 +104,7 @@ static struct
 	engine_stream_row ring_out[PGT_DEFAULT_ENGINE_STREAM_CAP];
 	size_t		nring;
 	size_t		ring_next;
+	uint32_t	drained;		/* records of the current drain */
 	uint64_t	set_events[ENGINE_MAX_SETS];
 	int64_t		last_read_us;
 	int64_t		started_us;
@@ -767,7 +769,28 @@ on_event(void *ctx, void *data, size_t size)
 	core.ring_next = (core.ring_next + 1) % PGT_DEFAULT_ENGINE_STREAM_CAP;
 	if (core.nring < PGT_DEFAULT_ENGINE_STREAM_CAP)
 		core.nring++;
-	return 0;
+	/* libbpf has consumed the record: a negative return only ends this drain */
+	return ++core.drained >= ENGINE_DRAIN_BUDGET ? -EAGAIN : 0;
+}
+
+/*
+ * drain_stream
+ *		Keep what the ring buffer holds, at most `batches` times
+ *		ENGINE_DRAIN_BUDGET records: libbpf's consume reads as long as
+ *		records come, and with --slow-ms 1 they come with nearly every
+ *		statement of every backend, while this thread serves every
+ *		cluster.  The rest waits for the next call.
+ */
+static void
+drain_stream(int batches)
+{
+	if (core.rb == NULL)
+		return;
+	do
+	{
+		core.drained = 0;
+		(void) ring_buffer__consume(core.rb);
+	} while (--batches > 0 && core.drained >= ENGINE_DRAIN_BUDGET);
 }
 
 /*
@@ -1038,8 +1061,7 @@ engine_core_collect(void)
 
 	if (!core.started || core.failed || core.skel == NULL)
 		return;
-	if (core.rb)
-		(void) ring_buffer__consume(core.rb);
+	drain_stream(1);
 	if (now - core.last_read_us < ENGINE_READ_INTERVAL_US)
 		return;
 	core.last_read_us = now;
@@ -1120,8 +1142,7 @@ engine_core_reset(uint32_t pm)
 
 	if (!core.started || core.failed || core.skel == NULL || pm == 0)
 		return 0;
-	if (core.rb)
-		(void) ring_buffer__consume(core.rb);	/* what is queued is from before */
+	drain_stream(16);			/* what is queued is from before */
 	forget_stream(pm);
 	sfd = bpf_map__fd(core.skel->maps.eng_stats);
 	hfd = bpf_map__fd(core.skel->maps.eng_hist);
