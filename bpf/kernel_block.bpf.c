@@ -7,10 +7,13 @@
  *
  * Completion runs in interrupt context on any CPU, so everything is keyed
  * by the request pointer: block_io_start (in the submitter's context, when
- * the kernel has it) remembers who submitted the request, block_rq_issue
- * stamps the issue time (and the submitter when block_io_start is missing:
- * a request dispatched from a kblockd worker then counts as the kernel's),
- * block_rq_complete accounts it.  A cache flush (an empty request with
+ * the kernel has it: 6.5+) remembers who submitted the request,
+ * block_rq_issue stamps the issue time (and the submitter when
+ * block_io_start is missing: a request dispatched from a kblockd worker
+ * then counts as the kernel's), block_rq_complete accounts it, and
+ * block_rq_merge forgets a request merged into another (freed without
+ * completing: its bytes complete as the other's, for that one's
+ * submitter).  A cache flush (an empty request with
  * the pre-flush flag, as fdatasync sends) is never issued as itself: the
  * flush machinery issues a flush request of its own from a kblockd worker
  * and ends the submitter's when that completes, so it counts as a "flush"
@@ -83,12 +86,12 @@ submitter(struct rq_info *ri)
 }
 
 /*
- * 1 once block_io_start has fired: the kernel has it (6.5+), so a request
- * that reaches block_rq_issue without an entry was submitted by a process
- * that is not ours (the issue may then run in a kblockd worker, which must
- * not take it for the kernel's).
+ * Set before load: block_io_start is attached (the kernel has it), so a
+ * request that reaches block_rq_issue without an entry was submitted by a
+ * process that is not ours (the issue may then run in a kblockd worker,
+ * which must not take it for the kernel's).
  */
-__u32		io_start_seen = 0;
+const volatile __u8 has_io_start = 1;
 
 SEC("tp_btf/block_io_start")
 int BPF_PROG(pgt_kblk_start, struct request *rq)
@@ -96,8 +99,6 @@ int BPF_PROG(pgt_kblk_start, struct request *rq)
 	struct rq_info ri = {};
 	__u64		key = (__u64) rq;
 
-	if (!io_start_seen)
-		io_start_seen = 1;
 	if (!submitter(&ri))
 	{
 		/*
@@ -123,7 +124,7 @@ int BPF_PROG(pgt_kblk_issue, struct request *rq)
 	if (!ri)
 	{
 		/* not recorded at submission: not ours, or no block_io_start */
-		if (io_start_seen || !submitter(&n))
+		if (has_io_start || !submitter(&n))
 			return 0;
 		n.bytes = BPF_CORE_READ(rq, __data_len);
 		n.issue_ns = bpf_ktime_get_ns();
@@ -133,6 +134,21 @@ int BPF_PROG(pgt_kblk_issue, struct request *rq)
 	}
 	ri->bytes = BPF_CORE_READ(rq, __data_len);
 	ri->issue_ns = bpf_ktime_get_ns();
+	return 0;
+}
+
+/*
+ * A request merged into another is freed without completing: drop its
+ * entry now rather than leave it to whichever request reuses the address
+ * (one that block_io_start does not see, a passthrough command, would
+ * inherit its submitter).
+ */
+SEC("tp_btf/block_rq_merge")
+int BPF_PROG(pgt_kblk_merge, struct request *rq)
+{
+	__u64		key = (__u64) rq;
+
+	bpf_map_delete_elem(&inflight, &key);
 	return 0;
 }
 

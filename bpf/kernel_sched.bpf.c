@@ -57,6 +57,16 @@
  * without storage was never tracked) and, for prev, one hash lookup in
  * `tracked` (a tracked task gets its storage there, at its first
  * switch-out).  No ring-buffer work unless a stream was asked for.
+ *
+ * Where a task's storage is made.  From 6.4 on the kernel allocates task
+ * storage from BPF's own allocator, safe in any context, so the first
+ * switch-out of a tracked task makes it.  Before, it took GFP_ATOMIC
+ * memory, which can wake kswapd, and a wakeup takes a run queue's lock:
+ * under the scheduler's lock (sched_switch) that could deadlock the CPU.
+ * There (create_in_switch 0, set by the helper) the storage is made in
+ * process context only: at fork, for a served postmaster's child
+ * (pgt_ksched_fork), and by the task iterator the helper runs at every
+ * copy of the maps, for the processes it found in /proc (pgt_ksched_dump).
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -90,6 +100,13 @@ const volatile __u32 miss_in_every = 0;
  */
 const volatile __u8 use_switch_ins = 1;
 
+/*
+ * Set by the helper before load: 1 when a task's storage may be made in
+ * sched_switch (the kernel's allocator is safe there: 6.4+), 0 when only
+ * at fork and in the task iterator (see the file header).
+ */
+const volatile __u8 create_in_switch = 1;
+
 struct pgt_sched_state
 {
 	__u64		out_clock;		/* clock at the last switch-out, 0 before it */
@@ -116,24 +133,14 @@ struct
 } sstate SEC(".maps");
 
 /*
- * out_state
- *		The state of p, switched out, created when p is tracked and has none
- *		yet; NULL for tasks that are not tracked.  A tracked task has state
- *		from its first switch-out on, so a switch-in needs one task-storage
- *		probe and no hash lookup; only a task without state is looked up in
- *		`tracked`.
+ * new_state
+ *		Make the state of p, a task of a process of postmaster pm.
  */
 static __always_inline struct pgt_sched_state *
-out_state(struct task_struct *p)
+new_state(struct task_struct *p, __u32 pm)
 {
-	struct pgt_sched_state *s = bpf_task_storage_get(&sstate, p, 0, 0);
-	__u32		pm;
+	struct pgt_sched_state *s;
 
-	if (s)
-		return s;
-	pm = pgt_tracked_pm(p->tgid);
-	if (!pm)
-		return 0;
 	s = bpf_task_storage_get(&sstate, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (s)
 	{
@@ -141,6 +148,28 @@ out_state(struct task_struct *p)
 		s->migrations = p->se.nr_migrations;
 	}
 	return s;
+}
+
+/*
+ * out_state
+ *		The state of p, switched out, created when p is tracked and has none
+ *		yet (where create_in_switch allows); NULL for tasks that are not
+ *		tracked.  A tracked task has state from its first switch-out on, so
+ *		a switch-in needs one task-storage probe and no hash lookup; only a
+ *		task without state is looked up in `tracked`.
+ */
+static __always_inline struct pgt_sched_state *
+out_state(struct task_struct *p)
+{
+	struct pgt_sched_state *s = bpf_task_storage_get(&sstate, p, 0, 0);
+	__u32		pm;
+
+	if (s || !create_in_switch)
+		return s;
+	pm = pgt_tracked_pm(p->tgid);
+	if (!pm)
+		return 0;
+	return new_state(p, pm);
 }
 
 /*
@@ -360,20 +389,51 @@ int BPF_PROG(pgt_ksched_exit, struct task_struct *p)
 }
 
 /*
+ * pgt_ksched_fork
+ *		Without create_in_switch (the helper loads it only then): a served
+ *		postmaster's new child gets its state here, in process context, so
+ *		it is counted from its first switch-out as elsewhere.
+ */
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(pgt_ksched_fork, struct task_struct *parent, struct task_struct *child)
+{
+	__u32		ptgid = parent->tgid;
+	__u32		pm;
+
+	if (create_in_switch || child->pid != child->tgid)
+		return 0;
+	/*
+	 * The pid filter's own fork program (attached first, so run first) has
+	 * put the child into `tracked`; failing that, a tracked postmaster is
+	 * its own pm
+	 */
+	pm = pgt_tracked_pm(child->tgid);
+	if (!pm && pgt_tracked_pm(ptgid) == ptgid)
+		pm = ptgid;
+	if (pm)
+		new_state(child, pm);
+	return 0;
+}
+
+/*
  * pgt_ksched_dump
  *		The helper's read of every task's accumulated rows (a task
  *		iterator: helper/task_accum.c), and its drop of a cluster's rows
- *		(pgt_tacc_forget).
+ *		(pgt_tacc_forget).  Without create_in_switch it makes the state of
+ *		tracked tasks that have none (found in /proc, not forked since).
  */
 SEC("iter/task")
 int pgt_ksched_dump(struct bpf_iter__task *ctx)
 {
 	struct task_struct *task = ctx->task;
 	struct pgt_sched_state *s;
+	__u32		pm;
 
 	if (!task)
 		return 0;
 	s = bpf_task_storage_get(&sstate, task, 0, 0);
+	if (!s && !create_in_switch && (pm = pgt_tracked_pm(task->tgid)) != 0)
+		s = new_state(task, pm);
 	if (!s)
 		return 0;
 	pgt_tacc_dump(ctx->meta->seq, 0, &s->tproc, &s->thist);

@@ -100,7 +100,8 @@ int pgt_kvfs_cache_add(struct trace_event_raw_mm_filemap_op_page_cache *ctx)
 
 	if (!pm)
 		return 0;
-	order = BPF_CORE_READ(ctx, order);
+	/* older kernels record a page, without an order: one page */
+	order = bpf_core_field_exists(ctx->order) ? BPF_CORE_READ(ctx, order) : 0;
 	bytes = 4096U << (order & 15);
 	qid = pgt_current_qid(tgid);
 	file.dev = BPF_CORE_READ(ctx, s_dev);

@@ -5,7 +5,10 @@
  *	  program on sched_switch that reads what the scheduler keeps per task.
  *	  Before load it checks that the running kernel keeps it (kclock); where
  *	  it does not, or --sched-clock ktime asks, the set runs without
- *	  run-queue latency and says why.
+ *	  run-queue latency and says why.  It also checks where a task's storage
+ *	  may be made (create_in_switch, bpf/kernel_sched.bpf.c): before 6.4
+ *	  only at fork and in the task iterator, which then runs at each copy
+ *	  and whenever the pid filter takes in processes found in /proc.
  */
 #include "kernel_set.h"
 #include "kernel_sched.h"
@@ -16,6 +19,7 @@
 #include <bpf/btf.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/utsname.h>
 
 #define MECH "tp_btf/sched_switch"
 
@@ -58,6 +62,22 @@ kernel_sched_configure_clock(const char *s, char *err, size_t errlen)
 		return -1;
 	clock_ktime_forced = c;
 	return 0;
+}
+
+/* --no-storage-in-switch (testing): as on a kernel before 6.4 */
+static int	storage_in_switch_forced_off;
+
+/* create_in_switch as last opened (the helper is single-threaded) */
+static int	create_in_switch;
+
+/*
+ * kernel_sched_no_storage_in_switch
+ *		See kernel_sched.h.
+ */
+void
+kernel_sched_no_storage_in_switch(void)
+{
+	storage_in_switch_forced_off = 1;
 }
 
 /*
@@ -115,6 +135,34 @@ sched_info_kept(char *why, size_t whylen)
 }
 
 /*
+ * storage_safe_in_switch
+ *		May a task's storage be made under the scheduler's lock?  From 6.4
+ *		on the kernel allocates it with BPF's allocator (bpf_mem_alloc,
+ *		later kmalloc_nolock), safe in any context; before, with
+ *		GFP_ATOMIC, which can wake kswapd, and so take a run queue's lock.
+ *		A backport of the allocator shows as the map's bpf_ma member.
+ */
+static int
+storage_safe_in_switch(void)
+{
+	struct utsname u;
+	struct btf *btf;
+	int			major = 0;
+	int			minor = 0;
+	int			safe;
+
+	if (storage_in_switch_forced_off)
+		return 0;
+	if (uname(&u) == 0 && sscanf(u.release, "%d.%d", &major, &minor) == 2 &&
+		(major > 6 || (major == 6 && minor >= 4)))
+		return 1;
+	btf = btf__load_vmlinux_btf();
+	safe = btf != NULL && has_member(btf, "bpf_local_storage_map", "bpf_ma");
+	btf__free(btf);
+	return safe;
+}
+
+/*
  * sched_open
  *		The skeleton opened by KSET_SKELETON, with kclock set for this
  *		kernel and --sched-clock (the reason in kclock_why when it is 0).
@@ -140,7 +188,29 @@ sched_open(void **skel, const pset_ctx *ctx)
 	 */
 	out_only = kclock && !ctx->stream && !kset_miss_events;
 	((struct kernel_sched_bpf *) *skel)->rodata->use_switch_ins = (uint8_t) !out_only;
+	create_in_switch = storage_safe_in_switch();
+	((struct kernel_sched_bpf *) *skel)->rodata->create_in_switch = (uint8_t) create_in_switch;
+	bpf_program__set_autoload(((struct kernel_sched_bpf *) *skel)->progs.pgt_ksched_fork,
+							  !create_in_switch);
 	return obj;
+}
+
+/*
+ * storage_outside_switch
+ *		Without create_in_switch: the task iterator makes the storage of
+ *		processes found in /proc, at each copy of the maps and whenever the
+ *		pid filter takes some in (kset_tracked); say so in the status.
+ */
+static void
+storage_outside_switch(pset_inst *in)
+{
+	kset	   *ks = in->priv;
+	char		reason[sizeof(in->status.reason)];
+
+	ks->tacc_iter_makes_storage = 1;
+	snprintf(reason, sizeof(reason), "%s", in->status.reason);
+	pset_set_status(in, in->status.state, MECH, "%s; before 6.4: task storage made at fork "
+					"and per copy, not in the switch", reason);
 }
 
 /*
@@ -161,6 +231,8 @@ start(pset_inst *in, const pset_ctx *ctx)
 		pset_set_status(in, PGT_PROBE_DEGRADED, MECH,
 						"run-queue latency unavailable: %s; off-CPU time, switches, "
 						"wakeups and migrations measured", kclock_why);
+	if (!create_in_switch && in->status.state != PGT_PROBE_UNAVAILABLE)
+		storage_outside_switch(in);
 	return 0;
 }
 

@@ -18,4 +18,12 @@
  */
 extern int	kernel_sched_configure_clock(const char *s, char *err, size_t errlen);
 
+/*
+ * kernel_sched_no_storage_in_switch
+ *		Testing (trace --no-storage-in-switch): make tasks' storage at fork
+ *		and in the task iterator only, as on a kernel before 6.4, whose
+ *		task-storage allocation is not safe under the scheduler's lock.
+ */
+extern void kernel_sched_no_storage_in_switch(void);
+
 #endif							/* PGT_HELPER_KERNEL_SCHED_H */

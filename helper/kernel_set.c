@@ -204,6 +204,28 @@ kset_start_single(pset_inst *in, const pset_ctx *ctx, const kset_desc *desc,
 }
 
 /*
+ * kset_tracked
+ *		The pid filter took in processes found in /proc: a set whose task
+ *		iterator makes the storage of tracked tasks that have none
+ *		(tacc_iter_makes_storage) runs it now, so that they are counted from
+ *		here on rather than from the next copy.  Its rows are not wanted.
+ */
+void
+kset_tracked(pset_inst *in)
+{
+	kset	   *ks = in->priv;
+	tacc_buf	rows = {0};
+	int			err;
+
+	if (ks == NULL || !ks->tacc_iter_makes_storage || ks->tacc_iter == NULL)
+		return;
+	err = tacc_read(ks->tacc_iter, &rows);
+	if (err != 0)
+		log_debug("probe set %s: the task iterator did not run: %d", in->set->name, err);
+	tacc_buf_free(&rows);
+}
+
+/*
  * kset_status_from
  *		State of a single-object set from its attach outcome.
  */

@@ -71,6 +71,7 @@ typedef struct kset
 	size_t		khist_max;
 	/* the tasks' own rows (task_accum.h): NULL / -1 when the object has none */
 	struct bpf_link *tacc_iter;
+	int			tacc_iter_makes_storage;	/* and makes tracked tasks' storage */
 	int			tacc_folds_fd;
 	int			tacc_forget_fd;	/* pg_tracer_reset(): whose rows to drop */
 	/* network: the pass that charges unreported retransmits, or NULL */
@@ -146,6 +147,7 @@ static const probe_set sym = { \
 	.histograms = kset_histograms, \
 	.hold = kset_hold, \
 	.reset = kset_reset, \
+	.tracked = kset_tracked, \
 }; \
 PGT_REGISTER_PROBE_SET(sym)
 
@@ -174,6 +176,7 @@ extern void kset_status_scoped(pset_inst *in, const char *mechanism, const kset_
 /* probe_set callbacks shared by the kernel sets */
 extern void kset_stop(pset_inst *in);
 extern void kset_hold(pset_inst *in, int hold);	/* kernel_hold.c */
+extern void kset_tracked(pset_inst *in);
 extern void kset_collect(pset_inst *in);
 extern void kset_publish(pset_inst *in, pset_pub *pub);
 /*

@@ -624,6 +624,21 @@ pset_runtime_collect(pset_runtime *rt)
 }
 
 /*
+ * pset_runtime_tracked
+ *		The pid filter took in processes found in /proc: the running sets
+ *		that keep per-task state may have to make theirs (kset_tracked).
+ */
+void
+pset_runtime_tracked(pset_runtime *rt)
+{
+	size_t		i;
+
+	for (i = 0; i < rt->ninsts; i++)
+		if (rt->insts[i].status.state != PGT_PROBE_UNAVAILABLE && rt->insts[i].set->tracked)
+			rt->insts[i].set->tracked(&rt->insts[i]);
+}
+
+/*
  * pset_runtime_reset
  *		pg_tracer_reset() of the cluster whose postmaster is postmaster
  *		(host pid): every running set that can drops that cluster's rows,

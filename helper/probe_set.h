@@ -180,6 +180,8 @@ typedef struct probe_set
 	void		(*histograms) (pset_inst *inst, struct trace_out *out);
 	void		(*hold) (pset_inst *inst, int hold);
 	size_t		(*reset) (pset_inst *inst, uint32_t postmaster);
+	/* the pid filter took in processes found in /proc (optional) */
+	void		(*tracked) (pset_inst *inst);
 } probe_set;
 
 #define PGT_REGISTER_PROBE_SET(sym) \
@@ -215,6 +217,7 @@ extern int	pset_runtime_start(pset_runtime *rt, int mode, int stream,
 							   const probe_set *const *sets, size_t nsets);
 extern void pset_runtime_stop(pset_runtime *rt);
 extern void pset_runtime_collect(pset_runtime *rt);
+extern void pset_runtime_tracked(pset_runtime *rt);
 extern pset_inst *pset_runtime_find(pset_runtime *rt, uint16_t id);
 extern int	pset_runtime_hold(pset_runtime *rt, int hold);
 extern size_t pset_runtime_reset(pset_runtime *rt, uint32_t postmaster, int *nsets);

@@ -66,6 +66,7 @@ static const char trace_usage[] =
 "                       [--format text|json] [--log-level error|warn|info|debug]\n"
 "                       [--sched-clock auto|ktime] [--query-id on|off]\n"
 "                       [--syscall-exit auto|fexit|tracepoint] [--assume-fexit]\n"
+"                       [--hide-tracepoint NAME] [--no-storage-in-switch]\n"
 "                       [--buffer SIZE]\n"
 "\n"
 "Trace PostgreSQL processes with probe sets, without the extension.  By\n"
@@ -102,6 +103,11 @@ SYSCALL_EXIT_HELP
 "  --assume-fexit     testing: take a failed test of fexit for a passed one,\n"
 "                     so that the fallback to sys_exit after the fexit\n"
 "                     programs fail to load runs\n"
+"  --hide-tracepoint NAME  testing: act as if the kernel lacked tracepoint\n"
+"                     NAME (block_io_start or block_rq_merge; repeatable), so\n"
+"                     that the block set's fallback for older kernels runs\n"
+"  --no-storage-in-switch  testing: the sched set makes a task's storage at\n"
+"                     fork and in its task iterator only, as before 6.4\n"
 
 "  -h, --help         show this help\n";
 
@@ -433,12 +439,13 @@ single_kids(trace_state *t, trace_target *tg, int first, pid_t **out, size_t *n)
  *		through their postmaster (children at fork) plus a scan of the
  *		children that exist; a single backend with its parallel workers
  *		(single_kids; each target from its first pass on).  Also refreshes
- *		the query-id slots.
+ *		the query-id slots, and tells the sets when processes came in.
  */
 static void
 track_targets(trace_state *t)
 {
 	uint64_t	now = bpf_probes_boot_ns();
+	int			took_in = 0;
 	size_t		i;
 
 	for (i = 0; i < t->ntargets; i++)
@@ -471,8 +478,8 @@ track_targets(trace_state *t)
 			if (first)
 			{
 				(void) bpf_probes_add_postmaster(&t->bpf, (uint32_t) tg->pm.pid);
-				(void) bpf_probes_track(&t->bpf, (uint32_t) tg->pm.pid, (uint32_t) tg->pm.pid,
-										PGT_TRACKED_POSTMASTER | PGT_TRACKED_SCANNED, now);
+				took_in |= bpf_probes_track(&t->bpf, (uint32_t) tg->pm.pid, (uint32_t) tg->pm.pid,
+											PGT_TRACKED_POSTMASTER | PGT_TRACKED_SCANNED, now) == 1;
 				engine_core_target((uint32_t) tg->pm.pid);	/* engine sets: its binary */
 			}
 			if (discovery_children(tg->pm.pid, &kids, &nk) < 0)
@@ -485,8 +492,8 @@ track_targets(trace_state *t)
 			int32_t		ns = 0;
 
 			if (first || t->bpf.process.state != PGT_PROBE_AVAILABLE)
-				(void) bpf_probes_track(&t->bpf, (uint32_t) kids[k], (uint32_t) tg->pm.pid,
-										PGT_TRACKED_SCANNED, now);
+				took_in |= bpf_probes_track(&t->bpf, (uint32_t) kids[k], (uint32_t) tg->pm.pid,
+											PGT_TRACKED_SCANNED, now) == 1;
 			if (procfs_read_nspid(kids[k], &ns) < 0)
 				continue;
 			pids[np] = (uint32_t) kids[k];
@@ -498,6 +505,8 @@ track_targets(trace_state *t)
 		free(nspids);
 		free(kids);
 	}
+	if (took_in)
+		pset_runtime_tracked(&t->rt);
 }
 
 /*
@@ -1038,6 +1047,8 @@ trace_main(int argc, char **argv)
 		{"query-id", required_argument, NULL, 'q'},
 		{"syscall-exit", required_argument, NULL, 'x'},
 		{"assume-fexit", no_argument, NULL, 'F'},
+		{"hide-tracepoint", required_argument, NULL, 'T'},
+		{"no-storage-in-switch", no_argument, NULL, 'S'},
 		{"buffer", required_argument, NULL, 'b'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0}
@@ -1110,6 +1121,13 @@ trace_main(int argc, char **argv)
 				break;
 			case 'F':
 				syscall_exit_assume_fexit();
+				break;
+			case 'T':
+				if (kernel_btf_hide_tp(optarg, err, sizeof(err)) < 0)
+					return usage_error("--hide-tracepoint: %s", err);
+				break;
+			case 'S':
+				kernel_sched_no_storage_in_switch();
 				break;
 			case 'b':
 				if (pset_configure_stream_bytes(optarg, err, sizeof(err)) < 0)

@@ -22,6 +22,12 @@
 #     the records of connections that exited before a summary keep their
 #     backend type
 #   - bad options: usage errors (exit 2), a pid that is not PostgreSQL (exit 1)
+#   - the block set on a kernel without block_io_start and block_rq_merge
+#     (hidden with --hide-tracepoint): the status says so, and a cold
+#     scan's block reads are still its backend's
+#   - the sched set as on a kernel before 6.4 (--no-storage-in-switch): a
+#     backend that ran before the trace and one forked during it are both
+#     counted, their pg_sleep off the CPU
 use strict;
 use warnings;
 use FindBin;
@@ -405,6 +411,8 @@ like($o, qr/^  network\s+socket send/m, '--probes help lists the sets');
 
 check_busy_stream_ends($node);
 check_wal_elsewhere();
+check_block_without_new_tracepoints($node);
+check_sched_storage_outside_switch($node);
 
 $node->stop;
 done_testing();
@@ -469,4 +477,81 @@ sub check_wal_elsewhere
 	cmp_ok($written, '>=', $generated,
 		"WAL through the link is WAL: $written bytes written, $generated generated");
 	$walx->stop;
+}
+
+# The block set where the kernel lacks its two younger tracepoints (before
+# 6.5: no block_io_start), hidden here with --hide-tracepoint: it loads
+# without them, says so, and takes the submitter at issue.  A cold scan by
+# one backend (no parallel workers, see t/020) is then still read by that
+# backend: its block read bytes within 10% of /proc/<pid>/io read_bytes.
+sub check_block_without_new_tracepoints
+{
+	my ($node) = @_;
+	my @ctl = split ' ', $ENV{PG_TRACER_CTL};
+	$node->safe_psql('postgres',
+		"CREATE TABLE cold AS SELECT g, repeat(md5(g::text), 4) AS pad
+		   FROM generate_series(1, 200000) g; CHECKPOINT");
+	my $s = $node->background_psql('postgres');
+	my $pid = $s->query_safe('SELECT pg_backend_pid()');
+	$s->query_safe('SET max_parallel_workers_per_gather = 0');
+	IPC::Run::run([ @ctl, 'drop-caches' ]) or die 'drop-caches failed';
+	my ($h, $out) = start_trace(qr/"queryid-tagging"/, '--probes', 'block', '--pid', $pid,
+		'--hide-tracepoint', 'block_io_start', '--hide-tracepoint', 'block_rq_merge',
+		'--stats', '--format', 'json', '--duration', '3s');
+	my $io0 = proc_field("/proc/$pid/io", qr/^read_bytes: (\d+)/m);
+	$s->query_safe('SELECT count(*) FROM cold');
+	my $truth = proc_field("/proc/$pid/io", qr/^read_bytes: (\d+)/m) - $io0;
+	$h->finish;
+	$s->quit;
+	my ($status, $read, $in_final) = ({}, 0, 0);
+	for my $r (map { eval { JSON::PP::decode_json($_) } // () } split /\n/, $$out)
+	{
+		$status = $r if $r->{set} eq 'block' && $r->{event} eq 'status';
+		$in_final = 1 if $r->{event} eq 'summary' && $r->{final};
+		$read += $r->{bytes} // 0
+		  if $in_final && $r->{event} eq 'stats' && $r->{pid} == $pid
+		  && ($r->{layer} // '') eq 'block' && ($r->{op} // '') eq 'read';
+	}
+	ok(($status->{state} // '') eq 'available'
+		  && ($status->{reason} // '') =~ /^2 programs attached; .*without block_io_start \(before 6\.5\) the submitter is the issuer.*; without block_rq_merge$/,
+		'block without block_io_start and block_rq_merge: available, and says what it runs without: '
+		  . ($status->{reason} // 'no status'));
+	cmp_ok($truth, '>', 10_000_000, "ground truth: the cold scan read $truth bytes from disk");
+	ok(abs($read - $truth) <= 0.10 * $truth,
+		"... and its backend's block reads ($read bytes) are within 10% of it");
+	my ($rc, $o, $e) = run_helper('trace', '--probes', 'block', '--hide-tracepoint', 'sched_switch');
+	ok($rc == 2 && $e =~ /--hide-tracepoint: sched_switch is not an optional tracepoint \(use block_io_start or block_rq_merge\)/,
+		'--hide-tracepoint of a tracepoint no set can do without: usage error');
+}
+
+# The sched set as on a kernel before 6.4, whose task storage must not be
+# allocated under the scheduler's lock (--no-storage-in-switch): a backend
+# that ran before the trace gets its storage when the trace takes it in
+# from /proc (the task iterator), one connected during it at fork.  Both
+# are counted from then on: each one's pg_sleep is off-CPU time of its own.
+sub check_sched_storage_outside_switch
+{
+	my ($node) = @_;
+	my $s = $node->background_psql('postgres');
+	my $old = $s->query_safe('SELECT pg_backend_pid()');
+	my ($h, $out) = start_trace(qr/"queryid-tagging"/, '--probes', 'sched', '--pgdata',
+		$node->data_dir, '--no-storage-in-switch', '--stats', '--format', 'json',
+		'--duration', '4s');
+	$s->query_safe('SELECT pg_sleep(1.0)');
+	my $new = $node->safe_psql('postgres', 'SELECT pg_backend_pid() FROM pg_sleep(0.6)');
+	$s->query_safe('SELECT 1');	# the sleep's period closes at the next switch-out
+	$h->finish;
+	$s->quit;
+	my ($status, %off, $in_final) = ({});
+	for my $r (map { eval { JSON::PP::decode_json($_) } // () } split /\n/, $$out)
+	{
+		$status = $r if $r->{set} eq 'sched' && $r->{event} eq 'status';
+		$in_final = 1 if $r->{event} eq 'summary' && $r->{final};
+		$off{ $r->{pid} } += $r->{offcpu_ns} // 0 if $in_final && $r->{event} eq 'stats';
+	}
+	like($status->{reason} // '', qr/; before 6\.4: task storage made at fork and per copy, not in the switch$/,
+		'sched without storage in the switch: the status says so');
+	my ($o, $n) = map { ($off{$_} // 0) / 1e9 } ($old, $new);
+	ok($o >= 1.0 && $o < 4.5, "a backend from before the trace: ${o} s off the CPU, its pg_sleep(1.0) included");
+	ok($n >= 0.6 && $n < 4.5, "a backend forked during it: ${n} s off the CPU, its pg_sleep(0.6) included");
 }
