@@ -658,6 +658,8 @@ cluster_attach(cluster *c, const pm_info *pm)
 	free(pids);
 	if (!bpf->maps_ok)
 		scan_children(c);
+	if (inserted > 0 && c->env->psets != NULL)
+		pset_runtime_tracked(c->env->psets);	/* sets with per-task state */
 
 	if (c->attach_count > 1)
 		gen = seg_writer_generation(&c->seg) + 1;
