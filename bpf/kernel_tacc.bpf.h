@@ -206,6 +206,18 @@ pgt_kio_fold(void *map, const struct pgt_kio_row *r)
 }
 
 /*
+ * PGT_TACC_OPAQUE
+ *		A caller passes its table as `exited ? NULL : &s->table`, and clang
+ *		then tests `exited` again where the callee tests the pointer.  A
+ *		verifier before 6.4 or so does not carry "exited != 0" from one test
+ *		to the other, so on the path where the table is NULL it also walks
+ *		the table's branch and refuses the program (a NULL dereference; seen
+ *		on Debian 12's 6.1: test/oldkernel).  Hiding the pointer's origin
+ *		from the compiler makes it test the pointer itself.
+ */
+#define PGT_TACC_OPAQUE(t) barrier_var(t)
+
+/*
  * pgt_tacc_kio
  *		The row of key k to add to: the task's own (*shared 0) or, once the
  *		task has exited (t NULL), the map's (*shared 1).  NULL when the map
@@ -220,6 +232,7 @@ pgt_tacc_kio(struct pgt_tacc_io *t, void *map, const struct pgt_kio_key *k, __u3
 	int			evict;
 	int			i;
 
+	PGT_TACC_OPAQUE(t);
 	*shared = !t;
 	if (!t)
 		return pgt_kio_get(map, k, pm);
@@ -282,6 +295,7 @@ pgt_tacc_kproc(struct pgt_tacc_proc *t, void *map, __u32 pid, __u64 qid, __u32 p
 	int			evict;
 	int			i;
 
+	PGT_TACC_OPAQUE(t);
 	*shared = !t;
 	if (!t)
 		return pgt_kproc_get(map, pid, qid, pm);
@@ -337,6 +351,7 @@ pgt_tacc_khist(struct pgt_tacc_hist *t, void *map, __u32 metric, __u32 pid, __u3
 	int			evict;
 	int			i;
 
+	PGT_TACC_OPAQUE(t);
 	if (!t)
 	{
 		pgt_khist_add(map, metric, pid, dev, op, pm, ns);

@@ -31,22 +31,39 @@ static int	libbpf_quiet;
 /*
  * libbpf_print
  *		Route libbpf's messages into our log (its debug chatter only at
- *		--log-level debug; its warnings too while libbpf_quiet is set).
+ *		--log-level debug; its warnings too while libbpf_quiet is set).  A
+ *		verifier log is one message, and its end says why a program was
+ *		refused: a long one is printed whole, a log line per line.
  */
 static int
 libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
 	char		buf[1024];
+	char	   *whole = NULL;
+	char	   *line;
+	char	   *next;
 	enum log_level ours;
+	va_list		again;
 	int			n;
 
 	ours = level == LIBBPF_WARN && !libbpf_quiet ? LOG_LEVEL_WARN : LOG_LEVEL_DEBUG;
 	if (ours > log_get_level())
 		return 0;
+	va_copy(again, ap);
 	n = vsnprintf(buf, sizeof(buf), fmt, ap);
+	if (n >= (int) sizeof(buf) && (whole = malloc((size_t) n + 1)) != NULL)
+		(void) vsnprintf(whole, (size_t) n + 1, fmt, again);
+	va_end(again);
 	if (n < 0)
 		return 0;
-	log_msg(ours, "%s", buf);
+	for (line = whole ? whole : buf; line != NULL && *line != '\0'; line = next)
+	{
+		next = strchr(line, '\n');
+		if (next != NULL)
+			*next++ = '\0';
+		log_msg(ours, "%s", line);
+	}
+	free(whole);
 	return n;
 }
 
