@@ -22,6 +22,9 @@ PACKAGES=(
 	nftables iproute2
 	# benchmarks: perf samples where the probes' CPU goes (bench/profile_ab.sh)
 	linux-perf
+	# Debian 12's own kernel under qemu's emulation (test/oldkernel): the
+	# initramfs (cpio, depmod), the guest's data disk (mkfs.ext4)
+	qemu-system-x86 cpio kmod e2fsprogs
 )
 
 missing=()

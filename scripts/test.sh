@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # test.sh — build everything and run every test suite: C unit tests,
-# fuzzing of the parsers, pg_regress (SQL API) and TAP (real clusters, the
-# real helper, real BPF).
+# fuzzing of the parsers, the helper on Debian 12's own kernel under qemu,
+# pg_regress (SQL API) and TAP (real clusters, the real helper, real BPF).
 #
 # Run as root on Debian 12: it installs the packages it needs, builds and
 # installs the extension and the helper, then runs the PostgreSQL suites as
@@ -53,6 +53,15 @@ fuzz_log=$(mktemp)
 make -s fuzz FUZZ_SECONDS="${FUZZ_SECONDS:-20}" 2>&1 | tee "$fuzz_log"
 if r=$(grep -E '^fuzz targets: [0-9]+ passed, [0-9]+ failed$' "$fuzz_log"); then
 	add "$(echo "$r" | awk '{print $3}')" "$(echo "$r" | awk '{print $5}')"
+else
+	add 0 1
+fi
+
+echo "=== Debian 12's kernel (6.1) under qemu: the helper and a cluster on it (test/oldkernel)"
+old_log=$(mktemp)
+HELPER_BIN=$helper_bin bash test/oldkernel/run.sh 2>&1 | tee "$old_log"
+if r=$(grep -E '^oldkernel \(.*\): [0-9]+ passed, [0-9]+ failed$' "$old_log"); then
+	add "$(echo "$r" | awk '{print $(NF-3)}')" "$(echo "$r" | awk '{print $(NF-1)}')"
 else
 	add 0 1
 fi

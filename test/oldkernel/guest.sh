@@ -1,0 +1,152 @@
+#!/bin/bash
+# test/oldkernel/guest.sh — runs as PID 1 in the guest test/oldkernel/run.sh
+# boots (Debian 12's kernel, this machine's file system read-only), and
+# prints TAP lines on the console.  What it checks, on that kernel:
+#
+#   - every probe set loads (the engine's too, all of them, with exact
+#     timing, kprobes and fexit); every kernel set available (or degraded
+#     with a reason),
+#     with the fallbacks of an older kernel named (block without
+#     block_io_start, sched without task storage made in the switch), in
+#     pg_tracer_probes (daemon and extension) and in `trace`'s status
+#   - a cold scan's block reads are its backend's, within 10% of
+#     /proc/<pid>/io read_bytes (the block set's submitter taken at issue)
+#   - a pg_sleep(1) is off-CPU time of its backend (sched: storage made at
+#     fork, outside the scheduler's lock)
+#   - its data-file preads are counted with their relation (syscall)
+#   - `trace --format json`: every line parses, each set's status is there
+#
+# A cluster runs on the guest's own ext4 disk (/dev/vda), as postgres.
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/lib/postgresql/15/bin:/usr/sbin:/usr/bin:/sbin:/bin
+export LANG=C.UTF-8
+PGT_BIN=${PGT_BIN:-pg-tracer}
+n=0
+ok() {
+	local cond=$1
+	shift
+	n=$((n + 1))
+	if [ "$cond" = 1 ]; then echo "ok $n - $*"; else echo "not ok $n - $*"; fi
+}
+diag() { sed 's/^/# /'; }
+as_pg() { setpriv --reuid=postgres --regid=postgres --init-groups env HOME=/tmp PATH="$PATH" "$@"; }
+sql() { as_pg psql -X -h /tmp -p 5432 -d postgres -Atq -v ON_ERROR_STOP=1 -c "$1"; }
+finish() {
+	echo "# guest: done"
+	sync
+	echo o > /proc/sysrq-trigger
+	sleep 10
+}
+trap finish EXIT
+
+mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null
+echo "1..22"
+echo "# guest: kernel $(uname -r), $(nproc) CPUs"
+
+# --- a cluster on the guest's own disk, with the extension preloaded
+mkfs.ext4 -q -F /dev/vda && mkdir -p /tmp/disk && mount /dev/vda /tmp/disk || {
+	ok 0 "an ext4 file system on the guest's disk"
+	exit 1
+}
+mkdir -p /tmp/disk/data /run/pg_tracer
+chown postgres:postgres /tmp/disk/data
+echo "# t=$SECONDS s: initdb"
+as_pg initdb -D /tmp/disk/data -A trust >/tmp/initdb.log 2>&1 || { diag </tmp/initdb.log; exit 1; }
+cat >>/tmp/disk/data/postgresql.conf <<EOF
+listen_addresses = ''
+unix_socket_directories = '/tmp'
+shared_buffers = 16MB
+max_parallel_workers_per_gather = 0
+shared_preload_libraries = 'pg_tracer'
+pg_tracer.runtime_dir = '/run/pg_tracer'
+EOF
+as_pg pg_ctl -D /tmp/disk/data -l /tmp/pg.log -w -t 120 start >/dev/null || { diag </tmp/pg.log; exit 1; }
+sql "CREATE EXTENSION pg_tracer"
+sql "CREATE TABLE cold AS SELECT g, repeat(md5(g::text), 4) AS pad FROM generate_series(1, 100000) g"
+sql "CHECKPOINT"
+"$PGT_BIN" daemon --pgdata /tmp/disk/data --runtime-dir /run/pg_tracer --probes all \
+	--engine-probes all --kernel-sets always >/tmp/daemon.log 2>&1 &
+daemon=$!
+
+echo "# t=$SECONDS s: the helper"
+# --- every kernel set runs (pg_tracer_probes, once the helper has published)
+probes=""
+for _ in $(seq 1 60); do
+	probes=$(sql "SELECT probe_set || ' ' || state || ' [' || mechanism || '] ' || reason
+	                FROM pg_tracer_probes
+	               WHERE probe_set IN ('syscall', 'vfs', 'block', 'sched', 'memory', 'network')" 2>/dev/null)
+	[ "$(grep -c . <<<"$probes")" -ge 6 ] && break
+	sleep 1
+done
+diag <<<"$probes"
+for set in syscall vfs block sched memory network; do
+	ok "$(grep -Eq "^$set (available|degraded) " <<<"$probes" && echo 1)" "pg_tracer_probes: $set runs"
+done
+ok "$(grep -q '^block .*without block_io_start (before 6.5)' <<<"$probes" && echo 1)" \
+	"block names its fallback: the submitter taken at issue"
+ok "$(grep -q '^sched .*before 6.4: task storage made at fork and per copy' <<<"$probes" && echo 1)" \
+	"sched names its fallback: no task storage made under the scheduler's lock"
+sql "SELECT probe_set || ' ' || state || ' [' || mechanism || '] ' || reason FROM pg_tracer_probes
+      WHERE probe_set NOT IN ('syscall', 'vfs', 'block', 'sched', 'memory', 'network')" | diag
+down=$(sql "SELECT string_agg(probe_set, ', ') FROM pg_tracer_probes WHERE state = 'unavailable'")
+ok "$([ -z "$down" ] && echo 1)" "the rest runs too: the engine probes (all), exact timing, kprobes, fexit (unavailable: ${down:-none})"
+
+# --- a cold scan, one backend: its block reads against /proc/<pid>/io
+echo "# t=$SECONDS s: a cold scan"
+mkfifo /tmp/session.in
+as_pg psql -X -h /tmp -p 5432 -d postgres -Atq </tmp/session.in >/tmp/session.out 2>&1 &
+exec 3>/tmp/session.in
+echo "SELECT pg_backend_pid();" >&3
+for _ in $(seq 1 300); do [ -s /tmp/session.out ] && break; sleep 0.2; done
+pid=$(head -1 /tmp/session.out)
+[[ "$pid" =~ ^[0-9]+$ ]] || { diag </tmp/session.out; pid=0; }
+sync
+echo 3 > /proc/sys/vm/drop_caches
+io0=$(awk '/^read_bytes/ { print $2 }' /proc/$pid/io)
+echo "SELECT count(*) FROM cold; SELECT pg_sleep(1); SELECT 'scanned';" >&3
+for _ in $(seq 1 300); do grep -q scanned /tmp/session.out && break; sleep 0.2; done
+io1=$(awk '/^read_bytes/ { print $2 }' /proc/$pid/io)
+truth=$((io1 - io0))
+ok "$([ "$pid" -gt 0 ] && [ "$truth" -gt 5000000 ] && echo 1)" \
+	"ground truth: the cold scan read $truth bytes from disk"
+blk=0
+for _ in $(seq 1 20); do
+	blk=$(sql "SELECT coalesce(sum(bytes), 0) FROM pg_tracer_kernel_io
+	            WHERE pid = $pid AND layer = 'block' AND op = 'read'")
+	[ $((blk * 10 >= truth * 9 && blk * 10 <= truth * 11)) = 1 ] && break
+	sleep 1
+done
+ok "$([ "$truth" -gt 0 ] && [ $((blk * 10 >= truth * 9 && blk * 10 <= truth * 11)) = 1 ] && echo 1)" \
+	"its block reads ($blk bytes) within 10% of /proc/$pid/io read_bytes ($truth)"
+off=$(sql "SELECT coalesce(sum(offcpu_ms), 0)::bigint FROM pg_tracer_kernel_sched WHERE pid = $pid")
+ok "$([ "${off:-0}" -ge 1000 ] && echo 1)" "its pg_sleep(1) is off-CPU time: $off ms"
+rel=$(sql "SELECT relation FROM pg_tracer_kernel_io
+            WHERE pid = $pid AND layer = 'syscall' AND file_class = 'data'
+            ORDER BY bytes DESC LIMIT 1")
+ok "$([ "$rel" = cold ] && echo 1)" "its data-file reads are of the relation cold ($rel)"
+exec 3>&-
+
+# --- trace: JSON Lines, the sets' status, a workload's events
+echo "# t=$SECONDS s: trace"
+"$PGT_BIN" trace --probes all --pgdata /tmp/disk/data --format json --duration 20s \
+	>/tmp/trace.json 2>/tmp/trace.err &
+tracer=$!
+for _ in $(seq 1 150); do grep -q '"queryid-tagging"' /tmp/trace.json && break; sleep 0.2; done
+sql "SELECT count(*) FROM cold" >/dev/null
+wait $tracer
+ok "$([ $? = 0 ] && echo 1)" "trace --duration 20s exits 0"
+perl -MJSON::PP -ne 'eval { decode_json($_) } or print "unparsable: $_"' /tmp/trace.json >/tmp/bad.txt
+ok "$([ -s /tmp/trace.json ] && [ ! -s /tmp/bad.txt ] && echo 1)" \
+	"every one of its $(wc -l </tmp/trace.json) lines parses as JSON"
+for set in syscall vfs block sched memory network; do
+	ok "$(grep -Eq "\"set\":\"$set\",\"event\":\"status\".*\"state\":\"(available|degraded)\"" /tmp/trace.json && echo 1)" \
+		"trace: $set runs"
+done
+ok "$(grep -q '"event":"pread64".*"file_class":"data"' /tmp/trace.json && echo 1)" \
+	"trace: the scan's preads are events"
+if grep -q ' warn: libbpf' /tmp/trace.err /tmp/daemon.log; then
+	grep -h ' warn: libbpf' /tmp/trace.err /tmp/daemon.log | head -20 | diag
+fi
+
+kill "$daemon" 2>/dev/null
+wait "$daemon" 2>/dev/null
+as_pg pg_ctl -D /tmp/disk/data -m fast stop >/dev/null

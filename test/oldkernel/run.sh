@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# test/oldkernel/run.sh — the helper on Debian 12's own kernel (6.1).
+#
+# The development VMs and CI run a much newer kernel.  This boots Debian
+# 12's stock kernel image under qemu's software emulation (no KVM needed)
+# and runs test/oldkernel/guest.sh in it as PID 1: the guest's root is this
+# machine's own file system, shared read-only over virtio-9p (so the
+# installed extension, PostgreSQL and perl are the ones tested here), with
+# tmpfs where it must write (/tmp and /run among them: what lies there
+# here is not seen there) and an ext4 disk of its own for a cluster's data
+# (the block set needs a real block device).  The helper (HELPER_BIN) and
+# the guest script travel in the initramfs.  The guest prints TAP
+# lines on its console; this script relays them and ends with the
+# summary of the whole run.
+#
+#   bash test/oldkernel/run.sh            # as root, after make install
+#   KVER=6.1.0-57-amd64 HELPER_BIN=/usr/local/sbin/pg-tracer bash test/oldkernel/run.sh
+#
+# Needs qemu-system-x86 (scripts/install-deps.sh) and Debian's package
+# registry, for the kernel and busybox-static packages (downloaded, not
+# installed: nothing of them lands outside the cache below).
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+cache=${PGT_OLDKERNEL_CACHE:-/var/cache/pg_tracer/oldkernel}
+timeout_s=${OLDKERNEL_TIMEOUT:-900}
+
+die() { echo "oldkernel: $*" >&2; exit 1; }
+[ "$(id -u)" -eq 0 ] || die "must run as root"
+command -v qemu-system-x86_64 >/dev/null || die "qemu-system-x86_64 is not installed (scripts/install-deps.sh)"
+HELPER_BIN=${HELPER_BIN:-$(command -v pg-tracer || true)}
+[ -x "$HELPER_BIN" ] || die "pg-tracer is not installed (make install), or HELPER_BIN names no program"
+
+# --- the kernel: the newest 6.1 image package Debian offers, unless KVER says
+if [ -z "${KVER:-}" ]; then
+	KVER=$(apt-cache search --names-only '^linux-image-6\.1\.0-[0-9]+-amd64$' |
+		awk '{ print $1 }' | sed 's/^linux-image-//' | sort -V | tail -1)
+	[ -n "$KVER" ] || die "no linux-image-6.1.0-*-amd64 package in the registry"
+fi
+mkdir -p "$cache"
+kroot="$cache/$KVER"
+if [ ! -e "$kroot/boot/vmlinuz-$KVER" ]; then
+	tmp=$(mktemp -d "$cache/dl.XXXX")
+	(cd "$tmp" && apt-get download -q "linux-image-$KVER" >/dev/null 2>&1) ||
+		die "cannot download linux-image-$KVER"
+	rm -rf "$kroot"
+	dpkg-deb -x "$tmp"/linux-image-*.deb "$kroot"
+	depmod -b "$kroot" "$KVER"
+	rm -rf "$tmp"
+fi
+bbox="$cache/busybox"
+if [ ! -x "$bbox" ]; then
+	tmp=$(mktemp -d "$cache/dl.XXXX")
+	(cd "$tmp" && apt-get download -q busybox-static >/dev/null 2>&1 && dpkg-deb -x busybox-static_*.deb x) ||
+		die "cannot download busybox-static"
+	cp "$tmp/x/bin/busybox" "$bbox"
+	rm -rf "$tmp"
+fi
+
+work=$(mktemp -d /tmp/pgt_oldkernel.XXXX)
+trap 'rm -rf "$work"' EXIT
+
+# --- the initramfs: busybox, the modules to reach the root and the disk
+# (in dependency order, from modules.dep), the init script, the helper and
+# the guest script
+moddir="$kroot/lib/modules/$KVER"
+mods_in_order() {
+	local m dep
+	for m in "$@"; do
+		dep=$(awk -v m="$m" -F': *' '$1 ~ ("/" m ".ko$") { print $2; exit }' "$moddir/modules.dep")
+		[ -n "$dep" ] && mods_in_order $(for d in $dep; do basename "$d" .ko; done)
+		awk -v m="$m" -F':' '$1 ~ ("/" m ".ko$") { print $1; exit }' "$moddir/modules.dep"
+	done
+}
+mkdir -p "$work/initrd/bin" "$work/initrd/modules" "$work/initrd/newroot" \
+	"$work/initrd/proc" "$work/initrd/sys" "$work/initrd/dev" "$work/initrd/pgt"
+cp "$bbox" "$work/initrd/bin/busybox"
+cp "$HELPER_BIN" "$work/initrd/pgt/pg-tracer"
+cp "$here/guest.sh" "$work/initrd/pgt/guest.sh"
+n=10
+for path in $(mods_in_order virtio_pci 9pnet_virtio 9p virtio_blk crc32c_generic ext4 | awk '!seen[$0]++'); do
+	cp "$moddir/$path" "$work/initrd/modules/$n-$(basename "$path")"
+	n=$((n + 1))
+done
+install -m 755 "$here/init" "$work/initrd/init"
+(cd "$work/initrd" && find . | cpio -o -H newc --quiet | gzip -1) > "$work/initrd.gz"
+
+# --- the data disk: an empty ext4 file system, formatted in the guest
+truncate -s 512M "$work/disk.img"
+
+# --- boot; the guest's console is relayed, its TAP lines counted
+echo "# oldkernel: booting $KVER under qemu (software emulation), helper $HELPER_BIN"
+set +e
+timeout "$timeout_s" qemu-system-x86_64 -machine q35 -accel tcg,thread=multi -cpu max -smp 2 -m 2048 \
+	-nographic -no-reboot -serial mon:stdio \
+	-kernel "$kroot/boot/vmlinuz-$KVER" -initrd "$work/initrd.gz" \
+	-append "console=ttyS0 panic=-1 quiet" \
+	-virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
+	-drive file="$work/disk.img",if=virtio,format=raw,cache=unsafe \
+	</dev/null 2>&1 | tr -d '\r' | sed -e 's/\x1b[[?0-9;]*[a-zA-Z]//g; s/\x1bc//g' | tee "$work/console.log" | grep --line-buffered -E '^(ok|not ok|#|1\.\.)'
+rc=${PIPESTATUS[0]}
+set -e
+pass=$(grep -c '^ok ' "$work/console.log" || true)
+fail=$(grep -c '^not ok ' "$work/console.log" || true)
+plan=$(sed -n 's/^1\.\.\([0-9]*\)$/\1/p' "$work/console.log" | head -1)
+if [ -z "$plan" ]; then
+	echo "# the guest printed no plan"
+	fail=$((fail + 1))
+elif [ $((pass + fail)) -lt "$plan" ]; then
+	echo "# $((plan - pass - fail)) of the guest's $plan checks did not run"
+	fail=$((plan - pass))
+fi
+if ! grep -q '^# guest: done' "$work/console.log"; then
+	echo "# the guest did not finish (qemu exit $rc); the last of its console:"
+	tail -40 "$work/console.log" | sed 's/^/#   /'
+	fail=$((fail + 1))
+fi
+cp "$work/console.log" "${OLDKERNEL_LOG:-/tmp/pgt_oldkernel_console.log}"
+echo "oldkernel ($KVER): $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
