@@ -39,6 +39,7 @@ finish() {
 trap finish EXIT
 
 mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null
+echo	# the firmware's last line may lack its newline
 echo "1..22"
 echo "# guest: kernel $(uname -r), $(nproc) CPUs"
 

@@ -102,7 +102,7 @@ rc=${PIPESTATUS[0]}
 set -e
 pass=$(grep -c '^ok ' "$work/console.log" || true)
 fail=$(grep -c '^not ok ' "$work/console.log" || true)
-plan=$(sed -n 's/^1\.\.\([0-9]*\)$/\1/p' "$work/console.log" | head -1)
+plan=$(sed -n 's/^\(.*[^0-9]\)\{0,1\}1\.\.\([0-9][0-9]*\)$/\2/p' "$work/console.log" | head -1)
 if [ -z "$plan" ]; then
 	echo "# the guest printed no plan"
 	fail=$((fail + 1))
