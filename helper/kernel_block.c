@@ -18,53 +18,49 @@ static const kset_desc desc = {0, NULL, 0, "runs per block request", -1, NULL};
 
 KSET_SKELETON(kernel_block)
 
-#define BLOCK_MECHANISM "tp_btf/block_rq_*"
+/* What the set runs without on this kernel, for its status ("": nothing) */
+static char missing_note[128];
 
 /*
- * leave_out_missing
- *		Keep the programs of tracepoints this kernel lacks from loading (a
- *		tp_btf program whose target is missing fails the whole object), and
- *		say what that costs in `scope`.
+ * block_open
+ *		The skeleton opened by KSET_SKELETON, without the programs of
+ *		tracepoints this kernel lacks (a tp_btf program whose target is
+ *		missing fails the whole object); what that costs in missing_note.
  */
-static void
-leave_out_missing(struct kernel_block_bpf *s, char *scope, size_t len)
+static struct bpf_object *
+block_open(void **skel, const pset_ctx *ctx)
 {
+	struct bpf_object *obj = kernel_block_kopen(skel, ctx);
+	struct kernel_block_bpf *s = *skel;
 	int			io_start = kernel_btf_has_tp("block_io_start");
 	int			merge = kernel_btf_has_tp("block_rq_merge");
 
+	if (obj == NULL)
+		return NULL;
 	s->rodata->has_io_start = (uint8_t) io_start;
 	bpf_program__set_autoload(s->progs.pgt_kblk_start, io_start);
 	bpf_program__set_autoload(s->progs.pgt_kblk_merge, merge);
-	snprintf(scope, len, "%s%s%s", desc.scope,
-			 io_start ? "" : "; without block_io_start (before 6.5) the submitter is "
+	snprintf(missing_note, sizeof(missing_note), "%s%s%s",
+			 io_start ? "" : "without block_io_start (before 6.5) the submitter is "
 			 "the issuer: kblockd's issues count as the kernel's",
-			 merge ? "" : "; without block_rq_merge");
+			 !io_start && !merge ? "; " : "", merge ? "" : "without block_rq_merge");
+	return obj;
 }
 
 /*
  * start
- *		open -> leave out what the kernel lacks -> shared maps -> load ->
- *		attach.  Returns 0, or -1 when out of memory.
+ *		open (leaving out what the kernel lacks) -> shared maps -> load ->
+ *		attach; the status says what the set runs without.
  */
 static int
 start(pset_inst *in, const pset_ctx *ctx)
 {
-	struct bpf_object *obj;
-	void	   *skel = NULL;
-	char		scope[256];
-	kset_attach a;
-
-	if (kset_new(in, &desc) == NULL)
+	missing_note[0] = '\0';
+	if (kset_start_single(in, ctx, &desc, "tp_btf/block_rq_*", block_open,
+						  kernel_block_kdestroy) < 0)
 		return -1;
-	obj = kernel_block_kopen(&skel, ctx);
-	if (obj == NULL)
-	{
-		pset_set_status(in, PGT_PROBE_UNAVAILABLE, BLOCK_MECHANISM, "BPF open failed");
-		return 0;
-	}
-	leave_out_missing(skel, scope, sizeof(scope));
-	(void) kset_load_attach(in, ctx, obj, skel, kernel_block_kdestroy, &a);
-	kset_status_scoped(in, BLOCK_MECHANISM, &a, scope);
+	if (missing_note[0] != '\0')
+		kset_status_append(in, missing_note);
 	return 0;
 }
 

@@ -205,12 +205,10 @@ static void
 storage_outside_switch(pset_inst *in)
 {
 	kset	   *ks = in->priv;
-	char		reason[sizeof(in->status.reason)];
 
 	ks->tacc_iter_makes_storage = 1;
-	snprintf(reason, sizeof(reason), "%s", in->status.reason);
-	pset_set_status(in, in->status.state, MECH, "%s; before 6.4: task storage made at fork "
-					"and per copy, not in the switch", reason);
+	kset_status_append(in, "before 6.4: task storage made at fork and per copy, "
+					   "not in the switch");
 }
 
 /*
@@ -231,7 +229,7 @@ start(pset_inst *in, const pset_ctx *ctx)
 		pset_set_status(in, PGT_PROBE_DEGRADED, MECH,
 						"run-queue latency unavailable: %s; off-CPU time, switches, "
 						"wakeups and migrations measured", kclock_why);
-	if (!create_in_switch && in->status.state != PGT_PROBE_UNAVAILABLE)
+	if (!create_in_switch && in->priv != NULL)
 		storage_outside_switch(in);
 	return 0;
 }

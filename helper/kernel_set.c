@@ -226,6 +226,22 @@ kset_tracked(pset_inst *in)
 }
 
 /*
+ * kset_status_append
+ *		Add "; note" to a running set's status reason (what it runs without,
+ *		or how, on this kernel); its state and mechanism stay.
+ */
+void
+kset_status_append(pset_inst *in, const char *note)
+{
+	char		reason[sizeof(in->status.reason)];
+
+	if (in->status.state == PGT_PROBE_UNAVAILABLE)
+		return;
+	snprintf(reason, sizeof(reason), "%s", in->status.reason);
+	pset_set_status(in, in->status.state, in->status.mechanism, "%s; %s", reason, note);
+}
+
+/*
  * kset_status_from
  *		State of a single-object set from its attach outcome.
  */
