@@ -18,6 +18,10 @@
 #   and no time held leaks into its figures.
 # Also: the sets' status rows say whether they are held, the option's bad
 # values are refused, and without a kernel set nothing is held.
+# The other three sets (vfs, block, memory) hold too: a cold scan while
+# held adds no row of theirs (though the backend read its table from
+# disk), the same scan in a window is counted (block reads within 10% of
+# /proc/<pid>/io read_bytes, page-cache misses, page allocations).
 use strict;
 use warnings;
 use FindBin;
@@ -203,6 +207,84 @@ like(slurp_file($node->basedir . '/helper.log'), qr/kernel sets: 3 attached for 
 	'the helper logs each window of the sets');
 
 $sess->quit;
+$poll->quit;
+
+# --- vfs, block and memory: held, then counted in a window --------------------
+ok(stop_helper($node, $helper), 'helper stopped');
+$helper = start_helper($node, $rt, '--probes', 'vfs,block,memory',
+	'--kernel-sets', 'escalated', '--exact-budget', 'unlimited', '--anomaly', 'off');
+ok(wait_connected($node), 'helper restarted with vfs, block, memory (escalated)');
+$poll = $node->background_psql('postgres');
+
+# "held" or "window" for each of the three, else the set's reason
+sub io_set_states
+{
+	return q1("
+		SELECT string_agg(CASE WHEN reason LIKE 'held outside escalation windows%' THEN 'held'
+		                       WHEN reason LIKE 'attached for an escalation window%' THEN 'window'
+		                       ELSE probe_set || ': ' || reason END, ' ' ORDER BY probe_set)
+		  FROM pg_tracer_probes WHERE probe_set IN ('vfs', 'block', 'memory')");
+}
+ok(defined wait_until(sub { io_set_states() eq 'held held held' }, 10),
+	'vfs, block and memory are loaded and held') or diag(io_set_states());
+
+# two tables: a scan leaves its table in shared buffers
+$node->safe_psql('postgres',
+	"CREATE TABLE cold1 AS SELECT g, repeat(md5(g::text), 4) AS pad
+	   FROM generate_series(1, 200000) g;
+	 CREATE TABLE cold2 AS SELECT g, repeat(md5(g::text), 4) AS pad
+	   FROM generate_series(1, 200000) g; CHECKPOINT");
+my $scanner = $node->background_psql('postgres');
+my $spid = $scanner->query_safe('SET max_parallel_workers_per_gather = 0; SELECT pg_backend_pid()');
+my @ctl = split ' ', $ENV{PG_TRACER_CTL};
+
+# cold_scan TABLE: the table read by the scanner with the page cache
+# dropped; returns what its backend read from disk meanwhile
+# (/proc/<pid>/io)
+sub cold_scan
+{
+	my ($table) = @_;
+	IPC::Run::run([ @ctl, 'drop-caches' ]) or die 'drop-caches failed';
+	my $io0 = proc_field("/proc/$spid/io", qr/^read_bytes: (\d+)/m);
+	$scanner->query_safe("SELECT count(*) FROM $table");
+	return proc_field("/proc/$spid/io", qr/^read_bytes: (\d+)/m) - $io0;
+}
+
+# the scanner's rows in the three sets' views: "io_rows block_bytes misses mem_rows allocs"
+sub io_rows
+{
+	return q1("
+		SELECT (SELECT count(*) FROM pg_tracer_kernel_io WHERE pid = $spid) || ' ' ||
+		       (SELECT coalesce(sum(bytes), 0) FROM pg_tracer_kernel_io
+		         WHERE pid = $spid AND layer = 'block' AND op = 'read') || ' ' ||
+		       (SELECT coalesce(sum(calls), 0) FROM pg_tracer_kernel_io
+		         WHERE pid = $spid AND layer = 'pagecache') || ' ' ||
+		       (SELECT count(*) FROM pg_tracer_kernel_memory WHERE pid = $spid) || ' ' ||
+		       (SELECT coalesce(sum(pages_alloc), 0) FROM pg_tracer_kernel_memory WHERE pid = $spid)");
+}
+
+my $held_truth = cold_scan('cold1');
+cmp_ok($held_truth, '>', 10_000_000, "held: the scan read $held_truth bytes from disk");
+sleep(2.5);    # the helper publishes once a second: it would have by now
+is(io_rows(), '0 0 0 0 0', 'held: no vfs, block or memory row for the scanning backend');
+
+is(q1('SELECT granted_s FROM pg_tracer_escalate(600)'), '600', 'vfs/block/memory window: granted');
+ok(defined wait_until(sub { io_set_states() eq 'window window window' }, 10),
+	'vfs, block and memory attached for the window') or diag(io_set_states());
+my $win_truth = cold_scan('cold2');
+my ($rows, $blk, $misses, $mrows, $allocs);
+wait_until(sub {
+	($rows, $blk, $misses, $mrows, $allocs) = split ' ', io_rows();
+	return within($blk, $win_truth, 0.10) && $misses > 0 && $allocs > 0;
+}, 10);
+ok($win_truth > 10_000_000 && within($blk, $win_truth, 0.10),
+	"in the window: block reads $blk bytes, within 10% of /proc/$spid/io read_bytes ($win_truth)");
+cmp_ok($misses, '>', 0, "in the window: page-cache misses counted ($misses)");
+cmp_ok($allocs, '>', 0, "in the window: page allocations counted ($allocs)");
+q1('SELECT pg_tracer_deescalate()');
+ok(defined wait_until(sub { io_set_states() eq 'held held held' }, 10),
+	'vfs, block and memory held again after pg_tracer_deescalate') or diag(io_set_states());
+$scanner->quit;
 $poll->quit;
 
 # Without a kernel set there is nothing to hold: no window is granted on
