@@ -705,15 +705,42 @@ resolve_target(daemon_state *d, char *data_dir, size_t dlen, uid_t *uid, gid_t *
 /* The daemon's probe sets, for the escalation switch of held kernel sets. */
 static pset_runtime *held_sets;
 
+/* The state the held sets are to take (1 attached, 0 held), -1: as they are */
+static int	kernel_window_pending = -1;
+
 /*
  * kernel_window_switch
  *		--kernel-sets escalated: an escalation window opened (on) or closed.
+ *		Only noted here: the request that opened or closed it is answered
+ *		first, and apply_kernel_window does the attaching or detaching
+ *		before the loop waits again.  Detaching a few dozen programs is
+ *		quick on hardware, but each fexit link rewrites kernel text, and on
+ *		an emulated CPU (test/oldkernel) that took longer than the 2 s a
+ *		backend waits for an answer: pg_tracer_deescalate() failed though
+ *		the window had closed.
  */
 static void
 kernel_window_switch(int on)
 {
-	int			n = held_sets ? pset_runtime_hold(held_sets, !on) : 0;
+	kernel_window_pending = on;
+}
 
+/*
+ * apply_kernel_window
+ *		Attach or hold the kernel sets as the last window switch asked
+ *		(a window opened and closed since gives nothing to do: holding is
+ *		idempotent).
+ */
+static void
+apply_kernel_window(void)
+{
+	int			on = kernel_window_pending;
+	int			n;
+
+	if (on < 0)
+		return;
+	kernel_window_pending = -1;
+	n = held_sets ? pset_runtime_hold(held_sets, !on) : 0;
 	if (n > 0)
 		log_info("kernel sets: %d %s", n, on ? "attached for an escalation window" : "held");
 }
@@ -940,9 +967,11 @@ daemon_run(const daemon_opts *opts)
 
 	while (!d.stop)
 	{
-		int			n = epoll_wait(d.epfd, events, MAX_EVENTS, -1);
+		int			n;
 		int			k;
 
+		apply_kernel_window();	/* after the answers of the last round */
+		n = epoll_wait(d.epfd, events, MAX_EVENTS, -1);
 		if (n < 0)
 		{
 			if (errno == EINTR)

@@ -15,6 +15,12 @@
 #     fork, outside the scheduler's lock)
 #   - its data-file preads are counted with their relation (syscall)
 #   - `trace --format json`: every line parses, each set's status is there
+#   - escalation windows (`--kernel-sets escalated`): the six sets held,
+#     a cold scan leaves their views untouched; in a window opened by
+#     pg_tracer_escalate() the same scan's block reads are its backend's
+#     again (the hooks attached anew on this kernel, no stale start
+#     paired), its pg_sleep(1) is timed exactly (±5%) and is off-CPU
+#     time; pg_tracer_deescalate() holds the sets again
 #
 # A cluster runs on the guest's own ext4 disk (/dev/vda), as postgres.
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/lib/postgresql/15/bin:/usr/sbin:/usr/bin:/sbin:/bin
@@ -40,7 +46,7 @@ trap finish EXIT
 
 mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null
 echo	# the firmware's last line may lack its newline
-echo "1..22"
+echo "1..29"
 echo "# guest: kernel $(uname -r), $(nproc) CPUs"
 
 # --- a cluster on the guest's own disk, with the extension preloaded
@@ -91,32 +97,76 @@ sql "SELECT probe_set || ' ' || state || ' [' || mechanism || '] ' || reason FRO
 down=$(sql "SELECT string_agg(probe_set, ', ') FROM pg_tracer_probes WHERE state = 'unavailable'")
 ok "$([ -z "$down" ] && echo 1)" "the rest runs too: the engine probes (all), exact timing, kprobes, fexit (unavailable: ${down:-none})"
 
+# A psql session fed through a fifo on file descriptor FD, its output in
+# /tmp/NAME.out: session_open NAME FD sets sess_pid to its backend's pid (0
+# when it has none); session_run NAME FD SQL runs SQL and waits until it
+# is done.  Not in $(...): the fifo's writer and the count of runs must
+# stay in this shell.
+session_open() {
+	local name=$1 fd=$2
+	mkfifo "/tmp/$name.in"
+	as_pg psql -X -h /tmp -p 5432 -d postgres -Atq <"/tmp/$name.in" >"/tmp/$name.out" 2>&1 &
+	eval "exec $fd>/tmp/$name.in"
+	echo "SELECT pg_backend_pid();" >&"$fd"
+	for _ in $(seq 1 300); do [ -s "/tmp/$name.out" ] && break; sleep 0.2; done
+	sess_pid=$(head -1 "/tmp/$name.out")
+	[[ "$sess_pid" =~ ^[0-9]+$ ]] || { diag <"/tmp/$name.out"; sess_pid=0; }
+}
+runs=0
+session_run() {
+	local name=$1 fd=$2
+	runs=$((runs + 1))
+	echo "$3 SELECT 'done $runs';" >&"$fd"
+	for _ in $(seq 1 600); do grep -q "^done $runs\$" "/tmp/$name.out" && break; sleep 0.2; done
+}
+
+# read_bytes PID: what the process has read from disk so far
+read_bytes() { awk '/^read_bytes/ { print $2 }' "/proc/$1/io"; }
+
+# cold_scan NAME FD PID: drop the page cache, scan `cold` and sleep 1 s in
+# that session; sets scanned to what its backend read from disk meanwhile
+cold_scan() {
+	local io0
+	scanned=0
+	[ "$3" -gt 0 ] || return
+	sync
+	echo 3 > /proc/sys/vm/drop_caches
+	io0=$(read_bytes "$3")
+	session_run "$1" "$2" "SELECT count(*) FROM cold; SELECT pg_sleep(1);"
+	scanned=$(($(read_bytes "$3") - io0))
+}
+
+# block_read_bytes PID: its block-layer read bytes in pg_tracer_kernel_io
+block_read_bytes() {
+	sql "SELECT coalesce(sum(bytes), 0) FROM pg_tracer_kernel_io
+	      WHERE pid = $1 AND layer = 'block' AND op = 'read'"
+}
+
+# within10 A B: is A within 10% of B (B > 0)?
+within10() { [ "$2" -gt 0 ] && [ $(($1 * 10 >= $2 * 9 && $1 * 10 <= $2 * 11)) = 1 ]; }
+
+# block_matches PID TRUTH: wait (20 s at most) for its block read bytes
+# to come within 10% of TRUTH; prints them
+block_matches() {
+	local blk=0
+	for _ in $(seq 1 20); do
+		blk=$(block_read_bytes "$1")
+		within10 "$blk" "$2" && break
+		sleep 1
+	done
+	echo "$blk"
+}
+
 # --- a cold scan, one backend: its block reads against /proc/<pid>/io
 echo "# t=$SECONDS s: a cold scan"
-mkfifo /tmp/session.in
-as_pg psql -X -h /tmp -p 5432 -d postgres -Atq </tmp/session.in >/tmp/session.out 2>&1 &
-exec 3>/tmp/session.in
-echo "SELECT pg_backend_pid();" >&3
-for _ in $(seq 1 300); do [ -s /tmp/session.out ] && break; sleep 0.2; done
-pid=$(head -1 /tmp/session.out)
-[[ "$pid" =~ ^[0-9]+$ ]] || { diag </tmp/session.out; pid=0; }
-sync
-echo 3 > /proc/sys/vm/drop_caches
-io0=$(awk '/^read_bytes/ { print $2 }' /proc/$pid/io)
-echo "SELECT count(*) FROM cold; SELECT pg_sleep(1); SELECT 'scanned';" >&3
-for _ in $(seq 1 300); do grep -q scanned /tmp/session.out && break; sleep 0.2; done
-io1=$(awk '/^read_bytes/ { print $2 }' /proc/$pid/io)
-truth=$((io1 - io0))
+session_open session 3
+pid=$sess_pid
+cold_scan session 3 "$pid"
+truth=$scanned
 ok "$([ "$pid" -gt 0 ] && [ "$truth" -gt 5000000 ] && echo 1)" \
 	"ground truth: the cold scan read $truth bytes from disk"
-blk=0
-for _ in $(seq 1 20); do
-	blk=$(sql "SELECT coalesce(sum(bytes), 0) FROM pg_tracer_kernel_io
-	            WHERE pid = $pid AND layer = 'block' AND op = 'read'")
-	[ $((blk * 10 >= truth * 9 && blk * 10 <= truth * 11)) = 1 ] && break
-	sleep 1
-done
-ok "$([ "$truth" -gt 0 ] && [ $((blk * 10 >= truth * 9 && blk * 10 <= truth * 11)) = 1 ] && echo 1)" \
+blk=$(block_matches "$pid" "$truth")
+ok "$(within10 "$blk" "$truth" && echo 1)" \
 	"its block reads ($blk bytes) within 10% of /proc/$pid/io read_bytes ($truth)"
 off=$(sql "SELECT coalesce(sum(offcpu_ms), 0)::bigint FROM pg_tracer_kernel_sched WHERE pid = $pid")
 ok "$([ "${off:-0}" -ge 1000 ] && echo 1)" "its pg_sleep(1) is off-CPU time: $off ms"
@@ -146,6 +196,79 @@ ok "$(grep -q '"event":"pread64".*"file_class":"data"' /tmp/trace.json && echo 1
 	"trace: the scan's preads are events"
 if grep -q ' warn: libbpf' /tmp/trace.err /tmp/daemon.log; then
 	grep -h ' warn: libbpf' /tmp/trace.err /tmp/daemon.log | head -20 | diag
+fi
+
+kill "$daemon" 2>/dev/null
+wait "$daemon" 2>/dev/null
+
+# --- escalation windows: the kernel sets held, then attached for a window
+echo "# t=$SECONDS s: escalation windows"
+"$PGT_BIN" daemon --pgdata /tmp/disk/data --runtime-dir /run/pg_tracer --probes all \
+	--engine-probes all --kernel-sets escalated --exact-budget unlimited --anomaly off \
+	>/tmp/daemon2.log 2>&1 &
+daemon=$!
+
+# set_states: "held", "window" or the reason, for each of the six sets
+set_states() {
+	sql "SELECT string_agg(CASE WHEN reason LIKE 'held outside escalation windows%' THEN 'held'
+	                            WHEN reason LIKE 'attached for an escalation window%' THEN 'window'
+	                            ELSE probe_set || ': ' || reason END, ' ' ORDER BY probe_set)
+	       FROM pg_tracer_probes
+	      WHERE probe_set IN ('syscall', 'vfs', 'block', 'sched', 'memory', 'network')" 2>/dev/null
+}
+# wait_states WORD: wait (60 s at most) until the six sets say WORD
+wait_states() {
+	local want="$1 $1 $1 $1 $1 $1" got=""
+	for _ in $(seq 1 60); do
+		got=$(set_states)
+		[ "$got" = "$want" ] && break
+		sleep 1
+	done
+	echo "$got"
+}
+states=$(wait_states held)
+ok "$([ "$states" = "held held held held held held" ] && echo 1)" \
+	"--kernel-sets escalated: the six sets are loaded and held ($states)"
+
+session_open window 4
+pid2=$sess_pid
+sleep 3		# the helper maps the new backend before the window
+cold_scan window 4 "$pid2"
+truth=$scanned
+sleep 2		# the helper publishes once a second: nothing to publish
+rows=$(sql "SELECT count(*) FROM pg_tracer_kernel_io WHERE pid = $pid2")
+ok "$([ "$pid2" -gt 0 ] && [ "$truth" -gt 5000000 ] && [ "$rows" = 0 ] && echo 1)" \
+	"held: a cold scan ($truth bytes from disk) leaves no kernel_io row ($rows)"
+
+granted=$(sql "SELECT granted_s FROM pg_tracer_escalate(120)")
+states=$(wait_states window)
+ok "$([ "$granted" = 120 ] && [ "$states" = "window window window window window window" ] && echo 1)" \
+	"pg_tracer_escalate(120): granted $granted s, the six sets attached ($states)"
+
+cold_scan window 4 "$pid2"
+truth=$scanned
+blk=$(block_matches "$pid2" "$truth")
+ok "$(within10 "$blk" "$truth" && echo 1)" \
+	"in the window: its block reads ($blk bytes) within 10% of /proc/$pid2/io read_bytes ($truth)"
+slept=""
+for _ in $(seq 1 10); do
+	slept=$(sql "SELECT round(total_ms)::bigint FROM pg_tracer_exact_session_events
+	              WHERE pid = $pid2 AND wait_event = 'PgSleep'")
+	[ -n "$slept" ] && break
+	sleep 1
+done
+ok "$([ -n "$slept" ] && [ "$slept" -ge 950 ] && [ "$slept" -le 1050 ] && echo 1)" \
+	"in the window: its pg_sleep(1) timed exactly at ${slept:-no} ms (1000 +-5%)"
+off=$(sql "SELECT coalesce(sum(offcpu_ms), 0)::bigint FROM pg_tracer_kernel_sched WHERE pid = $pid2")
+ok "$([ "${off:-0}" -ge 1000 ] && echo 1)" "in the window: its pg_sleep(1) is off-CPU time: $off ms"
+
+closed=$(sql "SELECT pg_tracer_deescalate()")
+states=$(wait_states held)
+ok "$([ "$closed" = t ] && [ "$states" = "held held held held held held" ] && echo 1)" \
+	"pg_tracer_deescalate(): $closed, the six sets held again ($states)"
+exec 4>&-
+if grep -q ' warn: libbpf' /tmp/daemon2.log; then
+	grep -h ' warn: libbpf' /tmp/daemon2.log | head -20 | diag
 fi
 
 kill "$daemon" 2>/dev/null

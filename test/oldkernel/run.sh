@@ -88,13 +88,15 @@ install -m 755 "$here/init" "$work/initrd/init"
 # --- the data disk: an empty ext4 file system, formatted in the guest
 truncate -s 512M "$work/disk.img"
 
-# --- boot; the guest's console is relayed, its TAP lines counted
+# --- boot; the guest's console is relayed, its TAP lines counted.  loglevel=5:
+# the kernel's warnings (a lockup's backtraces among them) reach the console
+# log, which is kept (OLDKERNEL_LOG), its boot chatter does not
 echo "# oldkernel: booting $KVER under qemu (software emulation), helper $HELPER_BIN"
 set +e
 timeout "$timeout_s" qemu-system-x86_64 -machine q35 -accel tcg,thread=multi -cpu max -smp 2 -m 2048 \
 	-nographic -no-reboot -serial mon:stdio \
 	-kernel "$kroot/boot/vmlinuz-$KVER" -initrd "$work/initrd.gz" \
-	-append "console=ttyS0 panic=-1 quiet" \
+	-append "console=ttyS0 panic=-1 loglevel=5 softlockup_all_cpu_backtrace=1" \
 	-virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
 	-drive file="$work/disk.img",if=virtio,format=raw,cache=unsafe \
 	</dev/null 2>&1 | tr -d '\r' | sed -e 's/\x1b[[?0-9;]*[a-zA-Z]//g; s/\x1bc//g' | tee "$work/console.log" | grep --line-buffered -E '^(ok|not ok|#|1\.\.)'
