@@ -23,7 +23,8 @@
 #     paired), its pg_sleep(1) is timed exactly (±5%) by hardware
 #     watchpoints (--exact-source auto; they fire under qemu's emulation,
 #     unlike on the development VMs) and is off-CPU time;
-#     pg_tracer_deescalate() holds the sets again
+#     pg_tracer_deescalate() holds the sets again; two more windows open
+#     and close while sessions come and go, and none of those fails
 #
 # A cluster runs on the guest's own ext4 disk (/dev/vda), as postgres.
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/lib/postgresql/15/bin:/usr/sbin:/usr/bin:/sbin:/bin
@@ -49,7 +50,7 @@ trap finish EXIT
 
 mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null
 echo	# the firmware's last line may lack its newline
-echo "1..30"
+echo "1..32"
 echo "# guest: kernel $(uname -r), $(nproc) CPUs"
 
 # --- a cluster on the guest's own disk, with the extension preloaded
@@ -285,6 +286,48 @@ states=$(wait_states held)
 ok "$([ "$closed" = t ] && [ "$states" = "held held held held held held" ] && echo 1)" \
 	"pg_tracer_deescalate(): $closed, the six sets held again ($states)"
 exec 4>&-
+
+# --- windows under load: the hooks attached and detached (kernel text
+# rewritten) while sessions come and go on both CPUs, each a new backend
+# that scans.  load_loop K: sessions until /tmp/load.stop exists, then
+# "SESSIONS FAILED" into /tmp/load.K
+load_loop() {
+	local done_n=0 failed=0
+	while [ ! -e /tmp/load.stop ]; do
+		if sql "SELECT count(*) FROM cold WHERE g % 50000 = 1" >/dev/null 2>>/tmp/load.err; then
+			done_n=$((done_n + 1))
+		else
+			failed=$((failed + 1))
+		fi
+	done
+	echo "$done_n $failed" >"/tmp/load.$1"
+}
+echo "# t=$SECONDS s: windows under load"
+rm -f /tmp/load.stop
+load_loop 1 &
+load1=$!
+load_loop 2 &
+load2=$!
+sleep 3
+cycles=0
+for _ in 1 2; do
+	sql "SELECT granted_s FROM pg_tracer_escalate(60)" >/dev/null || break
+	[ "$(wait_states window)" = "window window window window window window" ] || break
+	sleep 2
+	[ "$(sql "SELECT pg_tracer_deescalate()")" = t ] || break
+	[ "$(wait_states held)" = "held held held held held held" ] || break
+	cycles=$((cycles + 1))
+done
+touch /tmp/load.stop
+wait "$load1" "$load2"
+sessions=$(awk '{ n += $1 } END { print n + 0 }' /tmp/load.1 /tmp/load.2)
+failed=$(awk '{ n += $2 } END { print n + 0 }' /tmp/load.1 /tmp/load.2)
+ok "$([ "$cycles" = 2 ] && echo 1)" \
+	"under load: $cycles of 2 windows opened and closed, the six sets attached and held again each time"
+ok "$([ "${sessions:-0}" -gt 0 ] && [ "$failed" = 0 ] && echo 1)" \
+	"the load ran through the switches: $sessions sessions, $failed failed"
+head -5 /tmp/load.err 2>/dev/null | diag
+
 if grep -q ' warn: libbpf' /tmp/daemon2.log; then
 	grep -h ' warn: libbpf' /tmp/daemon2.log | head -20 | diag
 fi
