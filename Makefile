@@ -69,6 +69,7 @@ BPF_SKELS   = $(patsubst bpf/%.bpf.c,$(BUILD)/%.skel.h,$(BPF_SRCS))
 HELPER      = helper/pg-tracer
 HELPER_SRCS = $(filter-out helper/main.c,$(wildcard helper/*.c))
 HELPER_CFLAGS = -O2 -g -Wall -Wextra -Wno-unused-parameter -std=gnu11 \
+              -Werror=implicit-function-declaration \
               -D_GNU_SOURCE -DPGT_VERSION='"$(EXT_VERSION)"' \
               -I$(BUILD) -Ibpf -Icommon -Ihelper
 HELPER_LIBS = -lbpf -lelf -lz

@@ -7,6 +7,7 @@
  */
 #include "elf_inspect.h"
 #include "engine_catalog.h"
+#include "pgt_segment.h"
 #include "usdt_notes.h"
 #include "unit.h"
 
