@@ -7,8 +7,8 @@
 # machine's own file system, shared read-only over virtio-9p (so the
 # installed extension, PostgreSQL and perl are the ones tested here), with
 # tmpfs where it must write (/tmp and /run among them: what lies there
-# here is not seen there) and an ext4 disk of its own for a cluster's data
-# (the block set needs a real block device).  The helper (HELPER_BIN) and
+# here is not seen there) and an ext4 disk of its own with a cluster's data
+# directory, made here (the block set needs a real block device).  The helper (HELPER_BIN) and
 # the guest script travel in the initramfs.  The guest prints TAP
 # lines on its console; this script relays them and ends with the
 # summary of the whole run.
@@ -89,8 +89,17 @@ done
 install -m 755 "$here/init" "$work/initrd/init"
 (cd "$work/initrd" && find . | cpio -o -H newc --quiet | gzip -1) > "$work/initrd.gz"
 
-# --- the data disk: an empty ext4 file system, formatted in the guest
-truncate -s 512M "$work/disk.img"
+# --- the data disk: an ext4 file system made here with a fresh cluster's
+# data directory on it (initdb takes 40 s under emulation, 2 s here; the
+# guest runs this machine's PostgreSQL, as the same postgres user)
+pgbin=/usr/lib/postgresql/15/bin
+mkdir -p "$work/fs/data"
+chmod 755 "$work"
+chown postgres:postgres "$work/fs/data"
+runuser -u postgres -- "$pgbin/initdb" -D "$work/fs/data" -A trust >"$work/initdb.log" 2>&1 ||
+	{ cat "$work/initdb.log" >&2; die "initdb failed"; }
+mkfs.ext4 -q -F -d "$work/fs" "$work/disk.img" 512M >/dev/null ||
+	die "cannot make the guest's disk (mkfs.ext4 -d)"
 
 # --- boot; the guest's console is relayed, its TAP lines counted.  loglevel=5:
 # the kernel's warnings (a lockup's backtraces among them) reach the console
