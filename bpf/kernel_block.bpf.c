@@ -121,6 +121,16 @@ int BPF_PROG(pgt_kblk_issue, struct request *rq)
 	struct rq_info *ri = bpf_map_lookup_elem(&inflight, &key);
 	struct rq_info n = {};
 
+	if (ri && pgt_started_before_resume(ri->start_ns))
+	{
+		/*
+		 * Left from before the set was held: a request at this address
+		 * that completed unseen, or this one, submitted unseen.  Either
+		 * way not known to be its submitter's.
+		 */
+		bpf_map_delete_elem(&inflight, &key);
+		ri = 0;
+	}
 	if (!ri)
 	{
 		/* not recorded at submission: not ours, or no block_io_start */

@@ -28,7 +28,8 @@ struct pgt_fault_state
 	struct pgt_qid_cache qc;	/* see pgt_task_qid */
 	__u64		qid;			/* query id at the last fault */
 	__u32		pm;				/* postmaster: the task is tracked */
-	__u32		have_base;		/* maj / min hold the counters at a fault */
+	__u16		have_base;		/* maj / min hold the counters at a fault */
+	__u16		gen;			/* kresume.gen when they were taken */
 };
 
 struct
@@ -46,7 +47,9 @@ struct
  *		as it ends, after this tracepoint), charged to the query of that
  *		last fault (v is the row of qid, the current one).  The first fault
  *		only takes the counters as the base: a process tracked since it
- *		started has them at 0, one tracked later has its past in them.
+ *		started has them at 0, one tracked later has its past in them.  So
+ *		does the first after the set was held: the growth since the base
+ *		includes the faults of the held span, which are not counted.
  */
 static __always_inline void
 outcome(struct pgt_fault_state *fs, struct task_struct *task, __u32 tgid, __u32 pm,
@@ -54,9 +57,10 @@ outcome(struct pgt_fault_state *fs, struct task_struct *task, __u32 tgid, __u32 
 {
 	__u64		maj = task->maj_flt;
 	__u64		min = task->min_flt;
+	__u16		gen = (__u16) pgt_kresume_gen();
 	struct pgt_kproc_val *prev = v;
 
-	if (fs->have_base && (maj > fs->maj || min > fs->min))
+	if (fs->have_base && fs->gen == gen && (maj > fs->maj || min > fs->min))
 	{
 		if (fs->qid != qid)
 			prev = pgt_kproc_get(&kproc, tgid, fs->qid, pm);
@@ -68,6 +72,7 @@ outcome(struct pgt_fault_state *fs, struct task_struct *task, __u32 tgid, __u32 
 	fs->maj = maj;
 	fs->min = min;
 	fs->have_base = 1;
+	fs->gen = gen;
 }
 
 /*
@@ -157,6 +162,9 @@ SEC("tp_btf/mm_page_alloc")
 int BPF_PROG(pgt_kmem_page_alloc, struct page *page, unsigned int order,
 			 gfp_t gfp, int migratetype)
 {
+	/* the tracepoint reports failures too (a huge page tried first, say) */
+	if (!page)
+		return 0;
 	return pages(order, PGT_KMEM_PAGES_ALLOC);
 }
 

@@ -213,7 +213,7 @@ struct pgt_kev_proc_rec
 struct pgt_kresume
 {
 	__u64		ns;				/* CLOCK_MONOTONIC (bpf_ktime_get_ns) */
-	__u32		gen;			/* resumes so far */
+	__u32		gen;			/* holds and resumes so far */
 	__u32		pad;
 };
 _Static_assert(sizeof(struct pgt_kresume) == 16, "pgt_kresume size");

@@ -15,8 +15,9 @@
  *
  * A start noted before a hold (a system call entered, a request issued, a
  * switch-out) may see its end only after the next resume, with the held
- * time in between.  Before attaching again the helper writes the time and
- * a generation into each object's `kresume` map (bpf/kernel_common.bpf.h),
+ * time in between, or at an exit fold during the hold.  After detaching,
+ * and again before attaching, the helper writes the time and a new
+ * generation into each object's `kresume` map (bpf/kernel_common.bpf.h),
  * and the programs drop such a start instead of counting it.
  *
  * Single-threaded (the daemon's loop): no locking.
@@ -53,13 +54,14 @@ runs_while_held(const struct bpf_program *prog)
 }
 
 /*
- * note_resume
- *		Tell each of r's objects that its programs run again from now on
- *		(see the file header).  Before they are attached, so that every
- *		start they note afterwards is later than this.
+ * note_edge
+ *		Tell each of r's objects that its programs stop or run again from
+ *		now on (see the file header): after they are detached, so that
+ *		every start they noted is earlier than this, and before they are
+ *		attached, so that every start they note afterwards is later.
  */
 static void
-note_resume(kset *r)
+note_edge(kset *r)
 {
 	struct timespec ts;
 	struct pgt_kresume v;
@@ -69,10 +71,10 @@ note_resume(kset *r)
 	clock_gettime(CLOCK_MONOTONIC, &ts);	/* bpf_ktime_get_ns()'s clock */
 	memset(&v, 0, sizeof(v));
 	v.ns = (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
-	v.gen = ++r->resumes;
+	v.gen = ++r->edges;
 	for (i = 0; i < KSET_MAX_OBJS; i++)
 		if (r->resume_fd[i] >= 0 && bpf_map_update_elem(r->resume_fd[i], &key, &v, BPF_ANY) != 0)
-			log_warn("kernel sets: cannot note a resume: %s", strerror(errno));
+			log_warn("kernel sets: cannot note a hold or resume: %s", strerror(errno));
 }
 
 /*
@@ -90,7 +92,7 @@ runner_hold(kset *r, int hold)
 		return;
 	r->failed = r->failed_err = 0;
 	if (!hold)
-		note_resume(r);
+		note_edge(r);
 	for (i = 0; i < r->nlinks; i++)
 	{
 		int			err;
@@ -112,6 +114,8 @@ runner_hold(kset *r, int hold)
 				r->failed_err = err;
 		}
 	}
+	if (hold)
+		note_edge(r);			/* an exit fold while held drops what spans it */
 	r->held = hold;
 }
 

@@ -57,7 +57,7 @@ typedef struct kset
 	struct kset *runner;		/* this kset, or the shared object's */
 	int			held;			/* runner: its hooks are detached */
 	int			resume_fd[KSET_MAX_OBJS];	/* each object's `kresume` */
-	uint32_t	resumes;
+	uint32_t	edges;			/* holds and resumes so far: kresume.gen */
 	int			failed;			/* runner: programs not attached again */
 	int			failed_err;		/* the first one's error */
 	uint32_t	state;			/* status before the first hold */

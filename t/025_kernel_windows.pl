@@ -16,6 +16,10 @@
 #   taken in a window: the next window must not pair their starts with its
 #   first read or switch-in (the `kresume` guard), so its counts stay exact
 #   and no time held leaks into its figures.
+# - A session that exits while held: its exit fold must not count the
+#   held seconds since its last switch-out seen in a window.
+# - Faults while held are not counted as major or minor at the first fault
+#   of the next window.
 # Also: the sets' status rows say whether they are held, the option's bad
 # values are refused, and without a kernel set nothing is held.
 # The other three sets (vfs, block, memory) hold too: a cold scan while
@@ -206,7 +210,18 @@ check_window('window 2');
 like(slurp_file($node->basedir . '/helper.log'), qr/kernel sets: 3 attached for an escalation window/,
 	'the helper logs each window of the sets');
 
+# An exit while held.  The session's last switch-out the set saw was in
+# window 2; it then ran and slept while held.  Its exit fold runs held
+# too and must drop that open period (the hold's own `kresume` edge), not
+# count the held seconds as off-CPU time.
+my $off_before = $sess->views("= $pid")->{offcpu_ms};
+sleep(2);
 $sess->quit;
+ok(defined wait_until(sub { !-e "/proc/$pid" }, 10), 'the session exited while held');
+sleep(2.5);    # the helper publishes once a second: the exit fold is in by now
+my $off_after = q1("SELECT coalesce(sum(offcpu_ms), 0) FROM pg_tracer_kernel_sched WHERE pid = $pid");
+cmp_ok($off_after - $off_before, '<', 500,
+	"an exit while held adds no held time to off-CPU ($off_before -> $off_after ms)");
 $poll->quit;
 
 # --- vfs, block and memory: held, then counted in a window --------------------
@@ -284,6 +299,43 @@ cmp_ok($allocs, '>', 0, "in the window: page allocations counted ($allocs)");
 q1('SELECT pg_tracer_deescalate()');
 ok(defined wait_until(sub { io_set_states() eq 'held held held' }, 10),
 	'vfs, block and memory held again after pg_tracer_deescalate') or diag(io_set_states());
+
+# Faults across a hold.  How a fault ended (major or minor) is read from
+# the task's own counters against those at its previous fault: the first
+# fault after a hold must take them as a new base, not count the faults of
+# the held span too.  Ground truth: minflt and majflt of /proc/<pid>/stat.
+sub fault_truth
+{
+	my ($after_comm) = slurp_file("/proc/$spid/stat") =~ /\) (.*)$/s;
+	my @f = split ' ', $after_comm;
+	return $f[7] + $f[9];    # fields 10 and 12
+}
+sub fault_view
+{
+	return q1("SELECT coalesce(sum(faults_major + faults_minor), 0)
+	             FROM pg_tracer_kernel_memory WHERE pid = $spid");
+}
+my $h0 = fault_truth();
+$scanner->query_safe("SET work_mem = '256MB'");
+$scanner->query_safe('SELECT count(*) FROM (SELECT g FROM generate_series(1, 3000000) g
+                       ORDER BY g DESC OFFSET 0) s');
+my $held_faults = fault_truth() - $h0;
+sleep(2.5);
+my $fv0 = fault_view();
+is(q1('SELECT granted_s FROM pg_tracer_escalate(600)'), '600', 'fault window: granted');
+ok(defined wait_until(sub { io_set_states() eq 'window window window' }, 10),
+	'fault window: the sets run') or diag(io_set_states());
+my $f0 = fault_truth();
+$scanner->query_safe("SELECT length(repeat('x', 40000000))");
+my $win_faults = fault_truth() - $f0;
+my $fv1;
+wait_until(sub { $fv1 = fault_view(); $fv1 - $fv0 >= 0.9 * $win_faults }, 10);
+note "faults: $held_faults while held, $win_faults in the window, views +" . ($fv1 - $fv0);
+cmp_ok($held_faults, '>', 2 * $win_faults + 1000, 'the held sort faulted more than the window');
+ok($fv1 - $fv0 >= 0.9 * $win_faults && $fv1 - $fv0 <= $win_faults + 100,
+	'major + minor in the window are its faults, none of the held span\'s ('
+	  . ($fv1 - $fv0) . " of $win_faults)");
+q1('SELECT pg_tracer_deescalate()');
 $scanner->quit;
 $poll->quit;
 
