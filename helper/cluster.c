@@ -426,7 +426,7 @@ sync_procs(cluster *c, const tracked_row *rows, size_t n)
 		if (!c->procs[i].seen)
 		{
 			c->retired_syscalls += c->procs[i].syscalls;
-			pid_retire_note_role(c->procs[i].pid, c->procs[i].role);
+			pid_retire_note_exit(c->procs[i].pid, c->procs[i].role, c->procs[i].nspid);
 			log_debug("%s: pid %u (%s) left", c->data_dir, c->procs[i].nspid,
 					  pgt_role_name(c->procs[i].role));
 			continue;

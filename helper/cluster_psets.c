@@ -19,14 +19,24 @@ static pset_pub pub;
 
 /*
  * nspid_of
- *		pset_pub callback: host pid -> the pid the cluster knows.
+ *		pset_pub callback: host pid -> the pid the cluster knows.  A process
+ *		that has exited keeps the one noted as it left (pid_retire_nspid).
+ *		Never the host pid of a cluster in another pid namespace: there it
+ *		may be the pid of a live backend of another role, who would see the
+ *		exited one's rows as its own; such rows show as exited instead.
  */
 static uint32_t
 nspid_of(void *arg, uint32_t pid)
 {
-	const cluster_proc *p = cluster_find_proc(arg, pid);
+	const cluster *c = arg;
+	const cluster_proc *p = cluster_find_proc(c, pid);
+	uint32_t	nspid;
 
-	return p != NULL && p->nspid ? p->nspid : pid;
+	if (p != NULL && p->nspid)
+		return p->nspid;
+	if ((nspid = pid_retire_nspid(pid)) != 0)
+		return nspid;
+	return c->pm.nspid == c->pm.pid ? pid : PGT_PID_EXITED;
 }
 
 /*

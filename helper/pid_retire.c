@@ -11,7 +11,9 @@
  * Each check also notes the pid's role (role_of): at every check while it
  * runs, and at the first that finds it gone if none was noted; the daemon
  * also hands over the role of each process it stops tracking
- * (pid_retire_note_role), for those that lived less than two checks.
+ * (pid_retire_note_exit), for those that lived less than two checks, with
+ * the pid the process had in its cluster's pid namespace: the rows it
+ * leaves are published under that pid until they fold.
  *
  * A reused pid.  Each check also notes which process holds the pid (its
  * `tracked` entry's attached_ns).  When a later check finds another one
@@ -54,6 +56,7 @@ typedef struct pid_entry
 	uint64_t	dead_since_ns;	/* first check that found it gone */
 	uint64_t	seen_ns;		/* last time a row of it was looked at */
 	uint32_t	role;			/* PGT_ROLE_*, 0 = not known */
+	uint32_t	nspid;			/* its pid in its cluster, noted at exit */
 	uint64_t	ident;			/* attached_ns of the process last found */
 	uint32_t	fold_maps;		/* map_bit()s still to fold a reused pid's rows */
 	uint32_t	old_role;		/* the role of the process that held it before */
@@ -314,19 +317,38 @@ pid_retire_role(uint32_t pid)
 }
 
 /*
- * pid_retire_note_role
+ * pid_retire_nspid
  *		See pid_retire.h.
  */
+uint32_t
+pid_retire_nspid(uint32_t pid)
+{
+	const pid_entry *e;
+
+	if (table == NULL || pid == 0 || PGT_IS_RETIRED(pid))
+		return 0;
+	e = slot_of(table, pid);
+	return e->pid == pid ? e->nspid : 0;
+}
+
+/*
+ * pid_retire_note_exit
+ *		See pid_retire.h.  The nspid is always the exiting process's: a
+ *		reused pid's earlier one belonged to the process before.
+ */
 void
-pid_retire_note_role(uint32_t pid, uint32_t role)
+pid_retire_note_exit(uint32_t pid, uint32_t role, uint32_t nspid)
 {
 	pid_entry  *e;
 
-	if (!enabled || pid == 0 || PGT_IS_RETIRED(pid) || role == 0)
+	if (!enabled || pid == 0 || PGT_IS_RETIRED(pid))
 		return;
 	e = entry_of(pid, now_ns());
-	if (e != NULL && e->role == 0)
+	if (e == NULL)
+		return;
+	if (e->role == 0)
 		e->role = role;
+	e->nspid = nspid;
 }
 
 /*

@@ -107,12 +107,19 @@ extern int	pid_retire_exiting(uint32_t pid);
 extern uint32_t pid_retire_role(uint32_t pid);
 
 /*
- * A process the daemon stops tracking (it exited) had this role: kept for
- * its rows until they fold, unless a check already noted one.  The checks
- * alone can miss the role of a process that lived less than two of them:
- * found before the daemon knew it, and after the daemon forgot it.
+ * A process the daemon stops tracking (it exited) had this role and this
+ * pid in its cluster's pid namespace (nspid; 0 when not known): kept for
+ * its rows until they fold, the role unless a check already noted one.
+ * The checks alone can miss the role of a process that lived less than two
+ * of them: found before the daemon knew it, and after the daemon forgot it.
  */
-extern void pid_retire_note_role(uint32_t pid, uint32_t role);
+extern void pid_retire_note_exit(uint32_t pid, uint32_t role, uint32_t nspid);
+
+/*
+ * The pid an exited process had in its cluster's pid namespace, as
+ * pid_retire_note_exit noted it; 0 when not known.
+ */
+extern uint32_t pid_retire_nspid(uint32_t pid);
 
 /* Fold helpers for value structs made of __u64 counters. */
 typedef struct retire_u64_layout

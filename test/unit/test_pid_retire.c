@@ -366,6 +366,14 @@ test_roles(int tracked)
 	CHECK_INT(pset_pub_role(&pub, 777), PGT_ROLE_PARALLEL_WORKER);
 	CHECK_INT(pset_pub_nspid(&pub, PGT_RETIRED_PID_ROLE(7, PGT_ROLE_CLIENT_BACKEND)),
 			  PGT_PID_EXITED);
+	/* an exit notes the pid the cluster knew; the role only when none was */
+	CHECK_INT(pid_retire_nspid(990), 0);
+	pid_retire_note_exit(990, PGT_ROLE_CLIENT_BACKEND, 42);
+	CHECK_INT(pid_retire_nspid(990), 42);
+	CHECK_INT(pid_retire_role(990), PGT_ROLE_CLIENT_BACKEND);
+	pid_retire_note_exit(990, PGT_ROLE_PARALLEL_WORKER, 43);	/* a later process */
+	CHECK_INT(pid_retire_nspid(990), 43);
+	CHECK_INT(pid_retire_role(990), PGT_ROLE_CLIENT_BACKEND);
 	close(fd);
 }
 
