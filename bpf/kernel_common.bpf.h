@@ -37,12 +37,13 @@
 	} khist SEC(".maps")
 
 /*
- * When the helper last let this object's programs run again after holding
- * them (--kernel-sets escalated: they are detached outside escalation
- * windows).  A start noted before that (a system call entered, a request
- * issued, a switch-out) has its end seen only now, with the time in
- * between unseen: it is dropped, not counted.  Written by the helper
- * (helper/kernel_hold.c), read here; one entry per object.
+ * When the helper last held this object's programs or let them run again
+ * (--kernel-sets escalated: they are detached outside escalation windows).
+ * A start noted before that (a system call entered, a request issued, a
+ * switch-out) has its end seen only now, at a resume or at an exit fold
+ * during the hold, with the time in between unseen: it is dropped, not
+ * counted.  Written by the helper (helper/kernel_hold.c) after detaching
+ * and before attaching, read here; one entry per object.
  */
 struct
 {
@@ -67,8 +68,8 @@ pgt_kresumed(void)
 
 /*
  * pgt_kresume_gen
- *		The object's resume generation: how many times its programs were let
- *		run again after a hold (0 before any).
+ *		The object's hold generation: how many times its programs were held
+ *		or let run again (0 before any hold).
  */
 static __always_inline __u32
 pgt_kresume_gen(void)
@@ -81,7 +82,7 @@ pgt_kresume_gen(void)
 /*
  * pgt_started_before_resume
  *		Was a start taken on bpf_ktime_get_ns() at start_ns before the
- *		object's programs last resumed?
+ *		object's programs were last held or resumed?
  */
 static __always_inline int
 pgt_started_before_resume(__u64 start_ns)
@@ -364,6 +365,32 @@ pgt_parse_oid(const char *name)
 }
 
 /*
+ * pgt_temp_rel_oid
+ *		The relfilenode in a temporary relation's file name,
+ *		"t<proc number>_<relfilenode>" (and its ".1" and "_fsm" forms); 0
+ *		when name (at least 20 bytes) is not one.  Unrolled, each read at a
+ *		constant offset: a loop with running state costs older verifiers
+ *		(6.1) every path through it, in each program that classifies files.
+ */
+static __always_inline __u32
+pgt_temp_rel_oid(const char *name)
+{
+	int			i;
+
+	if (name[0] != 't' || name[1] < '0' || name[1] > '9')
+		return 0;
+#pragma unroll
+	for (i = 2; i < 9; i++)
+	{
+		if (name[i] == '_')
+			return pgt_parse_oid(name + i + 1);
+		if (name[i] < '0' || name[i] > '9')
+			return 0;
+	}
+	return 0;
+}
+
+/*
  * pgt_prefix
  *		Does s start with the short literal p (at most 10 chars)?
  */
@@ -405,7 +432,8 @@ pgt_wal_segment_name(const char *s)
  * pgt_classify_file
  *		File class of f from its name and its directory's name: pg_wal/ or
  *		a WAL segment's name -> WAL, pgsql_tmp -> temp, a number under a
- *		numbered directory or global/ -> data, sockets; what is neither a
+ *		numbered directory or global/ -> data (a temporary relation's
+ *		"t<proc>_<number>" too), sockets; what is neither a
  *		regular file nor a directory (a pipe, a character device, the
  *		anonymous inodes of signalfd and eventfd, which PostgreSQL's latches
  *		read) is special: its reads are no file reads the page cache could
@@ -446,6 +474,11 @@ pgt_classify_file(struct file *f, struct pgt_kfile *file)
 	{
 		file->relfilenode = pgt_parse_oid(name);
 		file->dboid = pgt_parse_oid(parent);	/* "global": 0 */
+		return PGT_KFILE_DATA;
+	}
+	if (parent[0] >= '0' && parent[0] <= '9' && (file->relfilenode = pgt_temp_rel_oid(name)))
+	{
+		file->dboid = pgt_parse_oid(parent);
 		return PGT_KFILE_DATA;
 	}
 	return PGT_KFILE_OTHER;

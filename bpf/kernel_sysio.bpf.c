@@ -93,8 +93,9 @@ struct
  * often gets the same descriptor and the freed struct file's memory (it
  * read a data file's blocks as the configuration file it had read before).
  * So an open that returns a descriptor sets its entry, a close drops it,
- * and a hit also needs the inode to match (for descriptors made by calls
- * the set does not see, or while it was held).
+ * and a hit also needs the inode, its address and its number, to match
+ * (for descriptors made by calls the set does not see, or while it was
+ * held).
  */
 struct fd_key
 {
@@ -106,6 +107,7 @@ struct fd_class
 {
 	__u64		file;			/* the struct file classified */
 	__u64		inode;			/* and its inode */
+	__u64		ino;			/* and the inode's number (its memory is reused too) */
 	struct pgt_kfile id;
 	__u8		cls;
 	__u8		pad[3];
@@ -122,7 +124,7 @@ struct
 /*
  * socket (struct sock *) -> the tracked process that last sent on it, and
  * how many of the socket's retransmitted segments (tcp_sock.total_retrans)
- * are counted already, as of which resume generation (kresume.gen: a
+ * are counted already, as of which hold generation (kresume.gen: a
  * count taken before the set was last held is a new baseline, not a delta)
  */
 struct sock_owner
@@ -152,9 +154,11 @@ remember_fd(__u32 tgid, __u32 fd, struct file *f, const struct call_start *s)
 {
 	struct fd_key k = {.tgid = tgid, .fd = fd};
 	struct fd_class n = {};
+	struct inode *inode = BPF_CORE_READ(f, f_inode);
 
 	n.file = (__u64) f;
-	n.inode = (__u64) BPF_CORE_READ(f, f_inode);
+	n.inode = (__u64) inode;
+	n.ino = BPF_CORE_READ(inode, i_ino);
 	n.cls = s->file_class;
 	n.id = s->file;
 	bpf_map_update_elem(&fdcache, &k, &n, BPF_ANY);
@@ -170,8 +174,11 @@ classify_fd(__u32 tgid, struct call_start *s)
 	struct fd_key k = {.tgid = tgid, .fd = s->fd};
 	struct file *f = pgt_fd_file(s->fd);
 	struct fd_class *c = bpf_map_lookup_elem(&fdcache, &k);
+	struct inode *inode;
 
-	if (c && f && c->file == (__u64) f && c->inode == (__u64) BPF_CORE_READ(f, f_inode))
+	if (c && f && c->file == (__u64) f &&
+		c->inode == (__u64) (inode = BPF_CORE_READ(f, f_inode)) &&
+		c->ino == BPF_CORE_READ(inode, i_ino))
 	{
 		s->file_class = c->cls;
 		s->file = c->id;
@@ -397,22 +404,33 @@ int BPF_PROG(pgt_ksys_enter, struct pt_regs *regs, long id)
 #define PGT_EAGAIN		11
 
 /*
+ * is_restart
+ *		Is ret one of the kernel's restart codes (ERESTARTSYS ..
+ *		ERESTART_RESTARTBLOCK, 512 to 516), which the exit tracepoint sees
+ *		before signal delivery?  A signal interrupted the call, and it is
+ *		made again (PostgreSQL's handlers restart calls) or returns EINTR,
+ *		which PostgreSQL retries: either way the call is entered once more,
+ *		and counted then, once (the time before the signal is not).
+ */
+static __always_inline int
+is_restart(long ret)
+{
+	return ret <= -512 && ret >= -516;
+}
+
+/*
  * call_failed
  *		Did a completed call fail?  EAGAIN is not a failure: it is the
  *		answer of a non-blocking descriptor with nothing to read or no room
  *		to write, and a backend's socket is one, so each wait for the
  *		client's next message starts with a receive that finds nothing (and
  *		a latch's pipe is drained the same way).  Such a call is counted as
- *		a call; errors are the failures a DBA should look at.  Nor are the
- *		kernel's restart codes (ERESTARTSYS .. ERESTART_RESTARTBLOCK, 512 to
- *		516), which the exit tracepoint sees before signal delivery: a
- *		signal interrupted the call, and it is made again (PostgreSQL's
- *		handlers restart calls) or returns EINTR, which it retries.
+ *		a call; errors are the failures a DBA should look at.
  */
 static __always_inline int
 call_failed(long ret)
 {
-	return ret < 0 && ret != -PGT_EAGAIN && !(ret <= -512 && ret >= -516);
+	return ret < 0 && ret != -PGT_EAGAIN;
 }
 
 /*
@@ -494,9 +512,9 @@ ksys_exit(struct pt_regs *regs, long ret)
 	s = bpf_task_storage_get(&starts, bpf_get_current_task_btf(), 0, 0);
 	if (!s || !s->ts)
 		return;
-	if (pgt_started_before_resume(s->ts))
+	if (pgt_started_before_resume(s->ts) || is_restart(ret))
 	{
-		s->ts = 0;				/* entered before the set was held */
+		s->ts = 0;				/* entered before the set was held, or made again */
 		return;
 	}
 	ns = bpf_ktime_get_ns() - s->ts;

@@ -48,6 +48,9 @@ PGT_DECLARE_KIO;
 const volatile __u32 bdevs[PGT_VFS_MAX_BDEVS] = {};
 const volatile __u32 nbdevs = 0;
 
+/* Set by the helper before load: the kernel's page size (arm64: 4, 16 or 64 KiB) */
+const volatile __u32 page_size = 4096;
+
 /*
  * bdev_of
  *		The block device whose own cache page this is (s_dev, ino from the
@@ -102,7 +105,7 @@ int pgt_kvfs_cache_add(struct trace_event_raw_mm_filemap_op_page_cache *ctx)
 		return 0;
 	/* older kernels record a page, without an order: one page */
 	order = bpf_core_field_exists(ctx->order) ? BPF_CORE_READ(ctx, order) : 0;
-	bytes = 4096U << (order & 15);
+	bytes = page_size << (order & 15);
 	qid = pgt_current_qid(tgid);
 	file.dev = BPF_CORE_READ(ctx, s_dev);
 	ino = BPF_CORE_READ(ctx, i_ino);

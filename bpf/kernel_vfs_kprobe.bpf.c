@@ -28,11 +28,23 @@ struct vfs_start
 	__u8		file_class;
 };
 
+/*
+ * A call in progress, per thread and kind: a write to a file opened with
+ * O_DSYNC (WAL with wal_sync_method open_datasync) syncs inside vfs_write,
+ * through vfs_fsync_range, so a write and a sync can be under way at once
+ * on one thread, and each is counted.
+ */
+struct vfs_key
+{
+	__u32		tid;
+	__u32		sync;			/* 1: vfs_fsync_range, 0: vfs_read / vfs_write */
+};
+
 struct
 {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 4096);
-	__type(key, __u32);
+	__type(key, struct vfs_key);
 	__type(value, struct vfs_start);
 } vstarts SEC(".maps");
 
@@ -41,7 +53,7 @@ vfs_enter(struct file *f, __u8 op)
 {
 	__u64		id = bpf_get_current_pid_tgid();
 	__u32		tgid = id >> 32;
-	__u32		tid = (__u32) id;
+	struct vfs_key key = {.tid = (__u32) id, .sync = op == PGT_KOP_VFS_FSYNC};
 	struct vfs_start s = {};
 
 	if (!pgt_tracked_pm(tgid))
@@ -50,17 +62,17 @@ vfs_enter(struct file *f, __u8 op)
 	s.qid = pgt_current_qid(tgid);
 	s.op = op;
 	s.file_class = pgt_classify_file(f, &s.file);
-	bpf_map_update_elem(&vstarts, &tid, &s, BPF_ANY);
+	bpf_map_update_elem(&vstarts, &key, &s, BPF_ANY);
 	return 0;
 }
 
 static __always_inline int
-vfs_exit(long ret)
+vfs_exit(long ret, __u32 sync)
 {
 	__u64		id = bpf_get_current_pid_tgid();
 	__u32		tgid = id >> 32;
-	__u32		tid = (__u32) id;
-	struct vfs_start *s = bpf_map_lookup_elem(&vstarts, &tid);
+	struct vfs_key key = {.tid = (__u32) id, .sync = sync};
+	struct vfs_start *s = bpf_map_lookup_elem(&vstarts, &key);
 	struct pgt_kio_key k = {};
 	__u32		pm;
 
@@ -71,7 +83,7 @@ vfs_exit(long ret)
 	if (pm)
 		pgt_kio_add(&kio, &k, pm, (s->op != PGT_KOP_VFS_FSYNC && ret > 0) ? (__u64) ret : 0,
 					ret < 0, bpf_ktime_get_ns() - s->ts);
-	bpf_map_delete_elem(&vstarts, &tid);
+	bpf_map_delete_elem(&vstarts, &key);
 	return 0;
 }
 
@@ -84,7 +96,7 @@ int BPF_KPROBE(pgt_kvfs_read, struct file *f)
 SEC("kretprobe/vfs_read")
 int BPF_KRETPROBE(pgt_kvfs_read_ret, long ret)
 {
-	return vfs_exit(ret);
+	return vfs_exit(ret, 0);
 }
 
 SEC("kprobe/vfs_write")
@@ -96,7 +108,7 @@ int BPF_KPROBE(pgt_kvfs_write, struct file *f)
 SEC("kretprobe/vfs_write")
 int BPF_KRETPROBE(pgt_kvfs_write_ret, long ret)
 {
-	return vfs_exit(ret);
+	return vfs_exit(ret, 0);
 }
 
 SEC("kprobe/vfs_fsync_range")
@@ -108,5 +120,5 @@ int BPF_KPROBE(pgt_kvfs_fsync, struct file *f)
 SEC("kretprobe/vfs_fsync_range")
 int BPF_KRETPROBE(pgt_kvfs_fsync_ret, long ret)
 {
-	return vfs_exit(ret);
+	return vfs_exit(ret, 1);
 }

@@ -474,6 +474,8 @@ snapshot(const char *path, uint64_t kinds, pgt_alloc_fn alloc_fn,
 		}
 		if (r != PGT_SEG_OK)
 			goto cleanup;		/* damaged, not merely mid-write */
+		/* the tables' loads before the second seq's (a seqlock reader) */
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
 		if (read_seq(fd, &seq_after) < 0)
 		{
 			snprintf(err, errlen, "segment shrank while it was read");

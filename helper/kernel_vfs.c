@@ -16,6 +16,7 @@
 #include <dirent.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 static const kset_desc desc = {0, NULL, 0, NULL, -1, NULL};
 
@@ -78,6 +79,7 @@ start(pset_inst *in, const pset_ctx *ctx)
 	kset_attach a;
 	kset_attach b;
 	char		kreason[512];
+	long		page;
 
 	ks = kset_new(in, &desc);
 	if (ks == NULL)
@@ -89,6 +91,8 @@ start(pset_inst *in, const pset_ctx *ctx)
 		return 0;
 	}
 	tp->rodata->pgt_stream = ctx->stream;
+	page = sysconf(_SC_PAGESIZE);
+	tp->rodata->page_size = page > 0 ? (uint32_t) page : 4096;
 	tp->rodata->nbdevs = block_devices(tp->rodata->bdevs,
 									   sizeof(tp->rodata->bdevs) / sizeof(tp->rodata->bdevs[0]));
 	(void) kset_load_attach(in, ctx, tp->obj, tp, destroy_tp, &a);

@@ -227,14 +227,16 @@ tacc_merge(const tacc_kind *k, const tacc_buf *b, unsigned char **rows, size_t n
 	}
 	if (n + left > *cap || *rows == NULL)
 	{
-		unsigned char *grown = realloc(*rows, (n + left) * k->rsize);
+		/* never below *cap: the next map copy fills up to it (copy_map) */
+		size_t		want = n + left > *cap ? n + left : *cap;
+		unsigned char *grown = realloc(*rows, want * k->rsize);
 
 		if (grown == NULL)
 			left = 0;
 		else
 		{
 			*rows = grown;
-			*cap = n + left;
+			*cap = want;
 		}
 	}
 	for (i = 0; i < m && left > 0; i++)

@@ -537,6 +537,7 @@ static size_t
 let_go_exited(trace_state *t)
 {
 	size_t		alive = 0;
+	size_t		let_go = 0;
 	size_t		i;
 
 	for (i = 0; i < t->ntargets; i++)
@@ -559,7 +560,11 @@ let_go_exited(trace_state *t)
 		log_info("%s: postmaster %d exited", tg->pm.data_dir, (int) tg->pm.pid);
 		engine_core_untarget((uint32_t) tg->pm.pid);
 		(void) bpf_probes_remove_postmaster(&t->bpf, (uint32_t) tg->pm.pid);
+		let_go++;
 	}
+	/* the printer no longer calls whoever has that pid next a postmaster */
+	if (let_go > 0 && note_postmasters(t) < 0)
+		log_warn("out of memory noting the postmasters");
 	return alive;
 }
 

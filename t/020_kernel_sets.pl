@@ -316,6 +316,25 @@ is($node->safe_psql('postgres',
 		"SELECT count(*) FROM pg_tracer_kernel_cache
 		  WHERE read_bytes IS NULL OR miss_bytes IS NULL OR (read_bytes = 0 AND miss_bytes = 0)"),
 	'0', 'pg_tracer_kernel_cache: a row has reads or misses, and no NULL counts');
+
+# A temporary table larger than temp_buffers goes to its own file,
+# base/<db>/t<proc>_<relfilenode>: a data file, with its relation's number.
+$s1->query_safe("SET temp_buffers = '1MB'");
+$s1->query_safe("CREATE TEMP TABLE tmpw AS SELECT g, repeat(md5(g::text), 4) AS pad
+                   FROM generate_series(1, 50000) g");
+$s1->query_safe("SELECT count(*) FROM tmpw");
+my $tfile = $s1->query_safe("SELECT pg_relation_filenode('tmpw')");
+my $tclass = '';
+wait_until(sub {
+	$tclass = $node->safe_psql('postgres',
+		"SELECT string_agg(DISTINCT file_class, ',') || ' ' || sum(bytes)
+		   FROM pg_tracer_kernel_io
+		  WHERE pid = $pid1 AND layer = 'syscall' AND relfilenode = $tfile
+		    AND database = (SELECT oid FROM pg_database WHERE datname = 'postgres')");
+	$tclass =~ /^data [1-9]/
+}, 10);
+like($tclass, qr/^data [1-9]\d{5,}$/,
+	"a temporary table's file I/O is data with its relfilenode $tfile ($tclass bytes)");
 $s1->quit;
 
 # --- latch wakeups are no file reads -------------------------------------------

@@ -38,6 +38,14 @@ ok() {
 	if [ "$cond" = 1 ]; then echo "ok $n - $*"; else echo "not ok $n - $*"; fi
 }
 diag() { sed 's/^/# /'; }
+# libbpf's warnings in the logs named, with the last lines of each verifier
+# log (where the verifier says why it refused a program)
+libbpf_warnings() {
+	awk '/ warn: libbpf.*BEGIN PROG LOAD LOG/ { inlog = 1; n = 0; print; next }
+		inlog && / warn: libbpf/ { for (i = (n > 25 ? n - 25 : 0); i < n; i++) print buf[i]; inlog = 0 }
+		inlog { buf[n++] = $0; next }
+		/ warn: libbpf/ { print }' "$@" | head -80
+}
 as_pg() { setpriv --reuid=postgres --regid=postgres --init-groups env HOME=/tmp PATH="$PATH" "$@"; }
 sql() { as_pg psql -X -h /tmp -p 5432 -d postgres -Atq -v ON_ERROR_STOP=1 -c "$1"; }
 finish() {
@@ -217,9 +225,7 @@ for set in syscall vfs block sched memory network; do
 done
 ok "$(grep -q '"event":"pread64".*"file_class":"data"' /tmp/trace.json && echo 1)" \
 	"trace: the scan's preads are events"
-if grep -q ' warn: libbpf' /tmp/trace.err /tmp/daemon.log; then
-	grep -h ' warn: libbpf' /tmp/trace.err /tmp/daemon.log | head -20 | diag
-fi
+libbpf_warnings /tmp/trace.err /tmp/daemon.log | diag
 
 kill "$daemon" 2>/dev/null
 wait "$daemon" 2>/dev/null
@@ -328,9 +334,7 @@ ok "$([ "${sessions:-0}" -gt 0 ] && [ "$failed" = 0 ] && echo 1)" \
 	"the load ran through the switches: $sessions sessions, $failed failed"
 head -5 /tmp/load.err 2>/dev/null | diag
 
-if grep -q ' warn: libbpf' /tmp/daemon2.log; then
-	grep -h ' warn: libbpf' /tmp/daemon2.log | head -20 | diag
-fi
+libbpf_warnings /tmp/daemon2.log | diag
 
 kill "$daemon" 2>/dev/null
 wait "$daemon" 2>/dev/null

@@ -141,10 +141,34 @@ test_malformed(void)
 	CHECK(rows == NULL, "nothing read: nothing allocated");
 }
 
+/*
+ * A map copy that could not allocate leaves no rows but the capacity it
+ * asked for: the merge must allocate that much, since the next map copy
+ * fills the buffer up to it.
+ */
+static void
+test_keeps_capacity(void)
+{
+	tacc_buf	b = {0};
+	struct pgt_kio_row *rows = NULL;
+	size_t		cap = 1000;
+	size_t		n;
+
+	put_kio(&b, row(30, 2, 1, 1));
+	n = tacc_merge(&kio_kind, &b, (unsigned char **) &rows, 0, &cap);
+	CHECK_INT(n, 1);
+	CHECK(cap >= 1000, "the capacity the map copy fills is kept: %zu", cap);
+	if (rows != NULL)
+		memset(rows, 0, cap * sizeof(*rows));	/* ASan: the whole capacity is there */
+	free(rows);
+	free(b.data);
+}
+
 int
 main(void)
 {
 	test_merge();
 	test_malformed();
+	test_keeps_capacity();
 	UNIT_MAIN_END("test_task_accum");
 }
