@@ -21,9 +21,11 @@ static pset_pub pub;
  * nspid_of
  *		pset_pub callback: host pid -> the pid the cluster knows.  A process
  *		that has exited keeps the one noted as it left (pid_retire_nspid).
- *		Never the host pid of a cluster in another pid namespace: there it
- *		may be the pid of a live backend of another role, who would see the
- *		exited one's rows as its own; such rows show as exited instead.
+ *		Never the pid of a process the rows may not be of: a new process on
+ *		a pid whose earlier process's rows are not folded yet, or the host
+ *		pid of a cluster in another pid namespace (there it may be a live
+ *		backend's).  Another role's backend would see those rows as its
+ *		own; they show as exited instead.
  */
 static uint32_t
 nspid_of(void *arg, uint32_t pid)
@@ -32,6 +34,8 @@ nspid_of(void *arg, uint32_t pid)
 	const cluster_proc *p = cluster_find_proc(c, pid);
 	uint32_t	nspid;
 
+	if (p != NULL && pid_retire_rows_of_other(pid, p->attached_ns))
+		return PGT_PID_EXITED;
 	if (p != NULL && p->nspid)
 		return p->nspid;
 	if ((nspid = pid_retire_nspid(pid)) != 0)

@@ -317,6 +317,25 @@ pid_retire_role(uint32_t pid)
 }
 
 /*
+ * pid_retire_rows_of_other
+ *		See pid_retire.h.
+ */
+int
+pid_retire_rows_of_other(uint32_t pid, uint64_t ident)
+{
+	const pid_entry *e;
+
+	if (!enabled || table == NULL || pid == 0 || PGT_IS_RETIRED(pid) || ident == 0)
+		return 0;
+	e = slot_of(table, pid);
+	if (e->pid != pid)
+		return 0;				/* no rows of it looked at yet */
+	if (e->fold_maps != 0 && now_ns() < e->fold_until_ns)
+		return 1;				/* some map has its round still to come */
+	return e->ident != 0 && e->ident != ident;
+}
+
+/*
  * pid_retire_nspid
  *		See pid_retire.h.
  */

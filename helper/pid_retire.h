@@ -107,6 +107,14 @@ extern int	pid_retire_exiting(uint32_t pid);
 extern uint32_t pid_retire_role(uint32_t pid);
 
 /*
+ * May the rows under pid still be those of another process than the one
+ * holding it now (ident: its `tracked` entry's attached_ns)?  True while
+ * the last check found another process there, or a reused pid's rows are
+ * still to fold: the publishers show such rows as exited meanwhile.
+ */
+extern int	pid_retire_rows_of_other(uint32_t pid, uint64_t ident);
+
+/*
  * A process the daemon stops tracking (it exited) had this role and this
  * pid in its cluster's pid namespace (nspid; 0 when not known): kept for
  * its rows until they fold, the role unless a check already noted one.

@@ -259,7 +259,8 @@ pgt_link_free(PgtLink *link)
  * pgt_link_srf_begin
  *		The start every SRF over one table of the segment shares: the
  *		preload check, the materialized result, a fresh copy of the segment
- *		and the caller's pg_stat_activity visibility.  Returns the number of
+ *		(the table and the cluster's process list) and the caller's
+ *		pg_stat_activity visibility.  Returns the number of
  *		rows of table `section` to walk: 0 when the helper is not connected
  *		or the table is empty (vis is then left unset: no row needs it).
  */
@@ -271,10 +272,11 @@ pgt_link_srf_begin(FunctionCallInfo fcinfo, PgtLink *link, uint32 section,
 
 	pgt_require_preload();
 	InitMaterializedSRF(fcinfo, 0);
-	pgt_link_read(link, PGT_SEG_TABLE(section));
+	/* the process list too: which process each visible pid is */
+	pgt_link_read(link, PGT_SEG_TABLE(section) | PGT_SEG_TABLE(PGT_SEC_BACKENDS));
 	n = link->connected ? pgt_view_count(&link->view, section) : 0;
 	if (n > 0)
-		pgt_visibility_init(vis);
+		pgt_visibility_init(vis, &link->view);
 	return n;
 }
 

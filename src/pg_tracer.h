@@ -139,7 +139,7 @@ typedef struct PgtVisibility
 	int			n;
 } PgtVisibility;
 
-extern void pgt_visibility_init(PgtVisibility *vis);
+extern void pgt_visibility_init(PgtVisibility *vis, const pgt_seg_view *view);
 extern bool pgt_visible_pid(const PgtVisibility *vis, uint32 pid);
 extern bool pgt_visible_pid_at(const PgtVisibility *vis, uint32 pid, TimestampTz when,
 							   bool when_valid);

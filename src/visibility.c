@@ -16,7 +16,12 @@
  * end) shows only when it is not older than the process now holding the pid
  * (pgt_visible_pid_at).  Aggregate rows carry no time: the helper folds an
  * exited process's rows away from its pid (helper/pid_retire.c), at once
- * when it sees the pid taken by a new process.
+ * when it sees the pid taken by a new process.  Until it has seen that,
+ * the rows under the pid are the earlier process's; so a pid is visible
+ * only while the segment's own list of the cluster's processes, published
+ * with those rows, names the same process (its start time) as the
+ * snapshot does.  That also covers a snapshot older than the segment (it
+ * lasts the transaction, the segment is read at each call).
  *
  * Locking: none; the snapshot is backend-local memory.
  *
@@ -46,13 +51,47 @@ cmp_visible_pid(const void *a, const void *b)
 }
 
 /*
+ * The most a backend's start time in PostgreSQL (st_proc_start_timestamp,
+ * taken just after fork) and in the helper's list (the kernel's, in clock
+ * ticks) differ by for one process.  A pid is taken by another process
+ * only after the kernel has handed out every other pid: far longer.
+ */
+#define PGT_SAME_START_US	2000000
+
+/*
+ * listed_as
+ *		Does the segment's process list (PGT_SEC_BACKENDS of view) name pid
+ *		with a start time that is the snapshot's `started`?
+ */
+static bool
+listed_as(const pgt_seg_view *view, int32 pid, TimestampTz started)
+{
+	uint32		n = pgt_view_count(view, PGT_SEC_BACKENDS);
+	uint32		i;
+
+	for (i = 0; i < n; i++)
+	{
+		const struct pgt_backend_entry *b = pgt_view_backend(view, i);
+		bool		valid;
+		TimestampTz t;
+
+		if (b->pid != (uint32) pid)
+			continue;
+		t = pgt_unix_us_to_timestamptz(b->started_us, &valid);
+		return valid && t - started <= PGT_SAME_START_US && started - t <= PGT_SAME_START_US;
+	}
+	return false;
+}
+
+/*
  * pgt_visibility_init
  *		Decide what the current role may see; when it may not see
- *		everything, collect the pids of the client backends it may see,
- *		sorted for pgt_visible_pid.
+ *		everything, collect the pids of the client backends it may see
+ *		(and the segment in view lists as the same processes), sorted for
+ *		pgt_visible_pid.
  */
 void
-pgt_visibility_init(PgtVisibility *vis)
+pgt_visibility_init(PgtVisibility *vis, const pgt_seg_view *view)
 {
 	int			nbackends;
 	int			beid;
@@ -73,7 +112,8 @@ pgt_visibility_init(PgtVisibility *vis)
 			continue;
 		be = &local->backendStatus;
 		if (be->st_backendType == B_BACKEND && be->st_procpid > 0 &&
-			has_privs_of_role(GetUserId(), be->st_userid))
+			has_privs_of_role(GetUserId(), be->st_userid) &&
+			listed_as(view, be->st_procpid, be->st_proc_start_timestamp))
 		{
 			vis->pids[vis->n].pid = be->st_procpid;
 			vis->pids[vis->n].started = be->st_proc_start_timestamp;

@@ -59,9 +59,19 @@ for my $try (0 .. 11)
 }
 SKIP:
 {
-	skip "could not steer a new backend onto pid $pid (other processes took it)", 6
+	skip "could not steer a new backend onto pid $pid (other processes took it)", 7
 	  unless defined $bob;
 	pass("bob's backend got alice's pid $pid");
+	# From his first statement on, before and while the helper notices the
+	# pid taken (its next look, within a second or two) and folds alice's
+	# rows: bob's pid alone must not show them to him.
+	my $seen = 0;
+	for (1 .. 40)
+	{
+		$seen += $bob->query_safe("SELECT count(*) FROM pg_tracer_kernel_net WHERE queryid = $qid");
+		usleep(75_000);
+	}
+	is($seen, 0, "bob never sees alice's kernel rows, not even before the helper folds them");
 	is($bob->query_safe("SELECT count(*) FROM pg_tracer_slow_statements WHERE pid = pg_backend_pid()"),
 		'0', "bob does not see alice's slow statement under his pid");
 	is($node->safe_psql('postgres',

@@ -422,6 +422,9 @@ test_reuse(void)
 	pid_retire_setup(tracked, fake_reuse_role, NULL);
 	CHECK_INT(pid_retire_rows(&ma, keys, vals, copy(fa, keys, vals, 16)), 0);
 	CHECK_INT(pid_retire_rows(&mb, keys, vals, copy(fb, keys, vals, 16)), 0);
+	CHECK_INT(pid_retire_rows_of_other(901, 1000), 0);
+	/* a process the checks have not seen on the pid: the rows are not its */
+	CHECK_INT(pid_retire_rows_of_other(901, 2000), 1);
 
 	track(tracked, 901, 2000);	/* another process on 901 */
 	CHECK_INT(bpf_map_delete_elem(tracked, &gone), 0);
@@ -429,6 +432,7 @@ test_reuse(void)
 	usleep(250 * 1000);			/* past the last checks' CHECK_NS */
 	reuse_role_generation = 1;
 	CHECK_INT(pid_retire_rows(&ma, keys, vals, copy(fa, keys, vals, 16)), 1);
+	CHECK_INT(pid_retire_rows_of_other(901, 2000), 1);	/* map b still to fold */
 	CHECK_INT(pid_retire_rows(&mb, keys, vals, copy(fb, keys, vals, 16)), 2);
 	CHECK(get(fa, 901, 1, &v) != 0, "the old process's row in map a folded");
 	CHECK(get(fb, 901, 1, &v) != 0, "and in map b");
