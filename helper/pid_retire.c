@@ -287,18 +287,31 @@ due(uint32_t pid, uint32_t bit, uint64_t now, int pressed)
 }
 
 /*
+ * known
+ *		pid's entry when the table has one (no kernel call), else NULL; the
+ *		kernel's pid 0 and folded pids never have one.
+ */
+static const pid_entry *
+known(uint32_t pid)
+{
+	const pid_entry *e;
+
+	if (table == NULL || pid == 0 || PGT_IS_RETIRED(pid))
+		return NULL;
+	e = slot_of(table, pid);
+	return e->pid == pid ? e : NULL;
+}
+
+/*
  * pid_retire_exiting
  *		See pid_retire.h.
  */
 int
 pid_retire_exiting(uint32_t pid)
 {
-	const pid_entry *e;
+	const pid_entry *e = enabled ? known(pid) : NULL;
 
-	if (!enabled || table == NULL || pid == 0 || PGT_IS_RETIRED(pid))
-		return 0;
-	e = slot_of(table, pid);
-	return e->pid == pid && !e->alive;
+	return e != NULL && !e->alive;
 }
 
 /*
@@ -308,28 +321,22 @@ pid_retire_exiting(uint32_t pid)
 uint32_t
 pid_retire_role(uint32_t pid)
 {
-	const pid_entry *e;
+	const pid_entry *e = known(pid);
 
-	if (table == NULL || pid == 0 || PGT_IS_RETIRED(pid))
-		return 0;
-	e = slot_of(table, pid);
-	return e->pid == pid ? e->role : 0;
+	return e != NULL ? e->role : 0;
 }
 
 /*
  * pid_retire_rows_of_other
- *		See pid_retire.h.
+ *		See pid_retire.h.  A pid without an entry has had no rows looked at.
  */
 int
 pid_retire_rows_of_other(uint32_t pid, uint64_t ident)
 {
-	const pid_entry *e;
+	const pid_entry *e = enabled ? known(pid) : NULL;
 
-	if (!enabled || table == NULL || pid == 0 || PGT_IS_RETIRED(pid) || ident == 0)
+	if (e == NULL || ident == 0)
 		return 0;
-	e = slot_of(table, pid);
-	if (e->pid != pid)
-		return 0;				/* no rows of it looked at yet */
 	if (e->fold_maps != 0 && now_ns() < e->fold_until_ns)
 		return 1;				/* some map has its round still to come */
 	return e->ident != 0 && e->ident != ident;
@@ -342,12 +349,9 @@ pid_retire_rows_of_other(uint32_t pid, uint64_t ident)
 uint32_t
 pid_retire_nspid(uint32_t pid)
 {
-	const pid_entry *e;
+	const pid_entry *e = known(pid);
 
-	if (table == NULL || pid == 0 || PGT_IS_RETIRED(pid))
-		return 0;
-	e = slot_of(table, pid);
-	return e->pid == pid ? e->nspid : 0;
+	return e != NULL ? e->nspid : 0;
 }
 
 /*
