@@ -41,8 +41,10 @@ ok(defined $up, 'the cluster runs in a pid namespace of its own') or BAIL_OUT('n
 # takes it down when it dies: so does a test that dies half-way)
 my $unshare_pid = $pg->{KIDS}[0]{PID};
 END { kill 'TERM', $unshare_pid if $unshare_pid; }
-my ($pm_host) = grep { proc_field("/proc/$_/stat", qr/^\d+ \(.*\) \S (\d+)/) == $unshare_pid }
-  grep { -e "/proc/$_/stat" } map { m{/proc/(\d+)$} ? $1 : () } glob('/proc/[0-9]*');
+# (a process may exit between the listing and the read: eval)
+my ($pm_host) =
+  grep { (eval { proc_field("/proc/$_/stat", qr/^\d+ \(.*\) \S (\d+)/) } // -1) == $unshare_pid }
+  map { m{/proc/(\d+)$} ? $1 : () } glob('/proc/[0-9]*');
 ok(defined $pm_host, "postmaster's host pid found (" . ($pm_host // 'none') . ')');
 
 # host pid of a process PostgreSQL knows as $nspid (a child of the postmaster)
