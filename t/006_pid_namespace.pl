@@ -38,9 +38,10 @@ my $up = wait_until(sub { (eval { $node->safe_psql('postgres', 'SELECT 1') } // 
 ok(defined $up, 'the cluster runs in a pid namespace of its own') or BAIL_OUT('no cluster');
 
 # the postmaster's host pid: the child of unshare (which, --kill-child,
-# takes it down when it dies: so does a test that dies half-way)
+# takes it down when it dies: so does a test that dies half-way; unshare
+# ignores SIGTERM while it waits)
 my $unshare_pid = $pg->{KIDS}[0]{PID};
-END { kill 'TERM', $unshare_pid if $unshare_pid; }
+END { kill 'KILL', $unshare_pid if $unshare_pid; }
 # (a process may exit between the listing and the read: eval)
 my ($pm_host) =
   grep { (eval { proc_field("/proc/$_/stat", qr/^\d+ \(.*\) \S (\d+)/) } // -1) == $unshare_pid }
@@ -100,4 +101,5 @@ like($gone, qr/^[1-9]\d*\|0$/,
 ok(stop_helper($node, $helper), 'helper stopped');
 kill 'INT', $pm_host;
 $pg->finish;
+undef $unshare_pid;    # gone: its pid may be another process's
 done_testing();
