@@ -232,9 +232,9 @@ put_detail(trace_out *out, uint32_t probe, uint32_t detail, uint32_t mode,
 
 /*
  * eng_event
- *		One streamed record (trace).
+ *		One streamed record (trace); -1 when it is malformed.
  */
-static void
+static int
 eng_event(pset_inst *inst, trace_out *out, const struct pgt_event_hdr *hdr,
 		  const void *data, size_t len)
 {
@@ -243,7 +243,7 @@ eng_event(pset_inst *inst, trace_out *out, const struct pgt_event_hdr *hdr,
 
 	/* data is the payload after the header */
 	if (len < sizeof(*r) || hdr->event == 0 || hdr->event >= ENG_NPROBES)
-		return;
+		return -1;
 	r = data;
 	pgt_copy_utf8(text, sizeof(text), r->text, sizeof(r->text));
 	trace_rec_begin(out, inst->set->name, engine_probe_name(hdr->event), hdr->pid,
@@ -252,6 +252,7 @@ eng_event(pset_inst *inst, trace_out *out, const struct pgt_event_hdr *hdr,
 		trace_rec_f64(out, "latency_us", (double) r->dur_ns / 1e3);
 	put_detail(out, hdr->event, r->detail, r->mode, r->obj, r->c, text, false);
 	trace_rec_end(out);
+	return 0;
 }
 
 /*
@@ -375,8 +376,9 @@ eng_histograms(pset_inst *inst, trace_out *out)
 		if (!any)
 			continue;
 		snprintf(metric, sizeof(metric), "%s_latency", engine_probe_name(p));
+		/* the engine's top slot lands in 30: the last, open-ended one */
 		trace_hist(out, inst->set->name, metric, TRACE_PID_ALL, 0, engine_probe_name(p),
-				   slots, PGT_HIST_SLOTS, "usecs");
+				   slots, PGT_HIST_SLOTS - 1, "usecs");
 	}
 }
 

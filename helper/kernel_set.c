@@ -674,9 +674,10 @@ dev_str(uint32_t dev, char *buf, size_t len)
 
 /*
  * kset_event
- *		Render one ring-buffer record of a kernel set.
+ *		Render one ring-buffer record of a kernel set; -1 when it is
+ *		malformed (a payload shorter than its kind's, an unknown kind).
  */
-void
+int
 kset_event(pset_inst *in, trace_out *out, const struct pgt_event_hdr *h,
 		   const void *data, size_t len)
 {
@@ -689,7 +690,7 @@ kset_event(pset_inst *in, trace_out *out, const struct pgt_event_hdr *h,
 				struct pgt_kev_call c;
 
 				if (len < sizeof(c))
-					return;
+					return -1;
 				memcpy(&c, data, sizeof(c));
 				trace_rec_begin(out, in->set->name, pgt_kop_name(c.op), h->pid, h->queryid, h->ts_ns);
 				trace_rec_u64(out, "tid", h->tid);
@@ -720,7 +721,7 @@ kset_event(pset_inst *in, trace_out *out, const struct pgt_event_hdr *h,
 				struct pgt_kev_io c;
 
 				if (len < sizeof(c))
-					return;
+					return -1;
 				memcpy(&c, data, sizeof(c));
 				trace_rec_begin(out, in->set->name,
 								h->event == PGT_KEV_BLOCK ? pgt_kop_name(c.op) :
@@ -752,7 +753,7 @@ kset_event(pset_inst *in, trace_out *out, const struct pgt_event_hdr *h,
 					: h->event == PGT_KEV_OOM_ADJ ? "oom_score_adj" : "tcp_retransmit";
 
 				if (len < sizeof(c))
-					return;
+					return -1;
 				memcpy(&c, data, sizeof(c));
 				if (h->event == PGT_KEV_FAULT)
 					name = c.kind ? "fault_kernel" : "fault_user";
@@ -783,8 +784,9 @@ kset_event(pset_inst *in, trace_out *out, const struct pgt_event_hdr *h,
 				break;
 			}
 		default:
-			break;
+			return -1;
 	}
+	return 0;
 }
 
 /*

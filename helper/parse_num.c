@@ -63,11 +63,14 @@ parse_duration_ms(const char *s, int64_t *ms)
 	}
 	errno = 0;
 	v = strtod(s, NULL);		/* only digits and one point: plain decimal */
-	if (errno != 0 || v > 1e9)
+	if (errno != 0)
 		return -1;
 	for (i = 0; i < sizeof(units) / sizeof(units[0]); i++)
 		if (strcmp(p, units[i].unit) == 0)
 		{
+			/* the limit on the time, whatever its unit says */
+			if (v * units[i].ms > 1e12)
+				return -1;
 			*ms = (int64_t) (v * units[i].ms);
 			return *ms > 0 ? 0 : -1;
 		}

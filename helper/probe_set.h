@@ -173,7 +173,8 @@ typedef struct probe_set
 	void		(*stop) (pset_inst *inst);
 	void		(*collect) (pset_inst *inst);
 	void		(*publish) (pset_inst *inst, pset_pub *pub);
-	void		(*event) (pset_inst *inst, struct trace_out *out,
+	/* render one record; -1 when it is malformed (short, unknown kind) */
+	int			(*event) (pset_inst *inst, struct trace_out *out,
 						  const struct pgt_event_hdr *hdr,
 						  const void *data, size_t len);
 	void		(*stats) (pset_inst *inst, struct trace_out *out);

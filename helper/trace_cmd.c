@@ -131,8 +131,11 @@ typedef struct trace_target
 	int			single;			/* only `pid` is traced, not the cluster */
 	pid_t		pid;
 	uint64_t	pid_starttime;	/* `pid`'s /proc stat ticks (single) */
+	uint32_t	nspid;			/* `pid` in its cluster's pid namespace (single):
+								 * what its parallel workers' titles name */
 	pgt_layout	layout;
 	int			layout_ok;
+	int			layout_said;	/* why it is not usable, logged once */
 	int			started;		/* put into the pid filter already */
 	int			gone;			/* its postmaster exited (not single) */
 } trace_target;
@@ -149,6 +152,8 @@ typedef struct trace_state
 	struct ring_buffer *rb;
 	uint64_t	bad_records;
 	uint32_t	drained;		/* records of the current drain */
+	int			discarding;		/* the end: records are counted, not printed */
+	uint64_t	unprinted;		/* records so counted */
 	int			sigfd;			/* SIGINT, SIGTERM, SIGHUP: blocked from the start */
 	uint64_t	lost_reported;	/* stream records lost, as last reported */
 	uint64_t	started_ns;		/* CLOCK_BOOTTIME when tracing began */
@@ -204,6 +209,19 @@ add_target(trace_state *t, const pm_info *pm, int single, pid_t pid)
 }
 
 /*
+ * single_nspid
+ *		The pid PostgreSQL knows backend pid by (its cluster may run in a pid
+ *		namespace of its own): a parallel worker's title names its leader so.
+ */
+static uint32_t
+single_nspid(pid_t pid)
+{
+	int32_t		ns = 0;
+
+	return procfs_read_nspid(pid, &ns) == 0 && ns > 0 ? (uint32_t) ns : (uint32_t) pid;
+}
+
+/*
  * find_targets
  *		What to trace, from --pid / --pgdata / the whole host.  Returns 0 or
  *		-1 with a message logged.
@@ -221,7 +239,9 @@ find_targets(trace_state *t)
 		pm_info		pm;
 		proc_stat	st;
 
-		if (discovery_check_postmaster(t->o.pid, &pm, why, sizeof(why)) == 0)
+		char		why_self[512];
+
+		if (discovery_check_postmaster(t->o.pid, &pm, why_self, sizeof(why_self)) == 0)
 			return add_target(t, &pm, 0, 0);
 		if (procfs_read_stat(t->o.pid, &st) < 0)
 		{
@@ -230,13 +250,15 @@ find_targets(trace_state *t)
 		}
 		if (discovery_check_postmaster(st.ppid, &pm, why, sizeof(why)) < 0)
 		{
-			log_error("--pid %d is neither a PostgreSQL postmaster nor a child of one (its parent: %s)",
-					  (int) t->o.pid, why);
+			/* both reasons: a postmaster can fail its own check (no postmaster.pid) */
+			log_error("--pid %d is neither a PostgreSQL postmaster (%s) nor a child of one "
+					  "(its parent: %s)", (int) t->o.pid, why_self, why);
 			return -1;
 		}
 		if (add_target(t, &pm, 1, t->o.pid) < 0)
 			return -1;
 		t->targets[t->ntargets - 1].pid_starttime = st.starttime;
+		t->targets[t->ntargets - 1].nspid = single_nspid(t->o.pid);
 		return 0;
 	}
 	if (t->o.pgdata != NULL)
@@ -264,7 +286,10 @@ find_targets(trace_state *t)
 /*
  * load_layout
  *		The extension's layout file of a target, when it has one and it
- *		belongs to the running postmaster.
+ *		belongs to the running postmaster.  Tried again at each look while it
+ *		is not usable: the extension's worker writes it once the cluster is
+ *		consistent, after the postmaster (a restart, crash recovery) is
+ *		found, and until then the previous postmaster's file is there.
  */
 static void
 load_layout(trace_target *tg)
@@ -276,16 +301,23 @@ load_layout(trace_target *tg)
 	snprintf(path, sizeof(path), "/proc/%d/cwd/%s", (int) tg->pm.pid, PGT_LAYOUT_FILENAME);
 	if (layout_load(path, tg->pm.uid, &tg->layout, &st, err, sizeof(err)) < 0)
 	{
-		log_info("%s: no usable layout file (%s): query ids will be 0",
-				 tg->pm.data_dir, err);
+		if (!tg->layout_said)
+			log_info("%s: no usable layout file (%s): query ids are 0 until there is one",
+					 tg->pm.data_dir, err);
+		tg->layout_said = 1;
 		return;
 	}
 	if (tg->layout.postmaster_pid != (uint32_t) tg->pm.nspid)
 	{
-		log_info("%s: stale layout file: query ids will be 0", tg->pm.data_dir);
+		if (!tg->layout_said)
+			log_info("%s: the layout file is the previous postmaster's: query ids are 0 "
+					 "until the extension writes it again", tg->pm.data_dir);
+		tg->layout_said = 1;
 		layout_free(&tg->layout);
 		return;
 	}
+	if (tg->layout_said)
+		log_info("%s: layout file written: query ids from now on", tg->pm.data_dir);
 	tg->layout_ok = 1;
 }
 
@@ -423,7 +455,7 @@ single_kids(trace_state *t, trace_target *tg, int first, pid_t **out, size_t *n)
 		if (cand[i] == tg->pid ||
 			procfs_read_cmdline(cand[i], buf, sizeof(buf), &len) < 0 || len == 0)
 			continue;			/* gone, or no title yet: the next pass */
-		if (procfs_parallel_leader(buf, len) == (uint32_t) tg->pid)
+		if (procfs_parallel_leader(buf, len) == tg->nspid)
 			(*out)[m++] = cand[i];
 		else if (!first && procfs_classify_title(buf, len) != PGT_ROLE_UNKNOWN)
 			(void) bpf_probes_untrack(&t->bpf, (uint32_t) cand[i]);
@@ -499,6 +531,8 @@ track_targets(trace_state *t)
 			pids[np] = (uint32_t) kids[k];
 			nspids[np++] = (uint32_t) ns;
 		}
+		if (!tg->layout_ok)
+			load_layout(tg);
 		if (tg->layout_ok && pids && nspids)
 			(void) pset_qid_refresh(&t->rt, tg->pm.pid, &tg->layout, pids, nspids, np);
 		free(pids);
@@ -605,7 +639,8 @@ look_again(trace_state *t)
 
 /*
  * on_record
- *		ring_buffer__poll callback: check the record and hand it to its set.
+ *		ring_buffer__poll callback: check the record and hand it to its set
+ *		(at the end, once discarding, only count it).
  */
 static int
 on_record(void *arg, void *data, size_t len)
@@ -619,14 +654,20 @@ on_record(void *arg, void *data, size_t len)
 		t->bad_records++;
 		return 0;
 	}
+	if (t->discarding)
+	{
+		t->unprinted++;
+		return ++t->drained >= DRAIN_BUDGET ? -EAGAIN : 0;
+	}
 	in = pset_runtime_find(&t->rt, h->set);
 	if (in == NULL || in->set->event == NULL)
 	{
 		t->bad_records++;
 		return 0;
 	}
-	in->set->event(in, &t->out, h, (const unsigned char *) data + sizeof(*h),
-				   h->size - sizeof(*h));
+	if (in->set->event(in, &t->out, h, (const unsigned char *) data + sizeof(*h),
+					   h->size - sizeof(*h)) < 0)
+		t->bad_records++;
 	/* libbpf has consumed the record already: a negative return only stops */
 	return ++t->drained >= DRAIN_BUDGET ? -EAGAIN : 0;
 }
@@ -814,6 +855,8 @@ run_loop(trace_state *t)
 	int			streaming = !t->o.stats && !t->o.histogram;
 	int			ret = 1;
 	int			stop = 0;
+	int			tick;
+	size_t		rounds;
 
 	if ((epfd = epoll_create1(EPOLL_CLOEXEC)) < 0 ||
 		(ivfd = make_timer(t->o.interval_ms, 1)) < 0 ||
@@ -840,6 +883,7 @@ run_loop(trace_state *t)
 		}
 		if (drain(t) < 0)
 			goto cleanup;
+		tick = 0;
 		for (k = 0; k < n; k++)
 		{
 			int			fd = evs[k].data.fd;
@@ -853,8 +897,7 @@ run_loop(trace_state *t)
 			{
 				if (read(ivfd, &v, sizeof(v)) < 0 && errno != EAGAIN)
 					log_debug("timerfd: %s", strerror(errno));
-				if (!streaming && !ends_now(evs, n, t->sigfd, endfd))
-					print_summary(t, t->o.stats, t->o.histogram, 0);
+				tick = 1;
 			}
 			else if (fd == reffd)
 			{
@@ -865,10 +908,33 @@ run_loop(trace_state *t)
 					stop = 1;
 			}
 		}
+		/* after the look: a tick with the --pid process gone is the final one */
+		if (tick && !streaming && !stop && !ends_now(evs, n, t->sigfd, endfd))
+		{
+			print_summary(t, t->o.stats, t->o.histogram, 0);
+			if (trace_out_flush(&t->out) < 0)
+			{
+				log_error("cannot write the output: %s", strerror(errno));
+				goto cleanup;
+			}
+		}
 	}
-	/* one more batch of what is queued, then the final summary */
+	/*
+	 * One more batch, then the final summary.  What a reader slower than the
+	 * stream leaves queued is counted, not printed: the end comes on time.
+	 * (At most as many records as the ring buffer holds: the programs still
+	 * run, so "until empty" might not end.)
+	 */
 	if (drain(t) < 0)
 		goto cleanup;
+	t->discarding = 1;
+	for (rounds = pset_stream_bytes / (sizeof(struct pgt_event_hdr) + 8) / DRAIN_BUDGET + 1;
+		 rounds > 0 && t->drained >= DRAIN_BUDGET; rounds--)
+		(void) drain(t);
+	if (t->unprinted > 0)
+		log_warn("%llu events still queued at the end were not printed (the output could not "
+				 "keep up); the final summary counts them",
+				 (unsigned long long) t->unprinted);
 	report_lost_events(t);
 	print_summary(t, 1, t->o.histogram, 1);
 	if (t->bad_records > 0)
@@ -987,7 +1053,10 @@ trace_run(trace_state *t, const probe_set *const *sets, size_t nsets)
 	t->out.exit_title_arg = &t->bpf;
 	/* --pid of a backend: its records and its parallel workers' only */
 	if (t->ntargets == 1 && t->targets[0].single)
+	{
 		t->out.focus = (uint32_t) t->targets[0].pid;
+		t->out.focus_nspid = t->targets[0].nspid;
+	}
 	report_exit_titles();
 
 	if (bpf_probes_start(&t->bpf, TRACE_EXIT_TITLES, 0, 0) < 0)

@@ -132,7 +132,7 @@ trace_wanted(trace_out *o, uint32_t pid)
 		return 1;
 	if (is_postmaster(o, pid))
 		return 0;
-	return type_entry(o, pid)->leader == o->focus;
+	return type_entry(o, pid)->leader == o->focus_nspid;
 }
 
 /*
@@ -428,9 +428,13 @@ trace_hist(trace_out *o, const char *set, const char *metric, uint32_t pid,
 		{
 			if (slots[i] == 0)
 				continue;
-			fprintf(o->f, "%s{\"lo\":%" PRIu64 ",\"hi\":%" PRIu64 ",\"count\":%" PRIu64 "}",
-					first ? "" : ",", i == 0 ? 0 : (UINT64_C(1) << i),
-					(UINT64_C(1) << (i + 1)) - 1, slots[i]);
+			fprintf(o->f, "%s{\"lo\":%" PRIu64 ",", first ? "" : ",",
+					i == 0 ? 0 : (UINT64_C(1) << i));
+			if (i == nslots - 1)
+				fputs("\"hi\":null", o->f);	/* open-ended */
+			else
+				fprintf(o->f, "\"hi\":%" PRIu64, (UINT64_C(1) << (i + 1)) - 1);
+			fprintf(o->f, ",\"count\":%" PRIu64 "}", slots[i]);
 			first = 0;
 		}
 		fputc(']', o->f);
@@ -444,7 +448,10 @@ trace_hist(trace_out *o, const char *set, const char *metric, uint32_t pid,
 		uint64_t	lo = i == 0 ? 0 : (UINT64_C(1) << i);
 		uint64_t	hi = (UINT64_C(1) << (i + 1)) - 1;
 
-		fprintf(o->f, "%10" PRIu64 " -> %-10" PRIu64 " : %-10" PRIu64 " |", lo, hi, slots[i]);
+		if (i == nslots - 1)
+			fprintf(o->f, "%10" PRIu64 " -> %-10s : %-10" PRIu64 " |", lo, "inf", slots[i]);
+		else
+			fprintf(o->f, "%10" PRIu64 " -> %-10" PRIu64 " : %-10" PRIu64 " |", lo, hi, slots[i]);
 		print_stars(o->f, slots[i], max, 40);
 		fputs("|\n", o->f);
 	}

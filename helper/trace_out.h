@@ -63,6 +63,8 @@ typedef struct trace_out
 	void	   *exit_title_arg;
 	uint32_t	focus;			/* --pid backend: only its records and its
 								 * parallel workers' (and pid 0's); 0 = all */
+	uint32_t	focus_nspid;	/* focus in its cluster's pid namespace: the
+								 * leader its workers' titles name */
 	int			skip;			/* the record begun is not printed (focus) */
 	trace_type_entry cache[TRACE_TYPE_CACHE];
 } trace_out;
@@ -99,7 +101,8 @@ extern int	trace_out_flush(trace_out *o);
 /*
  * A log2 histogram record: text prints a bcc-style ASCII chart, JSON one
  * line with "metric", "unit", "label" and the non-empty "buckets".
- * Bucket i counts values in [2^i, 2^(i+1)) (bucket 0: [0, 2)).
+ * Bucket i counts values in [2^i, 2^(i+1)) (bucket 0: [0, 2)); the last
+ * one (nslots - 1) everything from 2^i on: its "hi" is null ("inf" in text).
  */
 extern void trace_hist(trace_out *o, const char *set, const char *metric,
 					   uint32_t pid, uint64_t queryid, const char *label,

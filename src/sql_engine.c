@@ -153,7 +153,8 @@ pg_tracer_engine_events(PG_FUNCTION_ARGS)
 /*
  * pg_tracer_engine_histogram
  *		The log2 histogram of one probe: slot 0 is [0, 1) us, slot i is
- *		[2^(i-1), 2^i) us.  Empty buckets are left out.
+ *		[2^(i-1), 2^i) us, the last one [2^(i-1), inf) (bucket_hi_us NULL).
+ *		Empty buckets are left out.
  */
 Datum
 pg_tracer_engine_histogram(PG_FUNCTION_ARGS)
@@ -197,6 +198,7 @@ pg_tracer_engine_histogram(PG_FUNCTION_ARGS)
 				continue;
 			values[0] = Float8GetDatum(s == 0 ? 0.0 : ldexp(1.0, (int) s - 1));
 			values[1] = Float8GetDatum(ldexp(1.0, (int) s));
+			nulls[1] = s == PGT_ENGINE_HIST_SLOTS - 1;	/* the BPF side's top slot takes the rest */
 			values[2] = Int64GetDatum(pgt_uint64_to_int64(h->slots[s]));
 			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 		}

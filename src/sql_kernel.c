@@ -219,7 +219,8 @@ pg_tracer_kernel_proc(PG_FUNCTION_ARGS)
 /*
  * pg_tracer_kernel_histogram
  *		The non-empty buckets of every histogram of one metric ('block',
- *		'runq', 'fsync', 'syscall'), in microseconds.
+ *		'runq', 'fsync', 'syscall'), in microseconds; the last, open-ended
+ *		one (2^31 us and more) with bucket_hi_us NULL.
  */
 Datum
 pg_tracer_kernel_histogram(PG_FUNCTION_ARGS)
@@ -262,6 +263,7 @@ pg_tracer_kernel_histogram(PG_FUNCTION_ARGS)
 			values[2] = CStringGetTextDatum(e->op ? pgt_kop_name(e->op) : "-");
 			values[3] = Int64GetDatum(b == 0 ? 0 : (INT64CONST(1) << b));
 			values[4] = Int64GetDatum((INT64CONST(1) << (b + 1)) - 1);
+			nulls[4] = b == 31;		/* pgt_log2 puts everything longer there */
 			values[5] = Int64GetDatum(pgt_uint64_to_int64(e->slots[b]));
 			/* pid 0: a device's, or the fsync of every process together */
 			values[6] = backend_type_datum(e->pid, e->role, NULL, &nulls[6]);

@@ -11,7 +11,9 @@
 # - after it exits, its rows stay under that pid for --keep-exited (they
 #   were published under its host pid before, which in another pid
 #   namespace may be a live backend's of another role: a leak), and
-#   nothing is ever shown under its host pid.
+#   nothing is ever shown under its host pid;
+# - `trace --pid` of a backend (by its host pid) follows its parallel
+#   workers, whose titles name their leader by the namespace's pid.
 use strict;
 use warnings;
 use FindBin;
@@ -20,6 +22,7 @@ use PgTracerTest;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use IPC::Run ();
+use JSON::PP ();
 use Time::HiRes qw(usleep);
 
 plan skip_all => 'root helper not reachable (run through scripts/test.sh)'
@@ -97,6 +100,29 @@ sleep(2.5);    # the helper publishes once a second
 my $gone = rows_by_pid();
 like($gone, qr/^[1-9]\d*\|0$/,
 	"after its exit: its rows still under $nspid (--keep-exited), none under the host pid ($gone)");
+
+# trace --pid of a backend: its parallel workers come with it, though
+# their titles ("parallel worker for PID N") name it by the namespace's pid
+my $p = $node->background_psql('postgres');
+my $p_host = host_pid_of($p->query_safe('SELECT pg_backend_pid()'));
+$node->safe_psql('postgres',
+	"CREATE TABLE big AS SELECT g, repeat('x', 200) AS pad FROM generate_series(1, 100000) g");
+$p->query_safe($_) for ('SET max_parallel_workers_per_gather = 2', 'SET parallel_setup_cost = 0',
+	'SET parallel_tuple_cost = 0', 'SET min_parallel_table_scan_size = 0');
+my ($th, $tout, $terr) = start_trace(qr/"queryid-tagging"/, '--probes', 'syscall', '--pid', $p_host,
+	'--stats', '--format', 'json', '--duration', '3s');
+$p->query_safe('SELECT count(*) FROM big');
+$th->finish;
+my %type_of;
+for my $r (map { eval { JSON::PP::decode_json($_) } // () } split /\n/, $$tout)
+{
+	$type_of{ $r->{pid} } = $r->{backend_type} unless $r->{event} =~ /^(status|summary)$/;
+}
+my @workers = grep { $_ != $p_host } sort keys %type_of;
+ok(@workers && !grep({ $type_of{$_} ne 'parallel worker' } @workers),
+	"trace --pid $p_host: its parallel workers too (" . join(',', map { "$_ $type_of{$_}" } @workers)
+	  . ')') or diag($$terr);
+$p->quit;
 
 ok(stop_helper($node, $helper), 'helper stopped');
 kill 'INT', $pm_host;

@@ -402,7 +402,8 @@ ok($rc == 1 && $e =~ /no postmaster is running in /, 'inspect --pgdata of it: th
 ok($rc == 2 && $e =~ /unknown option -x\b/, 'an unknown short option is named as written');
 ($rc, $o, $e) = run_helper('trace', '--probes', 'all', '--pid', '1', '--duration', '1s');
 is($rc, 1, '--pid of a non-PostgreSQL process: exit 1');
-like($e, qr/neither a PostgreSQL postmaster nor a child of one/, '... with the reason');
+like($e, qr/neither a PostgreSQL postmaster \(process 1 \(.*\) is not a postgres process\) nor a child of one/,
+	'... with the reasons');
 ($rc, $o, $e) = run_helper('trace', '--probes', 'all', '--syscall-exit', 'kprobe');
 ok($rc == 2 && $e =~ /--syscall-exit: kprobe: use auto, fexit or tracepoint/,
 	'bad --syscall-exit: usage error naming the choices');
@@ -422,7 +423,8 @@ done_testing();
 # the trace reports within its run, and --duration still ends it on time
 # with its final summary: the loop drains in bounded batches (before, it
 # stayed inside libbpf's consume for as long as records kept coming, here
-# until pgbench stopped).
+# until pgbench stopped), and what is still queued at the end is counted and
+# reported, not printed.
 sub check_busy_stream_ends
 {
 	my ($node) = @_;
@@ -444,6 +446,8 @@ sub check_busy_stream_ends
 	like($err, qr/\d+ events lost \(\d+ in all\)/,
 		'a stream busier than its reader: the loss is reported while it runs');
 	cmp_ok($took, '<', 8, "--duration 3s still ends it: ${took}s (pgbench went on for 40 s)");
+	like($err, qr/\d+ events still queued at the end were not printed/,
+		'... and says how many events it left queued unprinted');
 	like($out, qr/^\S+ trace\s+summary .* final=true /m, '... with its final summary');
 }
 

@@ -182,5 +182,45 @@ is(join(',', sort keys %width), '14',
 is($rc, 2, 'unknown set: usage error');
 
 $bg->quit;
+
+# --- after a restart the trace waits for the extension's new layout file:
+# until the worker writes it, the one there is the old postmaster's, which
+# the trace must not use (query ids 0), and it looks again each second.  The
+# old file is put back over the new one while the trace starts, then the new
+# one, so that the order does not depend on timing.
+my $layout = $node->data_dir . '/pg_tracer.layout';
+my $old_layout = slurp_file($layout);
+$node->restart;
+my $new_layout;
+wait_until(sub { $new_layout = slurp_file($layout); $new_layout ne $old_layout }, 10);
+sub overwrite
+{
+	my ($path, $bytes) = @_;
+	open(my $fh, '+<', $path) or die "open $path: $!";	# keeps owner and mode
+	truncate($fh, 0);
+	print $fh $bytes;
+	close($fh);
+}
+overwrite($layout, $old_layout);
+my ($th, $tout, $terr) = start_trace(qr/"queryid-tagging"/, '--probes', 'syscall', '--pgdata',
+	$node->data_dir, '--format', 'json', '--duration', '20s', '--log-level', 'info');
+like($$terr, qr/the layout file is the previous postmaster's: query ids are 0 until/,
+	'restart: the old postmaster\'s layout file is not used');
+overwrite($layout, $new_layout);
+ok(defined wait_until(sub { $th->pump_nb; $$terr =~ /layout file written: query ids from now on/ }, 5),
+	'restart: the new layout file is taken up when it is there') or diag($$terr);
+my $q = $node->background_psql('postgres');
+my $q_pid = $q->query_safe('SELECT pg_backend_pid()');
+my $explain = $q->query_safe('EXPLAIN (VERBOSE, FORMAT JSON) SELECT count(*) FROM rw');
+my ($qid) = $explain =~ /"Query Identifier": (-?\d+)/;
+$q->query_safe('SELECT count(*) FROM rw');
+wait_until(sub { $th->pump_nb; $$tout =~ /"pid":$q_pid,[^\n]*"queryid":\Q$qid\E,/ }, 5) if defined $qid;
+$th->signal('INT');
+$th->finish;
+my %q_ids = map { /"queryid":(-?\d+)/ ? ($1 => 1) : () } grep { /"pid":$q_pid,/ } split /\n/, $$tout;
+ok(defined $qid && $q_ids{$qid},
+	'restart: a new backend\'s reads carry its statement\'s query id ('
+	  . ($qid // 'no id from EXPLAIN') . ' among ' . join(',', sort keys %q_ids) . ')');
+$q->quit;
 $node->stop;
 done_testing();

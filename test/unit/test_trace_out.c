@@ -7,7 +7,9 @@
  *	  probe-set list parser, --buffer sizes
  *	  (helper/probe_set.c) and the kernel code names (common/pgt_kernel.c).
  */
+#include "kernel_sets.h"
 #include "pgt_kernel.h"
+#include "pgt_trace.h"
 #include "probe_set.h"
 #include "trace_out.h"
 #include "unit.h"
@@ -61,6 +63,8 @@ one_hist(trace_out *o)
 	slots[0] = 1;
 	slots[3] = 4;
 	trace_hist(o, "block", "block", 0, 0, "block read dev 8:0", slots, 32, "usecs");
+	slots[31] = 2;				/* 2^31 us and more: open-ended */
+	trace_hist(o, "block", "block", 0, 0, "block write dev 8:0", slots, 32, "usecs");
 }
 
 static void
@@ -116,6 +120,8 @@ test_hist(void)
 	CHECK(strstr(t, "usecs : count      |distribution") != NULL, "%s", t);
 	CHECK(strstr(t, "         8 -> 15         : 4          |****************************************|") != NULL, "%s", t);
 	CHECK(strstr(t, "         4 -> 7          : 0          |                                        |") != NULL, "%s", t);
+	CHECK(strstr(j, "{\"lo\":2147483648,\"hi\":null,\"count\":2}]}") != NULL, "%s", j);
+	CHECK(strstr(t, "2147483648 -> inf        : 2          |********************") != NULL, "%s", t);
 	free(j);
 	free(t);
 
@@ -234,14 +240,15 @@ test_exit_titles(void)
 }
 
 /*
- * Exited processes' titles for the focus test: 4194290 was a parallel
- * worker of 4194300, 4194291 one of another backend.
+ * Exited processes' titles for the focus test, a cluster in a pid namespace
+ * of its own: 4194290 was a parallel worker of the backend it knows as 17
+ * (the host's 4194300), 4194291 one of the backend it knows as 4194300.
  */
 static int
 worker_titles(void *arg, uint32_t pid, char *buf, size_t buflen)
 {
-	const char *title = pid == 4194290 ? "postgres: parallel worker for PID 4194300" :
-		pid == 4194291 ? "postgres: parallel worker for PID 4194299" : NULL;
+	const char *title = pid == 4194290 ? "postgres: parallel worker for PID 17" :
+		pid == 4194291 ? "postgres: parallel worker for PID 4194300" : NULL;
 
 	(void) arg;
 	if (title == NULL || buflen < strlen(title) + 1)
@@ -259,6 +266,7 @@ focused_records(trace_out *o)
 
 	o->exit_title = worker_titles;
 	o->focus = 4194300;
+	o->focus_nspid = 17;
 	for (i = 0; i < sizeof(pids) / sizeof(pids[0]); i++)
 	{
 		trace_rec_begin(o, "syscall", "stats", pids[i], 0, 1);
@@ -272,7 +280,8 @@ focused_records(trace_out *o)
 /*
  * --pid of a backend: its records and its parallel workers' (even gone)
  * are printed, and those of no one process; another backend's worker's
- * records and histograms are not, whole.
+ * records and histograms are not, whole.  Workers name their leader by
+ * its pid in the cluster's namespace, not by the host's.
  */
 static void
 test_focus(void)
@@ -336,6 +345,42 @@ test_json_strings(void)
 	}
 }
 
+/* A well-formed record, one cut short, one of an unknown kind. */
+static void
+kernel_records(trace_out *o)
+{
+	const probe_set *set = pset_find("syscall");
+	pset_inst	in = {.set = set};
+	struct pgt_event_hdr h = {.pid = 4242, .set = PGT_SET_SYSCALL, .event = PGT_KEV_CALL};
+	struct pgt_kev_call c = {.latency_ns = 1500, .ret = 8192, .op = PGT_KOP_PREAD64};
+
+	CHECK(set != NULL && set->event != NULL, "the syscall set renders records");
+	if (set == NULL || set->event == NULL)
+		return;
+	CHECK_INT(set->event(&in, o, &h, &c, sizeof(c)), 0);
+	CHECK_INT(set->event(&in, o, &h, &c, sizeof(c) - 1), -1);
+	h.event = 99;
+	CHECK_INT(set->event(&in, o, &h, &c, sizeof(c)), -1);
+}
+
+/*
+ * A kernel set's records: one line for the good one; the short and the
+ * unknown one are refused (trace counts them as malformed), not printed.
+ */
+static void
+test_kernel_records(void)
+{
+	char	   *out = render(1, kernel_records);
+	const char *p;
+	int			lines = 0;
+
+	CHECK(strstr(out, "\"event\":\"pread64\",\"pid\":4242,") != NULL, "the record: %s", out);
+	for (p = out; *p; p++)
+		lines += *p == '\n';
+	CHECK_INT(lines, 1);
+	free(out);
+}
+
 int
 main(void)
 {
@@ -348,5 +393,6 @@ main(void)
 	test_exit_titles();
 	test_focus();
 	test_stream_bytes();
+	test_kernel_records();
 	UNIT_MAIN_END("test_trace_out");
 }
