@@ -1046,8 +1046,9 @@ retire_exited(void)
 		.pid_off = offsetof(struct eng_key, pid), .pm_off = offsetof(struct eng_key, pm),
 		.pm_in_key = 1, .fold = pid_retire_fold_u64, .fold_arg = &eng_fold};
 
-	return core.nrows > 0 &&
-		pid_retire_rows(&m, &core.rows[0].raw, &core.rows[0].v, core.nrows) > 0;
+	/* an empty copy is a round too (a reused pid's rows: none to fold here) */
+	return pid_retire_rows(&m, core.rows ? &core.rows[0].raw : NULL,
+						   core.rows ? &core.rows[0].v : NULL, core.nrows) > 0;
 }
 
 /*

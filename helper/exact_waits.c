@@ -644,7 +644,8 @@ collect(pset_inst *in)
 	p->n = copy_map(bpf_map__fd(p->skel->maps.exact_waits), PGT_EXACT_WAITS_MAX,
 					sizeof(struct pgt_exact_key), sizeof(struct pgt_exact_val),
 					(void **) &p->keys, (void **) &p->vals);
-	if (p->n > 0 && pid_retire_rows(&waits_retire(p), p->keys, p->vals, p->n) > 0)
+	/* an empty copy is a round too (a reused pid's rows: none to fold here) */
+	if (pid_retire_rows(&waits_retire(p), p->keys, p->vals, p->n) > 0)
 		p->n = copy_map(bpf_map__fd(p->skel->maps.exact_waits), PGT_EXACT_WAITS_MAX,
 						sizeof(struct pgt_exact_key), sizeof(struct pgt_exact_val),
 						(void **) &p->keys, (void **) &p->vals);

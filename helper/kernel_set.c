@@ -354,8 +354,11 @@ copy_retire(const retire_map *m, unsigned char **rows, size_t max)
 {
 	size_t		n = copy_map(m->fd, m->ksize, m->vsize, rows, max);
 
-	/* rows are key then value, packed (kio_row, kproc_row, khist_row) */
-	if (n > 0 && pid_retire_rows(m, *rows, *rows + m->ksize, n) > 0)
+	/*
+	 * rows are key then value, packed (kio_row, kproc_row, khist_row); an
+	 * empty map has its round too (a reused pid's rows: none to fold here)
+	 */
+	if (pid_retire_rows(m, *rows, *rows ? *rows + m->ksize : NULL, n) > 0)
 		n = copy_map(m->fd, m->ksize, m->vsize, rows, max);
 	return n;
 }
@@ -432,7 +435,8 @@ copy_with_tasks(kset *ks)
 /* The tasks' rows of each kind: keys and folds as the maps' */
 #define TACC_KIND(kind_, row, fold_) \
 	((tacc_kind) {.kind = (kind_), .ksize = sizeof(((row *) 0)->k), .rsize = sizeof(row), \
-		.pid_off = offsetof(row, k.pid), .fold = pid_retire_fold_u64, .fold_arg = (fold_)})
+		.pid_off = offsetof(row, k.pid), .pm_off = offsetof(row, v.pm), \
+		.fold = pid_retire_fold_u64, .fold_arg = (fold_)})
 
 /*
  * merge_tasks

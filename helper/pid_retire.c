@@ -20,7 +20,9 @@
  * there, the rows under the pid are the old process's (and at most a check's
  * worth of the new one's): each map folds them at its next round (within
  * REUSE_FOLD_NS), with the old process's role, instead of letting the new
- * process continue them.  A process of another role would otherwise see
+ * process continue them.  Once keep_s is over each map folds a dead pid's
+ * rows at its next round, so a reuse found then folds in the maps that have
+ * not had that round yet.  A process of another role would otherwise see
  * them as its own (query ids, counts and times of a session it may not
  * see).  Maps are told apart by descriptor (map_bit), at most 32 of them.
  *
@@ -59,6 +61,7 @@ typedef struct pid_entry
 	uint32_t	nspid;			/* its pid in its cluster, noted at exit */
 	uint64_t	ident;			/* attached_ns of the process last found */
 	uint32_t	fold_maps;		/* map_bit()s still to fold a reused pid's rows */
+	uint32_t	dead_folded;	/* map_bit()s that folded its rows since it exited */
 	uint32_t	old_role;		/* the role of the process that held it before */
 	uint64_t	fold_until_ns;	/* and until when (REUSE_FOLD_NS) */
 } pid_entry;
@@ -194,6 +197,33 @@ is_tracked(uint32_t pid, uint64_t *ident)
 }
 
 /*
+ * note_reuse
+ *		A new process holds e's pid: the maps that may hold the earlier one's
+ *		rows fold them at their next round.  That is every map while the old
+ *		process ran or its rows were kept (keep_s); after, those that have
+ *		not folded them since (a map's round comes within REUSE_FOLD_NS: past
+ *		that, every map has, and the rows are the new process's).
+ */
+static void
+note_reuse(pid_entry *e, uint64_t now)
+{
+	uint64_t	keep_ns = (uint64_t) keep_s * 1000000000ULL;
+	uint64_t	dead_ns = e->dead_since_ns ? now - e->dead_since_ns : 0;
+	uint32_t	maps = nmap_fds == 32 ? ~0u : (1u << nmap_fds) - 1;
+
+	if (e->dead_since_ns != 0 && dead_ns >= keep_ns)
+		maps = dead_ns < keep_ns + REUSE_FOLD_NS ? maps & ~e->dead_folded : 0;
+	if (maps == 0)
+		return;					/* folded already: the rows are the new one's */
+	e->fold_maps = maps;
+	e->fold_until_ns = now + REUSE_FOLD_NS;
+	any_fold_maps = 1;
+	e->old_role = e->role;
+	e->role = 0;
+	log_debug("pid %u reused: its earlier process's rows fold", e->pid);
+}
+
+/*
  * check
  *		Ask whether e's pid is tracked; note since when it is not, and its
  *		role (a reused pid's is its new process's).  A new process on the
@@ -209,21 +239,15 @@ check(pid_entry *e, uint64_t now)
 	e->checked_ns = now;
 	if (e->alive && ident != 0)
 	{
-		/* unless the old rows folded already: then the rows are the new one's */
-		if (e->ident != 0 && ident != e->ident &&
-			(e->dead_since_ns == 0 || now - e->dead_since_ns < (uint64_t) keep_s * 1000000000ULL))
-		{
-			e->fold_maps = nmap_fds == 32 ? ~0u : (1u << nmap_fds) - 1;
-			e->fold_until_ns = now + REUSE_FOLD_NS;
-			any_fold_maps = 1;
-			e->old_role = e->role;
-			e->role = 0;
-			log_debug("pid %u reused: its earlier process's rows fold", e->pid);
-		}
+		if (e->ident != 0 && ident != e->ident)
+			note_reuse(e, now);
 		e->ident = ident;
 	}
 	if (e->alive)
+	{
 		e->dead_since_ns = 0;
+		e->dead_folded = 0;
+	}
 	else if (e->dead_since_ns == 0)
 		e->dead_since_ns = now;
 	if (role_of != NULL && (e->alive || e->role == 0))
@@ -282,8 +306,12 @@ due(uint32_t pid, uint32_t bit, uint64_t now, int pressed)
 		e->fold_maps = 0;		/* a map without rows then has none of the old */
 	if (e->fold_maps & bit)
 		return 1;				/* reused: cleared once the round is done */
-	return !e->alive &&
-		(pressed || now - e->dead_since_ns >= (uint64_t) keep_s * 1000000000ULL);
+	if (e->alive)
+		return 0;
+	if (!pressed && now - e->dead_since_ns < (uint64_t) keep_s * 1000000000ULL)
+		return 0;
+	e->dead_folded |= bit;
+	return 1;
 }
 
 /*

@@ -186,6 +186,16 @@ coalesce(const tacc_kind *k, unsigned char *rows, size_t m)
 }
 
 /*
+ * same_pm
+ *		Are rows a and b of one postmaster?
+ */
+static int
+same_pm(const tacc_kind *k, const unsigned char *a, const unsigned char *b)
+{
+	return memcmp(a + k->pm_off, b + k->pm_off, sizeof(uint32_t)) == 0;
+}
+
+/*
  * tacc_merge
  *		See task_accum.h.  The task rows are sorted and each map row looks
  *		its key up among them: O(n log m), the (large) map copy not moved.
@@ -218,7 +228,8 @@ tacc_merge(const tacc_kind *k, const tacc_buf *b, unsigned char **rows, size_t n
 		unsigned char *hit = bsearch(r, extra, m, k->rsize, cmp_key);
 		size_t		j = hit != NULL ? (size_t) (hit - extra) / k->rsize : 0;
 
-		if (hit != NULL && !used[j])	/* a key twice in the copy: once */
+		/* a key twice in the copy: once; another cluster's row: not */
+		if (hit != NULL && !used[j] && same_pm(k, r, hit))
 		{
 			k->fold(r + k->ksize, hit + k->ksize, k->fold_arg);
 			used[j] = 1;

@@ -35,6 +35,7 @@ typedef struct tacc_kind
 	size_t		ksize;			/* key bytes at the start of a row */
 	size_t		rsize;			/* row bytes (key then value) */
 	size_t		pid_off;		/* the __u32 pid within the key */
+	size_t		pm_off;			/* the __u32 postmaster within the row */
 	void		(*fold) (void *dst, const void *src, const void *arg);	/* values */
 	const void *fold_arg;
 } tacc_kind;
@@ -50,8 +51,9 @@ extern int	tacc_read(struct bpf_link *iter, tacc_buf *b);
 
 /*
  * Merge the rows of kind k found in b into *rows (n rows, room for *cap,
- * grown as needed): a row whose key is there already is folded into it,
- * the others are appended.  Returns the rows now in *rows; a malformed
+ * grown as needed): a row whose key is there already, of the same
+ * postmaster, is folded into it, the others are appended (a pid's rows of
+ * a cluster its new process is not in: a reused pid not folded yet).  Returns the rows now in *rows; a malformed
  * record in b ends the walk (logged once).
  */
 extern size_t tacc_merge(const tacc_kind *k, const tacc_buf *b, unsigned char **rows,

@@ -12,7 +12,9 @@
  *	  fold per role, named by the role callback (asked while a process
  *	  runs and once it is gone); a pid taken by a new process folds the
  *	  old one's rows in every map at its next round, once, with the old
- *	  role, and not when they folded already.  Needs CAP_BPF (the test suite
+ *	  role, and not when they folded already; a map that has not folded
+ *	  them yet when the reuse comes after --keep-exited ran out folds them
+ *	  then.  Needs CAP_BPF (the test suite
  *	  runs as root); without it the map checks are skipped and say so.
  */
 #include "pid_retire.h"
@@ -313,6 +315,8 @@ static uint32_t
 fake_reuse_role(void *arg, uint32_t pid, int alive)
 {
 	(void) arg;
+	if (pid == 903 && alive)
+		return PGT_ROLE_CLIENT_BACKEND;
 	if (pid != 901 || !alive)
 		return 0;
 	return reuse_role_generation ? PGT_ROLE_PARALLEL_WORKER : PGT_ROLE_CLIENT_BACKEND;
@@ -453,6 +457,40 @@ test_reuse(void)
 	usleep(250 * 1000);
 	CHECK_INT(pid_retire_rows(&mb, keys, vals, copy(fb, keys, vals, 16)), 0);
 	CHECK_INT(get(fb, 902, 1, &v), 0);
+
+	/*
+	 * 903 exits; --keep-exited 1 runs out and map a folds its row at its
+	 * round, then a new process takes the pid before map b's round: b still
+	 * holds the old process's row, which folds (with its role) rather than
+	 * become the new process's.
+	 */
+	track(tracked, 903, 1000);
+	put(fa, 903, 2, 6, 60, 90, 7);
+	put(fb, 903, 2, 7, 70, 95, 7);
+	CHECK_INT(pid_retire_configure("1", err, sizeof(err)), 0);
+	CHECK_INT(pid_retire_rows(&ma, keys, vals, copy(fa, keys, vals, 16)), 0);
+	CHECK_INT(pid_retire_rows(&mb, keys, vals, copy(fb, keys, vals, 16)), 0);
+	gone = 903;
+	CHECK_INT(bpf_map_delete_elem(tracked, &gone), 0);
+	usleep(250 * 1000);
+	CHECK_INT(pid_retire_rows(&ma, keys, vals, copy(fa, keys, vals, 16)), 0);	/* kept */
+	CHECK_INT(pid_retire_rows(&mb, keys, vals, copy(fb, keys, vals, 16)), 0);
+	usleep(1100 * 1000);
+	CHECK_INT(pid_retire_rows(&ma, keys, vals, copy(fa, keys, vals, 16)), 1);	/* keep over */
+	track(tracked, 903, 4000);
+	usleep(250 * 1000);
+	CHECK_INT(pid_retire_rows(&mb, keys, vals, copy(fb, keys, vals, 16)), 1);
+	CHECK(get(fb, 903, 2, &v) != 0, "map b's row of the old process on 903 folded");
+	CHECK_INT(get(fb, PGT_RETIRED_PID_ROLE(7, PGT_ROLE_CLIENT_BACKEND), 2, &v), 0);
+	CHECK_INT(v.calls, 7);
+	/* and the new process's rows after that are its own, in both maps */
+	put(fa, 903, 2, 1, 1, 1, 7);
+	put(fb, 903, 2, 1, 1, 1, 7);
+	usleep(250 * 1000);
+	CHECK_INT(pid_retire_rows(&ma, keys, vals, copy(fa, keys, vals, 16)), 0);
+	CHECK_INT(pid_retire_rows(&mb, keys, vals, copy(fb, keys, vals, 16)), 0);
+	CHECK_INT(get(fa, 903, 2, &v), 0);
+	CHECK_INT(get(fb, 903, 2, &v), 0);
 
 cleanup:
 	if (tracked >= 0)

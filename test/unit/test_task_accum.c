@@ -2,7 +2,7 @@
  * test/unit/test_task_accum.c
  *	  Merging tasks' own rows (helper/task_accum.c) into a copy of a map:
  *	  a task row whose key the copy has is folded into it (sums added,
- *	  maximum kept), the others are appended, two threads' rows of one key
+ *	  maximum kept) when both are of one postmaster, the others are appended, two threads' rows of one key
  *	  become one, rows of other kinds are skipped, and the iterator's
  *	  output is checked record by record: a wrong size or kind, a record
  *	  running past the end, a pid 0 or a retired pid is not taken.
@@ -20,7 +20,7 @@ static const retire_u64_layout kio_layout = {.nwords = 5, .max_mask = 1ULL << 4}
 static const tacc_kind kio_kind = {
 	.kind = PGT_TACC_KIO, .ksize = sizeof(struct pgt_kio_key),
 	.rsize = sizeof(struct pgt_kio_row), .pid_off = offsetof(struct pgt_kio_row, k.pid),
-	.fold = pid_retire_fold_u64, .fold_arg = &kio_layout};
+	.pm_off = offsetof(struct pgt_kio_row, v.pm), .fold = pid_retire_fold_u64, .fold_arg = &kio_layout};
 
 static struct pgt_kio_row
 row(uint32_t pid, uint64_t qid, uint64_t calls, uint64_t max_ns)
@@ -79,9 +79,11 @@ test_merge(void)
 
 	rows[0] = row(10, 1, 5, 300);
 	rows[1] = row(11, 1, 2, 50);
+	rows[1].v.pm = 8;			/* pid 11's rows not folded yet: another cluster's process */
 	memset(&other, 0, sizeof(other));
 	other.k.pid = 10;
 	put_kio(&b, row(10, 1, 3, 900));	/* folds into rows[0] */
+	put_kio(&b, row(11, 1, 4, 40));		/* pid 11 of cluster 7 now: appended */
 	put(&b, PGT_TACC_KPROC, sizeof(other), &other, sizeof(other));	/* not kio: skipped */
 	put_kio(&b, row(12, 4, 1, 10));		/* new */
 	put_kio(&b, row(12, 4, 2, 20));		/* the same key from a second thread */
@@ -89,13 +91,16 @@ test_merge(void)
 	put_kio(&b, row(PGT_RETIRED_PID(7), 9, 1, 1));
 
 	n = tacc_merge(&kio_kind, &b, (unsigned char **) &rows, 2, &cap);
-	CHECK_INT(n, 3);
-	CHECK(cap >= 3, "the copy grew: %zu", cap);
+	CHECK_INT(n, 4);
+	CHECK(cap >= 4, "the copy grew: %zu", cap);
 	r = find(rows, n, 10, 1);
 	CHECK(r != NULL && r->v.calls == 8 && r->v.bytes == 800 && r->v.max_ns == 900,
 		  "task row folded into the map's: sums added, maximum kept");
 	r = find(rows, n, 11, 1);
-	CHECK(r != NULL && r->v.calls == 2, "a map row without task rows is untouched");
+	CHECK(r != NULL && r->v.calls == 2 && r->v.pm == 8,
+		  "a map row with task rows of another cluster only is untouched");
+	CHECK(n == 4 && rows[2].k.pid == 11 && rows[2].v.calls == 4 && rows[2].v.pm == 7,
+		  "and those are a row of their own");
 	r = find(rows, n, 12, 4);
 	CHECK(r != NULL && r->v.calls == 3 && r->v.max_ns == 20 && r->v.pm == 7,
 		  "two threads' rows of one key appended as one");
