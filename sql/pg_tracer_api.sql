@@ -206,3 +206,15 @@ SELECT obj_description('pg_tracer_kernel_io'::regclass) IS NOT NULL AS keeps_com
 SELECT has_table_privilege('public', 'pg_tracer_kernel_net', 'SELECT') AS granted;
 SELECT count(*) FROM pg_proc WHERE proname LIKE 'pg\_tracer\_%';
 DROP EXTENSION pg_tracer;
+-- and one from 0.5.0 (a fix release): three exact-tier views are replaced
+-- with the same columns, keeping their comments and grants
+CREATE EXTENSION pg_tracer VERSION '0.5.0';
+SELECT pg_get_viewdef('pg_tracer_wait_events') LIKE '%FULL JOIN%' AS keeps_exact_only_events;
+ALTER EXTENSION pg_tracer UPDATE;
+SELECT extversion FROM pg_extension WHERE extname = 'pg_tracer';
+SELECT pg_get_viewdef('pg_tracer_wait_events') LIKE '%FULL JOIN%' AS keeps_exact_only_events;
+SELECT pg_get_viewdef('pg_tracer_exact_time_model') LIKE '%reset_at%' AS counts_from_reset;
+SELECT obj_description('pg_tracer_exact_time_model'::regclass) IS NOT NULL AS keeps_comment;
+SELECT has_table_privilege('public', 'pg_tracer_exact_time_model', 'SELECT') AS granted;
+SELECT count(*) FROM pg_proc WHERE proname LIKE 'pg\_tracer\_%';
+DROP EXTENSION pg_tracer;

@@ -17,6 +17,9 @@
 #   - hardware watchpoint self-test reported in pg_tracer_probes
 #   - a new connection's first statement (pg_sleep(1.2)) timed although the
 #     helper has not mapped its backend yet
+#   - after pg_tracer_reset() the exact time model counts from the reset
+#     (before, the time covered until then came out as CPU*); with the
+#     sampler off, pg_tracer_wait_events still has the exact tier's events
 use strict;
 use warnings;
 use FindBin;
@@ -242,6 +245,33 @@ is(q1("SELECT count(*) FROM pg_tracer_exact_waits() WHERE pid = $fresh AND wait_
 	'1', 'that sleep is one row (one wait event, one query id)');
 is(q1('SELECT granted_s || mode FROM pg_tracer_exact_budget(), pg_tracer_escalate(5)'), '5full',
 	'escalate in full mode is granted without budget');
+
+# after a reset the time model counts from it: the time covered before it
+# (here a 1.5 s sleep, whose wait the reset emptied) is not CPU*
+$s->query_safe('SELECT pg_sleep(1.5)');
+q1('SELECT pg_tracer_reset()');
+my $reset_t = time();
+sleep(1.2);
+my ($cov, $cpu) = split /\|/,
+  q1("SELECT round(covered_ms), round(cpu_ms) FROM pg_tracer_exact_time_model WHERE pid = $pid");
+my $since_reset = (time() - $reset_t) * 1000;
+ok(defined $cpu && $cov <= $since_reset + 200 && $cpu < 300,
+	sprintf('after a reset the time model counts from it: covered %s ms of %.0f, CPU* %s ms',
+		$cov // 'none', $since_reset, $cpu // 'none'));
+
+# an event only the exact tier timed (the sampler off) has its row, exact
+q1('ALTER SYSTEM SET pg_tracer.sampler_enabled = off');
+q1('SELECT pg_reload_conf()');
+ok(defined wait_until(sub { q1('SELECT sampler_enabled FROM pg_tracer_ash_status()') eq 'f' }, 5),
+	'sampler off');
+q1('SELECT pg_tracer_reset()');
+$s->query_safe('SELECT pg_sleep(0.3)');
+sleep(1.3);
+is(q1("SELECT fidelity || '|' || waits || '|' || samples FROM pg_tracer_wait_events
+		WHERE wait_event = 'PgSleep'"), 'exact|1|0',
+	'pg_tracer_wait_events: a wait the sampler never saw is there, timed exactly');
+q1('ALTER SYSTEM RESET pg_tracer.sampler_enabled');
+q1('SELECT pg_reload_conf()');
 
 signal_helper($helper, 'TERM');
 $s->quit;

@@ -1,0 +1,5 @@
+-- Version 0.5.1 of pg_tracer: this folder holds what 0.5.1 changes over
+-- 0.5.0, one file per feature, in the same numbering as sql/0.2.0/.  The
+-- Makefile concatenates them, in name order, into the upgrade script
+-- sql/pg_tracer--0.5.0--0.5.1.sql.  A fix release: three views over the
+-- exact tier are replaced with the same columns.
