@@ -7,7 +7,8 @@
  * is asked about at most every CHECK_NS (a round over several maps asks
  * the kernel once), dead or alive: a dead one's pid may be taken by a new
  * process (below).  The table is rebuilt without the pids not looked at
- * for a while when it fills up.
+ * for a while when it is half full, twice as large when what is kept
+ * would fill a quarter (connection storms: thousands of pids a second).
  * Each check also notes the pid's role (role_of): at every check while it
  * runs, and at the first that finds it gone if none was noted; the daemon
  * also hands over the role of each process it stops tracking
@@ -41,7 +42,8 @@
 #include <string.h>
 #include <time.h>
 
-#define TABLE_SIZE		16384	/* power of two; > the maps' distinct pids */
+#define TABLE_MIN		16384	/* slots at first: a power of two */
+#define TABLE_MAX		(1u << 18)	/* and at most (some 20 MB) */
 #define CHECK_NS		200000000ULL	/* a liveness answer is good this long */
 #define FORGET_NS		10000000000ULL	/* unseen this long: dropped at rebuild */
 #define REUSE_FOLD_NS	3000000000ULL	/* a reused pid's rows fold in the rounds
@@ -72,6 +74,8 @@ static int	tracked_fd = -1;
 static pid_role_fn role_of;
 static void *role_arg;
 static pid_entry *table;
+static size_t table_size;		/* slots of table: a power of two */
+static uint64_t last_rebuild_ns;
 static size_t nused;
 static uint64_t fold_failures;
 static int	map_fds[32];		/* map_bit's registry */
@@ -125,36 +129,44 @@ now_ns(void)
  *		The table slot holding pid, or the free slot it would go to.
  */
 static pid_entry *
-slot_of(pid_entry *t, uint32_t pid)
+slot_of(pid_entry *t, size_t size, uint32_t pid)
 {
-	size_t		i = (pid * 2654435761u) & (TABLE_SIZE - 1);
+	size_t		i = (pid * 2654435761u) & (size - 1);
 
 	while (t[i].pid != 0 && t[i].pid != pid)
-		i = (i + 1) & (TABLE_SIZE - 1);
+		i = (i + 1) & (size - 1);
 	return &t[i];
 }
 
 /*
  * rebuild
- *		Keep only the pids looked at within FORGET_NS.
+ *		Keep only the pids looked at within FORGET_NS, in a table at least
+ *		four times their number (up to TABLE_MAX).
  */
 static void
 rebuild(uint64_t now)
 {
-	pid_entry  *n = calloc(TABLE_SIZE, sizeof(*n));
+	size_t		keep = 0;
+	size_t		size = TABLE_MIN;
+	pid_entry  *n;
 	size_t		i;
 
-	if (n == NULL)
+	for (i = 0; i < table_size; i++)
+		keep += table[i].pid != 0 && now - table[i].seen_ns < FORGET_NS;
+	while (size < 4 * keep && size < TABLE_MAX)
+		size *= 2;
+	if ((n = calloc(size, sizeof(*n))) == NULL)
 		return;
 	nused = 0;
-	for (i = 0; i < TABLE_SIZE; i++)
+	for (i = 0; i < table_size; i++)
 		if (table[i].pid != 0 && now - table[i].seen_ns < FORGET_NS)
 		{
-			*slot_of(n, table[i].pid) = table[i];
+			*slot_of(n, size, table[i].pid) = table[i];
 			nused++;
 		}
 	free(table);
 	table = n;
+	table_size = size;
 }
 
 /*
@@ -266,16 +278,24 @@ entry_of(uint32_t pid, uint64_t now)
 {
 	pid_entry  *e;
 
-	if (table == NULL && (table = calloc(TABLE_SIZE, sizeof(*table))) == NULL)
-		return NULL;
-	e = slot_of(table, pid);
+	if (table == NULL)
+	{
+		if ((table = calloc(TABLE_MIN, sizeof(*table))) == NULL)
+			return NULL;
+		table_size = TABLE_MIN;
+	}
+	e = slot_of(table, table_size, pid);
 	if (e->pid == 0)
 	{
-		if (nused >= TABLE_SIZE / 2)
+		if (nused >= table_size / 2)
 		{
+			/* a table full at its largest: not a rebuild per new pid */
+			if (now - last_rebuild_ns < CHECK_NS)
+				return NULL;
+			last_rebuild_ns = now;
 			rebuild(now);
-			e = slot_of(table, pid);
-			if (nused >= TABLE_SIZE / 2)
+			e = slot_of(table, table_size, pid);
+			if (nused >= table_size / 2)
 				return NULL;
 		}
 		memset(e, 0, sizeof(*e));
@@ -326,7 +346,7 @@ known(uint32_t pid)
 
 	if (table == NULL || pid == 0 || PGT_IS_RETIRED(pid))
 		return NULL;
-	e = slot_of(table, pid);
+	e = slot_of(table, table_size, pid);
 	return e->pid == pid ? e : NULL;
 }
 
@@ -414,7 +434,7 @@ fold_role(const retire_map *m, uint32_t pid)
 
 	if (table == NULL || pid == 0 || PGT_IS_RETIRED(pid))
 		return 0;
-	e = slot_of(table, pid);
+	e = slot_of(table, table_size, pid);
 	if (e->pid != pid)
 		return 0;
 	return (e->fold_maps & map_bit(m)) != 0 ? e->old_role : e->role;
@@ -433,7 +453,7 @@ reuse_round_done(uint32_t bit)
 
 	if (!any_fold_maps || table == NULL)
 		return;
-	for (i = 0; i < TABLE_SIZE; i++)
+	for (i = 0; i < table_size; i++)
 	{
 		table[i].fold_maps &= ~bit;
 		left |= table[i].fold_maps != 0;

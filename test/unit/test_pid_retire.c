@@ -14,7 +14,8 @@
  *	  old one's rows in every map at its next round, once, with the old
  *	  role, and not when they folded already; a map that has not folded
  *	  them yet when the reuse comes after --keep-exited ran out folds them
- *	  then.  Needs CAP_BPF (the test suite
+ *	  then; ten thousand exited pids in one round all fold (the table
+ *	  grows).  Needs CAP_BPF (the test suite
  *	  runs as root); without it the map checks are skipped and say so.
  */
 #include "pid_retire.h"
@@ -501,6 +502,51 @@ cleanup:
 		close(fb);
 }
 
+/*
+ * A connection storm: 10,000 exited pids in one round, more than half the
+ * table's first size.  The table grows and every row folds.
+ */
+static void
+test_many_pids(void)
+{
+	size_t		npids = 10000;
+	int			tracked = bpf_map_create(BPF_MAP_TYPE_HASH, "retire_trk_many", 4,
+										 sizeof(struct pgt_tracked), 64, NULL);
+	int			fd = bpf_map_create(BPF_MAP_TYPE_HASH, "retire_many", sizeof(struct key),
+									sizeof(struct val), npids + 64, NULL);
+	retire_map	m = test_map("many", fd, 0);
+	struct key *keys = calloc(npids, sizeof(*keys));
+	struct val *vals = calloc(npids, sizeof(*vals));
+	struct val	v;
+	char		err[64];
+	size_t		i;
+
+	if (tracked >= 0 && fd >= 0 && keys != NULL && vals != NULL)
+	{
+		size_t		stored = 0;
+
+		for (i = 0; i < npids; i++)
+		{
+			struct key	k = {200000 + (uint32_t) i, 1};
+			struct val	nv = {1, 10, 5, 9, 0};
+
+			stored += bpf_map_update_elem(fd, &k, &nv, BPF_ANY) == 0;
+		}
+		CHECK_INT(stored, npids);
+		CHECK_INT(pid_retire_configure("0", err, sizeof(err)), 0);
+		pid_retire_setup(tracked, NULL, NULL);
+		CHECK_INT(pid_retire_rows(&m, keys, vals, copy(fd, keys, vals, npids)), npids);
+		CHECK_INT(get(fd, PGT_RETIRED_PID(9), 1, &v), 0);
+		CHECK_INT(v.calls, npids);
+	}
+	free(keys);
+	free(vals);
+	if (tracked >= 0)
+		close(tracked);
+	if (fd >= 0)
+		close(fd);
+}
+
 int
 main(void)
 {
@@ -522,6 +568,7 @@ main(void)
 		test_full_map(tracked);
 		test_roles(tracked);
 		test_reuse();
+		test_many_pids();
 	}
 	if (fd >= 0)
 		close(fd);
