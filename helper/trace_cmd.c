@@ -238,7 +238,6 @@ find_targets(trace_state *t)
 	{
 		pm_info		pm;
 		proc_stat	st;
-
 		char		why_self[512];
 
 		if (discovery_check_postmaster(t->o.pid, &pm, why_self, sizeof(why_self)) == 0)

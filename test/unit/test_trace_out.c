@@ -31,6 +31,17 @@ render(int json, void (*fn) (trace_out *o))
 	return buf;
 }
 
+/* Lines (records) in s. */
+static int
+count_lines(const char *s)
+{
+	int			n = 0;
+
+	for (; *s; s++)
+		n += *s == '\n';
+	return n;
+}
+
 static void
 one_record(trace_out *o)
 {
@@ -287,17 +298,13 @@ static void
 test_focus(void)
 {
 	char	   *out = render(1, focused_records);
-	const char *p;
-	int			lines = 0;
 
 	CHECK(strstr(out, "\"pid\":4194300,") != NULL, "the focus's record: %s", out);
 	CHECK(strstr(out, "\"pid\":4194290,\"backend_type\":\"parallel worker\"") != NULL,
 		  "its worker's record: %s", out);
 	CHECK(strstr(out, "4194291") == NULL, "no record of another backend's worker: %s", out);
 	CHECK(strstr(out, "\"pid\":0,") != NULL, "the kernel's record: %s", out);
-	for (p = out; *p; p++)
-		lines += *p == '\n';
-	CHECK_INT(lines, 3);		/* whole records only: no stray fields or ends */
+	CHECK_INT(count_lines(out), 3);	/* whole records only: no stray fields or ends */
 	free(out);
 }
 
@@ -371,13 +378,9 @@ static void
 test_kernel_records(void)
 {
 	char	   *out = render(1, kernel_records);
-	const char *p;
-	int			lines = 0;
 
 	CHECK(strstr(out, "\"event\":\"pread64\",\"pid\":4242,") != NULL, "the record: %s", out);
-	for (p = out; *p; p++)
-		lines += *p == '\n';
-	CHECK_INT(lines, 1);
+	CHECK_INT(count_lines(out), 1);
 	free(out);
 }
 
