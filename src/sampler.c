@@ -135,6 +135,9 @@ static ProcWait *procwaits;
 static int	nslots;
 static int64 last_gc_second;
 
+/* a directory entry was given to a new session: its old rows are orphans */
+static bool recycled_entries;
+
 static void sampler_shutdown(int code, Datum arg);
 static void ask_short_slice(void);
 static void sampler_tick(uint64 weight_us, TimestampTz now);
@@ -163,6 +166,7 @@ static void pending_resolve(int slot, const Sample *s, bool gone,
 static void pending_give(Tracker *t, int i, uint64 qid, PgtAshBucket *fb,
 						 PgtAshBucket *cb);
 static void gc_sessions(TimestampTz now);
+static void adopt_directory(TimestampTz now);
 static int	cmp_uint64(const void *a, const void *b);
 
 /*
@@ -210,6 +214,7 @@ pgt_sampler_main(Datum main_arg)
 	pgt_ash->sampler_pid = MyProcPid;
 	pgt_ash->sampler_started = GetCurrentTimestamp();
 	memset(pgt_ash_live(pgt_ash), 0, sizeof(PgtAshLive) * nslots);
+	adopt_directory(pgt_ash->sampler_started);
 	pgt_seq_end_write(&pgt_ash->seq);
 	before_shmem_exit(sampler_shutdown, (Datum) 0);
 
@@ -617,6 +622,15 @@ session_begin(int slot, const Sample *s, TimestampTz now)
 	else
 		type_name = GetBackendTypeDesc(s->bt);
 
+	/* an entry of this very process (the sampler restarted): it goes on */
+	for (i = 0; i < pgt_ash->nsessions; i++)
+		if (dir[i].key == t->key)
+		{
+			t->session = i;
+			dir[i].exited = false;
+			dir[i].last_seen = now;
+			return;
+		}
 	for (i = 0; i < pgt_ash->nsessions; i++)
 	{
 		if (dir[i].key == 0)
@@ -633,6 +647,8 @@ session_begin(int slot, const Sample *s, TimestampTz now)
 		pgt_ash->session_overflow++;
 		return;
 	}
+	if (dir[best].key != 0)
+		recycled_entries = true;	/* gc_sessions drops the old session's rows */
 	memset(&dir[best], 0, sizeof(PgtAshSession));
 	dir[best].key = t->key;
 	dir[best].pid = s->pid;
@@ -984,7 +1000,8 @@ cmp_uint64(const void *a, const void *b)
  * gc_sessions
  *		Forget sessions that exited longer ago than the longest window:
  *		free their directory entries and drop their cumulative rows (the
- *		(session, event) table would otherwise fill with the dead).
+ *		(session, event) table would otherwise fill with the dead), and the
+ *		rows of sessions whose entries session_begin gave to new ones.
  */
 static void
 gc_sessions(TimestampTz now)
@@ -992,27 +1009,33 @@ gc_sessions(TimestampTz now)
 	PgtAshSession *dir = pgt_ash_directory(pgt_ash);
 	PgtAshTable *tab = pgt_ash_sessions_tab(pgt_ash);
 	TimestampTz horizon = now - (TimestampTz) (PGT_ASH_MAX_WINDOW_S + PGT_ASH_COARSE_SECS) * USECS_PER_SEC;
-	uint64	   *gone = NULL;
-	int			ngone = 0;
+	uint64	   *kept;
+	int			nkept = 0;
+	bool		freed = false;
 	PgtAshTable *copy;
 	uint32		i;
 	int			j;
 
 	for (j = 0; j < pgt_ash->nsessions; j++)
-	{
 		if (dir[j].key != 0 && dir[j].exited && dir[j].last_seen < horizon)
 		{
-			if (gone == NULL)
-				gone = palloc(sizeof(uint64) * pgt_ash->nsessions);
-			gone[ngone++] = dir[j].key;
 			memset(&dir[j], 0, sizeof(PgtAshSession));
+			freed = true;
 		}
-	}
-	if (ngone == 0)
+	if (!freed && !recycled_entries)
 		return;
+	recycled_entries = false;
 
-	/* sorted, so that each row's test is a binary search, not a scan */
-	qsort(gone, ngone, sizeof(uint64), cmp_uint64);
+	/*
+	 * Keep the rows of the sessions the directory still has (sorted, so that
+	 * each row's test is a binary search): not those freed above, nor those
+	 * of entries session_begin gave to a new session since the last pass.
+	 */
+	kept = palloc(sizeof(uint64) * Max(pgt_ash->nsessions, 1));
+	for (j = 0; j < pgt_ash->nsessions; j++)
+		if (dir[j].key != 0)
+			kept[nkept++] = dir[j].key;
+	qsort(kept, nkept, sizeof(uint64), cmp_uint64);
 	copy = palloc(pgt_ash_table_bytes(tab->size));
 	memcpy(copy, tab, pgt_ash_table_bytes(tab->size));
 	pgt_ash_table_init(tab, copy->size, copy->limit);
@@ -1024,7 +1047,7 @@ gc_sessions(TimestampTz now)
 
 		if (r->kind == PGT_ASH_EMPTY)
 			continue;
-		if (bsearch(&r->key, gone, ngone, sizeof(uint64), cmp_uint64) == NULL)
+		if (bsearch(&r->key, kept, nkept, sizeof(uint64), cmp_uint64) != NULL)
 		{
 			PgtAshRow  *n = pgt_ash_table_get(tab, r->kind, r->key, r->event, r->aux);
 
@@ -1033,5 +1056,28 @@ gc_sessions(TimestampTz now)
 		}
 	}
 	pfree(copy);
-	pfree(gone);
+	pfree(kept);
+}
+
+/*
+ * adopt_directory
+ *		At the sampler's start: the session directory may hold entries of a
+ *		sampler that ran before (it restarted after an error, or was
+ *		terminated).  Its trackers are gone, so every entry not marked
+ *		exited is marked so now; a process still running finds its entry
+ *		again by key at its first sample (session_begin), the others are
+ *		collected with the rest of the exited.
+ */
+static void
+adopt_directory(TimestampTz now)
+{
+	PgtAshSession *dir = pgt_ash_directory(pgt_ash);
+	int			j;
+
+	for (j = 0; j < pgt_ash->nsessions; j++)
+		if (dir[j].key != 0 && !dir[j].exited)
+		{
+			dir[j].exited = true;
+			dir[j].last_seen = now;
+		}
 }

@@ -611,27 +611,28 @@ pg_tracer_sessions_since(PG_FUNCTION_ARGS)
 		bool		nulls[11];
 		PgtAshSession *s = snap_session(&snap, tot[j].key);
 		SessTotal  *t = &tot[j];
+		char	   *db;
 
+		/*
+		 * Rows of a session whose entry went to a new one (a connection
+		 * storm): nobody's any more; the sampler drops them within a second.
+		 */
+		if (s == NULL)
+			continue;
 		memset(nulls, 0, sizeof(nulls));
 		values[0] = Int32GetDatum((int32) (t->key >> 32));
-		if (s != NULL)
-		{
-			char	   *db = OidIsValid(s->dbid) ? get_database_name(s->dbid) : NULL;
-
-			values[1] = CStringGetTextDatum(s->type_name);
-			if (OidIsValid(s->userid))
-				values[2] = CStringGetTextDatum(GetUserNameFromId(s->userid, true) ?
-												GetUserNameFromId(s->userid, true) : "");
-			else
-				nulls[2] = true;
-			nulls[3] = (db == NULL);
-			if (db != NULL)
-				values[3] = CStringGetTextDatum(db);
-			values[9] = TimestampTzGetDatum(s->proc_start);
-			values[10] = BoolGetDatum(s->exited);
-		}
+		db = OidIsValid(s->dbid) ? get_database_name(s->dbid) : NULL;
+		values[1] = CStringGetTextDatum(s->type_name);
+		if (OidIsValid(s->userid))
+			values[2] = CStringGetTextDatum(GetUserNameFromId(s->userid, true) ?
+											GetUserNameFromId(s->userid, true) : "");
 		else
-			nulls[1] = nulls[2] = nulls[3] = nulls[9] = nulls[10] = true;
+			nulls[2] = true;
+		nulls[3] = (db == NULL);
+		if (db != NULL)
+			values[3] = CStringGetTextDatum(db);
+		values[9] = TimestampTzGetDatum(s->proc_start);
+		values[10] = BoolGetDatum(s->exited);
 		values[4] = Float8GetDatum(us_to_ms(t->db_us));
 		values[5] = pct_datum(t->cpu_us, t->db_us, &nulls[5]);
 		values[6] = pct_datum(t->db_us - t->cpu_us, t->db_us, &nulls[6]);
@@ -692,17 +693,15 @@ pg_tracer_session_events_since(PG_FUNCTION_ARGS)
 		PgtAshRow  *tot;
 		uint64		db;
 
-		if (!snap_session_visible(&snap, rows[i].r.key))
+		s = snap_session(&snap, rows[i].r.key);
+		/* no entry: an orphan of a reused entry (see pg_tracer_sessions_since) */
+		if (s == NULL || !snap_session_visible(&snap, rows[i].r.key))
 			continue;
 		tot = pgt_ash_table_get(dbt, PGT_ASH_SESSION, rows[i].r.key, 0, 0);
 		db = tot ? tot->time_us : 0;
 		memset(nulls, 0, sizeof(nulls));
-		s = snap_session(&snap, rows[i].r.key);
 		values[0] = Int32GetDatum(rows[i].pid);
-		if (s != NULL)
-			values[1] = CStringGetTextDatum(s->type_name);
-		else
-			nulls[1] = true;
+		values[1] = CStringGetTextDatum(s->type_name);
 		put_event_cols(values + 2, nulls + 2, &rows[i].r);
 		if (rows[i].r.idle)
 			nulls[8] = true;

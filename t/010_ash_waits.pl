@@ -230,6 +230,51 @@ is(q1("SELECT count(*) FROM pg_tracer_wait_events_since('1 min') WHERE wait_even
 is(q1('SELECT overflow_rows + history_overflow_rows + session_overflow FROM pg_tracer_ash_status'), '0',
 	'no overflow');
 
+# ---- the sampler restarts (terminated here; an error in it does the same):
+# a session that runs across the restart keeps its one directory entry, and
+# is marked exited when it ends (before: a second entry, and the first one
+# stayed "running" for good)
+my $r = $node->background_psql('postgres');
+my $rpid = $r->query_safe('SELECT pg_backend_pid()');
+$r->query_safe('SELECT pg_sleep(0.2)');
+my $old_sampler = q1('SELECT sampler_pid FROM pg_tracer_ash_status');
+q1("SELECT pg_terminate_backend($old_sampler)");
+ok(defined wait_until(sub {
+	my $p = q1('SELECT sampler_pid FROM pg_tracer_ash_status');
+	$p ne '' && $p != 0 && $p != $old_sampler }, 15), 'the sampler is back after it was terminated');
+sleep(0.5);
+is(q1("SELECT count(*) || '|' || bool_or(exited) FROM pg_tracer_sessions WHERE pid = $rpid"), '1|false',
+	'a session running across the restart: one entry, not exited');
+$r->quit;
+sleep(1.5);
+is(q1("SELECT count(*) || '|' || bool_and(exited) FROM pg_tracer_sessions WHERE pid = $rpid"), '1|true',
+	'... marked exited once it ends');
+
+# ---- a connection storm: more sessions within the five minutes exited ones
+# are kept than the session directory has entries (2 x slots + 64), so
+# entries are given to new sessions; the rows of the sessions they held go
+# with them (before, they stayed for good, named by no session, until the
+# table filled)
+my $slots = q1('SELECT setting::int FROM pg_settings WHERE name = \'max_connections\'')
+  + q1('SELECT setting::int FROM pg_settings WHERE name = \'autovacuum_max_workers\'')
+  + q1('SELECT setting::int FROM pg_settings WHERE name = \'max_worker_processes\'')
+  + q1('SELECT setting::int FROM pg_settings WHERE name = \'max_wal_senders\'') + 1
+  + 6;    # MaxBackends and PostgreSQL 15's six auxiliary process types
+my $storm = 2 * (2 * $slots + 64);
+my $script = $node->basedir . '/short.sql';
+open(my $fh, '>', $script) or die "$script: $!";
+print $fh "SELECT pg_sleep(0.03);\n";
+close($fh);
+system('pgbench', '-n', '-C', '-c', '2', '-t', int($storm / 2) + 1, '-f', $script,
+	'-h', $node->host, '-p', $node->port, 'postgres') == 0 or die 'pgbench failed';
+sleep(2.5);    # a collection each second
+my ($listed, $nameless, $rows) = split /\|/, q1("SELECT count(*) || '|' || count(*) FILTER (WHERE exited IS NULL)
+	|| '|' || (SELECT session_rows FROM pg_tracer_ash_status) FROM pg_tracer_sessions");
+ok($listed <= 2 * $slots + 64 && $listed > $storm / 4 && $nameless == 0,
+	"after $storm short connections: $listed sessions listed (the directory holds "
+	  . (2 * $slots + 64) . "), $nameless without a name");
+cmp_ok($rows, '<=', 5 * $listed, "and the sampler keeps rows of those only ($rows rows)");
+
 $s->quit;
 $locker->quit;
 $blocked->quit;
