@@ -108,6 +108,8 @@ static struct
 	uint64_t	set_events[ENGINE_MAX_SETS];
 	int64_t		last_read_us;
 	int64_t		started_us;
+	uint64_t	dropped_said;	/* eng_dropped, eng_hold_overflow as last logged */
+	uint64_t	overflow_said;
 } core;
 
 /*
@@ -1052,6 +1054,55 @@ retire_exited(void)
 }
 
 /*
+ * note_losses
+ *		What the programs could not count, since they were loaded: events
+ *		that found the counters' table full (every set), and locks held
+ *		beyond a backend's slots, not timed (the hold sets).  In each
+ *		affected set's pg_tracer_probes row (its note) and, as it grows, the
+ *		log.
+ */
+static void
+note_losses(void)
+{
+	uint64_t	dropped = core.skel->bss->eng_dropped;
+	uint64_t	overflow = core.skel->bss->eng_hold_overflow;
+	size_t		s;
+
+	/* the log when it starts, and as it doubles */
+	if (dropped > 0 && dropped >= 2 * core.dropped_said)
+	{
+		log_warn("engine sets: %llu events found the counters' table (%d rows) full and "
+				 "were not counted (pg_tracer_reset() empties a cluster's rows)",
+				 (unsigned long long) dropped, ENG_MAX_KEYS);
+		core.dropped_said = dropped;
+	}
+	if (overflow > 0 && overflow >= 2 * core.overflow_said)
+	{
+		log_warn("engine hold sets: %llu locks held beyond a backend's slots (%d locks, "
+				 "%d LWLocks) were not timed", (unsigned long long) overflow,
+				 ENG_HELD_LOCKS, ENG_HELD_LWLOCKS);
+		core.overflow_said = overflow;
+	}
+	for (s = 0; s < engine_nsets && s < ENGINE_MAX_SETS; s++)
+	{
+		pset_inst  *in = core.insts[s];
+		int			hold;
+
+		if (in == NULL)
+			continue;
+		hold = strstr(engine_sets[s].name, "-hold") != NULL;
+		if (hold && overflow > 0)
+			snprintf(in->note, sizeof(in->note), "%llu locks held beyond a backend's slots "
+					 "not timed", (unsigned long long) overflow);
+		else if (dropped > 0)
+			snprintf(in->note, sizeof(in->note), "%llu events not counted: the table of "
+					 "%d rows was full", (unsigned long long) dropped, ENG_MAX_KEYS);
+		else
+			in->note[0] = '\0';
+	}
+}
+
+/*
  * engine_core_collect
  *		See engine_probes.h.
  */
@@ -1070,6 +1121,7 @@ engine_core_collect(void)
 	if (retire_exited())
 		read_maps();
 	release_unused();
+	note_losses();
 }
 
 /*

@@ -139,6 +139,18 @@ SKIP:
 	is("$ev->{lock_type} $ev->{lock_mode}", 'relation AccessExclusiveLock', 'event lock type and mode');
 	cmp_ok(abs($ev->{latency_us} - 500_000), '<=', 100_000, "event hold $ev->{latency_us} us ~ 0.5 s");
 }
+# more locks held at once than a backend's slots (32): those beyond are not
+# timed, and the set's pg_tracer_probes row says how many (before, only a
+# BPF counter nobody read knew)
+$node->safe_psql('postgres', join('', map { "CREATE TABLE many_$_ (a int);" } 1 .. 40));
+$node->safe_psql('postgres', 'BEGIN;' . join('', map { "LOCK TABLE many_$_;" } 1 .. 40) . 'COMMIT;');
+my $note = '';
+wait_until(sub {
+	$note = $node->safe_psql('postgres',
+		"SELECT reason FROM pg_tracer_probes WHERE probe_set = 'pg-lock-hold'");
+	$note =~ /locks held beyond/ }, 5);
+like($note, qr/^([1-9]\d*) locks held beyond a backend's slots not timed; uprobes/,
+	"40 tables locked at once: pg-lock-hold says how many holds it could not time ($note)");
 $bg->quit;
 
 signal_helper($helper, 'TERM');
