@@ -145,8 +145,8 @@ struct eng_held_lock
 {
 	__u32		tag[4];			/* field1, field2, field3, field4|type<<16|method<<24 */
 	__u16		mode;
-	__u8		session;		/* a session lock (survives transaction end) */
-	__u8		pad;
+	__u16		scount;			/* of count, the session's (they survive
+								 * transaction end) */
 	__u32		count;			/* acquisitions not yet released; 0: free slot */
 	__u64		ts;				/* grant */
 	__u64		queryid;		/* at the grant */

@@ -881,15 +881,20 @@ int BPF_USDT(eng_sort_done_usdt)
  * locks of CurrentResourceOwner) and LockReassignCurrentOwner
  * (subtransaction or portal commit: its locks pass to the parent owner).
  * Held locks live in the thread's eng_task; more than ENG_HELD_LOCKS at
- * once are counted in eng_hold_overflow and not timed.
+ * once are counted in eng_hold_overflow and not timed.  A lock the backend
+ * holds both for its transaction and for its session (VACUUM, CREATE INDEX
+ * CONCURRENTLY: LockRelationIdForSession on a relation opened in the
+ * transaction) counts the two apart (scount), as PostgreSQL keeps them per
+ * owner: the transaction's end drops its holds and the session's stay until
+ * their own release.
  */
 #define LOCKACQUIRE_OK				1
 #define LOCKACQUIRE_ALREADY_HELD	2
 #define LOCKACQUIRE_ALREADY_CLEAR	3
 /* How a bulk release picks its locks (lock_release_cb). */
-#define HOLD_END_METHOD		1	/* LockReleaseAll: method, non-session unless all */
+#define HOLD_END_METHOD		1	/* LockReleaseAll: method, session holds stay unless all */
 #define HOLD_END_SESSION	2	/* LockReleaseSession: method, session only */
-#define HOLD_END_OWNER		3	/* LockReleaseCurrentOwner: owner's, non-session */
+#define HOLD_END_OWNER		3	/* LockReleaseCurrentOwner: owner's, session holds stay */
 #define HOLD_PASS_OWNER		4	/* LockReassignCurrentOwner: owner -> parent */
 
 /*
@@ -945,6 +950,7 @@ lock_hold_done(const struct eng_cfg *cfg, struct eng_held_lock *h, __u64 now)
 		k.obj[1] = h->tag[1];
 	}
 	h->count = 0;
+	h->scount = 0;
 	timed_record(cfg, PGT_SET_PG_LOCK_HOLD, &k, now > h->ts ? now - h->ts : 1, 0, 0, 0, 0);
 }
 
@@ -990,10 +996,21 @@ int BPF_KPROBE(eng_lock_acquire_uprobe, const void *locktag, int mode, int sessi
 }
 
 /*
+ * The stack pointer at a function's return, against the one at its entry:
+ * x86-64's call pushed the return address, which ret pops; arm64's bl puts
+ * it in the link register, and the stack pointer is the same.
+ */
+#if defined(__TARGET_ARCH_arm64)
+#define ENG_RET_SP_DELTA	0
+#else
+#define ENG_RET_SP_DELTA	8
+#endif
+
+/*
  * lock_acquire_pop
  *		The acq[] entry of the call returning now (its entry stack pointer
- *		is ours minus the popped return address) into *out, dropping any
- *		above it.  0, or -1 when there is none.
+ *		is ours less ENG_RET_SP_DELTA) into *out, dropping any above it.
+ *		0, or -1 when there is none.
  */
 static __always_inline int
 lock_acquire_pop(struct eng_task *t, __u64 sp, struct eng_start *out)
@@ -1009,12 +1026,12 @@ lock_acquire_pop(struct eng_task *t, __u64 sp, struct eng_start *out)
 			return -1;
 		a = &t->acq[(d - 1) & (ENG_ACQ_DEPTH - 1)];
 		t->acq_depth = d - 1;
-		if (a->ptr + 8 == sp)
+		if (a->ptr + ENG_RET_SP_DELTA == sp)
 		{
 			*out = *a;
 			return 0;
 		}
-		if (a->ptr + 8 > sp)
+		if (a->ptr + ENG_RET_SP_DELTA > sp)
 			return -1;			/* an outer call: not ours (should not happen) */
 	}
 	return -1;
@@ -1050,7 +1067,7 @@ int BPF_KRETPROBE(eng_lock_acquire_uretprobe, int res)
 		/* a session hold keeps the lock past transaction end */
 		h->count++;
 		if (s.a[4] >> 16)
-			h->session = 1;
+			h->scount++;
 		return 0;
 	}
 	/* a new grant (a slot we never saw released is started afresh) */
@@ -1059,18 +1076,19 @@ int BPF_KRETPROBE(eng_lock_acquire_uretprobe, int res)
 	h->tag[2] = s.a[2];
 	h->tag[3] = s.a[3];
 	h->mode = (__u16) mode;
-	h->session = (s.a[4] >> 16) ? 1 : 0;
+	h->scount = (s.a[4] >> 16) ? 1 : 0;
 	h->count = 1;
 	h->queryid = current_qid(cfg, bpf_get_current_pid_tgid() >> 32);
 	h->owner = 0;
-	if (!h->session && cfg->owner_addr)
+	if (!h->scount && cfg->owner_addr)
 		bpf_probe_read_user(&h->owner, sizeof(h->owner), (void *) cfg->owner_addr);
 	h->ts = bpf_ktime_get_ns();
 	return 0;
 }
 
+/* LockRelease(locktag, lockmode, sessionLock): one hold, the session's or not */
 SEC("uprobe")
-int BPF_KPROBE(eng_lock_release_uprobe, const void *locktag, int mode)
+int BPF_KPROBE(eng_lock_release_uprobe, const void *locktag, int mode, int session)
 {
 	struct eng_task *t;
 	struct eng_cfg *cfg = served(&t);
@@ -1084,9 +1102,25 @@ int BPF_KPROBE(eng_lock_release_uprobe, const void *locktag, int mode)
 	if (i < 0 || i >= ENG_HELD_LOCKS)
 		return 0;
 	h = &t->locks[i];
+	if ((session & 0xff) && h->scount)
+		h->scount--;
 	if (--h->count == 0)
 		lock_hold_done(cfg, h, bpf_ktime_get_ns());
 	return 0;
+}
+
+/*
+ * lock_keep_session
+ *		The transaction's holds of h go (its end, or its owner's release):
+ *		done when the session holds none, else the session's stay.
+ */
+static __always_inline void
+lock_keep_session(const struct eng_cfg *cfg, struct eng_held_lock *h, __u64 now)
+{
+	if (!h->scount)
+		lock_hold_done(cfg, h, now);
+	else
+		h->count = h->scount;
 }
 
 struct bulk_ctx
@@ -1121,19 +1155,31 @@ lock_bulk_cb(__u64 i, void *data)
 	switch (c->how)
 	{
 		case HOLD_END_METHOD:
-			if (method == c->method && (c->all || !h->session))
+			if (method != c->method)
+				break;
+			if (c->all)
 				lock_hold_done(c->cfg, h, c->now);
+			else
+				lock_keep_session(c->cfg, h, c->now);
 			break;
 		case HOLD_END_SESSION:
-			if (method == c->method && h->session)
+			/* the session's holds go; the transaction's, if any, stay */
+			if (method != c->method || !h->scount)
+				break;
+			if (h->count <= h->scount)
 				lock_hold_done(c->cfg, h, c->now);
+			else
+			{
+				h->count -= h->scount;
+				h->scount = 0;
+			}
 			break;
 		case HOLD_END_OWNER:
-			if (!h->session && h->owner == c->owner)
-				lock_hold_done(c->cfg, h, c->now);
+			if (h->owner == c->owner && h->count > h->scount)
+				lock_keep_session(c->cfg, h, c->now);
 			break;
 		case HOLD_PASS_OWNER:
-			if (!h->session && h->owner == c->owner)
+			if (h->owner == c->owner && h->count > h->scount)
 				h->owner = c->parent;
 			break;
 	}

@@ -139,6 +139,21 @@ SKIP:
 	is("$ev->{lock_type} $ev->{lock_mode}", 'relation AccessExclusiveLock', 'event lock type and mode');
 	cmp_ok(abs($ev->{latency_us} - 500_000), '<=', 100_000, "event hold $ev->{latency_us} us ~ 0.5 s");
 }
+# VACUUM holds its table for its transaction and for its session: the hold
+# ends at the session's release (before, the transaction's end left it
+# counted as held: the hold was never recorded, and the slot stayed taken)
+$node->safe_psql('postgres', 'CREATE TABLE vac_t AS SELECT g FROM generate_series(1, 1000) g');
+my $vac_rel = $node->safe_psql('postgres', "SELECT 'vac_t'::regclass::oid");
+$bg->query_safe('VACUUM vac_t');
+my $vac = '';
+wait_until(sub {
+	$vac = $node->safe_psql('postgres',
+		"SELECT lock_mode || '|' || calls FROM pg_tracer_engine_events
+		  WHERE pid = $bg_pid AND probe = 'lock-hold' AND lock_field2 = $vac_rel
+		    AND lock_mode = 'ShareUpdateExclusiveLock'");
+	$vac ne '' }, 5);
+is($vac, 'ShareUpdateExclusiveLock|1', 'VACUUM: its hold of the table (transaction and session) is timed, once');
+
 # more locks held at once than a backend's slots (32): those beyond are not
 # timed, and the set's pg_tracer_probes row says how many (before, only a
 # BPF counter nobody read knew)
