@@ -73,7 +73,7 @@ is($pt{'pg-checkpoint/checkpoint__done'}, 'uretprobe', 'checkpoint end: return o
 
 # --- the daemon: the same choice in pg_tracer_probes
 my $helper = start_helper($node, $rt, '--engine-probes',
-	'pg-query,pg-locks,pg-lwlock,pg-wal,pg-checkpoint,pg-lock-hold,pg-lwlock-hold');
+	'pg-query,pg-locks,pg-lwlock,pg-wal,pg-checkpoint,pg-lock-hold,pg-lwlock-hold,pg-buffer');
 my %st;
 ok(defined wait_until(sub {
 	%st = map { my @f = split /\|/, $_, 4; ($f[0] => [ @f[1 .. 3] ]) }
@@ -97,6 +97,16 @@ is($st{'pg-lwlock'}[0], 'unavailable', 'pg-lwlock unavailable');
 check_lock_wait($node);		# through ProcSleep
 check_wal_inserts($node);	# through XLogInsert; XLogFlush as with USDT
 check_checkpoint($node);	# through CreateCheckPoint, buffers from CheckpointStats
+
+# buffer reads through ReadBufferExtended: counted, but hit or miss is not
+# known there, so the hit ratio is NULL (it read 0: "every read missed")
+$node->safe_psql('postgres', 'SELECT count(*) FROM pg_class');
+my $buf = '';
+wait_until(sub {
+	$buf = $node->safe_psql('postgres',
+		"SELECT sum(reads) > 0, count(hit_ratio) FROM pg_tracer_engine_buffers");
+	$buf =~ /^t\|/ }, 5);
+is($buf, 't|0', 'pg-buffer by uprobe: reads counted, no hit ratio claimed');
 
 # LWLock holds by lock address, tranches named by id from the layout file
 my %tr = map { my @f = split /\|/; ($f[0] => $f[1]) } split /\n/, $node->safe_psql('postgres',

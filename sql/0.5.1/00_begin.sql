@@ -2,4 +2,5 @@
 -- 0.5.0, one file per feature, in the same numbering as sql/0.2.0/.  The
 -- Makefile concatenates them, in name order, into the upgrade script
 -- sql/pg_tracer--0.5.0--0.5.1.sql.  A fix release: three views over the
--- exact tier are replaced with the same columns.
+-- exact tier and pg_tracer_engine_buffers are replaced with the same
+-- columns.
