@@ -7,8 +7,8 @@
  * is asked about at most every CHECK_NS (a round over several maps asks
  * the kernel once), dead or alive: a dead one's pid may be taken by a new
  * process (below).  The table is rebuilt without the pids not looked at
- * for a while when it is half full, twice as large when what is kept
- * would fill a quarter (connection storms: thousands of pids a second).
+ * for a while when it is half full, sized at four times what it keeps
+ * (connection storms: thousands of pids a second).
  * Each check also notes the pid's role (role_of): at every check while it
  * runs, and at the first that finds it gone if none was noted; the daemon
  * also hands over the role of each process it stops tracking
