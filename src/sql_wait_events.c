@@ -243,7 +243,11 @@ snap_session(const AshSnap *snap, uint64 key)
 
 /*
  * snap_session_visible
- *		May the caller see this session's rows?
+ *		May the caller see this session's rows?  As pg_stat_activity: a
+ *		client backend, or a background worker running as a role (a parallel
+ *		worker carries its leader's), of a role the caller has the
+ *		privileges of.  The workers count: their time is in the query rows
+ *		the caller sees, so it must be in the DB time those are shares of.
  */
 static bool
 snap_session_visible(const AshSnap *snap, uint64 key)
@@ -253,7 +257,8 @@ snap_session_visible(const AshSnap *snap, uint64 key)
 	if (snap->see_all)
 		return true;
 	s = snap_session(snap, key);
-	return s != NULL && s->backend_type == B_BACKEND &&
+	return s != NULL && OidIsValid(s->userid) &&
+		(s->backend_type == B_BACKEND || s->backend_type == B_BG_WORKER) &&
 		has_privs_of_role(GetUserId(), s->userid);
 }
 

@@ -161,6 +161,16 @@ cmp_ok(as_user('mona', "SELECT count(*) FROM pg_tracer_sessions WHERE pid IN ($p
 	'a pg_monitor member sees every session');
 ok(within(as_user('mona', "SELECT total_ms FROM pg_tracer_wait_events WHERE wait_event = 'PgSleep'"),
 		$cum + 1000, 0.1), 'a pg_monitor member sees system-wide totals');
+# a parallel query of alice's: its workers' time is in her query rows, and so
+# in the DB time their shares are of (before, the workers' sessions were not
+# hers: the shares summed to well over 100 %)
+q1("CREATE TABLE par_t AS SELECT g FROM generate_series(1, 1500000) g; GRANT SELECT ON par_t TO alice");
+$as->query_safe($_) for ('SET max_parallel_workers_per_gather = 2', 'SET parallel_setup_cost = 0',
+	'SET parallel_tuple_cost = 0', 'SET min_parallel_table_scan_size = 0');
+$as->query_safe("SELECT count(*) FROM par_t WHERE md5(g::text) LIKE '%abc%'") for 1 .. 2;
+my $shares = as_user('alice', 'SELECT round(sum(pct_db_time)::numeric, 1) FROM pg_tracer_query_events');
+ok($shares > 50 && $shares <= 101,
+	"alice's query rows, her parallel workers' time included, share out her DB time: $shares %");
 ($rc, $out, $err) = $node->psql('postgres', 'SELECT pg_tracer_reset()', extra_params => [ '-U', 'alice' ]);
 like($err, qr/permission denied for function pg_tracer_reset/, 'reset is not granted to PUBLIC');
 $as->quit;

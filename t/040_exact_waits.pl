@@ -249,8 +249,8 @@ is(q1('SELECT granted_s || mode FROM pg_tracer_exact_budget(), pg_tracer_escalat
 # after a reset the time model counts from it: the time covered before it
 # (here a 1.5 s sleep, whose wait the reset emptied) is not CPU*
 $s->query_safe('SELECT pg_sleep(1.5)');
+my $reset_t = time();    # reset_at is taken as the call starts
 q1('SELECT pg_tracer_reset()');
-my $reset_t = time();
 sleep(1.2);
 my ($cov, $cpu) = split /\|/,
   q1("SELECT round(covered_ms), round(cpu_ms) FROM pg_tracer_exact_time_model WHERE pid = $pid");
