@@ -622,8 +622,12 @@ session_begin(int slot, const Sample *s, TimestampTz now)
 	else
 		type_name = GetBackendTypeDesc(s->bt);
 
-	/* an entry of this very process (the sampler restarted): it goes on */
+	/*
+	 * One pass: an entry of this very process (the sampler restarted) goes
+	 * on; else the first free one, else the one exited longest ago.
+	 */
 	for (i = 0; i < pgt_ash->nsessions; i++)
+	{
 		if (dir[i].key == t->key)
 		{
 			t->session = i;
@@ -631,14 +635,10 @@ session_begin(int slot, const Sample *s, TimestampTz now)
 			dir[i].last_seen = now;
 			return;
 		}
-	for (i = 0; i < pgt_ash->nsessions; i++)
-	{
-		if (dir[i].key == 0)
-		{
-			best = i;
-			break;
-		}
-		if (dir[i].exited && (best < 0 || dir[i].last_seen < dir[best].last_seen))
+		if (best >= 0 && dir[best].key == 0)
+			continue;			/* a free one found: only a same-key one beats it */
+		if (dir[i].key == 0 ||
+			(dir[i].exited && (best < 0 || dir[i].last_seen < dir[best].last_seen)))
 			best = i;
 	}
 	t->session = best;
