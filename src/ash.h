@@ -7,7 +7,10 @@
  *	  functions (sql_wait_events.c) share.
  *
  * Storage.  Every sample is an (event) row, a (session, event) row and a
- * (query id, user, event) row.  Each kind lives in a fixed-capacity open
+ * (query id, user, event) row; a sample of a process whose details its role
+ * may see (pgt_ash_role_visible_type) is also a (user, event) row of the
+ * cumulative session table, which keeps a role's totals since the reset
+ * after its sessions' own rows are collected.  Each kind lives in a fixed-capacity open
  * addressing hash table (PgtAshTable): the cumulative tables since the last
  * reset, and one table per history bucket (1-second buckets for the last
  * minute, 10-second buckets for the last five minutes).  A row that does not
@@ -38,6 +41,7 @@
 #define PGT_ASH_EVENT		1	/* key 0 */
 #define PGT_ASH_SESSION		2	/* key = session key */
 #define PGT_ASH_QUERY		3	/* key = query id, aux = user oid */
+#define PGT_ASH_USER		4	/* key = user oid; cumulative table only */
 
 /*
  * Pseudo events.  PostgreSQL never uses wait class 0x00, so these cannot
@@ -282,6 +286,7 @@ extern PGDLLEXPORT void pgt_sampler_main(Datum main_arg);
 extern void pgt_register_sampler(void);
 
 /* classification shared by sampler and SQL */
+extern bool pgt_ash_role_visible_type(int backend_type);
 extern bool pgt_event_is_idle(uint32 event);
 extern void pgt_event_names(uint32 event, const char **type, const char **name);
 

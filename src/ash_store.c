@@ -382,6 +382,22 @@ pgt_event_is_idle(uint32 event)
 }
 
 /*
+ * pgt_ash_role_visible_type
+ *		May a role that is not pg_read_all_stats see the details of a process
+ *		of this type that runs as it (or as a role it has the privileges
+ *		of)?  As pg_stat_activity: client backends, WAL senders, and
+ *		background workers run as a role (parallel workers carry their
+ *		leader's); not the auxiliary processes nor autovacuum, which run as
+ *		no role or as the bootstrap superuser.
+ */
+bool
+pgt_ash_role_visible_type(int backend_type)
+{
+	return backend_type == B_BACKEND || backend_type == B_BG_WORKER ||
+		backend_type == B_WAL_SENDER;
+}
+
+/*
  * pgt_event_names
  *		Type and name of an event, from the running server for real events.
  */

@@ -45,6 +45,7 @@
  */
 #include "postgres.h"
 
+#include <math.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -74,12 +75,21 @@
 /* Torn reads of a status entry retried before skipping it this tick. */
 #define PGT_BEENTRY_RETRIES		10
 
-/* Time a held query-id-less sample waits for its query id. */
+/*
+ * Time a held query-id-less sample waits for its query id.  When it is given,
+ * its time is spread over the history buckets of the span it was taken in
+ * (from the start of its first sample to its last tick), not added to the
+ * bucket current then: a 30 s lock wait in parse analysis is 30 s of the
+ * last minute, not of the last second.
+ */
 typedef struct PendingEvent
 {
 	uint32		event;
 	TimestampTz stmt_ts;		/* the statement the samples belong to */
 	TimestampTz xact_ts;
+	TimestampTz span_start;		/* first sample's tick less its weight */
+	TimestampTz first_tick;		/* the run began in this tick's bucket */
+	TimestampTz last_tick;
 	uint64		time_us;
 	uint64		waits;
 	uint64		samples;
@@ -160,11 +170,15 @@ static void add_query(PgtAshBucket *fb, PgtAshBucket *cb, uint64 qid,
 					  Oid userid, uint32 event, uint64 time_us, uint64 waits,
 					  uint64 nsamples, uint64 max_us, bool idle);
 static void pending_add(int slot, const Sample *s, uint32 event, uint64 w,
-						bool new_run);
+						bool new_run, TimestampTz now, PgtAshBucket *fb,
+						PgtAshBucket *cb);
 static void pending_resolve(int slot, const Sample *s, bool gone,
 							PgtAshBucket *fb, PgtAshBucket *cb);
 static void pending_give(Tracker *t, int i, uint64 qid, PgtAshBucket *fb,
 						 PgtAshBucket *cb);
+static void spread_over_ring(bool fine, const PendingEvent *p,
+							 const PgtAshRow *q, PgtAshBucket *open);
+static uint64 share_until(uint64 total, const PendingEvent *p, TimestampTz x);
 static void gc_sessions(TimestampTz now);
 static void adopt_directory(TimestampTz now);
 static int	cmp_uint64(const void *a, const void *b);
@@ -740,6 +754,13 @@ account(int slot, const Sample *s, uint64 w, PgtAshBucket *fb, PgtAshBucket *cb,
 		add_everywhere(pgt_ash_sessions_tab(pgt_ash), fb, cb, &d, t->run_us);
 		pgt_ash_directory(pgt_ash)[t->session].last_seen = now;
 	}
+	if (OidIsValid(t->userid) && pgt_ash_role_visible_type(s->bt))
+	{
+		/* the role's totals since the reset (cumulative table only) */
+		d.kind = PGT_ASH_USER;
+		d.key = t->userid;
+		pgt_ash_table_add(pgt_ash_sessions_tab(pgt_ash), &d, t->run_us);
+	}
 
 	/* query attribution: DB time only */
 	if (idle)
@@ -753,7 +774,7 @@ account(int slot, const Sample *s, uint64 w, PgtAshBucket *fb, PgtAshBucket *cb,
 	else if (running && slot < MaxBackends &&
 			 (s->bt == B_BACKEND || s->bt == B_BG_WORKER ||
 			  s->bt == B_WAL_SENDER))
-		pending_add(slot, s, ev, w, new_run);
+		pending_add(slot, s, ev, w, new_run, now, fb, cb);
 	else
 		add_query(fb, cb, 0, t->userid, ev, w, new_run ? 1 : 0, 1,
 				  t->run_us, false);
@@ -816,7 +837,8 @@ add_query(PgtAshBucket *fb, PgtAshBucket *cb, uint64 qid, Oid userid,
  *		Hold a sample of a statement whose query id is not known yet.
  */
 static void
-pending_add(int slot, const Sample *s, uint32 event, uint64 w, bool new_run)
+pending_add(int slot, const Sample *s, uint32 event, uint64 w, bool new_run,
+			TimestampTz now, PgtAshBucket *fb, PgtAshBucket *cb)
 {
 	Tracker    *t = &trackers[slot];
 	PendingEvent *p = NULL;
@@ -834,14 +856,17 @@ pending_add(int slot, const Sample *s, uint32 event, uint64 w, bool new_run)
 
 			(void) pgt_stmt_lookup(slot, t->pid, t->pending[0].stmt_ts,
 								   t->pending[0].xact_ts, &qid);
-			pending_give(t, 0, qid, NULL, NULL);
+			pending_give(t, 0, qid, fb, cb);
 		}
 		p = &t->pending[t->npending++];
 		memset(p, 0, sizeof(*p));
 		p->event = event;
 		p->stmt_ts = s->stmt_ts;
 		p->xact_ts = s->xact_ts;
+		p->span_start = now - (TimestampTz) Max(w, 1);
+		p->first_tick = now;
 	}
+	p->last_tick = now;
 	p->time_us += w;
 	p->waits += new_run ? 1 : 0;
 	p->samples++;
@@ -968,19 +993,90 @@ resolve_recorded(TimestampTz now)
 
 /*
  * pending_give
- *		Account held entry i to query id qid and drop it.  With no buckets
- *		only the cumulative table gets it.
+ *		Account held entry i to query id qid and drop it: its whole time to
+ *		the cumulative table, and its share of each history bucket still in
+ *		the rings to that bucket.  fb and cb are the current buckets, whose
+ *		write sections the caller holds.
  */
 static void
 pending_give(Tracker *t, int i, uint64 qid, PgtAshBucket *fb, PgtAshBucket *cb)
 {
 	PendingEvent *p = &t->pending[i];
+	PgtAshRow	q;
 
-	add_query(fb, cb, qid, t->userid, p->event, p->time_us, p->waits,
+	add_query(NULL, NULL, qid, t->userid, p->event, p->time_us, p->waits,
 			  p->samples, p->max_us, false);
+	memset(&q, 0, sizeof(q));
+	q.kind = PGT_ASH_QUERY;
+	q.key = qid;
+	q.aux = t->userid;
+	q.event = p->event;
+	spread_over_ring(true, p, &q, fb);
+	spread_over_ring(false, p, &q, cb);
 	memmove(&t->pending[i], &t->pending[i + 1],
 			sizeof(PendingEvent) * (t->npending - i - 1));
 	t->npending--;
+}
+
+/*
+ * spread_over_ring
+ *		Add to each bucket of one ring the part of held entry p that falls
+ *		in its period, taking p's time as spread evenly over its span (the
+ *		samples of one held entry are one statement's consecutive waits of
+ *		one event, so that is close).  The run's start (waits) goes to the
+ *		bucket of its first tick.  Buckets already reused for a later period
+ *		get nothing: that part has left every window.  `open` is the ring's
+ *		current bucket, already in its write section.
+ */
+static void
+spread_over_ring(bool fine, const PendingEvent *p, const PgtAshRow *q,
+				 PgtAshBucket *open)
+{
+	int			n = fine ? PGT_ASH_FINE_BUCKETS : PGT_ASH_COARSE_BUCKETS;
+	int64		len_us = (fine ? 1 : PGT_ASH_COARSE_SECS) * USECS_PER_SEC;
+	int			i;
+
+	for (i = 0; i < n; i++)
+	{
+		PgtAshBucket *b = fine ? pgt_ash_fine(pgt_ash, i) : pgt_ash_coarse(pgt_ash, i);
+		TimestampTz from = Max(p->span_start, b->period * len_us);
+		TimestampTz to = Min(p->last_tick, (b->period + 1) * len_us);
+		PgtAshRow	d = *q;
+
+		if (b->period == 0 || to <= from)
+			continue;
+		d.time_us = share_until(p->time_us, p, to) - share_until(p->time_us, p, from);
+		d.samples = share_until(p->samples, p, to) - share_until(p->samples, p, from);
+		if (p->first_tick >= b->period * len_us &&
+			p->first_tick < (b->period + 1) * len_us)
+			d.waits = p->waits;
+		if (d.time_us == 0 && d.samples == 0 && d.waits == 0)
+			continue;
+		d.max_us = Min(p->max_us, (uint64) (to - p->span_start));
+		if (b != open)
+			pgt_seq_begin_write(&b->seq);
+		pgt_ash_table_add(&b->table, &d, d.max_us);
+		if (b != open)
+			pgt_seq_end_write(&b->seq);
+	}
+}
+
+/*
+ * share_until
+ *		The part of `total` (time or samples) of held entry p taken before
+ *		instant x of its span, rounded so that consecutive parts sum to the
+ *		whole exactly.  A span is never empty (pending_add).
+ */
+static uint64
+share_until(uint64 total, const PendingEvent *p, TimestampTz x)
+{
+	double		len = (double) (p->last_tick - p->span_start);
+
+	if (x >= p->last_tick)
+		return total;
+	if (x <= p->span_start || len <= 0)
+		return 0;
+	return (uint64) floor((double) total * (double) (x - p->span_start) / len + 0.5);
 }
 
 /*
@@ -1001,7 +1097,8 @@ cmp_uint64(const void *a, const void *b)
  *		Forget sessions that exited longer ago than the longest window:
  *		free their directory entries and drop their cumulative rows (the
  *		(session, event) table would otherwise fill with the dead), and the
- *		rows of sessions whose entries session_begin gave to new ones.
+ *		rows of sessions whose entries session_begin gave to new ones.  The
+ *		(user, event) rows stay: they hold the dropped sessions' time.
  */
 static void
 gc_sessions(TimestampTz now)
@@ -1047,7 +1144,8 @@ gc_sessions(TimestampTz now)
 
 		if (r->kind == PGT_ASH_EMPTY)
 			continue;
-		if (bsearch(&r->key, kept, nkept, sizeof(uint64), cmp_uint64) != NULL)
+		if (r->kind == PGT_ASH_USER ||
+			bsearch(&r->key, kept, nkept, sizeof(uint64), cmp_uint64) != NULL)
 		{
 			PgtAshRow  *n = pgt_ash_table_get(tab, r->kind, r->key, r->event, r->aux);
 

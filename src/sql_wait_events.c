@@ -60,6 +60,7 @@ typedef struct AshSnap
 	PgtAshLive *live;			/* hdr.nslots entries */
 	PgtAshTable *rows;			/* aggregated rows of all kinds */
 	bool		see_all;
+	bool		cumulative;		/* since the reset, not a window */
 } AshSnap;
 
 /* One row of an output, sorted before it is emitted. */
@@ -126,6 +127,7 @@ snap_take(AshSnap *snap, int window_s)
 
 	pgt_ash_require();
 	snap->see_all = has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS);
+	snap->cumulative = (window_s == 0);
 
 	/* sizes never change after startup */
 	dir_len = sizeof(PgtAshSession) * a->nsessions;
@@ -244,10 +246,10 @@ snap_session(const AshSnap *snap, uint64 key)
 /*
  * snap_session_visible
  *		May the caller see this session's rows?  As pg_stat_activity: a
- *		client backend, or a background worker running as a role (a parallel
- *		worker carries its leader's), of a role the caller has the
- *		privileges of.  The workers count: their time is in the query rows
- *		the caller sees, so it must be in the DB time those are shares of.
+ *		process of a type shown to its role (pgt_ash_role_visible_type) of a
+ *		role the caller has the privileges of.  Parallel workers count: their
+ *		time is in the query rows the caller sees, so it must be in the DB
+ *		time those are shares of.
  */
 static bool
 snap_session_visible(const AshSnap *snap, uint64 key)
@@ -258,14 +260,17 @@ snap_session_visible(const AshSnap *snap, uint64 key)
 		return true;
 	s = snap_session(snap, key);
 	return s != NULL && OidIsValid(s->userid) &&
-		(s->backend_type == B_BACKEND || s->backend_type == B_BG_WORKER) &&
+		pgt_ash_role_visible_type(s->backend_type) &&
 		has_privs_of_role(GetUserId(), s->userid);
 }
 
 /*
  * snap_events
  *		(event) rows of the caller's scope: the system-wide rows, or for a
- *		role that may not see everything, its own sessions' rows regrouped.
+ *		role that may not see everything, the rows of the roles it has the
+ *		privileges of, regrouped: since the reset their (user, event) rows,
+ *		which outlive their sessions' rows; over a window their sessions'
+ *		rows (sessions are kept longer than the longest window).
  */
 static PgtAshTable *
 snap_events(const AshSnap *snap)
@@ -277,9 +282,16 @@ snap_events(const AshSnap *snap)
 	for (i = 0; i < snap->rows->size; i++)
 	{
 		PgtAshRow	r = snap->rows->rows[i];
+		bool		mine;
 
-		if (snap->see_all ? r.kind != PGT_ASH_EVENT :
-			(r.kind != PGT_ASH_SESSION || !snap_session_visible(snap, r.key)))
+		if (snap->see_all)
+			mine = (r.kind == PGT_ASH_EVENT);
+		else if (snap->cumulative)
+			mine = (r.kind == PGT_ASH_USER &&
+					has_privs_of_role(GetUserId(), (Oid) r.key));
+		else
+			mine = (r.kind == PGT_ASH_SESSION && snap_session_visible(snap, r.key));
+		if (!mine)
 			continue;
 		r.kind = PGT_ASH_EVENT;
 		r.key = 0;
@@ -814,7 +826,8 @@ pg_tracer_active(PG_FUNCTION_ARGS)
 		if (s->pid != l->pid)
 			continue;
 		if (!snap.see_all &&
-			(s->backend_type != B_BACKEND || !has_privs_of_role(GetUserId(), s->userid)))
+			(!pgt_ash_role_visible_type(s->backend_type) || !OidIsValid(s->userid) ||
+			 !has_privs_of_role(GetUserId(), s->userid)))
 			continue;
 		memset(nulls, 0, sizeof(nulls));
 		values[0] = Int32GetDatum(l->pid);

@@ -80,6 +80,15 @@ my $lock_truth = (time() - $sent) * 1000;
 # this statement's query id
 $blocked->query_until(qr/^1$/m, '');
 my $qid = q1("SELECT query_id FROM pg_stat_activity WHERE pid = $bpid");
+# the wait came before the statement's query id existed (parse analysis
+# opens the table), so its samples were held until it ended; they go to the
+# seconds they were taken in: the last 2 s hold at most 2 s of it (before,
+# all of it went to the second it ended in)
+my ($held2s, $held1m) = split /\|/, q1("SELECT
+	(SELECT coalesce(sum(total_ms), 0) FROM pg_tracer_query_events_since('2 s') WHERE queryid = $qid AND wait_event = 'relation')
+	|| '|' || (SELECT coalesce(sum(total_ms), 0) FROM pg_tracer_query_events_since('1 min') WHERE queryid = $qid AND wait_event = 'relation')");
+ok($held2s <= 2100 && within($held1m, $lock_truth, 0.15),
+	"a held wait goes to the seconds it was taken in: $held2s ms in the last 2 s, $held1m ms in the last minute ($lock_truth)");
 my $explained = q1('EXPLAIN (VERBOSE, COSTS OFF) SELECT count(*) FROM locked');
 $explained =~ /Query Identifier: (-?\d+)/;
 is($qid, $1, 'pg_stat_activity and EXPLAIN agree on the blocked statement\'s query id');
@@ -271,6 +280,9 @@ my $slots = q1('SELECT setting::int FROM pg_settings WHERE name = \'max_connecti
   + q1('SELECT setting::int FROM pg_settings WHERE name = \'max_wal_senders\'') + 1
   + 6;    # MaxBackends and PostgreSQL 15's six auxiliary process types
 my $storm = 2 * (2 * $slots + 64);
+# alice sleeps 1 s in a session that ends before the storm, which takes its
+# directory entry, and its rows
+as_user('alice', 'SELECT pg_sleep(1)');
 my $script = $node->basedir . '/short.sql';
 open(my $fh, '>', $script) or die "$script: $!";
 print $fh "SELECT pg_sleep(0.03);\n";
@@ -284,6 +296,14 @@ ok($listed <= 2 * $slots + 64 && $listed > $storm / 4 && $nameless == 0,
 	"after $storm short connections: $listed sessions listed (the directory holds "
 	  . (2 * $slots + 64) . "), $nameless without a name");
 cmp_ok($rows, '<=', 5 * $listed, "and the sampler keeps rows of those only ($rows rows)");
+# what alice sees since the reset still has her collected session's time
+# (before, it went with the session's rows: her query rows' shares of her
+# DB time grew past 100 %)
+my ($asl, $ashares) = split /\|/, as_user('alice', "SELECT
+	(SELECT coalesce(sum(total_ms), 0) FROM pg_tracer_wait_events WHERE wait_event = 'PgSleep')
+	|| '|' || (SELECT round(sum(pct_db_time)::numeric, 1) FROM pg_tracer_query_events)");
+ok(within($asl, 1000, 0.15) && $ashares <= 100.1,
+	"a role's totals outlive its sessions' rows: PgSleep $asl ms (1000 +-15%), query shares sum to $ashares %");
 
 $s->quit;
 $locker->quit;
