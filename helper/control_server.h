@@ -24,7 +24,8 @@ typedef struct control_info
 	uint64_t	generation;
 	uint32_t	writer_pid;
 	int			attached;
-	uint32_t	postmaster_pid;
+	uint32_t	postmaster_pid;	/* as PostgreSQL knows it (its pid namespace) */
+	uint32_t	postmaster_host_pid;	/* the cluster's identity to escalation */
 	uint32_t	backends;
 	control_reset_fn reset;		/* NULL: nothing to reset */
 	void	   *reset_arg;

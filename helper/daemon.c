@@ -378,8 +378,8 @@ open_found_cluster(daemon_state *d, const pm_info *pm)
 
 /*
  * publish_all
- *		One snapshot of the map, one publication per cluster, and expiry of
- *		slow control clients.
+ *		Expiry of escalation windows, one snapshot of the map, one
+ *		publication per cluster, and expiry of slow control clients.
  */
 static void
 publish_all(daemon_state *d)
@@ -389,6 +389,8 @@ publish_all(daemon_state *d)
 	int64_t		now = control_now_ms();
 	size_t		i;
 
+	/* windows end on time even when no cluster publishes or asks */
+	escalation_tick(procfs_realtime_us());
 	if (bpf_probes_snapshot(&d->bpf, &rows, &n) < 0)
 		log_warn("BPF: cannot read the tracked map");
 	/* probe-set aggregates are copied once a second, not every 250 ms */

@@ -41,6 +41,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A window and the cluster that opened it: kept together, moved together. */
+typedef struct esc_window
+{
+	struct pgt_exact_window_entry e;
+	uint32_t	pm;				/* its postmaster's host pid, 0: the helper */
+} esc_window;
+
 typedef struct esc_state
 {
 	int			mode;
@@ -51,8 +58,7 @@ typedef struct esc_state
 	char		unavailable[160];
 	int			on;				/* what sw was last told */
 	int			kernel_on;		/* what kernel_sw was last told */
-	struct pgt_exact_window_entry win[ESC_MAX_WINDOWS];	/* oldest first */
-	uint32_t	win_pm[ESC_MAX_WINDOWS];	/* postmaster that opened each, 0: the helper */
+	esc_window	win[ESC_MAX_WINDOWS];	/* oldest first */
 	size_t		nwin;
 	int			open;			/* win[nwin - 1] is open */
 } esc_state;
@@ -160,12 +166,11 @@ open_window(int64_t now_us, int64_t planned_end_us, uint32_t granted_s,
 	if (esc.nwin == ESC_MAX_WINDOWS)
 	{
 		memmove(&esc.win[0], &esc.win[1], sizeof(esc.win[0]) * (ESC_MAX_WINDOWS - 1));
-		memmove(&esc.win_pm[0], &esc.win_pm[1], sizeof(esc.win_pm[0]) * (ESC_MAX_WINDOWS - 1));
 		esc.nwin--;
 	}
-	esc.win_pm[esc.nwin] = pm;
-	w = &esc.win[esc.nwin++];
-	memset(w, 0, sizeof(*w));
+	memset(&esc.win[esc.nwin], 0, sizeof(esc.win[0]));
+	esc.win[esc.nwin].pm = pm;
+	w = &esc.win[esc.nwin++].e;
 	w->start_us = now_us;
 	w->planned_end_us = planned_end_us;
 	w->granted_s = granted_s;
@@ -178,17 +183,19 @@ open_window(int64_t now_us, int64_t planned_end_us, uint32_t granted_s,
 
 /*
  * close_window
- *		End the open window now.
+ *		End the open window at end_us (now, or the planned end or the
+ *		moment the budget ran out when a tick finds it past them: what is
+ *		charged to the budget is what was granted, however late the tick).
  */
 static void
-close_window(int64_t now_us, const char *why)
+close_window(int64_t end_us, const char *why)
 {
 	struct pgt_exact_window_entry *w;
 
 	if (!esc.open)
 		return;
-	w = &esc.win[esc.nwin - 1];
-	w->end_us = now_us > w->start_us ? now_us : w->start_us;
+	w = &esc.win[esc.nwin - 1].e;
+	w->end_us = end_us > w->start_us ? end_us : w->start_us;
 	snprintf(w->end_reason, sizeof(w->end_reason), "%s", why);
 	esc.open = 0;
 	set_on(0);
@@ -270,7 +277,7 @@ used_us(int64_t now_us)
 
 	for (i = 0; i < esc.nwin; i++)
 	{
-		const struct pgt_exact_window_entry *w = &esc.win[i];
+		const struct pgt_exact_window_entry *w = &esc.win[i].e;
 		int64_t		s = w->start_us;
 		int64_t		e = w->end_us ? w->end_us : now_us;
 
@@ -315,23 +322,27 @@ avail_s(int64_t now_us)
 /*
  * escalation_tick
  *		Close the open window when it reached its planned end or the budget
- *		is spent; drop windows that ended more than an hour ago.
+ *		is spent, as of the moment it did; drop windows that ended more than
+ *		an hour ago.  The daemon calls it every publication tick.
  */
 void
 escalation_tick(int64_t now_us)
 {
 	size_t		drop = 0;
 
-	if (esc.open && esc.win[esc.nwin - 1].planned_end_us != 0)
+	if (esc.open && esc.win[esc.nwin - 1].e.planned_end_us != 0)
 	{
-		if (now_us >= esc.win[esc.nwin - 1].planned_end_us)
-			close_window(now_us, "expired");
-		else if (esc.budget_s != ESC_BUDGET_UNLIMITED &&
-				 used_us(now_us) >= (int64_t) esc.budget_s * 1000000)
-			close_window(now_us, "budget");
+		int64_t		planned = esc.win[esc.nwin - 1].e.planned_end_us;
+		int64_t		over = esc.budget_s == ESC_BUDGET_UNLIMITED ? -1 :
+			used_us(now_us) - (int64_t) esc.budget_s * 1000000;
+
+		if (over >= 0 && now_us - over < planned)
+			close_window(now_us - over, "budget");
+		else if (now_us >= planned)
+			close_window(planned, "expired");
 	}
-	while (drop < esc.nwin && esc.win[drop].end_us != 0 &&
-		   esc.win[drop].end_us < now_us - ESC_HOUR_US)
+	while (drop < esc.nwin && esc.win[drop].e.end_us != 0 &&
+		   esc.win[drop].e.end_us < now_us - ESC_HOUR_US)
 		drop++;
 	if (drop > 0)
 	{
@@ -422,14 +433,14 @@ escalate(const pgt_request *r, uint32_t pm, int64_t now_us, char *out, size_t ou
 	granted = (avail < 0 || want < avail) ? want : avail;
 	if (esc.open)
 	{
-		struct pgt_exact_window_entry *w = &esc.win[esc.nwin - 1];
+		struct pgt_exact_window_entry *w = &esc.win[esc.nwin - 1].e;
 		int64_t		end = now_us + (int64_t) granted * 1000000;
 
 		/*
 		 * the open window now ends `granted` seconds from now; another
 		 * cluster's request only ever extends it
 		 */
-		if (esc.win_pm[esc.nwin - 1] == pm || end > w->planned_end_us)
+		if (esc.win[esc.nwin - 1].pm == pm || end > w->planned_end_us)
 			w->planned_end_us = end;
 		w->granted_s = (uint32_t) ((w->planned_end_us - w->start_us + 999999) / 1000000);
 	}
@@ -476,7 +487,8 @@ escalation_set_reset(esc_reset_fn fn)
 /*
  * escalation_respond
  *		The answer text ("OK ..."/"ERR ...", without the protocol tag and
- *		LF) to ESCALATE, DEESCALATE, BUDGET and EXACTRESET; -1 for other
+ *		LF) to ESCALATE, DEESCALATE, BUDGET and EXACTRESET from the cluster
+ *		whose postmaster has host pid pm (0: not attached); -1 for other
  *		verbs.
  */
 int
@@ -484,13 +496,17 @@ escalation_respond(const pgt_request *r, uint32_t pm, int64_t now_us, char *out,
 				   size_t outlen)
 {
 	escalation_tick(now_us);
+	/* a window belongs to a cluster: pm 0 would make it the helper's */
+	if (pm == 0 && (strcmp(r->verb, "ESCALATE") == 0 ||
+					strcmp(r->verb, "DEESCALATE") == 0))
+		return respond(out, outlen, "ERR unavailable the cluster is not attached");
 	if (strcmp(r->verb, "ESCALATE") == 0)
 		return escalate(r, pm, now_us, out, outlen);
 	if (strcmp(r->verb, "DEESCALATE") == 0)
 	{
 		/* the helper's own windows (anomalies) any cluster may close */
 		int			was = esc.open && esc.mode == ESC_MODE_TIERED &&
-			(esc.win_pm[esc.nwin - 1] == 0 || esc.win_pm[esc.nwin - 1] == pm);
+			(esc.win[esc.nwin - 1].pm == 0 || esc.win[esc.nwin - 1].pm == pm);
 		int			avail;
 
 		if (r->nargs != 1 || !word_ok(r->args[0]))
@@ -516,7 +532,7 @@ escalation_respond(const pgt_request *r, uint32_t pm, int64_t now_us, char *out,
 	}
 	if (strcmp(r->verb, "BUDGET") == 0)
 	{
-		int64_t		until = esc.open ? esc.win[esc.nwin - 1].planned_end_us : 0;
+		int64_t		until = esc.open ? esc.win[esc.nwin - 1].e.planned_end_us : 0;
 
 		if (r->nargs != 0)
 			return respond(out, outlen, "ERR bad-argument BUDGET takes no arguments");
@@ -540,11 +556,11 @@ escalation_windows(struct pgt_exact_window_entry *out, size_t max, uint32_t pm)
 	size_t		n = esc.nwin < max ? esc.nwin : max;
 	size_t		i;
 
-	memcpy(out, &esc.win[esc.nwin - n], sizeof(*out) * n);
 	for (i = 0; i < n; i++)
 	{
-		uint32_t	owner = esc.win_pm[esc.nwin - n + i];
+		uint32_t	owner = esc.win[esc.nwin - n + i].pm;
 
+		out[i] = esc.win[esc.nwin - n + i].e;
 		if (owner != 0 && owner != pm)
 		{
 			snprintf(out[i].who, sizeof(out[i].who), "%s", "");

@@ -679,7 +679,6 @@ publish(pset_inst *in, pset_pub *pub)
 	size_t		i;
 	size_t		j;
 
-	escalation_tick(procfs_realtime_us());
 	if (p == NULL)
 		return;
 	if (p->skel != NULL)

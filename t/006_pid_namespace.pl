@@ -13,7 +13,9 @@
 #   namespace may be a live backend's of another role: a leak), and
 #   nothing is ever shown under its host pid;
 # - `trace --pid` of a backend (by its host pid) follows its parallel
-#   workers, whose titles name their leader by the namespace's pid.
+#   workers, whose titles name their leader by the namespace's pid;
+# - an escalation window the cluster opens is its own: it sees who asked
+#   and why, and closes it.
 use strict;
 use warnings;
 use FindBin;
@@ -66,7 +68,7 @@ sub host_pid_of
 }
 
 $node->safe_psql('postgres', 'CREATE EXTENSION pg_tracer');
-my $helper = start_helper($node, $rt, '--probes', 'syscall');
+my $helper = start_helper($node, $rt, '--probes', 'syscall,exact');
 ok(wait_connected($node), 'helper connected to the namespaced cluster');
 
 my $s = $node->background_psql('postgres');
@@ -123,6 +125,19 @@ ok(@workers && !grep({ $type_of{$_} ne 'parallel worker' } @workers),
 	"trace --pid $p_host: its parallel workers too (" . join(',', map { "$_ $type_of{$_}" } @workers)
 	  . ')') or diag($$terr);
 $p->quit;
+
+# escalation knows a cluster by its postmaster's host pid, as the exact set
+# does (before, by the namespace's pid: the cluster's own window was
+# "other cluster" to it, and every namespace's postmaster 1 was one owner)
+is($node->safe_psql('postgres', 'SELECT granted_s FROM pg_tracer_escalate(30)'), '30',
+	'the namespaced cluster opens a window');
+my $win = '';
+wait_until(sub {
+	$win = $node->safe_psql('postgres', "SELECT requested_by || '|' || reason
+		FROM pg_tracer_escalations ORDER BY start_time DESC LIMIT 1");
+	$win =~ /\|manual$/ }, 5);
+like($win, qr/^\w+\|manual$/, "it sees its own window with who asked and why ($win)");
+is($node->safe_psql('postgres', 'SELECT pg_tracer_deescalate()'), 't', 'and closes it');
 
 ok(stop_helper($node, $helper), 'helper stopped');
 kill 'INT', $pm_host;

@@ -22,7 +22,7 @@
 
 static control_info test_info = {
 	.version = "1.2.3",.generation = 5,.writer_pid = 77,.attached = 1,
-	.postmaster_pid = 4242,.backends = 9
+	.postmaster_pid = 4242,.postmaster_host_pid = 14242,.backends = 9
 };
 
 /* control_respond on a C string. */

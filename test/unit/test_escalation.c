@@ -8,7 +8,9 @@
  *	  checks, full mode, the switch calls, the windows table, the held
  *	  kernel sets as a second listener; two clusters: one cannot close or
  *	  shorten the other's window, sees it without who and why, and resets
- *	  only its own counters.
+ *	  only its own counters; the owners stay with their windows when old
+ *	  windows leave the hour; a socket whose cluster is not attached cannot
+ *	  open or close a window; a late tick charges only what was granted.
  */
 #include "escalation.h"
 #include "unit.h"
@@ -298,6 +300,58 @@ test_anomaly(void)
 	CHECK(escalation_configure_anomaly("on", err, sizeof(err)) == 0);
 }
 
+/* owners move with their windows; late ticks; unattached sockets */
+static void
+test_owners_and_late_ticks(void)
+{
+	struct pgt_exact_window_entry w[ESC_MAX_WINDOWS];
+	char		err[256];
+	int64_t		t1 = T0 + 3600 * S + 30 * S;
+	size_t		n;
+
+	escalation_reset();
+	CHECK(escalation_configure_budget("300", err, sizeof(err)) == 0);
+	escalation_attach(fake_switch, NULL);
+	ask_pm = 7;
+	CHECK(strncmp(ask(T0, "ESCALATE", 3, "60", "alice", "a-reason"), "OK granted=60 ", 14) == 0);
+	/* nobody ticks until two minutes later: the window ended at 60 s */
+	escalation_tick(T0 + 120 * S);
+	CHECK(!escalation_active());
+	CHECK_STR(ask(T0 + 121 * S, "BUDGET", 0, NULL, NULL, NULL),
+			  "OK mode=tiered budget=300 used=60 remaining=240 active=0 until=0");
+	n = escalation_windows(w, ESC_MAX_WINDOWS, 7);
+	CHECK(n == 1 && w[0].end_us == T0 + 60 * S, "ended at its planned end: %lld",
+		  (long long) (w[0].end_us - T0));
+	CHECK_STR(w[0].end_reason, "expired");
+
+	/* an hour later cluster 8 opens one; the tick drops cluster 7's */
+	ask_pm = 8;
+	CHECK(strncmp(ask(t1, "ESCALATE", 3, "300", "bob", "b-reason"), "OK granted=", 11) == 0);
+	escalation_tick(t1 + 40 * S);
+	n = escalation_windows(w, ESC_MAX_WINDOWS, 8);
+	CHECK(n == 1, "the old window left the hour: %zu", n);
+	CHECK_STR(w[0].who, "bob");
+	n = escalation_windows(w, ESC_MAX_WINDOWS, 7);
+	CHECK_STR(w[0].reason, "other cluster");
+	ask_pm = 7;
+	CHECK(strncmp(ask(t1 + 41 * S, "DEESCALATE", 1, "alice", NULL, NULL), "OK closed=0 ", 12) == 0,
+		  "cluster 7 cannot close cluster 8's window");
+	ask_pm = 8;
+	CHECK(strncmp(ask(t1 + 42 * S, "DEESCALATE", 1, "bob", NULL, NULL), "OK closed=1 ", 12) == 0,
+		  "cluster 8 closes its own");
+
+	/* a socket whose cluster is not attached */
+	ask_pm = 0;
+	CHECK_STR(ask(t1 + 50 * S, "ESCALATE", 2, "10", "eve", NULL),
+			  "ERR unavailable the cluster is not attached");
+	CHECK_STR(ask(t1 + 50 * S, "DEESCALATE", 1, "eve", NULL, NULL),
+			  "ERR unavailable the cluster is not attached");
+	CHECK(!escalation_active());
+	CHECK(strncmp(ask(t1 + 50 * S, "BUDGET", 0, NULL, NULL, NULL), "OK ", 3) == 0);
+	ask_pm = 7;
+	escalation_detach();
+}
+
 static int	ksw_on = -1;
 static int	ksw_calls;
 
@@ -327,8 +381,9 @@ test_kernel_sets(void)
 	CHECK(ksw_calls == 2, "extending the window switches nothing");
 	escalation_tick(T0 + 30 * S);
 	CHECK(!escalation_active() && ksw_on == 0 && ksw_calls == 3, "held again at expiry");
+	/* charged until the planned end (21 s), not until the tick */
 	CHECK_STR(ask(T0 + 31 * S, "DEESCALATE", 1, "alice", NULL, NULL),
-			  "OK closed=0 remaining=270 budget=300 mode=tiered");
+			  "OK closed=0 remaining=279 budget=300 mode=tiered");
 	CHECK(ksw_calls == 3, "closing no window switches nothing");
 	escalation_detach_kernel();
 	CHECK_STR(ask(T0 + 32 * S, "ESCALATE", 2, "10", "alice", NULL),
@@ -366,6 +421,7 @@ main(void)
 	test_budget();
 	test_modes();
 	test_clusters();
+	test_owners_and_late_ticks();
 	test_anomaly();
 	test_kernel_sets();
 	UNIT_MAIN_END("test_escalation");
