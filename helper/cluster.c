@@ -144,6 +144,7 @@ info_cb(void *arg, control_info *info)
 	info->writer_pid = (uint32_t) getpid();
 	info->attached = c->attached;
 	info->postmaster_pid = c->attached ? (uint32_t) c->pm.nspid : 0;
+	info->postmaster_host_pid = c->attached ? (uint32_t) c->pm.pid : 0;
 	info->backends = (uint32_t) c->nprocs;
 	info->reset = cluster_psets_reset;
 	info->reset_arg = c;
@@ -193,6 +194,7 @@ cluster_open(cluster_env *env, uint64_t dev, uint64_t ino, uid_t uid, gid_t gid,
 	snprintf(c->sock_path, sizeof(c->sock_path), "%s", sock);
 
 	memset(&opts, 0, sizeof(opts));
+	opts.uid = uid;
 	opts.gid = gid;
 	opts.cluster_dev = dev;
 	opts.cluster_ino = ino;

@@ -8,12 +8,17 @@
  * a shared mapping) and rename()s it over the final name, so a file at the
  * final name is never shrunk or rewritten from scratch: a reader holding the
  * old file keeps a whole, consistent (if stale) copy.  The generation is the
- * previous valid segment's + 1.  The file stays the helper's (root's), in
- * the data directory owner's group, mode 0440: the cluster's processes may
- * read it, nobody else may, since it carries query text.  The cluster owner
- * is not its owner so that it cannot chmod and truncate the file under the
+ * previous valid segment's + 1.  The file stays the helper's (root's, group
+ * root), and a POSIX ACL lets the cluster owner read it: the cluster's
+ * processes may read it, nobody else may, since it carries query text (not
+ * the data directory's group either: PostgreSQL may keep that group out).
+ * On a file system without ACLs the file falls back to the data directory's
+ * group, mode 0440, and the log says so.  The cluster owner is not the
+ * file's owner so that it cannot chmod and truncate the file under the
  * helper's mapping (the next write would raise SIGBUS in the helper, which
- * serves every cluster of the host).
+ * serves every cluster of the host); for the same reason the file's blocks
+ * are allocated at creation, so that a full file system fails the creation
+ * instead of a later write.
  *
  * Updates go through the seqlock of pgt_segment.h: seq odd, barrier,
  * tables and header, barrier, seq even.  Only the daemon's single thread
@@ -24,6 +29,7 @@
 #include "log.h"
 #include "procfs.h"
 
+#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -32,10 +38,103 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
 #define SECTION_ALIGN	64
+
+/*
+ * A POSIX access ACL as the kernel takes it in the system.posix_acl_access
+ * attribute (linux/posix_acl_xattr.h): a version, then entries sorted by
+ * tag, little-endian.
+ */
+#define ACL_XATTR_NAME		"system.posix_acl_access"
+#define ACL_XATTR_VERSION	2
+#define ACL_TAG_USER_OBJ	0x01
+#define ACL_TAG_USER		0x02
+#define ACL_TAG_GROUP_OBJ	0x04
+#define ACL_TAG_MASK		0x10
+#define ACL_TAG_OTHER		0x20
+#define ACL_NO_ID			0xFFFFFFFFu
+#define ACL_READ			4
+
+struct acl_xattr_entry
+{
+	uint16_t	tag;
+	uint16_t	perm;
+	uint32_t	id;
+};
+
+struct acl_xattr_owner_read
+{
+	uint32_t	version;
+	struct acl_xattr_entry e[5];
+};
+
+_Static_assert(sizeof(struct acl_xattr_owner_read) == 44, "ACL attribute layout");
+
+/*
+ * acl_entry
+ *		One ACL entry in the attribute's byte order.
+ */
+static struct acl_xattr_entry
+acl_entry(uint16_t tag, uint16_t perm, uint32_t id)
+{
+	struct acl_xattr_entry e;
+
+	e.tag = htole16(tag);
+	e.perm = htole16(perm);
+	e.id = htole32(id);
+	return e;
+}
+
+/*
+ * restrict_read
+ *		Let the cluster owner (and root) read the file, nobody else: group
+ *		root, no group or other bits, and an ACL entry for the owner.
+ *		Without ACLs on the file system, the data directory's group reads it
+ *		instead (logged).  Returns 0 or -1 with err set.
+ */
+static int
+restrict_read(int fd, const char *path, const seg_writer_opts *opts, char *err,
+			  size_t errlen)
+{
+	struct acl_xattr_owner_read acl;
+
+	acl.version = htole32(ACL_XATTR_VERSION);
+	acl.e[0] = acl_entry(ACL_TAG_USER_OBJ, ACL_READ, ACL_NO_ID);
+	acl.e[1] = acl_entry(ACL_TAG_USER, ACL_READ, (uint32_t) opts->uid);
+	acl.e[2] = acl_entry(ACL_TAG_GROUP_OBJ, 0, ACL_NO_ID);
+	acl.e[3] = acl_entry(ACL_TAG_MASK, ACL_READ, ACL_NO_ID);
+	acl.e[4] = acl_entry(ACL_TAG_OTHER, 0, ACL_NO_ID);
+	if (fchown(fd, (uid_t) -1, 0) < 0)
+	{
+		snprintf(err, errlen, "cannot give %s to group root: %s", path, strerror(errno));
+		return -1;
+	}
+	if (fsetxattr(fd, ACL_XATTR_NAME, &acl, sizeof(acl), 0) == 0)
+		return 0;
+	if (errno != EOPNOTSUPP)
+	{
+		snprintf(err, errlen, "cannot set the ACL of %s: %s", path, strerror(errno));
+		return -1;
+	}
+	log_warn("%s: no POSIX ACLs on this file system: the segment is readable "
+			 "by group %d, the data directory's", path, (int) opts->gid);
+	if (fchown(fd, (uid_t) -1, opts->gid) < 0)
+	{
+		snprintf(err, errlen, "cannot give %s to group %d: %s", path,
+				 (int) opts->gid, strerror(errno));
+		return -1;
+	}
+	if (fchmod(fd, 0440) < 0)
+	{
+		snprintf(err, errlen, "cannot chmod %s: %s", path, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
 
 /*
  * align_up
@@ -177,6 +276,7 @@ seg_writer_create(seg_writer *w, const char *path, const seg_writer_opts *opts,
 	int			fd = -1;
 	void	   *map = MAP_FAILED;
 	int			created = 0;
+	int			rc;
 	struct timespec ts;
 	uint32_t	i;
 
@@ -200,21 +300,18 @@ seg_writer_create(seg_writer *w, const char *path, const seg_writer_opts *opts,
 		goto cleanup;
 	}
 	created = 1;
-	if (fchown(fd, (uid_t) -1, opts->gid) < 0)
-	{
-		snprintf(err, errlen, "cannot give %s to group %d: %s", tmp,
-				 (int) opts->gid, strerror(errno));
+	if (restrict_read(fd, tmp, opts, err, errlen) < 0)
 		goto cleanup;
-	}
-	if (fchmod(fd, 0440) < 0)
-	{
-		snprintf(err, errlen, "cannot chmod %s: %s", tmp, strerror(errno));
-		goto cleanup;
-	}
 	if (ftruncate(fd, (off_t) size) < 0)
 	{
 		snprintf(err, errlen, "cannot size %s to %zu bytes: %s", tmp, size,
 				 strerror(errno));
+		goto cleanup;
+	}
+	if ((rc = posix_fallocate(fd, 0, (off_t) size)) != 0)
+	{
+		snprintf(err, errlen, "cannot allocate %zu bytes for %s: %s", size, tmp,
+				 strerror(rc));
 		goto cleanup;
 	}
 	map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);

@@ -30,7 +30,8 @@ extern const uint32_t seg_ntables;
 typedef struct seg_writer_opts
 {
 	uint32_t	capacity[PGT_SEC_KIND_MAX];	/* by kind; 0 -> the default */
-	gid_t		gid;			/* group of the file (data directory owner's) */
+	uid_t		uid;			/* the cluster owner: may read the file */
+	gid_t		gid;			/* data directory's group: reads it without ACLs */
 	uint64_t	cluster_dev;
 	uint64_t	cluster_ino;
 	const char *data_dir;

@@ -3,7 +3,8 @@
  *	  The segment writer (helper/segment_writer.c) against the reader the
  *	  extension uses (common/pgt_segment.c): every field round-trips, the
  *	  generation increments across re-creation, an existing file is never
- *	  truncated in place, overflow is counted, close marks STOPPED.
+ *	  truncated in place, overflow is counted, close marks STOPPED; only
+ *	  the cluster owner may read the file, whose blocks are allocated.
  */
 #include "pgt_segment.h"
 #include "segment_writer.h"
@@ -12,7 +13,9 @@
 #include <fcntl.h>
 #include <stddef.h>
 #include <stdlib.h>
+#include <grp.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static char dir[] = "/tmp/pgt_unit_seg.XXXXXX";
@@ -31,6 +34,7 @@ opts_for(uint32_t backends_cap)
 
 	memset(&o, 0, sizeof(o));
 	o.capacity[PGT_SEC_BACKENDS] = backends_cap;
+	o.uid = 4321;				/* the cluster owner */
 	o.gid = getgid();
 	o.cluster_dev = 0xfe01;
 	o.cluster_ino = 0xabcdef;
@@ -60,6 +64,49 @@ make_backends(uint32_t n)
 	return b;
 }
 
+/*
+ * can_read_as
+ *		Whether a child process with this uid and (only) this gid can open
+ *		path for reading (root only; -1 when it cannot switch).
+ */
+static int
+can_read_as(const char *path, uid_t uid, gid_t gid)
+{
+	pid_t		pid = fork();
+	int			status;
+
+	if (pid == 0)
+	{
+		int			fd;
+
+		if (setgroups(1, &gid) < 0 || setgid(gid) < 0 || setuid(uid) < 0)
+			_exit(2);
+		fd = open(path, O_RDONLY);
+		_exit(fd >= 0 ? 0 : 1);
+	}
+	if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+		return -1;
+	return WEXITSTATUS(status) == 0 ? 1 : WEXITSTATUS(status) == 1 ? 0 : -1;
+}
+
+/*
+ * check_readers
+ *		The cluster owner may read a new segment, and nobody else: not a
+ *		member of the file's group, not the data directory's group.  With
+ *		ACLs (this test's file system has them) the file's group is root.
+ */
+static void
+check_readers(const char *path, const struct stat *st, uid_t owner)
+{
+	CHECK_INT(st->st_gid, 0);
+	if (geteuid() != 0)
+		return;
+	CHECK_INT(can_read_as(path, owner, 4321), 1);
+	CHECK_INT(can_read_as(path, 5555, getgid()), 0);
+	CHECK_INT(can_read_as(path, 5555, 0), 0);
+	CHECK_INT(can_read_as(path, 5555, 5555), 0);
+}
+
 static void
 test_roundtrip(const char *path)
 {
@@ -80,8 +127,10 @@ test_roundtrip(const char *path)
 	CHECK_INT(stat(path, &st), 0);
 	CHECK_INT(st.st_mode & 07777, 0440);	/* the helper's: no chmod by the reader */
 	CHECK_INT(st.st_uid, geteuid());
-	CHECK_INT(st.st_gid, o.gid);
 	CHECK_INT((size_t) st.st_size, seg_writer_size(&o));
+	CHECK((size_t) st.st_blocks * 512 >= seg_writer_size(&o), "allocated at creation: %lld blocks",
+		  (long long) st.st_blocks);
+	check_readers(path, &st, o.uid);
 
 	/* freshly created: valid, WAITING, empty */
 	CHECK_INT(pgt_segment_snapshot(path, alloc_fn, NULL, &buf, &len, &v, err, sizeof(err)),
@@ -304,6 +353,7 @@ main(void)
 	char		path[256];
 
 	CHECK(mkdtemp(dir) != NULL);
+	CHECK_INT(chmod(dir, 0755), 0);	/* as a runtime directory: others may look up */
 	snprintf(path, sizeof(path), "%s/pgt-fe01-abcdef.seg", dir);
 	test_roundtrip(path);
 	test_recreate(path);
