@@ -28,11 +28,14 @@
  */
 #include "postgres.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <sys/stat.h>
 
 #include "funcapi.h"
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
+#include "utils/pidfile.h"
 #include "utils/timestamp.h"
 
 #include "pg_tracer.h"
@@ -42,11 +45,16 @@
 	((int64) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * USECS_PER_DAY)
 
 /*
- * How far the segment's postmaster start time may be from ours: the helper
- * reads it from postmaster.pid, which has one-second resolution and is
- * written a moment after PgStartTime is taken.
+ * The helper takes the postmaster's start time from line 3 of postmaster.pid
+ * (whole seconds, taken as the postmaster process starts); so does
+ * postmaster_start_us, and the two must be equal.  When this process cannot
+ * read the file, PgStartTime stands in: it is taken at the end of the
+ * postmaster's startup (shared memory, preloaded libraries, sockets, temp
+ * file cleanup), so the file's time is up to PGT_START_SLOW_US earlier, and
+ * never more than a second later.
  */
-#define PGT_START_SLACK_US		(INT64CONST(5) * USECS_PER_SEC)
+#define PGT_START_SLOW_US		(INT64CONST(600) * USECS_PER_SEC)
+#define PGT_START_AHEAD_US		(INT64CONST(1) * USECS_PER_SEC)
 
 /* This process's cache of the data directory's identity. */
 static bool cluster_id_known = false;
@@ -56,6 +64,8 @@ static uint64 cluster_ino;
 static bool cluster_identity(char *err, size_t errlen);
 static void *link_alloc(size_t size, void *arg);
 static void link_judge(PgtLink *link);
+static int64 postmaster_start_us(void);
+static bool same_postmaster_start(int64 segment_start_us);
 static void link_publish(const PgtLink *link);
 static void link_log_transition(const PgtLink *link, bool prev_connected,
 								uint64 prev_generation);
@@ -281,6 +291,62 @@ pgt_link_srf_begin(FunctionCallInfo fcinfo, PgtLink *link, uint32 section,
 }
 
 /*
+ * postmaster_start_us
+ *		Line 3 of this postmaster's postmaster.pid in unix microseconds, or
+ *		-1 when it cannot be read or names another postmaster.  Read once
+ *		per process: it does not change while the postmaster lives.
+ */
+static int64
+postmaster_start_us(void)
+{
+	static int64 cached = -1;
+	char		path[MAXPGPATH];
+	char		line[MAXPGPATH + 64];
+	long		pid = 0;
+	long long	start = 0;
+	int			n = 0;
+	FILE	   *f;
+
+	if (cached >= 0)
+		return cached;
+	snprintf(path, sizeof(path), "%s/postmaster.pid", DataDir);
+	f = fopen(path, "r");
+	if (f == NULL)
+		return -1;
+	while (n < LOCK_FILE_LINE_START_TIME && fgets(line, sizeof(line), f) != NULL)
+	{
+		n++;
+		if (n == LOCK_FILE_LINE_PID)
+			pid = strtol(line, NULL, 10);
+		else if (n == LOCK_FILE_LINE_START_TIME)
+			start = strtoll(line, NULL, 10);
+	}
+	fclose(f);
+	if (n == LOCK_FILE_LINE_START_TIME && pid == PostmasterPid && start > 0)
+		cached = (int64) start * USECS_PER_SEC;
+	return cached;
+}
+
+/*
+ * same_postmaster_start
+ *		Does a segment's postmaster start time (0: not given) describe this
+ *		start of the postmaster?
+ */
+static bool
+same_postmaster_start(int64 segment_start_us)
+{
+	int64		ours = postmaster_start_us();
+	int64		pg_start_us = (int64) PgStartTime + PGT_EPOCH_DIFF_US;
+
+	if (segment_start_us == 0)
+		return true;
+	if (ours >= 0)
+		return segment_start_us == ours;
+	return segment_start_us <= pg_start_us + PGT_START_AHEAD_US &&
+		segment_start_us >= pg_start_us - PGT_START_SLOW_US;
+}
+
+/*
  * link_judge
  *		Decide whether a valid segment means "connected".
  */
@@ -289,7 +355,6 @@ link_judge(PgtLink *link)
 {
 	const struct pgt_seg_header *h = link->view.hdr;
 	int64		now_us = (int64) GetCurrentTimestamp() + PGT_EPOCH_DIFF_US;
-	int64		our_start_us = (int64) PgStartTime + PGT_EPOCH_DIFF_US;
 	int64		age_ms = 0;
 
 	/* a positive last_update cannot overflow the subtraction */
@@ -330,9 +395,7 @@ link_judge(PgtLink *link)
 				 "last update " INT64_FORMAT " ms ago, pg_tracer.helper_stale_ms is %d",
 				 age_ms, pgt_helper_stale_ms);
 	}
-	else if (h->postmaster_start_us != 0 &&
-			 (h->postmaster_start_us > our_start_us + PGT_START_SLACK_US ||
-			  h->postmaster_start_us < our_start_us - PGT_START_SLACK_US))
+	else if (!same_postmaster_start(h->postmaster_start_us))
 	{
 		link->state = "stale";
 		strlcpy(link->reason, "the segment describes another start of the postmaster",

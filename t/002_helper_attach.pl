@@ -1,6 +1,7 @@
 # 002_helper_attach.pl — the real helper, real BPF, one real path end to end.
 #
-# The helper attaches to this test's cluster; status turns connected, the
+# The helper attaches to this test's cluster (one that took long to start);
+# status turns connected, the
 # pid filter lists the postmaster's children, a new connection appears in
 # pg_tracer_backends within 2 seconds with a syscall count that grows (and so
 # does a process older than the helper's attach), ping
@@ -21,10 +22,28 @@ plan skip_all => 'root helper not reachable (run through scripts/test.sh)'
 my ($node, $rt) = tracer_node('attach');
 $node->safe_psql('postgres', 'CREATE EXTENSION pg_tracer');
 
+# A postmaster that took 30 s to start (large shared memory, a slow preload
+# library, temp files left by a crash): postmaster.pid's start time, which
+# the helper reads, is taken as the process starts, PgStartTime at the end
+# of startup.  Made so here by moving the file's time back 30 s.  (Before,
+# a gap over 5 s read as "another start of the postmaster": never connected.)
+{
+	my $pidfile = $node->data_dir . '/postmaster.pid';
+	open(my $in, '<', $pidfile) or die "$pidfile: $!";
+	my @lines = <$in>;
+	close($in);
+	chomp(my $start = $lines[2]);
+	$lines[2] = ($start - 30) . "\n";
+	open(my $out, '>', $pidfile) or die "$pidfile: $!";
+	print $out @lines;
+	close($out);
+}
+
 my $helper = start_helper($node, $rt);
 ok(defined wait_until(sub {
 	$node->safe_psql('postgres', 'SELECT helper_connected FROM pg_tracer_status()') eq 't'
-}, 15), 'status turns connected');
+}, 15), 'status turns connected (postmaster.pid gives a start 30 s before PgStartTime)')
+  or diag($node->safe_psql('postgres', 'SELECT segment_state, reason FROM pg_tracer_status()'));
 
 my $st = $node->safe_psql('postgres',
 	"SELECT helper_pid, segment_generation >= 1, last_update > now() - interval '5 s',
