@@ -444,7 +444,7 @@ snapshot(const char *path, uint64_t kinds, pgt_alloc_fn alloc_fn,
 	for (attempt = 0; attempt < SNAPSHOT_RETRIES; attempt++)
 	{
 		uint64_t	seq_after;
-		uint64_t	seq_now;
+		uint64_t	seq_now = 0;
 		ssize_t		n;
 
 		n = read_full(fd, buf, read_len, 0);

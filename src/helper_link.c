@@ -64,6 +64,7 @@ static uint64 cluster_ino;
 static bool cluster_identity(char *err, size_t errlen);
 static void *link_alloc(size_t size, void *arg);
 static void link_judge(PgtLink *link);
+static bool worker_saw_abandoned(PgtLink *link);
 static int64 postmaster_start_us(void);
 static bool same_postmaster_start(int64 segment_start_us);
 static void link_publish(const PgtLink *link);
@@ -230,6 +231,7 @@ link_read(PgtLink *link, uint64 tables)
 	{
 		link->buf = NULL;
 		link->state = pgt_seg_result_name(r);
+		link->abandoned = (r == PGT_SEG_ABANDONED);
 		if (r == PGT_SEG_MISSING)
 			strlcpy(link->reason, "the helper has not published a segment for this cluster",
 					sizeof(link->reason));
@@ -249,7 +251,42 @@ link_read(PgtLink *link, uint64 tables)
 void
 pgt_link_read(PgtLink *link, uint64 tables)
 {
+	if (worker_saw_abandoned(link))
+		return;
 	link_read(link, tables);
+}
+
+/*
+ * worker_saw_abandoned
+ *		Did the worker find the segment abandoned (a helper that died in the
+ *		middle of an update) less than a second ago?  Then *link says so,
+ *		without a copy: each copy of such a segment costs a quarter of a
+ *		second of retries (link_retry), and a view may call a function once
+ *		per row.  The worker looks again every 250 ms, so a restarted
+ *		helper is seen within a second.
+ */
+static bool
+worker_saw_abandoned(PgtLink *link)
+{
+	const char *abandoned = pgt_seg_result_name(PGT_SEG_ABANDONED);
+	TimestampTz now = GetCurrentTimestamp();
+	char		err[PGT_REASON_LEN];
+	bool		saw;
+
+	memset(link, 0, sizeof(*link));
+	SpinLockAcquire(&pgt_shared->mutex);
+	saw = pgt_shared->abandoned &&
+		!TimestampDifferenceExceeds(pgt_shared->checked_at, now, 1000);
+	if (saw)
+		strlcpy(link->reason, pgt_shared->reason, sizeof(link->reason));
+	SpinLockRelease(&pgt_shared->mutex);
+	if (!saw)
+		return false;
+	link->state = abandoned;
+	link->abandoned = true;
+	if (!pgt_cluster_file(".seg", link->path, sizeof(link->path), err, sizeof(err)))
+		link->path[0] = '\0';
+	return true;
 }
 
 /*
@@ -459,6 +496,7 @@ link_publish(const PgtLink *link)
 	pgt_shared->checked_at = now;
 	strlcpy(pgt_shared->seg_state, link->state, PGT_STATE_LEN);
 	strlcpy(pgt_shared->reason, link->reason, PGT_REASON_LEN);
+	pgt_shared->abandoned = link->abandoned;
 	SpinLockRelease(&pgt_shared->mutex);
 }
 

@@ -48,6 +48,7 @@ typedef struct PgtSharedState
 	TimestampTz checked_at;		/* when the worker last looked */
 	char		seg_state[PGT_STATE_LEN];
 	char		reason[PGT_REASON_LEN];
+	bool		abandoned;		/* a writer stopped mid-update (PGT_SEG_ABANDONED) */
 	/* the layout file, written by the worker at start */
 	bool		layout_written;
 	char		layout_error[PGT_REASON_LEN];
@@ -60,6 +61,7 @@ typedef struct PgtSharedState
 typedef struct PgtLink
 {
 	bool		connected;		/* valid, ours, running and fresh */
+	bool		abandoned;		/* its writer stopped in the middle of an update */
 	const char *state;			/* "ok", a reader result name, "stale", ... */
 	char		reason[PGT_REASON_LEN]; /* why not connected; "" when ok */
 	char		path[MAXPGPATH];	/* the segment file */

@@ -245,7 +245,7 @@ pg_tracer_engine_stream(PG_FUNCTION_ARGS)
 		pgt_copy_segment_text(text, sizeof(text), s->text, sizeof(s->text));
 		values[0] = TimestampTzGetDatum(end);
 		nulls[0] = !valid;
-		values[1] = Int32GetDatum((int32) Min(s->pid, (uint32) PG_INT32_MAX));
+		values[1] = pgt_pid_datum(s->pid, &nulls[1]);	/* NULL: exited */
 		values[2] = Int64GetDatum((int64) s->queryid);
 		values[3] = CStringGetTextDatum(probe_text(s->probe));
 		values[4] = Float8GetDatum((double) s->dur_ns / 1e6);

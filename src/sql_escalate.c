@@ -157,15 +157,22 @@ malformed(const char *verb, const char *out)
 
 /*
  * refused
- *		The helper's refusal as an error: budget denials with
- *		budget_remaining_s, unavailability with the helper's reason.
+ *		The helper's refusal as an error: an exhausted budget with
+ *		budget_remaining_s, a disabled one, a refusal of the caller's uid,
+ *		unavailability with the helper's reason.
  */
 static void
 refused(const char *verb, const char *out)
 {
 	int			remaining = 0;
 
-	if (strncmp(out, "denied", 6) == 0)
+	if (strncmp(out, "denied budget disabled", 22) == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("exact wait timing denied: escalation is disabled"),
+				 errdetail_internal("Helper answer: \"%s\".", out),
+				 errhint("The helper runs with --exact-budget 0; give it a budget of exact seconds per hour to allow escalation.")));
+	if (strncmp(out, "denied budget", 13) == 0)
 	{
 		(void) answer_int(out, "remaining", &remaining);
 		ereport(ERROR,
@@ -175,6 +182,12 @@ refused(const char *verb, const char *out)
 				 errdetail_internal("Helper answer: \"%s\".", out),
 				 errhint("The budget of exact seconds per rolling hour is set with the helper's --exact-budget; wait for earlier windows to leave the hour.")));
 	}
+	if (strncmp(out, "denied", 6) == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("the helper refused the request"),
+				 errdetail_internal("Request \"%s\", helper answer \"%s\".", verb, out),
+				 errhint("The helper answers only root and the data directory's owner; check that the server runs as the owner of its data directory.")));
 	ereport(ERROR,
 			(errcode(strncmp(out, "bad-argument", 12) == 0 ?
 					 ERRCODE_INVALID_PARAMETER_VALUE : ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),

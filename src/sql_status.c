@@ -209,8 +209,9 @@ probes_put_rows(ReturnSetInfo *rsinfo, const PgtLink *link)
 		pgt_copy_string(mechanism, sizeof(mechanism), e->mechanism,
 						sizeof(e->mechanism));
 		pgt_copy_string(reason, sizeof(reason), e->reason, sizeof(e->reason));
+		/* the helper's reasons may name the data directory (layout file) */
 		probes_put_one(rsinfo, name, pgt_probe_state_name(e->state),
-					   mechanism, true, e->events, reason);
+					   mechanism, true, e->events, pgt_hide_data_dir(reason));
 	}
 }
 

@@ -29,6 +29,9 @@
  */
 #include "postgres.h"
 
+#include <limits.h>
+#include <stdlib.h>
+
 #include "catalog/pg_authid.h"
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
@@ -177,24 +180,22 @@ pgt_visible_pid_at(const PgtVisibility *vis, uint32 pid, TimestampTz when, bool 
 }
 
 /*
- * pgt_hide_data_dir
- *		text as the current role may read it: with the data directory's path
- *		spelled "$PGDATA" unless the role may read data_directory itself
- *		(pg_read_all_settings, as for the setting).  A hint or a status
- *		message must not tell other roles where the cluster lives.
+ * replace_all
+ *		text with every occurrence of path spelled "$PGDATA" (palloc'd, or
+ *		text itself when there is none).
  */
-const char *
-pgt_hide_data_dir(const char *text)
+static const char *
+replace_all(const char *text, const char *path)
 {
 	StringInfoData out;
 	const char *p = text;
 	const char *hit;
-	size_t		len = DataDir ? strlen(DataDir) : 0;
+	size_t		len = strlen(path);
 
-	if (len == 0 || has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_SETTINGS))
+	if (len == 0 || strstr(text, path) == NULL)
 		return text;
 	initStringInfo(&out);
-	while ((hit = strstr(p, DataDir)) != NULL)
+	while ((hit = strstr(p, path)) != NULL)
 	{
 		appendBinaryStringInfo(&out, p, (int) (hit - p));
 		appendStringInfoString(&out, "$PGDATA");
@@ -202,6 +203,39 @@ pgt_hide_data_dir(const char *text)
 	}
 	appendStringInfoString(&out, p);
 	return out.data;
+}
+
+/*
+ * pgt_hide_data_dir
+ *		text as the current role may read it: with the data directory's path
+ *		spelled "$PGDATA" unless the role may read data_directory itself
+ *		(pg_read_all_settings, as for the setting).  A hint or a status
+ *		message must not tell other roles where the cluster lives.  Both
+ *		spellings: the setting's, and the path with its symbolic links
+ *		resolved, which is how the helper finds the directory.
+ */
+const char *
+pgt_hide_data_dir(const char *text)
+{
+	static char *resolved = NULL;
+	static bool resolved_tried = false;
+	const char *out;
+
+	if (DataDir == NULL || DataDir[0] == '\0' ||
+		has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_SETTINGS))
+		return text;
+	if (!resolved_tried)
+	{
+		char	   *r = realpath(DataDir, NULL);	/* malloc'd, kept */
+
+		resolved = r;
+		resolved_tried = true;
+	}
+	/* the longer spelling first, should one contain the other */
+	if (resolved != NULL && strlen(resolved) > strlen(DataDir))
+		return replace_all(replace_all(text, resolved), DataDir);
+	out = replace_all(text, DataDir);
+	return resolved != NULL ? replace_all(out, resolved) : out;
 }
 
 /*

@@ -174,6 +174,24 @@ for my $cmd ('daemon', 'status')
 is($node->safe_psql('postgres', 'SELECT helper_connected, helper_pid FROM pg_tracer_status()'),
 	"t|$helper", 'the first helper still serves the cluster');
 
+# The helper's reasons may name the data directory: a role that may not read
+# data_directory sees it as $PGDATA in pg_tracer_probes too (before, only
+# pg_tracer_status hid it)
+{
+	my $layout = $node->data_dir . '/pg_tracer.layout';
+	rename($layout, "$layout.away") or die "rename: $!";
+	my $sql = "SELECT reason FROM pg_tracer_probes WHERE probe_set = 'layout'";
+	my $su = '';
+	wait_until(sub { $su = $node->safe_psql('postgres', $sql); $su =~ /^no / }, 5);
+	$node->safe_psql('postgres', 'CREATE ROLE nosy LOGIN');
+	my $plain = $node->safe_psql('postgres', $sql, extra_params => [ '-U', 'nosy' ]);
+	rename("$layout.away", $layout) or die "rename: $!";
+	my $dir = $node->data_dir;
+	like($su, qr/^no \Q$dir\E\/pg_tracer\.layout/, "the superuser reads the path ($su)");
+	is($plain, 'no $PGDATA/pg_tracer.layout: extension not preloaded',
+		'a plain role reads $PGDATA');
+}
+
 signal_helper($helper, 'TERM');
 ok(defined wait_until(sub {
 	$node->safe_psql('postgres', 'SELECT helper_connected FROM pg_tracer_status()') eq 'f'

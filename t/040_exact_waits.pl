@@ -175,6 +175,15 @@ is(q1("SELECT coalesce(sum(total_ms), 0) FROM pg_tracer_exact_waits() WHERE pid 
 like($err, qr/budget exhausted \(budget_remaining_s = 0\)/, 'exhausted budget: a clear denial');
 is(q1('SELECT pg_tracer_deescalate()'), 'f', 'deescalate without a window: false');
 
+# ---- a budget of 0: escalation disabled, said so (before: "budget exhausted")
+signal_helper($helper, 'TERM');
+ok(defined wait_until(sub { q1('SELECT helper_connected FROM pg_tracer_status()') eq 'f' }, 15),
+	'helper stopped');
+$helper = start_helper($node, $rt, '--exact-budget', '0');
+ok(connected(), 'helper restarted with a budget of 0');
+($rc, $out, $err) = $node->psql('postgres', 'SELECT * FROM pg_tracer_escalate(10)');
+like($err, qr/escalation is disabled.*HINT:.*--exact-budget 0/s, 'budget 0: "escalation is disabled", with a hint');
+
 # ---- unlimited budget: idempotent deescalate, a wait in progress is seeded
 signal_helper($helper, 'TERM');
 ok(defined wait_until(sub { q1('SELECT helper_connected FROM pg_tracer_status()') eq 'f' }, 15),
