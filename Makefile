@@ -14,11 +14,14 @@
 
 EXTENSION   = pg_tracer
 MODULE_big  = pg_tracer
-EXT_VERSION = 0.5.1
+EXT_VERSION = 0.5.2
 
 EXT_SRCS    = $(wildcard src/*.c)
 COMMON_SRCS = common/pgt_segment.c common/pgt_protocol.c common/pgt_kernel.c
 OBJS        = $(EXT_SRCS:.c=.o) $(COMMON_SRCS:.c=.o)
+# PGXS tracks no header dependencies: a changed shared struct must rebuild
+# every object, or the library mixes two layouts of it
+$(OBJS): $(wildcard src/*.h common/*.h)
 
 # Install script of the first version, then one upgrade script per version,
 # each built from that version's folder of per-feature files (sql/0.2.0/,
@@ -29,7 +32,7 @@ DATA_built  = sql/pg_tracer--0.1.0--0.2.0.sql sql/pg_tracer--0.2.0--0.3.0.sql \
               sql/pg_tracer--0.3.0--0.4.0.sql sql/pg_tracer--0.4.0--0.4.1.sql \
               sql/pg_tracer--0.4.1--0.4.2.sql sql/pg_tracer--0.4.2--0.4.3.sql \
               sql/pg_tracer--0.4.3--0.4.4.sql sql/pg_tracer--0.4.4--0.5.0.sql \
-              sql/pg_tracer--0.5.0--0.5.1.sql
+              sql/pg_tracer--0.5.0--0.5.1.sql sql/pg_tracer--0.5.1--0.5.2.sql
 
 REGRESS      = pg_tracer_api pg_tracer_ash pg_tracer_kernel pg_tracer_engine pg_tracer_exact
 REGRESS_OPTS = --temp-config=$(CURDIR)/test/regress.conf --temp-instance=$(CURDIR)/tmp_check_regress
@@ -56,6 +59,7 @@ $(eval $(call upgrade_script,0.4.2,0.4.3))
 $(eval $(call upgrade_script,0.4.3,0.4.4))
 $(eval $(call upgrade_script,0.4.4,0.5.0))
 $(eval $(call upgrade_script,0.5.0,0.5.1))
+$(eval $(call upgrade_script,0.5.1,0.5.2))
 
 # ---------------------------------------------------------------- BPF + helper
 BUILD       = build

@@ -16,11 +16,15 @@
  *
  * Once a second (collect) in tiered mode the sessions are sampled for the
  * anomaly rules (helper/escalation_anomaly.c): each mapped process's
- * wait_event_info, read like the seeds.
+ * wait_event_info, read like the seeds.  While timing is on, collect also
+ * reads the waits in progress, which the publication adds to their rows,
+ * and the end of a window folds them into the aggregates
+ * (helper/exact_open.c).
  *
  * Single-threaded (the daemon's loop).
  */
 #include "escalation.h"
+#include "exact_open.h"
 #include "exact_watch.h"
 #include "log.h"
 #include "map_copy.h"
@@ -67,6 +71,7 @@ typedef struct exact_priv
 	uint64_t	last_sync_ns;
 	uint32_t   *qid_pids;		/* a copy of the pgt_qid map, for walks */
 	struct pgt_qid_slot *qid_slots;
+	exact_open_set open;		/* waits in progress, as of collect */
 } exact_priv;
 
 static size_t copy_map(int fd, size_t max, size_t ksz, size_t vsz, void **keys,
@@ -125,6 +130,44 @@ mapped_next(mapped_walk *w, uint32_t *pid, struct pgt_qid_slot *slot, uint32_t *
 		return true;
 	}
 	return false;
+}
+
+/*
+ * open_src
+ *		Where p's source keeps its waits in progress (helper/exact_open.c).
+ */
+static exact_open_src
+open_src(exact_priv *p)
+{
+	exact_open_src src;
+
+	src.watchpoints = p->source == EXACT_SOURCE_WATCHPOINT;
+	src.starts_fd = bpf_map__fd(p->skel->maps.exact_starts);
+	src.watch_fd = bpf_map__fd(p->skel->maps.exact_watch);
+	src.tracked_fd = p->tracked_fd;
+	src.gen = __atomic_load_n(&p->skel->bss->exact_gen, __ATOMIC_SEQ_CST);
+	return src;
+}
+
+/*
+ * fold_open_waits
+ *		The end of a window, once nothing records any more: the waits still
+ *		in progress count, as far as they ran in it (helper/exact_open.c).
+ */
+static void
+fold_open_waits(exact_priv *p)
+{
+	exact_open_src src = open_src(p);
+	int			lost;
+
+	exact_open_collect(&src, &p->open);
+	lost = exact_open_fold(bpf_map__fd(p->skel->maps.exact_waits), &p->open,
+						   exact_mono_ns());
+	if (lost > 0)
+		log_warn("exact: %d waits in progress at the end of the window not counted: "
+				 "the aggregates are full", lost);
+	log_debug("exact: %zu waits in progress at the end of the window", p->open.n);
+	p->open.n = 0;
 }
 
 /*
@@ -299,7 +342,9 @@ watch_switch(exact_priv *p, int on)
 	}
 	else
 	{
+		/* the hit program records nothing from here on */
 		__atomic_store_n(&p->skel->bss->exact_on, 0, __ATOMIC_SEQ_CST);
+		fold_open_waits(p);
 		exact_watch_clear(p->w);
 	}
 }
@@ -486,6 +531,7 @@ exact_switch(int on)
 	{
 		__atomic_store_n(&p->skel->bss->exact_on, 0, __ATOMIC_SEQ_CST);
 		detach_progs(p);		/* no tracepoint cost between windows */
+		fold_open_waits(p);		/* sys_exit no longer records: safe */
 	}
 }
 
@@ -596,6 +642,7 @@ stop(pset_inst *in)
 	free(p->hvals);
 	free(p->qid_pids);
 	free(p->qid_slots);
+	exact_open_free(&p->open);
 	free(p);
 	in->priv = NULL;
 }
@@ -652,6 +699,13 @@ collect(pset_inst *in)
 	p->nh = copy_map(bpf_map__fd(p->skel->maps.exact_hists), PGT_EXACT_HISTS_MAX,
 					 sizeof(struct pgt_exact_hkey), sizeof(struct pgt_exact_hval),
 					 (void **) &p->hkeys, (void **) &p->hvals);
+	p->open.n = 0;
+	if (__atomic_load_n(&p->skel->bss->exact_on, __ATOMIC_SEQ_CST))
+	{
+		exact_open_src src = open_src(p);
+
+		exact_open_collect(&src, &p->open);
+	}
 	if (escalation_mode() == ESC_MODE_TIERED)
 	{
 		uint32_t	active;
@@ -666,9 +720,78 @@ collect(pset_inst *in)
 }
 
 /*
+ * put_wait
+ *		Publish one (pid, query id, event) row of pub's cluster.
+ */
+static void
+put_wait(pset_pub *pub, uint32_t pid, uint32_t event, uint64_t qid, uint64_t count,
+		 uint64_t total_ns, uint64_t max_ns)
+{
+	struct pgt_exact_wait_entry e;
+
+	memset(&e, 0, sizeof(e));
+	e.pid = pset_pub_nspid(pub, pid);
+	e.event = event;
+	e.queryid = (int64_t) qid;
+	e.count = count;
+	e.total_ns = total_ns;
+	e.max_ns = max_ns;
+	(void) pset_pub_add_pid(pub, PGT_SEC_EXACT_WAITS, &e, sizeof(e), pid);
+}
+
+/*
+ * publish_waits
+ *		pub's rows of the aggregates, each with its wait in progress (one
+ *		more wait, and its time so far: helper/exact_open.c), and a row for
+ *		each wait in progress that has none yet.
+ */
+static void
+publish_waits(exact_priv *p, pset_pub *pub)
+{
+	uint64_t	now = p->open.n > 0 ? exact_mono_ns() : 0;
+	size_t		i;
+
+	for (i = 0; i < p->open.n; i++)
+		if (p->open.w[i].pm == pub->postmaster)
+			p->open.w[i].matched = 0;
+	for (i = 0; i < p->n; i++)
+	{
+		const struct pgt_exact_key *k = &p->keys[i];
+		const struct pgt_exact_val *v = &p->vals[i];
+		exact_open_wait *w;
+		uint64_t	count = v->count;
+		uint64_t	total = v->total_ns;
+		uint64_t	max = v->max_ns;
+
+		if (v->pm != pub->postmaster)
+			continue;
+		w = exact_open_find(&p->open, k->pid, k->event, k->queryid);
+		if (w != NULL && w->pm == v->pm)
+		{
+			uint64_t	part = now > w->start_ns ? now - w->start_ns : 0;
+
+			w->matched = 1;
+			count++;
+			total += part;
+			max = part > max ? part : max;
+		}
+		put_wait(pub, k->pid, k->event, k->queryid, count, total, max);
+	}
+	for (i = 0; i < p->open.n; i++)
+	{
+		const exact_open_wait *w = &p->open.w[i];
+		uint64_t	part = now > w->start_ns ? now - w->start_ns : 0;
+
+		if (w->pm == pub->postmaster && !w->matched)
+			put_wait(pub, w->pid, w->event, w->qid, 1, part, part);
+	}
+}
+
+/*
  * publish
- *		Rows of pub's cluster: waits (pids as PostgreSQL knows them),
- *		histograms with their counts and totals, the windows.
+ *		Rows of pub's cluster: waits (pids as PostgreSQL knows them, with
+ *		the waits in progress), histograms with their counts and totals
+ *		(finished waits), the windows.
  */
 static void
 publish(pset_inst *in, pset_pub *pub)
@@ -687,21 +810,7 @@ publish(pset_inst *in, pset_pub *pub)
 		__atomic_add_fetch(&p->skel->bss->exact_tick, 1, __ATOMIC_RELAXED);
 		watch_tick(in, p);
 	}
-	for (i = 0; i < p->n; i++)
-	{
-		struct pgt_exact_wait_entry e;
-
-		if (p->vals[i].pm != pub->postmaster)
-			continue;
-		memset(&e, 0, sizeof(e));
-		e.pid = pset_pub_nspid(pub, p->keys[i].pid);
-		e.event = p->keys[i].event;
-		e.queryid = (int64_t) p->keys[i].queryid;
-		e.count = p->vals[i].count;
-		e.total_ns = p->vals[i].total_ns;
-		e.max_ns = p->vals[i].max_ns;
-		(void) pset_pub_add_pid(pub, PGT_SEC_EXACT_WAITS, &e, sizeof(e), p->keys[i].pid);
-	}
+	publish_waits(p, pub);
 	for (i = 0; i < p->nh; i++)
 	{
 		struct pgt_exact_hist_entry h;

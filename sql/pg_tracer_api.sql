@@ -218,3 +218,13 @@ SELECT obj_description('pg_tracer_exact_time_model'::regclass) IS NOT NULL AS ke
 SELECT has_table_privilege('public', 'pg_tracer_exact_time_model', 'SELECT') AS granted;
 SELECT count(*) FROM pg_proc WHERE proname LIKE 'pg\_tracer\_%';
 DROP EXTENSION pg_tracer;
+-- and one from 0.5.1 (a fix release): the exact time model no longer adds
+-- an idle session's ClientRead itself (the helper's rows have it now)
+CREATE EXTENSION pg_tracer VERSION '0.5.1';
+SELECT pg_get_viewdef('pg_tracer_exact_time_model') LIKE '%state_change%' AS adds_idle_itself;
+ALTER EXTENSION pg_tracer UPDATE;
+SELECT extversion FROM pg_extension WHERE extname = 'pg_tracer';
+SELECT pg_get_viewdef('pg_tracer_exact_time_model') LIKE '%state_change%' AS adds_idle_itself;
+SELECT obj_description('pg_tracer_exact_time_model'::regclass) LIKE '%in progress%' AS new_comment;
+SELECT has_table_privilege('public', 'pg_tracer_exact_time_model', 'SELECT') AS granted;
+DROP EXTENSION pg_tracer;

@@ -212,6 +212,51 @@ ok(defined wait_until(sub {
 	q1("SELECT end_reason FROM pg_tracer_escalations ORDER BY start_time DESC LIMIT 1") eq 'deescalated' }, 5),
 	'pg_tracer_escalations: the window ended by deescalation');
 
+# ---- waits in progress: counted while the window is open (their time so
+# far), and as far as the window covered them once it closes (before: a
+# wait that outlasted its window was counted nowhere, and the time model
+# read a session idle through the window as on CPU for all of it)
+sub exact_of
+{
+	my ($p, $ev) = @_;
+	return split /\|/, q1("SELECT coalesce(sum(total_ms), 0) || '|' || coalesce(sum(waits), 0)
+		FROM pg_tracer_exact_waits() WHERE pid = $p AND wait_event = '$ev'");
+}
+my $idler = $node->background_psql('postgres');
+my $idle_pid = $idler->query_safe('SELECT pg_backend_pid()');
+my ($sl0, $sn0) = exact_of($pid, 'PgSleep');
+$s->query_until(qr/sent/, "\\echo sent\nSELECT pg_sleep(7);\n");
+my $sleep7 = time();
+sleep(0.5);
+my $w_open = time();
+q1('SELECT pg_tracer_escalate(60)');
+sleep(2);
+my ($sl1) = exact_of($pid, 'PgSleep');
+my ($id1) = exact_of($idle_pid, 'ClientRead');
+my $mid = (time() - $w_open) * 1000;
+ok(within($sl1 - $sl0, $mid, 0.2) && within($id1, $mid, 0.2),
+	sprintf('mid-window, waits in progress since its start: PgSleep %.0f ms, ClientRead %.0f ms (%.0f +-20%%)',
+		$sl1 - $sl0, $id1, $mid));
+my $w_close = time();
+q1('SELECT pg_tracer_deescalate()');
+my $wlen = ($w_close - $w_open) * 1000;
+sleep(1.5);
+my ($sl2, $sn2) = exact_of($pid, 'PgSleep');
+my ($id2) = exact_of($idle_pid, 'ClientRead');
+ok(within($sl2 - $sl0, $wlen, 0.15) && $sn2 - $sn0 == 1 && within($id2, $wlen, 0.15),
+	sprintf('window closed: the parts it covered count, %.0f ms of sleep (one wait), %.0f ms idle (window %.0f ms)',
+		$sl2 - $sl0, $id2, $wlen));
+my ($tm_cov, $tm_idle, $tm_cpu) = split /\|/, q1("SELECT covered_ms || '|' || idle_ms || '|' || cpu_ms
+	FROM pg_tracer_exact_time_model WHERE pid = $idle_pid");
+ok(within($tm_cov, $wlen, 0.15) && $tm_idle >= 0.9 * $tm_cov && $tm_cpu <= 0.1 * $tm_cov,
+	sprintf('time model of the idle session: covered %.0f ms, idle %.0f ms, CPU* %.0f ms', $tm_cov, $tm_idle, $tm_cpu));
+$s->query_safe('SELECT 1');    # the sleep ends outside any window
+sleep(1.5);
+my ($sl3) = exact_of($pid, 'PgSleep');
+is(sprintf('%.0f', $sl3), sprintf('%.0f', $sl2),
+	sprintf('the sleep ended %.1f s after it began, outside the window: nothing more', time() - $sleep7));
+$idler->quit;
+
 # ---- --mode full: exact always, fidelity exact
 signal_helper($helper, 'TERM');
 ok(defined wait_until(sub { q1('SELECT helper_connected FROM pg_tracer_status()') eq 'f' }, 15),

@@ -18,7 +18,9 @@
 #   - pg_tracer_reset() empties the exact counters before it returns
 #   - a backend whose 4 debug registers this script holds: ENOSPC reported
 #   - --exact-source auto: watchpoints in tiered mode (only inside windows:
-#     breakpoints come and go with them), syscall tagging in full mode
+#     breakpoints come and go with them), syscall tagging in full mode; a
+#     wait in progress counts mid-window and, once the window closes, as
+#     far as the window covered it
 use strict;
 use warnings;
 use FindBin;
@@ -188,8 +190,28 @@ like(probe(), qr/, 1 failed \(last: pid \d+: No space left on device\)$/,
 	'the backend without a free debug register: reported (ENOSPC)');
 close($_) for @bp_fh;
 $s3->quit;
+# a sleep in progress: counted mid-window (time so far), and when the window
+# closes as far as it covered it; nothing when it ends outside the window
+my ($wn0, $wt0) = sleep_stats($pid2);
+$s2->query_until(qr/sent/, "\\echo sent\nSELECT pg_sleep(4);\n");
+my $ws_start = time();
+sleep(1.5);
+my ($wn1, $wt1) = sleep_stats($pid2);
+my $wmid = (time() - $ws_start) * 1000;
+ok(within($wt1 - $wt0, $wmid, 0.2) && $wn1 - $wn0 == 1,
+	sprintf('watchpoints: a sleep in progress counts mid-window, %.0f ms (%.0f +-20%%)', $wt1 - $wt0, $wmid));
+my $w_closed = time();
 is(q1('SELECT pg_tracer_deescalate()'), 't', 'the window closes');
 ok(defined wait_until(sub { watched() == 0 }, 10), 'no breakpoint outside windows');
+sleep(1.3);
+my ($wn2, $wt2) = sleep_stats($pid2);
+my $wpart = ($w_closed - $ws_start) * 1000;
+ok(within($wt2 - $wt0, $wpart, 0.15) && $wn2 - $wn0 == 1,
+	sprintf('... and once it closed, the part it covered: %.0f ms (%.0f), one wait', $wt2 - $wt0, $wpart));
+$s2->query_safe('SELECT 1');
+sleep(1.3);
+my (undef, $wt3) = sleep_stats($pid2);
+is(sprintf('%.0f', $wt3), sprintf('%.0f', $wt2), 'the sleep ended outside the window: nothing more');
 $s2->quit;
 signal_helper($helper, 'TERM');
 ok(defined wait_until(sub { q1('SELECT helper_connected FROM pg_tracer_status()') eq 'f' }, 15),
