@@ -64,6 +64,12 @@ __u32		exact_gen = 0;
 __u32		exact_tick = 0;
 
 /*
+ * Waits (and preempted parts of waits) that found the aggregates full and
+ * were not counted; the helper reports them.
+ */
+__u64		exact_lost = 0;
+
+/*
  * Tasks whose task storage holds a preempted interval (off_ts) not yet
  * closed: raised when one is opened, lowered when one is closed, so it is
  * never below the true number.  At 0 the sched_switch program skips the
@@ -192,6 +198,8 @@ record_wait(__u32 tgid, __u32 pm, __u32 event, __u64 qid, __u64 ns)
 		if (ns > v->max_ns)
 			v->max_ns = ns;		/* backends are single-threaded: no race */
 	}
+	else
+		__sync_fetch_and_add(&exact_lost, 1);
 	h = bpf_map_lookup_elem(&exact_hists, &hk);
 	if (!h)
 	{
@@ -216,6 +224,8 @@ add_time(__u32 tgid, __u32 pm, __u32 event, __u64 qid, __u64 ns)
 
 	if (v)
 		__sync_fetch_and_add(&v->total_ns, ns);
+	else
+		__sync_fetch_and_add(&exact_lost, 1);
 }
 
 /*

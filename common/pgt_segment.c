@@ -628,6 +628,32 @@ pgt_copy_utf8(char *dst, size_t dstlen, const char *src, size_t srclen)
 	dst[n] = '\0';
 }
 
+int64_t
+pgt_window_covered(const struct pgt_exact_window_entry *w, int64_t since_us,
+				   int64_t now_us)
+{
+	int64_t		span;
+	int64_t		covered;
+	int64_t		s;
+	int64_t		e;
+
+	if (w->flags & PGT_EXACT_WINDOW_EARLIER)
+	{
+		span = w->end_us - w->start_us;
+		covered = w->planned_end_us;
+		if (w->start_us <= 0 || w->end_us > now_us || span <= 0 ||
+			covered <= 0 || covered > span || since_us >= w->end_us)
+			return 0;
+		if (since_us <= w->start_us)
+			return covered;
+		/* spread evenly over the span: the windows' own times are gone */
+		return (int64_t) ((double) covered * (double) (w->end_us - since_us) / (double) span);
+	}
+	s = w->start_us > since_us ? w->start_us : since_us;
+	e = w->end_us != 0 && w->end_us < now_us ? w->end_us : now_us;
+	return e > s ? e - s : 0;
+}
+
 const char *
 pgt_probe_state_name(uint32_t state)
 {

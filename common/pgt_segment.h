@@ -325,16 +325,25 @@ struct pgt_exact_window_entry
 	int64_t		end_us;			/* 0 while the window is open */
 	int64_t		planned_end_us;	/* when it closes unless extended/ended */
 	uint32_t	granted_s;
-	uint32_t	flags;			/* reserved, 0 */
+	uint32_t	flags;			/* PGT_EXACT_WINDOW_*, else 0 */
 	char		reason[PGT_EXACT_REASON_LEN];	/* manual, full, anomaly, ... */
 	char		who[PGT_EXACT_WHO_LEN];			/* requesting role, or "helper" */
 	char		end_reason[PGT_EXACT_REASON_LEN];	/* expired, deescalated, budget, stop */
 };
 _Static_assert(sizeof(struct pgt_exact_window_entry) == 160, "exact window entry size");
 
+/*
+ * The windows that have left the helper's list (an hour after they ended),
+ * as one entry: start_us and end_us the span from the first one's start to
+ * the last one's end, planned_end_us the microseconds they covered in it.
+ * Coverage since an earlier time needs them; pg_tracer_escalations lists
+ * the last hour's windows only.
+ */
+#define PGT_EXACT_WINDOW_EARLIER	0x1
+
 #define PGT_DEFAULT_EXACT_WAITS_CAP		4096
 #define PGT_DEFAULT_EXACT_HIST_CAP		512
-#define PGT_DEFAULT_EXACT_WINDOWS_CAP	64
+#define PGT_DEFAULT_EXACT_WINDOWS_CAP	72	/* the helper's 64 and the earlier ones' span */
 
 #define PGT_DEFAULT_KERNEL_IO_CAP	16384	/* as many as the kio map holds: a row per relation, op, query id */
 #define PGT_DEFAULT_KERNEL_PROC_CAP	8192	/* three sets (sched, memory, network) */
@@ -487,6 +496,16 @@ extern void pgt_copy_string(char *dst, size_t dstlen,
  */
 extern void pgt_copy_utf8(char *dst, size_t dstlen,
 						  const char *src, size_t srclen);
+
+/*
+ * Microseconds of [since_us, now_us) an exact window entry covered.  A
+ * PGT_EXACT_WINDOW_EARLIER entry (the windows gone from the helper's list)
+ * gives all it covered from before its span, none from after, and within
+ * it the share of the span after since_us; an entry that makes no sense
+ * gives 0.
+ */
+extern int64_t pgt_window_covered(const struct pgt_exact_window_entry *w,
+								  int64_t since_us, int64_t now_us);
 
 /* Human names for PGT_PROBE_* and PGT_ROLE_* values ("unknown" otherwise). */
 extern const char *pgt_probe_state_name(uint32_t state);

@@ -26,7 +26,11 @@
  *
  * A budget of 0 disables escalation; ESC_BUDGET_UNLIMITED removes the
  * limit.  Windows of the last hour (and the open one) are kept for
- * pg_tracer_escalations.
+ * pg_tracer_escalations and the budget, at most ESC_MAX_WINDOWS: a new
+ * window beyond them is refused (dropping one still in the hour would
+ * free its time from the budget).  Those that leave the list are summed
+ * into one span, published with them, for the coverage of earlier times
+ * (the exact counters keep those windows' waits until a reset).
  *
  * Single-threaded: everything runs on the daemon's loop.
  */
@@ -60,6 +64,10 @@ typedef struct esc_state
 	int			kernel_on;		/* what kernel_sw was last told */
 	esc_window	win[ESC_MAX_WINDOWS];	/* oldest first */
 	size_t		nwin;
+	/* the windows dropped from win[]: their span, and the time they covered */
+	int64_t		earlier_start_us;
+	int64_t		earlier_end_us;
+	int64_t		earlier_covered_us;
 	int			open;			/* win[nwin - 1] is open */
 } esc_state;
 
@@ -154,8 +162,36 @@ set_on(int on)
 }
 
 /*
+ * drop_windows
+ *		Take the n oldest (closed) windows off the list, into the earlier
+ *		windows' span.
+ */
+static void
+drop_windows(size_t n)
+{
+	size_t		i;
+
+	for (i = 0; i < n && i < esc.nwin; i++)
+	{
+		const struct pgt_exact_window_entry *w = &esc.win[i].e;
+
+		if (w->end_us <= w->start_us)
+			continue;
+		if (esc.earlier_covered_us == 0 || w->start_us < esc.earlier_start_us)
+			esc.earlier_start_us = w->start_us;
+		if (w->end_us > esc.earlier_end_us)
+			esc.earlier_end_us = w->end_us;
+		esc.earlier_covered_us += w->end_us - w->start_us;
+	}
+	memmove(&esc.win[0], &esc.win[n], sizeof(esc.win[0]) * (esc.nwin - n));
+	esc.nwin -= n;
+}
+
+/*
  * open_window
- *		Append an open window (dropping the oldest when full).
+ *		Append an open window (dropping the oldest when full: escalate
+ *		refuses a window while all are in the hour, so only full mode's,
+ *		opened at attach, can get here with a full list).
  */
 static void
 open_window(int64_t now_us, int64_t planned_end_us, uint32_t granted_s,
@@ -164,10 +200,7 @@ open_window(int64_t now_us, int64_t planned_end_us, uint32_t granted_s,
 	struct pgt_exact_window_entry *w;
 
 	if (esc.nwin == ESC_MAX_WINDOWS)
-	{
-		memmove(&esc.win[0], &esc.win[1], sizeof(esc.win[0]) * (ESC_MAX_WINDOWS - 1));
-		esc.nwin--;
-	}
+		drop_windows(1);
 	memset(&esc.win[esc.nwin], 0, sizeof(esc.win[0]));
 	esc.win[esc.nwin].pm = pm;
 	w = &esc.win[esc.nwin++].e;
@@ -281,8 +314,8 @@ used_us(int64_t now_us)
 		int64_t		s = w->start_us;
 		int64_t		e = w->end_us ? w->end_us : now_us;
 
-		if (strcmp(w->reason, "full") == 0)
-			continue;
+		if (w->planned_end_us == 0)
+			continue;			/* full mode's: not budgeted */
 		if (s < since)
 			s = since;
 		if (e > s)
@@ -345,10 +378,7 @@ escalation_tick(int64_t now_us)
 		   esc.win[drop].e.end_us < now_us - ESC_HOUR_US)
 		drop++;
 	if (drop > 0)
-	{
-		memmove(&esc.win[0], &esc.win[drop], sizeof(esc.win[0]) * (esc.nwin - drop));
-		esc.nwin -= drop;
-	}
+		drop_windows(drop);
 }
 
 static int
@@ -430,6 +460,9 @@ escalate(const pgt_request *r, uint32_t pm, int64_t now_us, char *out, size_t ou
 	if (avail == 0)
 		return respond(out, outlen, "ERR denied budget exhausted remaining=0 budget=%d",
 					   esc.budget_s);
+	if (!esc.open && esc.nwin == ESC_MAX_WINDOWS)
+		return respond(out, outlen, "ERR denied windows %d opened in the last hour "
+					   "remaining=%d budget=%d", ESC_MAX_WINDOWS, avail, esc.budget_s);
 	granted = (avail < 0 || want < avail) ? want : avail;
 	if (esc.open)
 	{
@@ -553,27 +586,41 @@ escalation_respond(const pgt_request *r, uint32_t pm, int64_t now_us, char *out,
 size_t
 escalation_windows(struct pgt_exact_window_entry *out, size_t max, uint32_t pm)
 {
-	size_t		n = esc.nwin < max ? esc.nwin : max;
+	size_t		first = 0;
+	size_t		n;
 	size_t		i;
 
+	if (esc.earlier_covered_us > 0 && max > 0)
+	{
+		memset(&out[0], 0, sizeof(out[0]));
+		out[0].start_us = esc.earlier_start_us;
+		out[0].end_us = esc.earlier_end_us;
+		out[0].planned_end_us = esc.earlier_covered_us;
+		out[0].flags = PGT_EXACT_WINDOW_EARLIER;
+		snprintf(out[0].reason, sizeof(out[0].reason), "%s", "earlier");
+		first = 1;
+	}
+	n = esc.nwin < max - first ? esc.nwin : max - first;
 	for (i = 0; i < n; i++)
 	{
 		uint32_t	owner = esc.win[esc.nwin - n + i].pm;
+		struct pgt_exact_window_entry *o = &out[first + i];
 
-		out[i] = esc.win[esc.nwin - n + i].e;
+		*o = esc.win[esc.nwin - n + i].e;
 		if (owner != 0 && owner != pm)
 		{
-			snprintf(out[i].who, sizeof(out[i].who), "%s", "");
-			snprintf(out[i].reason, sizeof(out[i].reason), "%s", "other cluster");
+			snprintf(o->who, sizeof(o->who), "%s", "");
+			snprintf(o->reason, sizeof(o->reason), "%s", "other cluster");
 		}
 	}
-	return n;
+	return first + n;
 }
 
 void
 escalation_reset(void)
 {
 	esc.nwin = 0;
+	esc.earlier_start_us = esc.earlier_end_us = esc.earlier_covered_us = 0;
 	esc.open = 0;
 	esc.on = 0;
 	esc.kernel_on = 0;

@@ -27,7 +27,8 @@
 #define ESC_MAX_BUDGET_S		3600	/* a rolling hour cannot hold more */
 #define ESC_MAX_REQUEST_S		86400	/* longest window one request may ask */
 #define ESC_HOUR_US				(INT64_C(3600) * 1000000)
-#define ESC_MAX_WINDOWS			64
+#define ESC_MAX_WINDOWS			64	/* kept: at most this many opened per hour */
+#define ESC_MAX_PUBLISHED		(ESC_MAX_WINDOWS + 1)	/* and the earlier ones' span */
 
 /* Turns exact timing (or the held kernel sets) on (1) or off (0). */
 typedef void (*esc_switch_fn) (int on);
@@ -60,6 +61,11 @@ extern int	escalation_respond(const pgt_request *r, uint32_t pm, int64_t now_us,
 							   char *out, size_t outlen);
 
 /* The windows as cluster pm may see them: another cluster's without who or reason. */
+/*
+ * The windows as cluster pm may see them, oldest first: first, when windows
+ * have left the list (an hour after they ended), one entry flagged
+ * PGT_EXACT_WINDOW_EARLIER for all of them; then the last hour's.
+ */
 extern size_t escalation_windows(struct pgt_exact_window_entry *out, size_t max, uint32_t pm);
 
 /*

@@ -72,6 +72,8 @@ typedef struct exact_priv
 	uint32_t   *qid_pids;		/* a copy of the pgt_qid map, for walks */
 	struct pgt_qid_slot *qid_slots;
 	exact_open_set open;		/* waits in progress, as of collect */
+	uint64_t	fold_lost;		/* waits in progress the full map refused */
+	uint64_t	lost_said;		/* losses the log has told */
 } exact_priv;
 
 static size_t copy_map(int fd, size_t max, size_t ksz, size_t vsz, void **keys,
@@ -163,9 +165,7 @@ fold_open_waits(exact_priv *p)
 	exact_open_collect(&src, &p->open);
 	lost = exact_open_fold(bpf_map__fd(p->skel->maps.exact_waits), &p->open,
 						   exact_mono_ns());
-	if (lost > 0)
-		log_warn("exact: %d waits in progress at the end of the window not counted: "
-				 "the aggregates are full", lost);
+	p->fold_lost += (uint64_t) (lost > 0 ? lost : 0);
 	log_debug("exact: %zu waits in progress at the end of the window", p->open.n);
 	p->open.n = 0;
 }
@@ -678,6 +678,34 @@ _Static_assert(offsetof(struct pgt_exact_val, max_ns) == 2 * 8, "waits_fold layo
 	.fold = pid_retire_fold_u64, .fold_arg = &waits_fold})
 
 /*
+ * note_losses
+ *		Waits the full aggregates could not take (the programs', and the
+ *		waits in progress folded at the end of windows): in the set's
+ *		pg_tracer_probes row and, as they double, the log.
+ */
+static void
+note_losses(pset_inst *in, exact_priv *p)
+{
+	uint64_t	lost = __atomic_load_n(&p->skel->bss->exact_lost, __ATOMIC_RELAXED) +
+		p->fold_lost;
+
+	if (lost == 0)
+	{
+		in->note[0] = '\0';
+		return;
+	}
+	snprintf(in->note, sizeof(in->note), "%llu waits not counted: the table of %d "
+			 "rows was full", (unsigned long long) lost, PGT_EXACT_WAITS_MAX);
+	if (lost >= 2 * p->lost_said)
+	{
+		log_warn("exact: %llu waits not counted: the aggregates (%d rows) are full "
+				 "(pg_tracer_reset() empties a cluster's rows)",
+				 (unsigned long long) lost, PGT_EXACT_WAITS_MAX);
+		p->lost_said = lost;
+	}
+}
+
+/*
  * collect
  *		Copy the aggregates, folding the rows of processes gone for a while.
  */
@@ -717,6 +745,7 @@ collect(pset_inst *in)
 	in->events = 0;
 	for (size_t k = 0; k < p->n; k++)
 		in->events += p->vals[k].count;
+	note_losses(in, p);
 }
 
 /*
@@ -797,7 +826,7 @@ static void
 publish(pset_inst *in, pset_pub *pub)
 {
 	exact_priv *p = in->priv;
-	struct pgt_exact_window_entry win[ESC_MAX_WINDOWS];
+	struct pgt_exact_window_entry win[ESC_MAX_PUBLISHED];
 	size_t		nwin;
 	size_t		i;
 	size_t		j;
@@ -831,7 +860,7 @@ publish(pset_inst *in, pset_pub *pub)
 				h.total_ns += p->vals[j].total_ns;
 		(void) pset_pub_add(pub, PGT_SEC_EXACT_HIST, &h, sizeof(h));
 	}
-	nwin = escalation_windows(win, ESC_MAX_WINDOWS, pub->postmaster);
+	nwin = escalation_windows(win, ESC_MAX_PUBLISHED, pub->postmaster);
 	for (i = 0; i < nwin; i++)
 		(void) pset_pub_add(pub, PGT_SEC_EXACT_WINDOWS, &win[i], sizeof(win[i]));
 }

@@ -263,6 +263,8 @@ pg_tracer_escalations_srf(PG_FUNCTION_ARGS)
 		bool		valid;
 		int64		end;
 
+		if (w->flags & PGT_EXACT_WINDOW_EARLIER)
+			continue;			/* not a window: the span of those before the hour */
 		memset(nulls, false, sizeof(nulls));
 		values[0] = TimestampTzGetDatum(pgt_unix_us_to_timestamptz(w->start_us, &valid));
 		if (!valid)
@@ -318,11 +320,8 @@ pg_tracer_exact_coverage(PG_FUNCTION_ARGS)
 	{
 		const struct pgt_exact_window_entry *w =
 			pgt_view_row(&link.view, PGT_SEC_EXACT_WINDOWS, i);
-		int64		s = Max(w->start_us, since_us);
-		int64		e = Min(w->end_us ? w->end_us : now_us, now_us);
 
-		if (e > s)
-			covered += e - s;
+		covered += pgt_window_covered(w, since_us, now_us);
 	}
 	pgt_link_free(&link);
 	PG_RETURN_FLOAT8(Min(1.0, (double) covered / (double) (now_us - since_us)));

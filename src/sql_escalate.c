@@ -158,7 +158,8 @@ malformed(const char *verb, const char *out)
 /*
  * refused
  *		The helper's refusal as an error: an exhausted budget with
- *		budget_remaining_s, a disabled one, a refusal of the caller's uid,
+ *		budget_remaining_s, a disabled one, too many windows in the hour, a
+ *		refusal of the caller's uid,
  *		unavailability with the helper's reason.
  */
 static void
@@ -172,6 +173,12 @@ refused(const char *verb, const char *out)
 				 errmsg("exact wait timing denied: escalation is disabled"),
 				 errdetail_internal("Helper answer: \"%s\".", out),
 				 errhint("The helper runs with --exact-budget 0; give it a budget of exact seconds per hour to allow escalation.")));
+	if (strncmp(out, "denied windows", 14) == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("exact wait timing denied: too many windows opened in the last hour"),
+				 errdetail_internal("Helper answer: \"%s\".", out),
+				 errhint("Wait for the oldest window to leave the hour, or ask for a longer window instead of many short ones.")));
 	if (strncmp(out, "denied budget", 13) == 0)
 	{
 		(void) answer_int(out, "remaining", &remaining);

@@ -257,6 +257,14 @@ is(sprintf('%.0f', $sl3), sprintf('%.0f', $sl2),
 	sprintf('the sleep ended %.1f s after it began, outside the window: nothing more', time() - $sleep7));
 $idler->quit;
 
+# ---- at most 64 windows an hour: the next is refused, and says why
+# (before, the oldest was dropped, and with it its time from the budget)
+($rc, $out, $err) = $node->psql('postgres', 'DO $$ BEGIN FOR i IN 1..70 LOOP
+	PERFORM pg_tracer_escalate(1); PERFORM pg_tracer_deescalate(); END LOOP; END $$');
+like($err, qr/too many windows opened in the last hour.*HINT:/s, 'the 65th window in an hour: refused, with a hint');
+ok(defined wait_until(sub { q1('SELECT count(*) FROM pg_tracer_escalations') eq '64' }, 5),
+	'pg_tracer_escalations lists the 64');
+
 # ---- --mode full: exact always, fidelity exact
 signal_helper($helper, 'TERM');
 ok(defined wait_until(sub { q1('SELECT helper_connected FROM pg_tracer_status()') eq 'f' }, 15),

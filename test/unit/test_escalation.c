@@ -10,7 +10,9 @@
  *	  shorten the other's window, sees it without who and why, and resets
  *	  only its own counters; the owners stay with their windows when old
  *	  windows leave the hour; a socket whose cluster is not attached cannot
- *	  open or close a window; a late tick charges only what was granted.
+ *	  open or close a window; a late tick charges only what was granted;
+ *	  windows that leave the list stay as one span with what they covered;
+ *	  at most 64 windows an hour; a reason named "full" is charged.
  */
 #include "escalation.h"
 #include "unit.h"
@@ -94,7 +96,7 @@ test_not_running(void)
 static void
 test_budget(void)
 {
-	struct pgt_exact_window_entry w[ESC_MAX_WINDOWS];
+	struct pgt_exact_window_entry w[ESC_MAX_PUBLISHED];
 	size_t		n;
 
 	escalation_reset();
@@ -153,7 +155,7 @@ test_budget(void)
 	CHECK_STR(ask(T0 + 3600 * S + 80 * S, "BUDGET", 0, NULL, NULL, NULL),
 			  "OK mode=tiered budget=300 used=220 remaining=80 active=0 until=0");
 
-	n = escalation_windows(w, ESC_MAX_WINDOWS, 7);
+	n = escalation_windows(w, ESC_MAX_PUBLISHED, 7);
 	CHECK(n == 3, "windows kept: %zu", n);
 	CHECK_STR(w[0].who, "alice");
 	CHECK_STR(w[0].end_reason, "expired");
@@ -162,15 +164,27 @@ test_budget(void)
 	CHECK(w[2].end_us == T0 + 415 * S);
 	/* a window that ended over an hour ago is dropped */
 	escalation_tick(T0 + 3600 * S + 81 * S);
-	n = escalation_windows(w, ESC_MAX_WINDOWS, 7);
-	CHECK(n == 2, "after the hour: %zu", n);
+	n = escalation_windows(w, ESC_MAX_PUBLISHED, 7);
+	CHECK(n == 3, "after the hour: the two of the hour and the earlier span: %zu", n);
+	/* ... which keeps what it covered (the exact counters still hold it) */
+	CHECK(w[0].flags == PGT_EXACT_WINDOW_EARLIER && w[0].start_us == T0 &&
+		  w[0].end_us == T0 + 80 * S && w[0].planned_end_us == 80 * S,
+		  "earlier: flags %u, %lld..%lld, covered %lld", w[0].flags,
+		  (long long) (w[0].start_us - T0), (long long) (w[0].end_us - T0),
+		  (long long) w[0].planned_end_us);
+	CHECK(w[1].flags == 0 && strcmp(w[1].reason, "anomaly-lock") == 0);
+	escalation_tick(T0 + 3600 * S + 416 * S);
+	n = escalation_windows(w, ESC_MAX_PUBLISHED, 7);
+	CHECK(n == 1 && w[0].start_us == T0 && w[0].end_us == T0 + 415 * S &&
+		  w[0].planned_end_us == 300 * S, "all three in the span: %zu, covered %lld", n,
+		  (long long) w[0].planned_end_us);
 	escalation_detach();
 }
 
 static void
 test_clusters(void)
 {
-	struct pgt_exact_window_entry w[ESC_MAX_WINDOWS];
+	struct pgt_exact_window_entry w[ESC_MAX_PUBLISHED];
 	char		err[256];
 	size_t		n;
 
@@ -188,11 +202,11 @@ test_clusters(void)
 	(void) ask(T0 + 6 * S, "ESCALATE", 2, "1", "bob", NULL);
 	escalation_tick(T0 + 30 * S);
 	CHECK(escalation_active(), "nor shorten it");
-	n = escalation_windows(w, ESC_MAX_WINDOWS, 8);
+	n = escalation_windows(w, ESC_MAX_PUBLISHED, 8);
 	CHECK(n == 1, "%zu", n);
 	CHECK_STR(w[0].who, "");
 	CHECK_STR(w[0].reason, "other cluster");
-	n = escalation_windows(w, ESC_MAX_WINDOWS, 7);
+	n = escalation_windows(w, ESC_MAX_PUBLISHED, 7);
 	CHECK_STR(w[0].who, "alice");
 	CHECK_STR(w[0].reason, "slow-checkout");
 	CHECK_STR(ask(T0 + 31 * S, "EXACTRESET", 0, NULL, NULL, NULL), "OK reset=1");
@@ -304,7 +318,7 @@ test_anomaly(void)
 static void
 test_owners_and_late_ticks(void)
 {
-	struct pgt_exact_window_entry w[ESC_MAX_WINDOWS];
+	struct pgt_exact_window_entry w[ESC_MAX_PUBLISHED];
 	char		err[256];
 	int64_t		t1 = T0 + 3600 * S + 30 * S;
 	size_t		n;
@@ -319,7 +333,7 @@ test_owners_and_late_ticks(void)
 	CHECK(!escalation_active());
 	CHECK_STR(ask(T0 + 121 * S, "BUDGET", 0, NULL, NULL, NULL),
 			  "OK mode=tiered budget=300 used=60 remaining=240 active=0 until=0");
-	n = escalation_windows(w, ESC_MAX_WINDOWS, 7);
+	n = escalation_windows(w, ESC_MAX_PUBLISHED, 7);
 	CHECK(n == 1 && w[0].end_us == T0 + 60 * S, "ended at its planned end: %lld",
 		  (long long) (w[0].end_us - T0));
 	CHECK_STR(w[0].end_reason, "expired");
@@ -328,11 +342,12 @@ test_owners_and_late_ticks(void)
 	ask_pm = 8;
 	CHECK(strncmp(ask(t1, "ESCALATE", 3, "300", "bob", "b-reason"), "OK granted=", 11) == 0);
 	escalation_tick(t1 + 40 * S);
-	n = escalation_windows(w, ESC_MAX_WINDOWS, 8);
-	CHECK(n == 1, "the old window left the hour: %zu", n);
-	CHECK_STR(w[0].who, "bob");
-	n = escalation_windows(w, ESC_MAX_WINDOWS, 7);
-	CHECK_STR(w[0].reason, "other cluster");
+	n = escalation_windows(w, ESC_MAX_PUBLISHED, 8);
+	CHECK(n == 2 && w[0].flags == PGT_EXACT_WINDOW_EARLIER,
+		  "the old window left the hour, into the earlier span: %zu", n);
+	CHECK_STR(w[1].who, "bob");
+	n = escalation_windows(w, ESC_MAX_PUBLISHED, 7);
+	CHECK_STR(w[1].reason, "other cluster");
 	ask_pm = 7;
 	CHECK(strncmp(ask(t1 + 41 * S, "DEESCALATE", 1, "alice", NULL, NULL), "OK closed=0 ", 12) == 0,
 		  "cluster 7 cannot close cluster 8's window");
@@ -349,6 +364,41 @@ test_owners_and_late_ticks(void)
 	CHECK(!escalation_active());
 	CHECK(strncmp(ask(t1 + 50 * S, "BUDGET", 0, NULL, NULL, NULL), "OK ", 3) == 0);
 	ask_pm = 7;
+	escalation_detach();
+}
+
+/* at most ESC_MAX_WINDOWS windows an hour; a reason named "full" is charged */
+static void
+test_window_limit(void)
+{
+	char		err[256];
+	int64_t		t = T0;
+	int			i;
+
+	escalation_reset();
+	CHECK(escalation_configure_budget("300", err, sizeof(err)) == 0);
+	escalation_attach(fake_switch, NULL);
+	ask_pm = 7;
+	for (i = 0; i < ESC_MAX_WINDOWS; i++, t += 10 * S)
+	{
+		CHECK(strncmp(ask(t, "ESCALATE", 2, "1", "alice", NULL), "OK granted=1 ", 13) == 0,
+			  "window %d granted", i);
+		escalation_tick(t + 2 * S);
+	}
+	/* 64 s of 300 used, but a 65th window in the hour would push one out */
+	CHECK_STR(ask(t, "ESCALATE", 2, "1", "alice", NULL),
+			  "ERR denied windows 64 opened in the last hour remaining=236 budget=300");
+	/* an hour after the first ended, it leaves: one more may open */
+	t = T0 + ESC_HOUR_US + 2 * S;
+	CHECK(strncmp(ask(t, "ESCALATE", 2, "1", "alice", NULL), "OK granted=1 ", 13) == 0);
+	escalation_detach();
+
+	escalation_reset();
+	escalation_attach(fake_switch, NULL);
+	CHECK(strncmp(ask(T0, "ESCALATE", 3, "100", "alice", "full"), "OK granted=100 ", 15) == 0);
+	escalation_tick(T0 + 100 * S);
+	CHECK_STR(ask(T0 + 101 * S, "BUDGET", 0, NULL, NULL, NULL),
+			  "OK mode=tiered budget=300 used=100 remaining=200 active=0 until=0");
 	escalation_detach();
 }
 
@@ -422,6 +472,7 @@ main(void)
 	test_modes();
 	test_clusters();
 	test_owners_and_late_ticks();
+	test_window_limit();
 	test_anomaly();
 	test_kernel_sets();
 	UNIT_MAIN_END("test_escalation");

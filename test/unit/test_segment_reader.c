@@ -338,6 +338,38 @@ test_strings_and_names(void)
 	CHECK(pgt_cluster_path(path, 16, "/run/pg_tracer", 1, 2, ".sock") == -1, "path overflow refused");
 }
 
+/* Coverage of a window entry, and of the span of the earlier ones. */
+static void
+test_window_covered(void)
+{
+	struct pgt_exact_window_entry w;
+	const int64_t S = 1000000;
+	const int64_t T = INT64_C(1800000000) * S;
+
+	memset(&w, 0, sizeof(w));
+	w.start_us = T;
+	w.end_us = T + 60 * S;
+	CHECK(pgt_window_covered(&w, T - 100 * S, T + 200 * S) == 60 * S, "a whole window");
+	CHECK(pgt_window_covered(&w, T + 20 * S, T + 200 * S) == 40 * S, "the part after since");
+	CHECK(pgt_window_covered(&w, T + 70 * S, T + 200 * S) == 0, "since after it");
+	w.end_us = 0;				/* open */
+	CHECK(pgt_window_covered(&w, T - 100 * S, T + 30 * S) == 30 * S, "open: until now");
+
+	/* 100 s covered in the span T .. T + 1000 s */
+	w.flags = PGT_EXACT_WINDOW_EARLIER;
+	w.start_us = T;
+	w.end_us = T + 1000 * S;
+	w.planned_end_us = 100 * S;
+	CHECK(pgt_window_covered(&w, T - S, T + 5000 * S) == 100 * S, "earlier: all of it");
+	CHECK(pgt_window_covered(&w, T + 750 * S, T + 5000 * S) == 25 * S, "earlier: its share");
+	CHECK(pgt_window_covered(&w, T + 1000 * S, T + 5000 * S) == 0, "earlier: none after");
+	w.planned_end_us = 2000 * S;	/* more than its span: damage */
+	CHECK(pgt_window_covered(&w, T - S, T + 5000 * S) == 0, "earlier: nonsense refused");
+	w.planned_end_us = 100 * S;
+	w.end_us = T + 6000 * S;	/* ends in the future: damage */
+	CHECK(pgt_window_covered(&w, T - S, T + 5000 * S) == 0, "earlier: future refused");
+}
+
 int
 main(void)
 {
@@ -348,5 +380,6 @@ main(void)
 	test_snapshot_header();
 	test_snapshot_tables();
 	test_strings_and_names();
+	test_window_covered();
 	UNIT_MAIN_END("test_segment_reader");
 }
