@@ -580,6 +580,25 @@ check_layout(cluster *c)
 		layout_free(&l);
 		return;
 	}
+	/*
+	 * The same pid, an earlier start: a postmaster that is pid 1 of its
+	 * container at every start, or a file copied from another server.  Its
+	 * addresses are not this postmaster's.  The file's time (PgStartTime,
+	 * the end of startup) is never before postmaster.pid's (the process's
+	 * start, in whole seconds).
+	 */
+	if (c->pm.start_us > 0 && l.postmaster_start_us > 0 &&
+		l.postmaster_start_us < c->pm.start_us)
+	{
+		snprintf(reason, sizeof(reason),
+				 "stale %s (written by an earlier start of postmaster %u, %.0f s before "
+				 "this one): extension not started yet", PGT_LAYOUT_FILENAME,
+				 l.postmaster_pid, (double) (c->pm.start_us - l.postmaster_start_us) / 1e6);
+		set_probe(&c->layout_status, PGT_PROBE_DEGRADED, "layout file", reason);
+		log_info("%s: %s", c->data_dir, reason);
+		layout_free(&l);
+		return;
+	}
 	c->layout = l;
 	c->layout_loaded = 1;
 	snprintf(reason, sizeof(reason), "pg %u, %u wait events",

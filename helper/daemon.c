@@ -97,7 +97,8 @@ typedef struct daemon_state
 /*
  * runtime_dir_check
  *		The runtime directory must be a real directory (no symlink), not
- *		world-writable.  Another owner than root is allowed (test suites
+ *		writable by its group or the world (/run/postgresql is 2775:
+ *		every member of its group could plant segments and sockets).  Another owner than root is allowed (test suites
  *		give each cluster its own directory) with a warning: the files in
  *		it are opened defensively (O_NOFOLLOW, O_EXCL, checks on the lock
  *		file) so its owner cannot turn the helper against other files.
@@ -167,10 +168,13 @@ runtime_dir_check(const char *dir, int create, char *err, size_t errlen)
 		snprintf(err, errlen, "runtime directory %s is not a directory (or is a symlink)", dir);
 		return -1;
 	}
-	if (st.st_mode & S_IWOTH)
+	if (st.st_mode & (S_IWOTH | S_IWGRP))
 	{
-		snprintf(err, errlen, "runtime directory %s is world-writable (mode %04o): refusing",
-				 dir, (unsigned) (st.st_mode & 07777));
+		snprintf(err, errlen, "runtime directory %s is %s-writable (mode %04o): refusing "
+				 "(its other writers could replace segments and sockets of clusters not "
+				 "theirs); use a directory of its own, such as /run/pg_tracer",
+				 dir, (st.st_mode & S_IWOTH) ? "world" : "group",
+				 (unsigned) (st.st_mode & 07777));
 		return -1;
 	}
 	if (st.st_uid != 0 && st.st_uid != geteuid())

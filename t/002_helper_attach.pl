@@ -159,6 +159,16 @@ like($err, qr/no-such-flag|unrecognized|unknown/i, 'unknown flag named');
 ($rc, $out, $err) = run_helper('daemon', '--pgdata', $node->basedir, '--runtime-dir', $rt);
 isnt($rc, 0, 'a PGDATA that is not a cluster is refused');
 like($err, qr/not a PostgreSQL data directory|PG_VERSION/i, 'and says why');
+# a runtime directory others may write to (as /run/postgresql, 2775): they
+# could plant segments and sockets for clusters not theirs
+{
+	my $gw = $node->basedir . '/group_writable';
+	mkdir($gw) or die "$gw: $!";
+	chmod(0775, $gw) or die "chmod: $!";
+	($rc, $out, $err) = run_helper('daemon', '--pgdata', $node->data_dir, '--runtime-dir', $gw);
+	isnt($rc, 0, 'a group-writable runtime directory is refused');
+	like($err, qr/group-writable \(mode 0775\): refusing/, 'and says why');
+}
 ($rc, $out, $err) = run_helper('daemon', '--pid', $$, '--runtime-dir', $rt);
 isnt($rc, 0, 'a pid that is not a postmaster is refused');
 like($err, qr/postmaster/i, 'and says why');
@@ -190,6 +200,29 @@ is($node->safe_psql('postgres', 'SELECT helper_connected, helper_pid FROM pg_tra
 	like($su, qr/^no \Q$dir\E\/pg_tracer\.layout/, "the superuser reads the path ($su)");
 	is($plain, 'no $PGDATA/pg_tracer.layout: extension not preloaded',
 		'a plain role reads $PGDATA');
+}
+
+# A layout file of an earlier start of a postmaster with the same pid (pid 1
+# of a container at every start, or a copied data directory) is refused:
+# its addresses are not this postmaster's (before, only the pid was checked)
+{
+	my $layout = $node->data_dir . '/pg_tracer.layout';
+	my $orig = slurp_file($layout);
+	(my $old = $orig) =~ s/^postmaster_start_us (\d+)$/'postmaster_start_us ' . ($1 - 100_000_000)/me;
+	my $put = sub {
+		open(my $fh, '>', $layout) or die "$layout: $!";
+		print $fh $_[0];
+		close($fh);
+	};
+	my $sql = "SELECT state || ': ' || reason FROM pg_tracer_probes WHERE probe_set = 'layout'";
+	my $row = '';
+	$put->($old);
+	wait_until(sub { $row = $node->safe_psql('postgres', $sql); $row =~ /earlier start/ }, 5);
+	like($row, qr/^degraded: stale pg_tracer\.layout \(written by an earlier start of postmaster \d+, \d+ s before this one\)/,
+		"a layout file of an earlier start is refused ($row)");
+	$put->($orig);
+	ok(defined wait_until(sub { $node->safe_psql('postgres', $sql) =~ /^available/ }, 5),
+		'and the right one taken again');
 }
 
 signal_helper($helper, 'TERM');
