@@ -27,6 +27,7 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,32 +73,42 @@ check_postmaster(pid_t pid, const proc_stat *ps, pm_info *out, char *err, size_t
 	pg_pidfile	pf;
 	struct stat st;
 	ssize_t		n;
+	int			dirfd = -1;
 
 	memset(out, 0, sizeof(*out));
+	/*
+	 * One handle on the working directory for its identity, its path and
+	 * its postmaster.pid: resolving /proc/<pid>/cwd three times would let
+	 * a process that changes directory in between claim another
+	 * directory's identity with its own postmaster.pid.
+	 */
 	snprintf(path, sizeof(path), "/proc/%d/cwd", (int) pid);
-	if (stat(path, &st) < 0 || !S_ISDIR(st.st_mode))
+	dirfd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (dirfd < 0 || fstat(dirfd, &st) < 0)
 	{
-		snprintf(err, errlen, "cannot stat the working directory of %d: %s",
+		snprintf(err, errlen, "cannot open the working directory of %d: %s",
 				 (int) pid, strerror(errno));
-		return -1;
+		goto fail;
 	}
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", dirfd);
 	n = readlink(path, out->data_dir, sizeof(out->data_dir) - 1);
 	if (n <= 0)
 	{
 		snprintf(err, errlen, "cannot read the working directory of %d: %s",
 				 (int) pid, strerror(errno));
-		return -1;
+		goto fail;
 	}
 	out->data_dir[n] = '\0';
 	if (procfs_read_nspid(pid, &out->nspid) < 0)
 		out->nspid = (int32_t) pid;
 
-	snprintf(path, sizeof(path), "/proc/%d/cwd/postmaster.pid", (int) pid);
-	if (pidfile_read(path, &pf, perr, sizeof(perr)) < 0)
+	if (pidfile_read_at(dirfd, "postmaster.pid", &pf, perr, sizeof(perr)) < 0)
 	{
 		snprintf(err, errlen, "process %d: %s", (int) pid, perr);
-		return -1;
+		goto fail;
 	}
+	close(dirfd);
+	dirfd = -1;
 	if (pf.pid != out->nspid)
 	{
 		snprintf(err, errlen, "process %d is not the postmaster of %s (postmaster.pid says %d)",
@@ -112,6 +123,11 @@ check_postmaster(pid_t pid, const proc_stat *ps, pm_info *out, char *err, size_t
 	out->gid = st.st_gid;
 	out->start_us = pf.start_time * 1000000;
 	return 0;
+
+fail:
+	if (dirfd >= 0)
+		close(dirfd);
+	return -1;
 }
 
 /*

@@ -164,13 +164,24 @@ pidfile_parse(const char *buf, size_t len, pg_pidfile *out, char *err, size_t er
 int
 pidfile_read(const char *path, pg_pidfile *out, char *err, size_t errlen)
 {
+	return pidfile_read_at(AT_FDCWD, path, out, err, errlen);
+}
+
+/*
+ * pidfile_read_at
+ *		The same, path relative to the directory dirfd (the directory
+ *		already identified: nothing can be swapped between the two).
+ */
+int
+pidfile_read_at(int dirfd, const char *path, pg_pidfile *out, char *err, size_t errlen)
+{
 	char		buf[PIDFILE_MAX_BYTES + 1];
 	struct stat st;
 	ssize_t		len;
 	int			fd;
 	int			ret = -1;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 	if (fd < 0)
 	{
 		snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));

@@ -28,5 +28,7 @@ extern int	pidfile_parse(const char *buf, size_t len, pg_pidfile *out,
 						  char *err, size_t errlen);
 extern int	pidfile_read(const char *path, pg_pidfile *out,
 						 char *err, size_t errlen);
+extern int	pidfile_read_at(int dirfd, const char *path, pg_pidfile *out,
+							char *err, size_t errlen);
 
 #endif							/* PGT_HELPER_PIDFILE_H */
