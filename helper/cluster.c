@@ -608,6 +608,29 @@ check_layout(cluster *c)
 }
 
 /*
+ * change_owner
+ *		The data directory changed owner since the cluster was opened (it
+ *		attaches again under another uid): the layout file must be the new
+ *		owner's, the segment readable by it alone, the socket answer it
+ *		alone.  What cannot be changed is logged: the old owner keeps that
+ *		access until the helper restarts.
+ */
+static void
+change_owner(cluster *c, uid_t uid, gid_t gid)
+{
+	char		err[256];
+
+	log_info("%s: the data directory is now %d:%d (was %d:%d)", c->data_dir,
+			 (int) uid, (int) gid, (int) c->uid, (int) c->gid);
+	c->uid = uid;
+	c->gid = gid;
+	if (seg_writer_set_reader(&c->seg, uid, gid, err, sizeof(err)) < 0)
+		log_error("%s: the segment stays readable by the old owner: %s", c->data_dir, err);
+	if (c->ctl_ok && control_server_set_owner(&c->ctl, uid, gid) < 0)
+		log_error("%s: the socket stays the old owner's: %s", c->data_dir, strerror(errno));
+}
+
+/*
  * cluster_force_layout_reload
  *		Re-read the layout file at the next tick even if it looks unchanged.
  */
@@ -644,10 +667,7 @@ cluster_attach(cluster *c, const pm_info *pm)
 	c->overflow_logged = 0;
 	c->nprocs = 0;
 	if (pm->uid != c->uid || pm->gid != c->gid)
-	{
-		c->uid = pm->uid;
-		c->gid = pm->gid;
-	}
+		change_owner(c, pm->uid, pm->gid);
 
 	now_ns = bpf_probes_boot_ns();
 	if (bpf_probes_add_postmaster(bpf, (uint32_t) pm->pid) < 0)

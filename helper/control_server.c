@@ -132,6 +132,22 @@ control_respond(const char *req, size_t len, const control_info *info,
 }
 
 /*
+ * control_server_set_owner
+ *		The data directory changed owner: the socket is the new owner's, and
+ *		only its uid (and root) is answered from now on.  0 or -1 (errno).
+ */
+int
+control_server_set_owner(control_server *s, uid_t uid, gid_t gid)
+{
+	if (s->listen_fd < 0)
+		return -1;
+	if (lchown(s->path, uid, gid) < 0)
+		return -1;
+	s->owner_uid = uid;
+	return 0;
+}
+
+/*
  * send_and_close
  *		Write msg once without blocking, then close fd.
  */

@@ -63,6 +63,7 @@ extern int	control_respond(const char *req, size_t len, const control_info *info
 extern int	control_server_open(control_server *s, const char *path, uid_t uid,
 								gid_t gid, int epfd, control_info_fn fn, void *arg,
 								char *err, size_t errlen);
+extern int	control_server_set_owner(control_server *s, uid_t uid, gid_t gid);
 extern void control_server_on_listen(control_server *s);
 extern void control_server_on_conn(control_server *s, int index, uint32_t events);
 extern void control_server_sweep(control_server *s, int64_t now_ms);

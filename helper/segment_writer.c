@@ -97,14 +97,13 @@ acl_entry(uint16_t tag, uint16_t perm, uint32_t id)
  *		instead (logged).  Returns 0 or -1 with err set.
  */
 static int
-restrict_read(int fd, const char *path, const seg_writer_opts *opts, char *err,
-			  size_t errlen)
+restrict_read(int fd, const char *path, uid_t uid, gid_t gid, char *err, size_t errlen)
 {
 	struct acl_xattr_owner_read acl;
 
 	acl.version = htole32(ACL_XATTR_VERSION);
 	acl.e[0] = acl_entry(ACL_TAG_USER_OBJ, ACL_READ, ACL_NO_ID);
-	acl.e[1] = acl_entry(ACL_TAG_USER, ACL_READ, (uint32_t) opts->uid);
+	acl.e[1] = acl_entry(ACL_TAG_USER, ACL_READ, (uint32_t) uid);
 	acl.e[2] = acl_entry(ACL_TAG_GROUP_OBJ, 0, ACL_NO_ID);
 	acl.e[3] = acl_entry(ACL_TAG_MASK, ACL_READ, ACL_NO_ID);
 	acl.e[4] = acl_entry(ACL_TAG_OTHER, 0, ACL_NO_ID);
@@ -121,11 +120,11 @@ restrict_read(int fd, const char *path, const seg_writer_opts *opts, char *err,
 		return -1;
 	}
 	log_warn("%s: no POSIX ACLs on this file system: the segment is readable "
-			 "by group %d, the data directory's", path, (int) opts->gid);
-	if (fchown(fd, (uid_t) -1, opts->gid) < 0)
+			 "by group %d, the data directory's", path, (int) gid);
+	if (fchown(fd, (uid_t) -1, gid) < 0)
 	{
 		snprintf(err, errlen, "cannot give %s to group %d: %s", path,
-				 (int) opts->gid, strerror(errno));
+				 (int) gid, strerror(errno));
 		return -1;
 	}
 	if (fchmod(fd, 0440) < 0)
@@ -134,6 +133,23 @@ restrict_read(int fd, const char *path, const seg_writer_opts *opts, char *err,
 		return -1;
 	}
 	return 0;
+}
+
+/*
+ * seg_writer_set_reader
+ *		The data directory changed owner (a cluster attached again under
+ *		another uid): the new owner, and only it, may read the segment.
+ *		Returns 0 or -1 with err set.
+ */
+int
+seg_writer_set_reader(seg_writer *w, uid_t uid, gid_t gid, char *err, size_t errlen)
+{
+	if (w->fd < 0)
+	{
+		snprintf(err, errlen, "no segment open");
+		return -1;
+	}
+	return restrict_read(w->fd, w->path, uid, gid, err, errlen);
 }
 
 /*
@@ -300,7 +316,7 @@ seg_writer_create(seg_writer *w, const char *path, const seg_writer_opts *opts,
 		goto cleanup;
 	}
 	created = 1;
-	if (restrict_read(fd, tmp, opts, err, errlen) < 0)
+	if (restrict_read(fd, tmp, opts->uid, opts->gid, err, errlen) < 0)
 		goto cleanup;
 	if (ftruncate(fd, (off_t) size) < 0)
 	{

@@ -4,7 +4,8 @@
  *	  extension uses (common/pgt_segment.c): every field round-trips, the
  *	  generation increments across re-creation, an existing file is never
  *	  truncated in place, overflow is counted, close marks STOPPED; only
- *	  the cluster owner may read the file, whose blocks are allocated.
+ *	  the cluster owner may read the file (a new owner when the data
+ *	  directory changes hands), whose blocks are allocated.
  */
 #include "pgt_segment.h"
 #include "segment_writer.h"
@@ -131,6 +132,14 @@ test_roundtrip(const char *path)
 	CHECK((size_t) st.st_blocks * 512 >= seg_writer_size(&o), "allocated at creation: %lld blocks",
 		  (long long) st.st_blocks);
 	check_readers(path, &st, o.uid);
+	/* the data directory changes owner: the new one reads it, the old not */
+	CHECK_INT(seg_writer_set_reader(&w, 5678, o.gid, err, sizeof(err)), 0);
+	if (geteuid() == 0)
+	{
+		CHECK_INT(can_read_as(path, 5678, 5678), 1);
+		CHECK_INT(can_read_as(path, o.uid, o.uid), 0);
+	}
+	CHECK_INT(seg_writer_set_reader(&w, o.uid, o.gid, err, sizeof(err)), 0);
 
 	/* freshly created: valid, WAITING, empty */
 	CHECK_INT(pgt_segment_snapshot(path, alloc_fn, NULL, &buf, &len, &v, err, sizeof(err)),
