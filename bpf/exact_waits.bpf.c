@@ -64,8 +64,8 @@ __u32		exact_gen = 0;
 __u32		exact_tick = 0;
 
 /*
- * Waits (and preempted parts of waits) that found the aggregates full and
- * were not counted; the helper reports them.
+ * Waits, and parts of waits (preempted time), that found the aggregates
+ * full and were not counted; the helper reports them.
  */
 __u64		exact_lost = 0;
 
@@ -611,10 +611,14 @@ pgt_exact_watch_hit(struct bpf_perf_event_data *ctx)
 	if (bpf_probe_read_user(&wei, sizeof(wei), (void *) w->wait_addr) != 0)
 		return 0;
 	__sync_fetch_and_add(&w->hits, 1);
-	if (wei == w->event)
+	/*
+	 * Off (a window is closing): the state stays as it was, for the helper
+	 * to count the wait in progress up to the switch (helper/exact_open.c).
+	 */
+	if (wei == w->event || !exact_on)
 		return 0;
 	now = bpf_ktime_get_ns();
-	if (w->event != 0 && exact_on && w->gen == exact_gen && now > w->since_ns)
+	if (w->event != 0 && w->gen == exact_gen && now > w->since_ns)
 	{
 		pm = pgt_tracked_pm(tgid);
 		if (pm)

@@ -639,12 +639,12 @@ pgt_window_covered(const struct pgt_exact_window_entry *w, int64_t since_us,
 
 	if (w->flags & PGT_EXACT_WINDOW_EARLIER)
 	{
-		span = w->end_us - w->start_us;
+		span = (int64_t) w->granted_s * 1000000;
 		covered = w->planned_end_us;
-		if (w->start_us <= 0 || w->end_us > now_us || span <= 0 ||
+		if (w->end_us <= span || w->end_us > now_us || span <= 0 ||
 			covered <= 0 || covered > span || since_us >= w->end_us)
 			return 0;
-		if (since_us <= w->start_us)
+		if (since_us <= w->end_us - span)
 			return covered;
 		/* spread evenly over the span: the windows' own times are gone */
 		return (int64_t) ((double) covered * (double) (w->end_us - since_us) / (double) span);

@@ -334,10 +334,11 @@ _Static_assert(sizeof(struct pgt_exact_window_entry) == 160, "exact window entry
 
 /*
  * The windows that have left the helper's list (an hour after they ended),
- * as one entry: start_us and end_us the span from the first one's start to
- * the last one's end, planned_end_us the microseconds they covered in it.
- * Coverage since an earlier time needs them; pg_tracer_escalations lists
- * the last hour's windows only.
+ * as one entry: their span ends at end_us and lasts granted_s seconds
+ * (rounded up), planned_end_us is the microseconds they covered in it.
+ * start_us is end_us, so that a reader from before the flag sees an empty
+ * window.  Coverage since an earlier time needs them; pg_tracer_escalations
+ * lists the last hour's windows only.
  */
 #define PGT_EXACT_WINDOW_EARLIER	0x1
 

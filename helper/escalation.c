@@ -48,8 +48,11 @@
 /* A window and the cluster that opened it: kept together, moved together. */
 typedef struct esc_window
 {
-	struct pgt_exact_window_entry e;
+	struct pgt_exact_window_entry e;	/* end_us: when timing went off */
 	uint32_t	pm;				/* its postmaster's host pid, 0: the helper */
+	int64_t		charged_end_us; /* the budget's end: the planned end, or when
+								 * the budget ran out, should the tick come
+								 * late; 0 while open */
 } esc_window;
 
 typedef struct esc_state
@@ -216,19 +219,24 @@ open_window(int64_t now_us, int64_t planned_end_us, uint32_t granted_s,
 
 /*
  * close_window
- *		End the open window at end_us (now, or the planned end or the
- *		moment the budget ran out when a tick finds it past them: what is
- *		charged to the budget is what was granted, however late the tick).
+ *		End the open window now.  The budget is charged until charged_end_us
+ *		(now, or the planned end or the moment the budget ran out when a
+ *		tick finds the window past them: what was granted, however late the
+ *		tick); the window's end is now, when timing goes off, since the
+ *		exact counters have its waits until then.
  */
 static void
-close_window(int64_t end_us, const char *why)
+close_window(int64_t now_us, int64_t charged_end_us, const char *why)
 {
 	struct pgt_exact_window_entry *w;
 
 	if (!esc.open)
 		return;
 	w = &esc.win[esc.nwin - 1].e;
-	w->end_us = end_us > w->start_us ? end_us : w->start_us;
+	w->end_us = now_us > w->start_us ? now_us : w->start_us;
+	charged_end_us = charged_end_us < w->end_us ? charged_end_us : w->end_us;
+	esc.win[esc.nwin - 1].charged_end_us =
+		charged_end_us > w->start_us ? charged_end_us : w->start_us;
 	snprintf(w->end_reason, sizeof(w->end_reason), "%s", why);
 	esc.open = 0;
 	set_on(0);
@@ -263,7 +271,9 @@ escalation_attach(esc_switch_fn sw, const char *unavailable_reason)
 void
 escalation_detach(void)
 {
-	close_window(procfs_realtime_us(), "stop");
+	int64_t		now = procfs_realtime_us();
+
+	close_window(now, now, "stop");
 	esc.sw = NULL;
 }
 
@@ -312,7 +322,7 @@ used_us(int64_t now_us)
 	{
 		const struct pgt_exact_window_entry *w = &esc.win[i].e;
 		int64_t		s = w->start_us;
-		int64_t		e = w->end_us ? w->end_us : now_us;
+		int64_t		e = w->end_us ? esc.win[i].charged_end_us : now_us;
 
 		if (w->planned_end_us == 0)
 			continue;			/* full mode's: not budgeted */
@@ -370,9 +380,9 @@ escalation_tick(int64_t now_us)
 			used_us(now_us) - (int64_t) esc.budget_s * 1000000;
 
 		if (over >= 0 && now_us - over < planned)
-			close_window(now_us - over, "budget");
+			close_window(now_us, now_us - over, "budget");
 		else if (now_us >= planned)
-			close_window(planned, "expired");
+			close_window(now_us, planned, "expired");
 	}
 	while (drop < esc.nwin && esc.win[drop].e.end_us != 0 &&
 		   esc.win[drop].e.end_us < now_us - ESC_HOUR_US)
@@ -461,7 +471,7 @@ escalate(const pgt_request *r, uint32_t pm, int64_t now_us, char *out, size_t ou
 		return respond(out, outlen, "ERR denied budget exhausted remaining=0 budget=%d",
 					   esc.budget_s);
 	if (!esc.open && esc.nwin == ESC_MAX_WINDOWS)
-		return respond(out, outlen, "ERR denied windows %d opened in the last hour "
+		return respond(out, outlen, "ERR denied windows %d in the last hour "
 					   "remaining=%d budget=%d", ESC_MAX_WINDOWS, avail, esc.budget_s);
 	granted = (avail < 0 || want < avail) ? want : avail;
 	if (esc.open)
@@ -549,7 +559,7 @@ escalation_respond(const pgt_request *r, uint32_t pm, int64_t now_us, char *out,
 			char		why[PGT_EXACT_REASON_LEN];
 
 			snprintf(why, sizeof(why), "deescalated");
-			close_window(now_us, why);
+			close_window(now_us, now_us, why);
 		}
 		avail = avail_s(now_us);
 		return respond(out, outlen, "OK closed=%d remaining=%d budget=%d mode=%s",
@@ -579,9 +589,10 @@ escalation_respond(const pgt_request *r, uint32_t pm, int64_t now_us, char *out,
 
 /*
  * escalation_windows
- *		Copy the windows of the last hour (oldest first), as cluster pm may
- *		see them: when and how long for all (they timed its waits too), who
- *		asked and why only for its own and the helper's.
+ *		Copy the span of the windows gone from the list, then the windows
+ *		of the last hour (oldest first), as cluster pm may see them: when
+ *		and how long for all (they timed its waits too), who asked and why
+ *		only for its own and the helper's.
  */
 size_t
 escalation_windows(struct pgt_exact_window_entry *out, size_t max, uint32_t pm)
@@ -592,9 +603,13 @@ escalation_windows(struct pgt_exact_window_entry *out, size_t max, uint32_t pm)
 
 	if (esc.earlier_covered_us > 0 && max > 0)
 	{
+		int64_t		span = esc.earlier_end_us - esc.earlier_start_us;
+
+		/* see PGT_EXACT_WINDOW_EARLIER: to a reader before it, an empty window */
 		memset(&out[0], 0, sizeof(out[0]));
-		out[0].start_us = esc.earlier_start_us;
+		out[0].start_us = esc.earlier_end_us;
 		out[0].end_us = esc.earlier_end_us;
+		out[0].granted_s = (uint32_t) ((span + 999999) / 1000000);
 		out[0].planned_end_us = esc.earlier_covered_us;
 		out[0].flags = PGT_EXACT_WINDOW_EARLIER;
 		snprintf(out[0].reason, sizeof(out[0].reason), "%s", "earlier");

@@ -60,11 +60,11 @@ extern int	escalation_used_s(int64_t now_us);
 extern int	escalation_respond(const pgt_request *r, uint32_t pm, int64_t now_us,
 							   char *out, size_t outlen);
 
-/* The windows as cluster pm may see them: another cluster's without who or reason. */
 /*
- * The windows as cluster pm may see them, oldest first: first, when windows
- * have left the list (an hour after they ended), one entry flagged
- * PGT_EXACT_WINDOW_EARLIER for all of them; then the last hour's.
+ * The windows as cluster pm may see them (another cluster's without who or
+ * reason), oldest first: first, when windows have left the list (an hour
+ * after they ended), one entry flagged PGT_EXACT_WINDOW_EARLIER for all of
+ * them; then the last hour's.
  */
 extern size_t escalation_windows(struct pgt_exact_window_entry *out, size_t max, uint32_t pm);
 

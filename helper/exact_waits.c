@@ -47,6 +47,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#define EXACT_RESETS_KEPT	64	/* clusters whose latest reset is remembered */
+
 typedef struct exact_priv
 {
 	struct exact_waits_bpf *skel;
@@ -73,11 +75,19 @@ typedef struct exact_priv
 	struct pgt_qid_slot *qid_slots;
 	exact_open_set open;		/* waits in progress, as of collect */
 	uint64_t	fold_lost;		/* waits in progress the full map refused */
+	/* the latest EXACTRESET of each cluster (monotonic ns): waits in
+	 * progress count from there, as the emptied counters do */
+	struct
+	{
+		uint32_t	pm;
+		uint64_t	ns;
+	}			resets[EXACT_RESETS_KEPT];
 	uint64_t	lost_said;		/* losses the log has told */
 } exact_priv;
 
 static size_t copy_map(int fd, size_t max, size_t ksz, size_t vsz, void **keys,
 					   void **vals);
+static uint64_t open_start(const exact_priv *p, const exact_open_wait *w);
 
 /* The running instance, for the escalation switch (one per helper). */
 static exact_priv *running;
@@ -163,11 +173,17 @@ fold_open_waits(exact_priv *p)
 	int			lost;
 
 	exact_open_collect(&src, &p->open);
+	for (size_t i = 0; i < p->open.n; i++)
+		p->open.w[i].start_ns = open_start(p, &p->open.w[i]);
 	lost = exact_open_fold(bpf_map__fd(p->skel->maps.exact_waits), &p->open,
 						   exact_mono_ns());
 	p->fold_lost += (uint64_t) (lost > 0 ? lost : 0);
 	log_debug("exact: %zu waits in progress at the end of the window", p->open.n);
 	p->open.n = 0;
+	/* the publications until the next collect show what was folded */
+	p->n = copy_map(bpf_map__fd(p->skel->maps.exact_waits), PGT_EXACT_WAITS_MAX,
+					sizeof(struct pgt_exact_key), sizeof(struct pgt_exact_val),
+					(void **) &p->keys, (void **) &p->vals);
 }
 
 /*
@@ -422,6 +438,48 @@ clear_map_of(int fd, size_t max, size_t ksz, size_t vsz, size_t pm_off, uint32_t
 }
 
 /*
+ * note_reset
+ *		Remember when cluster pm was reset (its slot, a free one, or the
+ *		oldest reset's).
+ */
+static void
+note_reset(exact_priv *p, uint32_t pm)
+{
+	size_t		best = 0;
+	size_t		i;
+
+	for (i = 0; i < EXACT_RESETS_KEPT; i++)
+	{
+		if (p->resets[i].pm == pm || p->resets[i].pm == 0)
+		{
+			best = i;
+			break;
+		}
+		if (p->resets[i].ns < p->resets[best].ns)
+			best = i;
+	}
+	p->resets[best].pm = pm;
+	p->resets[best].ns = exact_mono_ns();
+}
+
+/*
+ * open_start
+ *		Since when a wait in progress counts: its start, or its cluster's
+ *		latest reset if later (the reset emptied the counters; the rest of
+ *		the wait counts whole when it ends, as documented).
+ */
+static uint64_t
+open_start(const exact_priv *p, const exact_open_wait *w)
+{
+	size_t		i;
+
+	for (i = 0; i < EXACT_RESETS_KEPT; i++)
+		if (p->resets[i].pm == w->pm)
+			return p->resets[i].ns > w->start_ns ? p->resets[i].ns : w->start_ns;
+	return w->start_ns;
+}
+
+/*
  * exact_reset
  *		EXACTRESET (pg_tracer_reset()) of the cluster whose postmaster is
  *		pm: empty its aggregates and histograms, in the maps and in the
@@ -456,6 +514,7 @@ exact_reset(uint32_t pm)
 			p->hvals[j++] = p->hvals[i];
 		}
 	p->nh = j;
+	note_reset(p, pm);
 	log_info("exact: counters of postmaster %u reset", pm);
 }
 
@@ -694,12 +753,12 @@ note_losses(pset_inst *in, exact_priv *p)
 		in->note[0] = '\0';
 		return;
 	}
-	snprintf(in->note, sizeof(in->note), "%llu waits not counted: the table of %d "
-			 "rows was full", (unsigned long long) lost, PGT_EXACT_WAITS_MAX);
+	snprintf(in->note, sizeof(in->note), "%llu waits or parts not counted: the table "
+			 "of %d rows was full", (unsigned long long) lost, PGT_EXACT_WAITS_MAX);
 	if (lost >= 2 * p->lost_said)
 	{
-		log_warn("exact: %llu waits not counted: the aggregates (%d rows) are full "
-				 "(pg_tracer_reset() empties a cluster's rows)",
+		log_warn("exact: %llu waits or parts of waits not counted: the aggregates "
+				 "(%d rows) are full (pg_tracer_reset() empties a cluster's rows)",
 				 (unsigned long long) lost, PGT_EXACT_WAITS_MAX);
 		p->lost_said = lost;
 	}
@@ -797,7 +856,8 @@ publish_waits(exact_priv *p, pset_pub *pub)
 		w = exact_open_find(&p->open, k->pid, k->event, k->queryid);
 		if (w != NULL && w->pm == v->pm)
 		{
-			uint64_t	part = now > w->start_ns ? now - w->start_ns : 0;
+			uint64_t	start = open_start(p, w);
+			uint64_t	part = now > start ? now - start : 0;
 
 			w->matched = 1;
 			count++;
@@ -809,7 +869,8 @@ publish_waits(exact_priv *p, pset_pub *pub)
 	for (i = 0; i < p->open.n; i++)
 	{
 		const exact_open_wait *w = &p->open.w[i];
-		uint64_t	part = now > w->start_ns ? now - w->start_ns : 0;
+		uint64_t	start = open_start(p, w);
+		uint64_t	part = now > start ? now - start : 0;
 
 		if (w->pm == pub->postmaster && !w->matched)
 			put_wait(pub, w->pid, w->event, w->qid, 1, part, part);

@@ -136,7 +136,7 @@ for my $case (sort keys %cases)
 	# once the worker (every 250 ms) has found it so, calls answer at once:
 	# a function a view calls per row must not wait a quarter of a second
 	# each time (ten calls took 2.5 s before)
-	sleep 0.6;
+	sleep 1;
 	$t0 = Time::HiRes::time();
 	is($node->safe_psql('postgres', "SELECT count(*) FROM generate_series(1, 10) g
 		WHERE pg_tracer_exact_coverage(now() - g * interval '1 min') = 0"), '10',

@@ -240,7 +240,7 @@ ok(within($sl1 - $sl0, $mid, 0.2) && within($id1, $mid, 0.2),
 my $w_close = time();
 q1('SELECT pg_tracer_deescalate()');
 my $wlen = ($w_close - $w_open) * 1000;
-sleep(1.5);
+sleep(0.4);    # the next publication (every 250 ms) has them
 my ($sl2, $sn2) = exact_of($pid, 'PgSleep');
 my ($id2) = exact_of($idle_pid, 'ClientRead');
 ok(within($sl2 - $sl0, $wlen, 0.15) && $sn2 - $sn0 == 1 && within($id2, $wlen, 0.15),

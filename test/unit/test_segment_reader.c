@@ -355,10 +355,11 @@ test_window_covered(void)
 	w.end_us = 0;				/* open */
 	CHECK(pgt_window_covered(&w, T - 100 * S, T + 30 * S) == 30 * S, "open: until now");
 
-	/* 100 s covered in the span T .. T + 1000 s */
+	/* 100 s covered in the span T .. T + 1000 s (an empty window to old readers) */
 	w.flags = PGT_EXACT_WINDOW_EARLIER;
-	w.start_us = T;
+	w.start_us = T + 1000 * S;
 	w.end_us = T + 1000 * S;
+	w.granted_s = 1000;
 	w.planned_end_us = 100 * S;
 	CHECK(pgt_window_covered(&w, T - S, T + 5000 * S) == 100 * S, "earlier: all of it");
 	CHECK(pgt_window_covered(&w, T + 750 * S, T + 5000 * S) == 25 * S, "earlier: its share");
@@ -366,7 +367,7 @@ test_window_covered(void)
 	w.planned_end_us = 2000 * S;	/* more than its span: damage */
 	CHECK(pgt_window_covered(&w, T - S, T + 5000 * S) == 0, "earlier: nonsense refused");
 	w.planned_end_us = 100 * S;
-	w.end_us = T + 6000 * S;	/* ends in the future: damage */
+	w.start_us = w.end_us = T + 6000 * S;	/* ends in the future: damage */
 	CHECK(pgt_window_covered(&w, T - S, T + 5000 * S) == 0, "earlier: future refused");
 }
 
