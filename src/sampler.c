@@ -1026,7 +1026,8 @@ pending_give(Tracker *t, int i, uint64 qid, PgtAshBucket *fb, PgtAshBucket *cb)
  *		one event, so that is close).  The run's start (waits) goes to the
  *		bucket of its first tick.  Buckets already reused for a later period
  *		get nothing: that part has left every window.  `open` is the ring's
- *		current bucket, already in its write section.
+ *		current bucket, already in its write section; only the periods from
+ *		the span's start (or the ring's oldest) to its end are looked at.
  */
 static void
 spread_over_ring(bool fine, const PendingEvent *p, const PgtAshRow *q,
@@ -1034,16 +1035,19 @@ spread_over_ring(bool fine, const PendingEvent *p, const PgtAshRow *q,
 {
 	int			n = fine ? PGT_ASH_FINE_BUCKETS : PGT_ASH_COARSE_BUCKETS;
 	int64		len_us = (fine ? 1 : PGT_ASH_COARSE_SECS) * USECS_PER_SEC;
-	int			i;
+	int64		period = Max(p->span_start / len_us, open->period - (n - 1));
+	int64		last = Min(p->last_tick / len_us, open->period);
 
-	for (i = 0; i < n; i++)
+	/* the periods of the span still in the ring: mostly one or two */
+	for (; period <= last; period++)
 	{
-		PgtAshBucket *b = fine ? pgt_ash_fine(pgt_ash, i) : pgt_ash_coarse(pgt_ash, i);
+		PgtAshBucket *b = fine ? pgt_ash_fine(pgt_ash, (int) (period % n)) :
+		pgt_ash_coarse(pgt_ash, (int) (period % n));
 		TimestampTz from = Max(p->span_start, b->period * len_us);
 		TimestampTz to = Min(p->last_tick, (b->period + 1) * len_us);
 		PgtAshRow	d = *q;
 
-		if (b->period == 0 || to <= from)
+		if (b->period != period || to <= from)
 			continue;
 		d.time_us = share_until(p->time_us, p, to) - share_until(p->time_us, p, from);
 		d.samples = share_until(p->samples, p, to) - share_until(p->samples, p, from);
