@@ -725,10 +725,11 @@ static int	kernel_window_pending = -1;
  *		backend waits for an answer: pg_tracer_deescalate() failed though
  *		the window had closed.
  */
-static void
+static int
 kernel_window_switch(int on)
 {
 	kernel_window_pending = on;
+	return 0;
 }
 
 /*

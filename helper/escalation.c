@@ -74,6 +74,8 @@ typedef struct esc_state
 	int			open;			/* win[nwin - 1] is open */
 } esc_state;
 
+static void close_window(int64_t now_us, int64_t charged_end_us, const char *why);
+
 static esc_state esc = {.mode = ESC_MODE_TIERED, .budget_s = ESC_DEFAULT_BUDGET_S};
 
 /*
@@ -151,17 +153,20 @@ escalation_budget(void)
 /*
  * set_on
  *		Tell the exact set whether to time waits, and the held kernel sets
- *		whether to run.
+ *		whether to run.  -1 when the exact set could not be switched on.
  */
-static void
+static int
 set_on(int on)
 {
+	int			failed = 0;
+
 	if (esc.sw != NULL && esc.on != on)
-		esc.sw(on);
-	esc.on = on;
+		failed = esc.sw(on) < 0 && on;
+	esc.on = failed ? 0 : on;
 	if (esc.kernel_sw != NULL && esc.kernel_on != on)
-		esc.kernel_sw(on);
+		(void) esc.kernel_sw(on);
 	esc.kernel_on = on;
+	return failed ? -1 : 0;
 }
 
 /*
@@ -194,9 +199,12 @@ drop_windows(size_t n)
  * open_window
  *		Append an open window (dropping the oldest when full: escalate
  *		refuses a window while all are in the hour, so only full mode's,
- *		opened at attach, can get here with a full list).
+ *		opened at attach, can get here with a full list).  When timing
+ *		cannot be switched on and nothing else runs in windows (the held
+ *		kernel sets), the window ends at once, "failed", having covered
+ *		and cost nothing; -1 then.
  */
-static void
+static int
 open_window(int64_t now_us, int64_t planned_end_us, uint32_t granted_s,
 			const char *reason, const char *who, uint32_t pm)
 {
@@ -213,8 +221,15 @@ open_window(int64_t now_us, int64_t planned_end_us, uint32_t granted_s,
 	snprintf(w->reason, sizeof(w->reason), "%s", reason);
 	snprintf(w->who, sizeof(w->who), "%s", who);
 	esc.open = 1;
-	set_on(1);
+	if (set_on(1) < 0 && esc.kernel_sw == NULL)
+	{
+		log_error("escalation window for %s not opened: exact timing could not be "
+				  "switched on", who);
+		close_window(now_us, now_us, "failed");
+		return -1;
+	}
 	log_info("escalation window open: %s, %u s for %s", reason, granted_s, who);
+	return 0;
 }
 
 /*
@@ -260,7 +275,7 @@ escalation_attach(esc_switch_fn sw, const char *unavailable_reason)
 	{
 		int64_t		now = procfs_realtime_us();
 
-		open_window(now, 0, 0, "full", "helper", 0);
+		(void) open_window(now, 0, 0, "full", "helper", 0);
 	}
 }
 
@@ -290,7 +305,7 @@ escalation_attach_kernel(esc_switch_fn sw)
 	if (esc.mode == ESC_MODE_FULL && !esc.open)
 	{
 		esc.kernel_on = 0;
-		open_window(procfs_realtime_us(), 0, 0, "full", "helper", 0);
+		(void) open_window(procfs_realtime_us(), 0, 0, "full", "helper", 0);
 		return;
 	}
 	esc.kernel_on = esc.open;
@@ -487,9 +502,10 @@ escalate(const pgt_request *r, uint32_t pm, int64_t now_us, char *out, size_t ou
 			w->planned_end_us = end;
 		w->granted_s = (uint32_t) ((w->planned_end_us - w->start_us + 999999) / 1000000);
 	}
-	else
-		open_window(now_us, now_us + (int64_t) granted * 1000000, (uint32_t) granted,
-					reason, r->args[1], pm);
+	else if (open_window(now_us, now_us + (int64_t) granted * 1000000, (uint32_t) granted,
+						 reason, r->args[1], pm) < 0)
+		return respond(out, outlen, "ERR unavailable exact timing could not be switched on "
+					   "(the helper's log says why)");
 	return respond(out, outlen, "OK granted=%d remaining=%d budget=%d mode=tiered",
 				   granted, avail < 0 ? -1 : avail - granted, esc.budget_s);
 }

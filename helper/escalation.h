@@ -30,8 +30,11 @@
 #define ESC_MAX_WINDOWS			64	/* kept: at most this many opened per hour */
 #define ESC_MAX_PUBLISHED		(ESC_MAX_WINDOWS + 1)	/* and the earlier ones' span */
 
-/* Turns exact timing (or the held kernel sets) on (1) or off (0). */
-typedef void (*esc_switch_fn) (int on);
+/*
+ * Turns exact timing (or the held kernel sets) on (1) or off (0); -1 when
+ * it could not be switched on.
+ */
+typedef int (*esc_switch_fn) (int on);
 typedef void (*esc_reset_fn) (uint32_t postmaster);
 
 /* EXACTRESET: the exact set empties one cluster's counters (pg_tracer_reset()). */

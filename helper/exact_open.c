@@ -69,6 +69,22 @@ push(exact_open_set *set, uint32_t pid, uint32_t pm, uint32_t event, uint64_t qi
 }
 
 /*
+ * copy_by_pid
+ *		A copy of a map keyed by pid (at most PGT_BPF_MAX_TRACKED entries of
+ *		vsize bytes): *pids and *vals malloc'd, the caller frees both (also
+ *		when 0 is returned).
+ */
+static size_t
+copy_by_pid(int fd, size_t vsize, uint32_t **pids, void **vals)
+{
+	*pids = malloc(PGT_BPF_MAX_TRACKED * sizeof(**pids));
+	*vals = malloc(PGT_BPF_MAX_TRACKED * vsize);
+	if (*pids == NULL || *vals == NULL)
+		return 0;
+	return map_copy(fd, sizeof(**pids), vsize, *pids, *vals, PGT_BPF_MAX_TRACKED);
+}
+
+/*
  * collect_starts
  *		System-call source: each tracked process's task storage, through a
  *		pidfd (its main thread's: backends are single-threaded).  A start
@@ -78,15 +94,11 @@ push(exact_open_set *set, uint32_t pid, uint32_t pm, uint32_t event, uint64_t qi
 static void
 collect_starts(const exact_open_src *src, exact_open_set *set)
 {
-	uint32_t   *pids = malloc(PGT_BPF_MAX_TRACKED * sizeof(*pids));
-	struct pgt_tracked *tr = malloc(PGT_BPF_MAX_TRACKED * sizeof(*tr));
-	size_t		n;
+	uint32_t   *pids;
+	struct pgt_tracked *tr;
+	size_t		n = copy_by_pid(src->tracked_fd, sizeof(*tr), &pids, (void **) &tr);
 	size_t		i;
 
-	if (pids == NULL || tr == NULL)
-		goto cleanup;
-	n = map_copy(src->tracked_fd, sizeof(*pids), sizeof(*tr), pids, tr,
-				 PGT_BPF_MAX_TRACKED);
 	for (i = 0; i < n; i++)
 	{
 		struct pgt_exact_start st;
@@ -104,7 +116,6 @@ collect_starts(const exact_open_src *src, exact_open_set *set)
 			!push(set, pids[i], st.pm, st.event, st.qid, st.ts))
 			break;
 	}
-cleanup:
 	free(pids);
 	free(tr);
 }
@@ -117,15 +128,11 @@ cleanup:
 static void
 collect_watch(const exact_open_src *src, exact_open_set *set)
 {
-	uint32_t   *pids = malloc(PGT_BPF_MAX_TRACKED * sizeof(*pids));
-	struct pgt_exact_watch *ws = malloc(PGT_BPF_MAX_TRACKED * sizeof(*ws));
-	size_t		n;
+	uint32_t   *pids;
+	struct pgt_exact_watch *ws;
+	size_t		n = copy_by_pid(src->watch_fd, sizeof(*ws), &pids, (void **) &ws);
 	size_t		i;
 
-	if (pids == NULL || ws == NULL)
-		goto cleanup;
-	n = map_copy(src->watch_fd, sizeof(*pids), sizeof(*ws), pids, ws,
-				 PGT_BPF_MAX_TRACKED);
 	for (i = 0; i < n; i++)
 	{
 		struct pgt_tracked t;
@@ -136,7 +143,6 @@ collect_watch(const exact_open_src *src, exact_open_set *set)
 		if (!push(set, pids[i], t.postmaster, ws[i].event, ws[i].queryid, ws[i].since_ns))
 			break;
 	}
-cleanup:
 	free(pids);
 	free(ws);
 }

@@ -560,19 +560,21 @@ choose_source(exact_priv *p)
 
 /*
  * exact_switch
- *		escalation callback: exact timing on or off.
+ *		escalation callback: exact timing on or off.  -1 when the programs
+ *		could not be attached (the escalation then ends the window: it
+ *		would cover nothing).
  */
-static void
+static int
 exact_switch(int on)
 {
 	exact_priv *p = running;
 
 	if (p == NULL)
-		return;
+		return on ? -1 : 0;
 	if (p->source == EXACT_SOURCE_WATCHPOINT)
 	{
 		watch_switch(p, on);
-		return;
+		return 0;
 	}
 	if (on)
 	{
@@ -581,7 +583,10 @@ exact_switch(int on)
 		/* starts left from an earlier window are stale from now on */
 		__atomic_add_fetch(&p->skel->bss->exact_gen, 1, __ATOMIC_SEQ_CST);
 		if (attach_progs(p) < 0)
-			return;
+		{
+			detach_progs(p);	/* those that did attach */
+			return -1;
+		}
 		n = seed_waits(p);
 		__atomic_store_n(&p->skel->bss->exact_on, 1, __ATOMIC_SEQ_CST);
 		log_debug("exact: on, %d waits in progress seeded", n);
@@ -592,6 +597,7 @@ exact_switch(int on)
 		detach_progs(p);		/* no tracepoint cost between windows */
 		fold_open_waits(p);		/* sys_exit no longer records: safe */
 	}
+	return 0;
 }
 
 /*

@@ -33,11 +33,20 @@ fake_reset(uint32_t pm)
 	reset_pm = pm;
 }
 
-static void
+static int
 fake_switch(int on)
 {
 	sw_on = on;
 	sw_calls++;
+	return 0;
+}
+
+/* an exact set whose programs cannot be attached */
+static int
+failing_switch(int on)
+{
+	sw_calls++;
+	return on ? -1 : 0;
 }
 
 /* escalation_respond on a request line without tag. */
@@ -367,10 +376,14 @@ test_owners_and_late_ticks(void)
 	escalation_detach();
 }
 
-/* at most ESC_MAX_WINDOWS windows an hour; a reason named "full" is charged */
+/*
+ * At most ESC_MAX_WINDOWS windows an hour; timing that cannot be switched
+ * on opens none; a reason named "full" is charged.
+ */
 static void
 test_window_limit(void)
 {
+	struct pgt_exact_window_entry w[ESC_MAX_PUBLISHED];
 	char		err[256];
 	int64_t		t = T0;
 	int			i;
@@ -393,6 +406,18 @@ test_window_limit(void)
 	CHECK(strncmp(ask(t, "ESCALATE", 2, "1", "alice", NULL), "OK granted=1 ", 13) == 0);
 	escalation_detach();
 
+	/* timing that cannot be switched on: no window, nothing charged */
+	escalation_reset();
+	escalation_attach(failing_switch, NULL);
+	CHECK_STR(ask(T0, "ESCALATE", 2, "60", "alice", NULL),
+			  "ERR unavailable exact timing could not be switched on (the helper's log says why)");
+	CHECK(!escalation_active(), "no window open");
+	CHECK_STR(ask(T0 + 30 * S, "BUDGET", 0, NULL, NULL, NULL),
+			  "OK mode=tiered budget=300 used=0 remaining=300 active=0 until=0");
+	CHECK(escalation_windows(w, ESC_MAX_PUBLISHED, 7) == 1 && strcmp(w[0].end_reason, "failed") == 0 &&
+		  w[0].end_us == w[0].start_us, "listed as failed, covering nothing");
+	escalation_detach();
+
 	escalation_reset();
 	escalation_attach(fake_switch, NULL);
 	CHECK(strncmp(ask(T0, "ESCALATE", 3, "100", "alice", "full"), "OK granted=100 ", 15) == 0);
@@ -405,11 +430,12 @@ test_window_limit(void)
 static int	ksw_on = -1;
 static int	ksw_calls;
 
-static void
+static int
 fake_kernel_switch(int on)
 {
 	ksw_on = on;
 	ksw_calls++;
+	return 0;
 }
 
 /* --kernel-sets escalated: the held kernel sets as the second listener */
