@@ -68,15 +68,28 @@ set_probe(probe_status *s, uint32_t state, const char *mechanism, const char *re
 }
 
 /*
- * cluster_lock
- *		Take the per-cluster lock (flock on <runtime>/pgt-<dev>-<ino>.lock,
- *		LOCK_EX|LOCK_NB) and write our pid into it.  Returns 0 with *lock_fd
- *		set, 1 when another process holds it (*holder = its pid, 0 when
- *		unknown), -1 on error.
+ * lock_file_current
+ *		Does path still name the open file fd?
  */
-int
-cluster_lock(const char *runtime_dir, uint64_t dev, uint64_t ino,
-			 int *lock_fd, pid_t *holder, char *err, size_t errlen)
+static int
+lock_file_current(const char *path, int fd)
+{
+	struct stat by_path;
+	struct stat by_fd;
+
+	return stat(path, &by_path) == 0 && fstat(fd, &by_fd) == 0 &&
+		by_path.st_dev == by_fd.st_dev && by_path.st_ino == by_fd.st_ino;
+}
+
+/*
+ * cluster_lock_try
+ *		cluster_lock, with retries_left more tries when the file is
+ *		replaced while we lock it.
+ */
+static int
+cluster_lock_try(const char *runtime_dir, uint64_t dev, uint64_t ino,
+				 int *lock_fd, pid_t *holder, char *err, size_t errlen,
+				 int retries_left)
 {
 	char		path[PATH_MAX];
 	char		buf[32];
@@ -123,11 +136,39 @@ cluster_lock(const char *runtime_dir, uint64_t dev, uint64_t ino,
 		close(fd);
 		return -1;
 	}
+	/*
+	 * A helper forgetting the cluster unlinks the file while it holds the
+	 * lock (cluster_forget): a lock taken on the unlinked file after that
+	 * guards nothing, as a third helper would create and lock a new one.
+	 */
+	if (!lock_file_current(path, fd))
+	{
+		close(fd);
+		if (retries_left > 0)
+			return cluster_lock_try(runtime_dir, dev, ino, lock_fd, holder, err, errlen,
+									retries_left - 1);
+		snprintf(err, errlen, "lock file %s keeps being replaced", path);
+		return -1;
+	}
 	n = snprintf(buf, sizeof(buf), "%d\n", (int) getpid());
 	if (ftruncate(fd, 0) < 0 || pwrite(fd, buf, (size_t) n, 0) != n)
 		log_warn("cannot record our pid in %s: %s", path, strerror(errno));
 	*lock_fd = fd;
 	return 0;
+}
+
+/*
+ * cluster_lock
+ *		Take the per-cluster lock (flock on <runtime>/pgt-<dev>-<ino>.lock,
+ *		LOCK_EX|LOCK_NB) and write our pid into it.  Returns 0 with *lock_fd
+ *		set, 1 when another process holds it (*holder = its pid, 0 when
+ *		unknown), -1 on error.
+ */
+int
+cluster_lock(const char *runtime_dir, uint64_t dev, uint64_t ino,
+			 int *lock_fd, pid_t *holder, char *err, size_t errlen)
+{
+	return cluster_lock_try(runtime_dir, dev, ino, lock_fd, holder, err, errlen, 3);
 }
 
 /*
@@ -948,6 +989,30 @@ cluster_publish(cluster *c, const tracked_row *rows, size_t n)
 	cluster_psets_publish(c, &p);
 	(void) seg_writer_publish(&c->seg, &p);
 	report_overflow(c, c->nprocs - nrows);
+}
+
+/*
+ * cluster_forget
+ *		Close a cluster whose postmaster is gone for good (host-wide mode),
+ *		and remove its segment and lock file: nothing will read them, and a
+ *		later postmaster of the data directory gets a new segment when it is
+ *		found.  The lock file goes while we still hold the lock; a helper
+ *		that opened it before then sees the file replaced (cluster_lock).
+ */
+void
+cluster_forget(cluster *c)
+{
+	char		lock_path[PATH_MAX];
+
+	if (c == NULL)
+		return;
+	if (unlink(c->seg_path) < 0 && errno != ENOENT)
+		log_warn("cannot remove %s: %s", c->seg_path, strerror(errno));
+	if (pgt_cluster_path(lock_path, sizeof(lock_path), c->env->runtime_dir,
+						 c->dev, c->ino, ".lock") == 0 &&
+		unlink(lock_path) < 0 && errno != ENOENT)
+		log_warn("cannot remove %s: %s", lock_path, strerror(errno));
+	cluster_close(c, PGT_WRITER_STOPPED);
 }
 
 /*

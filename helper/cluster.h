@@ -103,6 +103,7 @@ extern int	cluster_knows_child(const cluster *c, uint32_t pid);
 extern const cluster_proc *cluster_find_proc(const cluster *c, uint32_t pid);
 extern void cluster_publish(cluster *c, const tracked_row *rows, size_t n);
 extern void cluster_close(cluster *c, uint32_t final_state);
+extern void cluster_forget(cluster *c);
 extern void cluster_force_layout_reload(cluster *c);
 
 #endif							/* PGT_HELPER_CLUSTER_H */

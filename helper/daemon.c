@@ -47,8 +47,6 @@
 
 #define PUBLISH_INTERVAL_MS		250
 #define DISCOVERY_INTERVAL_MS	1000
-/* host-wide mode forgets a cluster whose postmaster is gone this long */
-#define HOST_FORGET_MS			(60 * 1000)
 #define MAX_EVENTS				64
 /*
  * Titles of exited processes the BPF side keeps (an LRU): pid_retire reads
@@ -586,12 +584,13 @@ discover(daemon_state *d)
 		{
 			cluster    *c = d->clusters[i];
 
-			if (!c->attached && now - c->waiting_since_ms > HOST_FORGET_MS)
+			if (!c->attached &&
+				now - c->waiting_since_ms > (int64_t) d->opts->forget_after_s * 1000)
 			{
-				log_info("%s: postmaster gone for %d s, closing", c->data_dir,
-						 HOST_FORGET_MS / 1000);
+				log_info("%s: postmaster gone for %d s, forgetting it and its segment",
+						 c->data_dir, d->opts->forget_after_s);
 				d->clusters[i] = d->clusters[--d->nclusters];
-				cluster_close(c, PGT_WRITER_STOPPED);
+				cluster_forget(c);
 				continue;
 			}
 			i++;

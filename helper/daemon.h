@@ -17,7 +17,12 @@ typedef struct daemon_opts
 	enum log_level log_level;
 	const char *probes;			/* --probes: always-on probe sets, NULL = all */
 	int			kernel_escalated;	/* --kernel-sets escalated */
+	int			forget_after_s;	/* --forget-after: host-wide mode drops a
+								 * cluster whose postmaster is gone this long */
 } daemon_opts;
+
+#define DAEMON_FORGET_AFTER_DEFAULT_S	60
+#define DAEMON_FORGET_AFTER_MAX_S		86400
 
 extern int	daemon_run(const daemon_opts *opts);
 extern int	runtime_dir_check(const char *dir, int create, char *err, size_t errlen);

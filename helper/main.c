@@ -57,6 +57,7 @@ static const char daemon_usage[] =
 "                        [--sched-clock auto|ktime] [--keep-exited S]\n"
 "                        [--kernel-sets always|escalated] [--query-id on|off]\n"
 "                        [--syscall-exit auto|fexit|tracepoint] [--miss-events N]\n"
+"                        [--forget-after S]\n"
 "\n"
 "Run the helper in the foreground until SIGTERM or SIGINT.  Without a\n"
 "target it serves every PostgreSQL cluster on the host as it appears;\n"
@@ -102,6 +103,9 @@ SYSCALL_EXIT_HELP
 "  --keep-exited S    rows of an exited process keep its pid S seconds\n"
 "                     (0..86400, default 60), then fold into its cluster's\n"
 "                     rows of exited processes (pid NULL in SQL)\n"
+"  --forget-after S   host-wide: a cluster whose postmaster is gone S seconds\n"
+"                     (1..86400, default 60) is dropped and its segment and\n"
+"                     lock file removed\n"
 "  --miss-events N    testing: act as a kernel that leaves events unreported\n"
 "                     (the sched set ignores every Nth switch-in it sees, the\n"
 "                     network set attaches no retransmit program, discovery\n"
@@ -273,10 +277,12 @@ cmd_daemon(int argc, char **argv)
 		{"miss-events", required_argument, NULL, 'm'},
 		{"query-id", required_argument, NULL, 'q'},
 		{"syscall-exit", required_argument, NULL, 'x'},
+		{"forget-after", required_argument, NULL, 'F'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0}
 	};
 	char		eerr[256];
+	long		forget_s;
 	pid_t		slow;
 	daemon_opts o;
 	int			c;
@@ -284,6 +290,7 @@ cmd_daemon(int argc, char **argv)
 	memset(&o, 0, sizeof(o));
 	o.runtime_dir = PGT_DEFAULT_RUNTIME_DIR;
 	o.log_level = LOG_LEVEL_INFO;
+	o.forget_after_s = DAEMON_FORGET_AFTER_DEFAULT_S;
 	opterr = 0;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "+:h", longopts, NULL)) != -1)
@@ -363,6 +370,13 @@ cmd_daemon(int argc, char **argv)
 			case 'x':
 				if (syscall_exit_configure(optarg, eerr, sizeof(eerr)) < 0)
 					return usage_error(daemon_usage, "--syscall-exit: %s", eerr);
+				break;
+			case 'F':
+				if (parse_decimal(optarg, 1, DAEMON_FORGET_AFTER_MAX_S, &forget_s) < 0)
+					return usage_error(daemon_usage,
+									   "--forget-after %s is not a number of seconds from 1 to "
+									   "86400", optarg);
+				o.forget_after_s = (int) forget_s;
 				break;
 			case 'k':
 				if (strcmp(optarg, "escalated") != 0 && strcmp(optarg, "always") != 0)

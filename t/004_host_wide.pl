@@ -11,7 +11,8 @@
 # one is let go, and the others stay served.  pg_tracer_reset() in one
 # cluster leaves the other's kernel rows.  With exec notes lost
 # (--miss-events 1), the helper says so, scans /proc, and still finds a
-# cluster that starts.
+# cluster that starts.  A cluster stopped for --forget-after seconds is
+# dropped, with its segment and lock file; started again, it is served.
 use strict;
 use warnings;
 use FindBin;
@@ -142,7 +143,7 @@ unlike(slurp_file($log), qr/ error: /, 'the helper logged no error');
 stop_helper($node_a, $helper);
 
 # every exec note lost: the helper must notice and scan /proc instead
-$helper = start_host_helper($rt, $log, '--miss-events', '1');
+$helper = start_host_helper($rt, $log, '--miss-events', '1', '--forget-after', '3');
 ok(defined wait_until(sub { served_pm($node_a) && served_pm($node_c) }, 20),
 	'a helper losing its exec notes serves the running clusters');
 $node_b->start;
@@ -159,12 +160,29 @@ $_->stop for ($node_a, $node_b, $node_c);
 ok(defined wait_until(sub {
 	substr(slurp_file($log), $log_len) =~ /engine: \S+ runs no served postmaster: detached/ }, 30),
 	'the engine probes of a binary no cluster runs are detached');
+
+# --forget-after 3: a cluster whose postmaster is gone that long is dropped,
+# its segment and lock file removed (the socket went at the detach)
+sub cluster_files
+{
+	my ($node) = @_;
+	my ($dev, $ino) = (stat($node->data_dir))[ 0, 1 ];
+	my $base = sprintf('%s/pgt-%x-%x', $rt, $dev, $ino);
+	return grep { -e $_ } map { "$base$_" } ('.seg', '.lock', '.sock');
+}
+ok(defined wait_until(sub { !cluster_files($node_b) && !cluster_files($node_c) }, 15),
+	'the segments and lock files of clusters gone for 3 s are removed')
+  or diag(join(' ', cluster_files($node_b), cluster_files($node_c)));
+like(substr(slurp_file($log), $log_len), qr/postmaster gone for 3 s, forgetting it and its segment/,
+	'the helper says it forgot them');
 $node_a->start;
 ok(defined wait_until(sub {
 	served_pm($node_a) && $node_a->safe_psql('postgres',
 		"SELECT state || ' ' || mechanism FROM pg_tracer_probes WHERE probe_set = 'pg-locks'")
 	  eq 'available usdt' }, 20),
 	'a cluster started on it again has them back');
+is(scalar(grep { /\.(seg|lock)$/ } cluster_files($node_a)), 2,
+	'a forgotten cluster started again has a segment and a lock file again');
 unlike(slurp_file($log), qr/ error: /, 'the helper logged no error');
 
 signal_helper($helper, 'TERM');
