@@ -228,3 +228,13 @@ SELECT pg_get_viewdef('pg_tracer_exact_time_model') LIKE '%state_change%' AS add
 SELECT obj_description('pg_tracer_exact_time_model'::regclass) LIKE '%in progress%' AS new_comment;
 SELECT has_table_privilege('public', 'pg_tracer_exact_time_model', 'SELECT') AS granted;
 DROP EXTENSION pg_tracer;
+-- and one from 0.5.2 (a fix release): the windowed time model divides by
+-- the time its samples stand for, not by the window's length
+CREATE EXTENSION pg_tracer VERSION '0.5.2';
+SELECT pg_get_viewdef('pg_tracer_time_model_windows') LIKE '%covered_ms%' AS divides_by_covered;
+ALTER EXTENSION pg_tracer UPDATE;
+SELECT extversion FROM pg_extension WHERE extname = 'pg_tracer';
+SELECT pg_get_viewdef('pg_tracer_time_model_windows') LIKE '%covered_ms%' AS divides_by_covered;
+SELECT has_table_privilege('public', 'pg_tracer_time_model_windows', 'SELECT') AS granted;
+SELECT count(*) FROM pg_tracer_time_model_covered(interval '5 s') WHERE covered_ms < 0;
+DROP EXTENSION pg_tracer;

@@ -61,6 +61,7 @@ typedef struct AshSnap
 	PgtAshTable *rows;			/* aggregated rows of all kinds */
 	bool		see_all;
 	bool		cumulative;		/* since the reset, not a window */
+	uint64		covered_us;		/* wall time the sampled rows stand for */
 } AshSnap;
 
 /* One row of an output, sorted before it is emitted. */
@@ -128,6 +129,7 @@ snap_take(AshSnap *snap, int window_s)
 	pgt_ash_require();
 	snap->see_all = has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS);
 	snap->cumulative = (window_s == 0);
+	snap->covered_us = 0;
 
 	/* sizes never change after startup */
 	dir_len = sizeof(PgtAshSession) * a->nsessions;
@@ -162,6 +164,7 @@ snap_take(AshSnap *snap, int window_s)
 			nparts++;
 		}
 		pgt_seq_copy(&a->seq, reg, 6);
+		snap->covered_us = snap->hdr.sampled_us;
 	}
 	else
 	{
@@ -190,6 +193,7 @@ snap_take(AshSnap *snap, int window_s)
 				continue;
 			}
 			parts[nparts++] = &copy->table;
+			snap->covered_us += copy->elapsed_us;
 		}
 	}
 
@@ -428,14 +432,15 @@ pg_tracer_wait_events_since(PG_FUNCTION_ARGS)
 
 /*
  * tm_put
- *		One time-model row.
+ *		One time-model row; with a sixth column (pg_tracer_time_model_covered),
+ *		the time the snapshot's samples stand for.
  */
 static void
-tm_put(ReturnSetInfo *rsinfo, const char *name, int depth, uint64 us,
-	   uint64 db, bool idle)
+tm_put(ReturnSetInfo *rsinfo, const AshSnap *snap, const char *name, int depth,
+	   uint64 us, uint64 db, bool idle)
 {
-	Datum		values[5];
-	bool		nulls[5];
+	Datum		values[6];
+	bool		nulls[6];
 
 	memset(nulls, 0, sizeof(nulls));
 	values[0] = CStringGetTextDatum(name);
@@ -446,6 +451,7 @@ tm_put(ReturnSetInfo *rsinfo, const char *name, int depth, uint64 us,
 	else
 		values[3] = pct_datum(us, db, &nulls[3]);
 	values[4] = BoolGetDatum(idle);
+	values[5] = Float8GetDatum(us_to_ms(snap->covered_us));
 	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 }
 
@@ -500,7 +506,7 @@ pg_tracer_time_model_since(PG_FUNCTION_ARGS)
 	}
 	qsort(classes, nclasses, sizeof(OutRow), cmp_time_desc);
 
-	tm_put(rsinfo, "DB Time", 0, db, db, false);
+	tm_put(rsinfo, &snap, "DB Time", 0, db, db, false);
 	for (j = 0; j < nclasses; j++)
 	{
 		uint32		cls = classes[j].r.event;
@@ -511,11 +517,11 @@ pg_tracer_time_model_since(PG_FUNCTION_ARGS)
 		if (cls == 0)
 		{
 			/* class byte 0 holds CPU* only among non-idle events */
-			tm_put(rsinfo, "CPU*", 1, classes[j].r.time_us, db, false);
+			tm_put(rsinfo, &snap, "CPU*", 1, classes[j].r.time_us, db, false);
 			continue;
 		}
 		pgt_event_names(cls, &type, &name);
-		tm_put(rsinfo, type, 1, classes[j].r.time_us, db, false);
+		tm_put(rsinfo, &snap, type, 1, classes[j].r.time_us, db, false);
 		for (i = 0; i < n && shown < PGT_TM_MAX_EVENTS; i++)
 		{
 			char		label[NAMEDATALEN * 2 + 2];
@@ -525,12 +531,12 @@ pg_tracer_time_model_since(PG_FUNCTION_ARGS)
 				continue;
 			pgt_event_names(rows[i].r.event, &type, &name);
 			snprintf(label, sizeof(label), "%s:%s", type, name);
-			tm_put(rsinfo, label, 2, rows[i].r.time_us, db, false);
+			tm_put(rsinfo, &snap, label, 2, rows[i].r.time_us, db, false);
 			shown++;
 		}
 	}
 
-	tm_put(rsinfo, "Idle", 0, idle_total, db, true);
+	tm_put(rsinfo, &snap, "Idle", 0, idle_total, db, true);
 	for (i = 0; i < n; i++)
 	{
 		const char *type;
@@ -541,7 +547,7 @@ pg_tracer_time_model_since(PG_FUNCTION_ARGS)
 			continue;
 		pgt_event_names(rows[i].r.event, &type, &name);
 		snprintf(label, sizeof(label), "%s:%s", type, name);
-		tm_put(rsinfo, label, 1, rows[i].r.time_us, db, true);
+		tm_put(rsinfo, &snap, label, 1, rows[i].r.time_us, db, true);
 	}
 	return (Datum) 0;
 }

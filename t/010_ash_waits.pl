@@ -139,6 +139,7 @@ cmp_ok($db5, '<', $db60 - 5000, "time model: DB time of the last 5 s ($db5) well
 is(q1("SELECT string_agg(window_length || ' ' || (time_ms > 0), ', ' ORDER BY window_length) FROM pg_tracer_time_model_windows
 	WHERE stat_name = 'Lock:relation'"), '00:01:00 true, 00:05:00 true',
 	'time model windows: the lock wait is in the last minute and the last 5 minutes, not the last 5 s');
+
 is(q1("SELECT count(*) FROM pg_tracer_query_events_since('1 min') WHERE queryid = $qid AND wait_event = 'relation'"),
 	'1', 'query events over a window');
 my ($rc, $out, $err) = $node->psql('postgres', "SELECT * FROM pg_tracer_wait_events_since('0 s')");
@@ -305,8 +306,23 @@ my ($asl, $ashares) = split /\|/, as_user('alice', "SELECT
 ok(within($asl, 1000, 0.15) && $ashares <= 100.1,
 	"a role's totals outlive its sessions' rows: PgSleep $asl ms (1000 +-15%), query shares sum to $ashares %");
 
+# avg_sessions divides by the time the window's samples stand for: a
+# 5 s window read just after a second begins covers 4 whole seconds and a
+# sliver, and one session sleeping all along is one session, not 0.8
+my $sleeper = $node->background_psql('postgres');
+$sleeper->query_until(qr/slept/, "\\echo slept\nSELECT pg_sleep(9);\n");
+sleep(6.5);
+sleep(1.05 - (time() - int(time())));    # 50 ms into a second
+my ($aas, $covered) = split /\|/, q1("SELECT avg_sessions, covered_ms FROM pg_tracer_time_model_windows
+	WHERE window_length = '5 s' AND stat_name = 'Timeout:PgSleep'");
+ok(within($aas, 1, 0.03), "5 s window: a session sleeping throughout is $aas sessions (covered $covered ms)");
+cmp_ok($covered, '>=', 4000, 'the 5 s window covers four whole seconds');
+cmp_ok($covered, '<=', 5000, 'and part of the current one');
+$sleeper->quit;
+
 $s->quit;
 $locker->quit;
 $blocked->quit;
 $node->stop;
+
 done_testing();
