@@ -29,7 +29,8 @@
 #define ENG_SORT			12
 #define ENG_LOCK_HOLD		13	/* heavyweight lock held: grant .. release */
 #define ENG_LWLOCK_HOLD		14	/* LWLock held: acquire .. release */
-#define ENG_NPROBES			15	/* ids are 1 .. ENG_NPROBES - 1 */
+#define ENG_QUERY_ERROR		15	/* statement that ended in an error */
+#define ENG_NPROBES			16	/* ids are 1 .. ENG_NPROBES - 1 */
 
 /* Probe-set ids of the engine sets (pgt_event_hdr.set, range 16..31). */
 #define PGT_SET_PG_QUERY		16
@@ -74,8 +75,12 @@ struct eng_cfg
 	__u32		ckpt_size[ENG_CKPT_ARGS];
 	__u32		pad;
 	__u64		owner_addr;		/* &CurrentResourceOwner, 0: not exported */
+	__u64		query_string_addr;	/* &debug_query_string: NULL in PostgresMain's
+									 * error recovery, 0: not resolvable */
+	__u64		ckpt_write_addr;	/* &CheckpointStats.ckpt_write_t (the function
+									 * fallback: 0 when the checkpoint was skipped) */
 };
-_Static_assert(sizeof(struct eng_cfg) == 104, "struct eng_cfg size");
+_Static_assert(sizeof(struct eng_cfg) == 120, "struct eng_cfg size");
 
 /* Key of the `eng_stats` hash map. */
 struct eng_key

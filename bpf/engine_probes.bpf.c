@@ -457,6 +457,46 @@ query_done(void)
 	return 0;
 }
 
+/*
+ * A statement that ends in an error never reaches query__done: the error
+ * unwinds to PostgresMain, which sets debug_query_string to NULL and calls
+ * AbortCurrentTransaction() (no USDT marks it).  That function also runs
+ * inside statements that go on (a procedure's ROLLBACK through SPI, logical
+ * decoding), with debug_query_string set: those are left alone.  A
+ * statement still timed in the error recovery is counted as
+ * ENG_QUERY_ERROR, its time up to the abort, and is a slow statement like
+ * any other; its text is still valid (MessageContext is reset after the
+ * abort).  An error that a savepoint or an EXCEPTION block catches aborts a
+ * subtransaction only: the statement goes on, and its timer with it.
+ */
+static __always_inline int
+query_failed(void)
+{
+	struct eng_cfg *cfg = cfg_for_current();
+	struct eng_key k = {};
+	struct eng_start s;
+	__u64		query_string = 1;
+	__u64		ns;
+
+	if (!cfg || !cfg->query_string_addr ||
+		bpf_probe_read_user(&query_string, sizeof(query_string),
+							(void *) cfg->query_string_addr) || query_string)
+		return 0;
+	if (!(ns = timed_stop(cfg, ENG_QUERY, &k, &s)))
+		return 0;
+	k.probe = ENG_QUERY_ERROR;
+	timed_record(cfg, PGT_SET_PG_QUERY, &k, ns, 0, 0, 0, s.ptr);
+	if ((cfg->flags & ENG_CFG_SLOW_STREAM) && ns >= cfg->slow_ns)
+		stream_record(&k, 0, ns, 0, 0, 0, s.ptr);
+	return 0;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(eng_query_abort_uprobe)
+{
+	return query_failed();
+}
+
 SEC("usdt")
 int BPF_USDT(eng_query_start_usdt, __u64 text)
 {
@@ -527,6 +567,21 @@ lock_wait_done(void)
 
 SEC("usdt")
 int BPF_USDT(eng_lock_wait_done_usdt)
+{
+	return lock_wait_done();
+}
+
+/*
+ * A wait that ends in an error (lock_timeout, statement_timeout, a cancel,
+ * a termination) never reaches lock__wait__done (nor ProcSleep's return).
+ * Every abort, of a transaction or of a subtransaction (an EXCEPTION block
+ * that catches the error), first takes the backend off the lock's wait
+ * queue in LockErrorCleanup(), which no USDT marks: a wait still timed
+ * there ended by the error, and is counted up to then.  Outside a wait
+ * the function finds no timer and does nothing.
+ */
+SEC("uprobe")
+int BPF_KPROBE(eng_lock_wait_abort_uprobe)
 {
 	return lock_wait_done();
 }
@@ -819,13 +874,28 @@ int BPF_KPROBE(eng_checkpoint_done_site)
 	return cfg ? checkpoint_done(cfg) : 0;
 }
 
-/* fallback: return of CreateCheckPoint */
+/*
+ * fallback: return of CreateCheckPoint.  A checkpoint skipped because the
+ * system is idle returns before CheckPointGuts() sets ckpt_write_t (the
+ * USDT checkpoint__start comes after that test): no checkpoint, no event.
+ */
 SEC("uretprobe")
 int BPF_KRETPROBE(eng_checkpoint_done_uprobe)
 {
 	struct eng_cfg *cfg = cfg_for_current();
+	struct eng_start s;
+	__s64		write_t = 1;
 
-	return cfg ? checkpoint_done(cfg) : 0;
+	if (!cfg)
+		return 0;
+	if (cfg->ckpt_write_addr &&
+		bpf_probe_read_user(&write_t, sizeof(write_t), (void *) cfg->ckpt_write_addr) == 0 &&
+		write_t == 0)
+	{
+		stop_timer(ENG_CHECKPOINT, &s);		/* forget its start */
+		return 0;
+	}
+	return checkpoint_done(cfg);
 }
 
 /* ------------------------------------------------------------ pg-usdt */

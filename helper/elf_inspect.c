@@ -130,6 +130,7 @@ elf_inspect_open(const char *path, elf_info *info, char *err, size_t errlen)
 		goto fail;
 	}
 	info->is_shared = eh.e_type == ET_DYN;
+	info->entry = eh.e_entry;
 	if (elf_getphdrnum(e, &phnum) == 0)
 	{
 		for (i = 0; i < phnum; i++)
@@ -382,9 +383,43 @@ elf_resolve_exe(int pid, char *out, size_t outlen, char *err, size_t errlen)
 }
 
 /*
+ * bias_from_auxv
+ *		The load bias of pid's main program from its auxiliary vector: the
+ *		entry point it runs at (AT_ENTRY) less the one it was linked at.
+ *		Only for the program the process runs (callers pass a postmaster
+ *		and its own binary).  Returns 0 or -1.
+ */
+static int
+bias_from_auxv(int pid, const elf_info *info, uint64_t *bias)
+{
+	char		path[64];
+	uint64_t	av[2];
+	int			fd;
+	int			found = -1;
+
+	snprintf(path, sizeof(path), "/proc/%d/auxv", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	while (read(fd, av, sizeof(av)) == (ssize_t) sizeof(av) && av[0] != AT_NULL)
+	{
+		if (av[0] == AT_ENTRY && av[1] >= info->entry)
+		{
+			*bias = av[1] - info->entry;
+			found = 0;
+			break;
+		}
+	}
+	close(fd);
+	return found;
+}
+
+/*
  * elf_load_bias
  *		See elf_inspect.h.  The mapping of the executable's file offset 0
- *		is found in /proc/<pid>/maps by the file's device and inode.
+ *		is found in /proc/<pid>/maps by the file's device and inode; where
+ *		the device there is not the one stat() gives (overlayfs on older
+ *		kernels, btrfs subvolumes), from the process's auxiliary vector.
  */
 int
 elf_load_bias(int pid, const elf_info *info, uint64_t *bias)
@@ -425,5 +460,7 @@ elf_load_bias(int pid, const elf_info *info, uint64_t *bias)
 		break;
 	}
 	fclose(f);
+	if (found < 0)
+		found = bias_from_auxv(pid, info, bias);
 	return found;
 }

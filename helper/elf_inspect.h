@@ -45,6 +45,7 @@ typedef struct elf_info
 	void	   *elf;			/* Elf * (libelf) */
 	int			is_pie;			/* ET_DYN with an interpreter */
 	int			is_shared;		/* ET_DYN */
+	uint64_t	entry;			/* e_entry: link-time entry point */
 	int			has_dwarf;		/* .debug_info present */
 	int			has_symtab;		/* .symtab present (not stripped) */
 	int			has_dynsym;
@@ -86,8 +87,9 @@ extern int	elf_count_usdt(const elf_info *info, const char *provider, const char
 extern int	elf_resolve_exe(int pid, char *out, size_t outlen, char *err, size_t errlen);
 
 /*
- * Load bias of the executable in process pid: where its first PT_LOAD is
- * mapped minus its link-time address (0 for a non-PIE).  Returns 0 or -1.
+ * Load bias of the executable in process pid, which runs it as its main
+ * program: where its first PT_LOAD is mapped minus its link-time address
+ * (0 for a non-PIE).  Returns 0 or -1.
  */
 extern int	elf_load_bias(int pid, const elf_info *info, uint64_t *bias);
 

@@ -10,7 +10,9 @@
  * group has one resolvable in .symtab or .dynsym; otherwise none.  A
  * point marked fallback_only has no USDT twin (an entry probe the function
  * fallback needs beside a return probe): it is left out when the group
- * runs on USDT.  No locking: constant tables and pure functions.
+ * runs on USDT.  A companion point is a function probe that runs with its
+ * group, on USDT or not, and only then; optional, it never decides the
+ * group's family.  No locking: constant tables and pure functions.
  */
 #include "engine_catalog.h"
 
@@ -43,65 +45,76 @@ const size_t engine_nsets = sizeof(engine_sets) / sizeof(engine_sets[0]);
 
 const engine_point engine_points[] = {
 	{"pg-query", 1, "query__start", "eng_query_start_usdt", NULL,
-	 "exec_simple_query", 0, "eng_query_start_uprobe", 0, 0},
+	 "exec_simple_query", 0, "eng_query_start_uprobe", 0, 0, 0},
 	{"pg-query", 1, "query__done", "eng_query_done_usdt", NULL,
-	 "exec_simple_query", 1, "eng_query_done_uprobe", 0, 0},
+	 "exec_simple_query", 1, "eng_query_done_uprobe", 0, 0, 0},
 	{"pg-locks", 2, "lock__wait__start", "eng_lock_wait_start_usdt", NULL,
-	 "ProcSleep", 0, "eng_lock_wait_start_uprobe", 0, 0},
+	 "ProcSleep", 0, "eng_lock_wait_start_uprobe", 0, 0, 0},
 	{"pg-locks", 2, "lock__wait__done", "eng_lock_wait_done_usdt", NULL,
-	 "ProcSleep", 1, "eng_lock_wait_done_uprobe", 0, 0},
-	{"pg-lwlock", 3, "lwlock__wait__start", "eng_lwlock_wait_start_usdt", NULL, NULL, 0, NULL, 0, 0},
-	{"pg-lwlock", 3, "lwlock__wait__done", "eng_lwlock_wait_done_usdt", NULL, NULL, 0, NULL, 0, 0},
+	 "ProcSleep", 1, "eng_lock_wait_done_uprobe", 0, 0, 0},
+	{"pg-lwlock", 3, "lwlock__wait__start", "eng_lwlock_wait_start_usdt", NULL, NULL, 0, NULL, 0, 0, 0},
+	{"pg-lwlock", 3, "lwlock__wait__done", "eng_lwlock_wait_done_usdt", NULL, NULL, 0, NULL, 0, 0, 0},
 	{"pg-wal", 4, "wal__insert", "eng_wal_insert_usdt", NULL,
-	 "XLogInsert", 0, "eng_wal_insert_uprobe", 0, 0},
-	{"pg-wal", 5, NULL, NULL, NULL, "XLogFlush", 0, "eng_wal_flush_uprobe", 0, 0},
-	{"pg-wal", 5, NULL, NULL, NULL, "XLogFlush", 1, "eng_wal_flush_uretprobe", 0, 0},
+	 "XLogInsert", 0, "eng_wal_insert_uprobe", 0, 0, 0},
+	{"pg-wal", 5, NULL, NULL, NULL, "XLogFlush", 0, "eng_wal_flush_uprobe", 0, 0, 0},
+	{"pg-wal", 5, NULL, NULL, NULL, "XLogFlush", 1, "eng_wal_flush_uretprobe", 0, 0, 0},
 	{"pg-buffer", 6, "buffer__read__start", "eng_buffer_read_start_usdt", NULL,
-	 "ReadBufferExtended", 0, "eng_buffer_read_start_uprobe", 0, 0},
+	 "ReadBufferExtended", 0, "eng_buffer_read_start_uprobe", 0, 0, 0},
 	{"pg-buffer", 6, "buffer__read__done", "eng_buffer_read_done_usdt", NULL,
-	 "ReadBufferExtended", 1, "eng_buffer_read_done_uprobe", 0, 0},
-	{"pg-buffer", 7, "buffer__flush__start", "eng_buffer_flush_start_usdt", NULL, NULL, 0, NULL, 1, 0},
-	{"pg-buffer", 7, "buffer__flush__done", "eng_buffer_flush_done_usdt", NULL, NULL, 0, NULL, 1, 0},
+	 "ReadBufferExtended", 1, "eng_buffer_read_done_uprobe", 0, 0, 0},
+	{"pg-buffer", 7, "buffer__flush__start", "eng_buffer_flush_start_usdt", NULL, NULL, 0, NULL, 1, 0, 0},
+	{"pg-buffer", 7, "buffer__flush__done", "eng_buffer_flush_done_usdt", NULL, NULL, 0, NULL, 1, 0, 0},
 	{"pg-checkpoint", 8, "checkpoint__start", "eng_checkpoint_start_usdt", NULL,
-	 "CreateCheckPoint", 0, "eng_checkpoint_start_uprobe", 0, 0},
+	 "CreateCheckPoint", 0, "eng_checkpoint_start_uprobe", 0, 0, 0},
 	{"pg-checkpoint", 8, "checkpoint__done", NULL, "eng_checkpoint_done_site",
-	 "CreateCheckPoint", 1, "eng_checkpoint_done_uprobe", 0, 0},
-	{"pg-checkpoint", 9, "buffer__sync__written", "eng_buffer_sync_written_usdt", NULL, NULL, 0, NULL, 1, 0},
-	{"pg-checkpoint", 9, "buffer__checkpoint__sync__start", "eng_ckpt_sync_start_usdt", NULL, NULL, 0, NULL, 1, 0},
-	{"pg-checkpoint", 9, "buffer__checkpoint__done", "eng_ckpt_buffers_done_usdt", NULL, NULL, 0, NULL, 1, 0},
-	{"pg-usdt", 10, "transaction__commit", "eng_xact_commit_usdt", NULL, NULL, 0, NULL, 0, 0},
-	{"pg-usdt", 11, "transaction__abort", "eng_xact_abort_usdt", NULL, NULL, 0, NULL, 1, 0},
-	{"pg-usdt", 12, "deadlock__found", "eng_deadlock_usdt", NULL, NULL, 0, NULL, 1, 0},
-	{"pg-usdt", 13, "sort__done", "eng_sort_done_usdt", NULL, NULL, 0, NULL, 1, 0},
+	 "CreateCheckPoint", 1, "eng_checkpoint_done_uprobe", 0, 0, 0},
+	{"pg-checkpoint", 9, "buffer__sync__written", "eng_buffer_sync_written_usdt", NULL, NULL, 0, NULL, 1, 0, 0},
+	{"pg-checkpoint", 9, "buffer__checkpoint__sync__start", "eng_ckpt_sync_start_usdt", NULL, NULL, 0, NULL, 1, 0, 0},
+	{"pg-checkpoint", 9, "buffer__checkpoint__done", "eng_ckpt_buffers_done_usdt", NULL, NULL, 0, NULL, 1, 0, 0},
+	{"pg-usdt", 10, "transaction__commit", "eng_xact_commit_usdt", NULL, NULL, 0, NULL, 0, 0, 0},
+	{"pg-usdt", 11, "transaction__abort", "eng_xact_abort_usdt", NULL, NULL, 0, NULL, 1, 0, 0},
+	{"pg-usdt", 12, "deadlock__found", "eng_deadlock_usdt", NULL, NULL, 0, NULL, 1, 0, 0},
+	{"pg-usdt", 13, "sort__done", "eng_sort_done_usdt", NULL, NULL, 0, NULL, 1, 0, 0},
 	/* no USDT marks a grant or a release: uprobes on the exported lock manager */
-	{"pg-lock-hold", 14, NULL, NULL, NULL, "LockAcquireExtended", 0, "eng_lock_acquire_uprobe", 0, 0},
-	{"pg-lock-hold", 14, NULL, NULL, NULL, "LockAcquireExtended", 1, "eng_lock_acquire_uretprobe", 0, 0},
-	{"pg-lock-hold", 14, NULL, NULL, NULL, "LockRelease", 0, "eng_lock_release_uprobe", 0, 0},
-	{"pg-lock-hold", 14, NULL, NULL, NULL, "LockReleaseAll", 0, "eng_lock_release_all_uprobe", 0, 0},
+	{"pg-lock-hold", 14, NULL, NULL, NULL, "LockAcquireExtended", 0, "eng_lock_acquire_uprobe", 0, 0, 0},
+	{"pg-lock-hold", 14, NULL, NULL, NULL, "LockAcquireExtended", 1, "eng_lock_acquire_uretprobe", 0, 0, 0},
+	{"pg-lock-hold", 14, NULL, NULL, NULL, "LockRelease", 0, "eng_lock_release_uprobe", 0, 0, 0},
+	{"pg-lock-hold", 14, NULL, NULL, NULL, "LockReleaseAll", 0, "eng_lock_release_all_uprobe", 0, 0, 0},
 	{"pg-lock-hold", 15, NULL, NULL, NULL, "LockReleaseSession", 0,
-	 "eng_lock_release_session_uprobe", 0, 0},
+	 "eng_lock_release_session_uprobe", 0, 0, 0},
 	{"pg-lock-hold", 16, NULL, NULL, NULL, "LockReleaseCurrentOwner", 0,
-	 "eng_lock_release_owner_uprobe", 0, 0},
+	 "eng_lock_release_owner_uprobe", 0, 0, 0},
 	{"pg-lock-hold", 16, NULL, NULL, NULL, "LockReassignCurrentOwner", 0,
-	 "eng_lock_reassign_owner_uprobe", 0, 0},
+	 "eng_lock_reassign_owner_uprobe", 0, 0, 0},
 	/*
 	 * USDT pairs by tranche name (lwlock__release carries no lock address);
 	 * the fallback pairs by lock address, entry to return of the acquire
 	 * functions (the last three points exist only for it).
 	 */
 	{"pg-lwlock-hold", 17, "lwlock__acquire", "eng_lwlock_acquired_usdt", NULL,
-	 "LWLockAcquire", 1, "eng_lwlock_acquire_uretprobe", 0, 0},
+	 "LWLockAcquire", 1, "eng_lwlock_acquire_uretprobe", 0, 0, 0},
 	{"pg-lwlock-hold", 17, "lwlock__condacquire", "eng_lwlock_acquired_usdt", NULL,
-	 "LWLockConditionalAcquire", 1, "eng_lwlock_acquire_uretprobe", 1, 0},
+	 "LWLockConditionalAcquire", 1, "eng_lwlock_acquire_uretprobe", 1, 0, 0},
 	{"pg-lwlock-hold", 17, "lwlock__acquire__or__wait", "eng_lwlock_acquired_usdt", NULL,
-	 "LWLockAcquireOrWait", 1, "eng_lwlock_acquire_uretprobe", 1, 0},
+	 "LWLockAcquireOrWait", 1, "eng_lwlock_acquire_uretprobe", 1, 0, 0},
 	{"pg-lwlock-hold", 17, "lwlock__release", "eng_lwlock_release_usdt", NULL,
-	 "LWLockRelease", 0, "eng_lwlock_release_uprobe", 0, 0},
-	{"pg-lwlock-hold", 17, NULL, NULL, NULL, "LWLockAcquire", 0, "eng_lwlock_acquire_uprobe", 0, 1},
+	 "LWLockRelease", 0, "eng_lwlock_release_uprobe", 0, 0, 0},
+	{"pg-lwlock-hold", 17, NULL, NULL, NULL, "LWLockAcquire", 0, "eng_lwlock_acquire_uprobe", 0, 1, 0},
 	{"pg-lwlock-hold", 17, NULL, NULL, NULL, "LWLockConditionalAcquire", 0,
-	 "eng_lwlock_condacquire_uprobe", 1, 1},
+	 "eng_lwlock_condacquire_uprobe", 1, 1, 0},
 	{"pg-lwlock-hold", 17, NULL, NULL, NULL, "LWLockAcquireOrWait", 0,
-	 "eng_lwlock_condacquire_uprobe", 1, 1},
+	 "eng_lwlock_condacquire_uprobe", 1, 1, 0},
+	/*
+	 * A statement or lock wait that ends in an error reaches neither its
+	 * done note nor its function's return: a statement ends where
+	 * PostgresMain's error recovery aborts the transaction, a lock wait
+	 * where any abort takes the backend off the wait queue (no note marks
+	 * either).
+	 */
+	{"pg-query", 1, NULL, NULL, NULL, "AbortCurrentTransaction", 0, "eng_query_abort_uprobe",
+	 1, 0, 1},
+	{"pg-locks", 2, NULL, NULL, NULL, "LockErrorCleanup", 0,
+	 "eng_lock_wait_abort_uprobe", 1, 0, 1},
 };
 const size_t engine_npoints = sizeof(engine_points) / sizeof(engine_points[0]);
 
@@ -113,7 +126,8 @@ const char *const engine_wanted_symbols[] = {
 	"my_wait_event_info", "CheckpointStats", "NBuffers", "LockAcquireExtended",
 	"LockReleaseAll", "LockReleaseSession", "LockReleaseCurrentOwner",
 	"LockReassignCurrentOwner", "CurrentResourceOwner", "ProcSleep",
-	"LWLockConditionalAcquire", "LWLockAcquireOrWait",
+	"LWLockConditionalAcquire", "LWLockAcquireOrWait", "AbortCurrentTransaction",
+	"LockErrorCleanup", "debug_query_string",
 };
 const size_t engine_nwanted_symbols =
 	sizeof(engine_wanted_symbols) / sizeof(engine_wanted_symbols[0]);
@@ -205,6 +219,26 @@ func_ok(const elf_info *elf, const engine_point *p, char *why, size_t wl)
 }
 
 /*
+ * plan_companion
+ *		A companion point: a uprobe on its function while its group runs.
+ */
+static void
+plan_companion(const elf_info *elf, const engine_point *q, int group_runs, engine_choice *c)
+{
+	char		w[160];
+
+	if (!group_runs)
+		snprintf(c->reason, sizeof(c->reason), "only with the points it completes");
+	else if (!func_ok(elf, q, w, sizeof(w)))
+		snprintf(c->reason, sizeof(c->reason), "optional point: %.120s", w);
+	else
+	{
+		c->mech = ENGINE_MECH_UPROBE;
+		snprintf(c->reason, sizeof(c->reason), "uprobe %s (errors end timers there)", q->func);
+	}
+}
+
+/*
  * engine_plan
  *		See engine_catalog.h.
  */
@@ -231,7 +265,7 @@ engine_plan(const elf_info *elf, engine_choice *choices)
 			engine_mech m;
 			char		w[160];
 
-			if (q->group != p->group)
+			if (q->group != p->group || q->companion)
 				continue;
 			if (!usdt_ok(elf, q, &m, w, sizeof(w)) && !q->optional && !q->fallback_only)
 			{
@@ -255,7 +289,9 @@ engine_plan(const elf_info *elf, engine_choice *choices)
 
 			if (q->group != p->group)
 				continue;
-			if (all_usdt && usdt_ok(elf, q, &m, w, sizeof(w)))
+			if (q->companion)
+				plan_companion(elf, q, all_usdt || all_func, c);
+			else if (all_usdt && usdt_ok(elf, q, &m, w, sizeof(w)))
 			{
 				c->mech = m;
 				snprintf(c->reason, sizeof(c->reason), "USDT %s:%s%s", ENGINE_USDT_PROVIDER,
@@ -277,6 +313,22 @@ engine_plan(const elf_info *elf, engine_choice *choices)
 				snprintf(c->reason, sizeof(c->reason), "%.78s; %.78s", why_u, why_f);
 		}
 	}
+}
+
+/*
+ * group_runs
+ *		Whether a point of group other than its companions has a mechanism.
+ */
+static int
+group_runs(const engine_choice *choices, int group)
+{
+	size_t		i;
+
+	for (i = 0; i < engine_npoints; i++)
+		if (engine_points[i].group == group && !engine_points[i].companion &&
+			choices[i].mech != ENGINE_MECH_NONE)
+			return 1;
+	return 0;
 }
 
 /*
@@ -305,6 +357,8 @@ engine_set_state(const char *set, const engine_choice *choices, const int *attac
 			continue;
 		if (p->fallback_only && choices[i].mech == ENGINE_MECH_NONE)
 			continue;			/* the set runs on USDT */
+		if (p->companion && choices[i].mech == ENGINE_MECH_NONE && !group_runs(choices, p->group))
+			continue;			/* its group does not run either */
 		ok = choices[i].mech != ENGINE_MECH_NONE && (attached == NULL || attached[i]);
 		if (ok)
 		{
@@ -382,6 +436,7 @@ static const char *const probe_names[ENG_NPROBES] = {
 	[ENG_SORT] = "sort",
 	[ENG_LOCK_HOLD] = "lock-hold",
 	[ENG_LWLOCK_HOLD] = "lwlock-hold",
+	[ENG_QUERY_ERROR] = "query-error",
 };
 
 static const char *const probe_sets[ENG_NPROBES] = {
@@ -398,6 +453,7 @@ static const char *const probe_sets[ENG_NPROBES] = {
 	[ENG_DEADLOCK] = "pg-usdt",
 	[ENG_SORT] = "pg-usdt",
 	[ENG_LOCK_HOLD] = "pg-lock-hold",
+	[ENG_QUERY_ERROR] = "pg-query",
 	[ENG_LWLOCK_HOLD] = "pg-lwlock-hold",
 };
 

@@ -39,6 +39,8 @@ typedef struct engine_point
 	const char *func_prog;		/* BPF program for the fallback */
 	int			optional;		/* the set runs (degraded) without it */
 	int			fallback_only;	/* only with the function fallback (no USDT twin) */
+	int			companion;		/* a function probe that goes with its group
+								 * whichever family times it (optional) */
 } engine_point;
 
 typedef struct engine_set

@@ -567,6 +567,7 @@ checkpoint_stats_fallback(const engine_binary *b, uint64_t bias, struct eng_cfg 
 		cfg->ckpt_size[i] = 4;
 	}
 	cfg->nckpt = ENG_CKPT_ARGS;
+	cfg->ckpt_write_addr = bias + stats.addr + 8;	/* ckpt_write_t */
 }
 
 /*
@@ -673,6 +674,17 @@ note_target(uint32_t pm, engine_binary *b)
 }
 
 /*
+ * configure_target
+ *		Hand postmaster pm's configuration to the programs.
+ */
+static void
+configure_target(uint32_t pm, const struct eng_cfg *cfg)
+{
+	if (bpf_map_update_elem(bpf_map__fd(core.skel->maps.engine_cfg), &pm, cfg, BPF_ANY) < 0)
+		log_warn("engine: cannot configure postmaster %u: %s", pm, strerror(errno));
+}
+
+/*
  * engine_core_target
  *		See engine_probes.h.
  */
@@ -695,8 +707,14 @@ engine_core_target(uint32_t pm)
 	cfg.flags = ENG_CFG_SLOW_STREAM;
 	cfg.slow_ns = slow_ns;
 	if (elf_load_bias((int) pm, &b->elf, &bias) < 0)
-		log_warn("engine: no mapping of %s in postmaster %u: checkpoint details unreadable",
+	{
+		/* no global can be read: what needs one is left out */
+		log_warn("engine: no load address of %s in postmaster %u: checkpoint details, "
+				 "early query ids, savepoint lock ends and statement errors unreadable",
 				 b->path, pm);
+		configure_target(pm, &cfg);
+		return;
+	}
 	u = elf_find_usdt(&b->elf, ENGINE_USDT_PROVIDER, "checkpoint__done");
 	if (u != NULL)
 	{
@@ -725,8 +743,9 @@ engine_core_target(uint32_t pm)
 	query_id_fallback(pm, b, bias, &cfg);
 	if (elf_find_symbol(&b->elf, "CurrentResourceOwner", &owner) == 0 && owner.addr)
 		cfg.owner_addr = bias + owner.addr;
-	if (bpf_map_update_elem(bpf_map__fd(core.skel->maps.engine_cfg), &pm, &cfg, BPF_ANY) < 0)
-		log_warn("engine: cannot configure postmaster %u: %s", pm, strerror(errno));
+	if (elf_find_symbol(&b->elf, "debug_query_string", &owner) == 0 && owner.addr)
+		cfg.query_string_addr = bias + owner.addr;
+	configure_target(pm, &cfg);
 }
 
 /*

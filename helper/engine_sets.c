@@ -197,6 +197,7 @@ put_detail(trace_out *out, uint32_t probe, uint32_t detail, uint32_t mode,
 	switch (probe)
 	{
 		case ENG_QUERY:
+		case ENG_QUERY_ERROR:
 			trace_rec_str(out, "query", text);
 			break;
 		case ENG_LOCK_WAIT:
@@ -325,7 +326,7 @@ eng_stats(pset_inst *inst, trace_out *out)
 			trace_rec_u64(out, "misses", r->v.c[1]);
 			trace_rec_f64(out, "hit_ratio", r->v.calls ? (double) r->v.c[0] / (double) r->v.calls : 0);
 		}
-		else if (r->k.probe != ENG_QUERY)	/* statement text: events only */
+		else if (r->k.probe != ENG_QUERY && r->k.probe != ENG_QUERY_ERROR)	/* text: events only */
 		{
 			pgt_copy_string(name, sizeof(name), r->k.name, sizeof(r->k.name));
 			put_detail(out, r->k.probe, r->k.detail, r->k.mode, r->k.obj, r->v.c, name, true);

@@ -238,3 +238,10 @@ SELECT pg_get_viewdef('pg_tracer_time_model_windows') LIKE '%covered_ms%' AS div
 SELECT has_table_privilege('public', 'pg_tracer_time_model_windows', 'SELECT') AS granted;
 SELECT count(*) FROM pg_tracer_time_model_covered(interval '5 s') WHERE covered_ms < 0;
 DROP EXTENSION pg_tracer;
+-- 0.5.3 also keeps the statements that ended in an error among the slow ones
+CREATE EXTENSION pg_tracer VERSION '0.5.2';
+ALTER EXTENSION pg_tracer UPDATE;
+SELECT pg_get_viewdef('pg_tracer_slow_statements') LIKE '%query-error%' AS keeps_failed;
+SELECT attname FROM pg_attribute WHERE attrelid = 'pg_tracer_slow_statements'::regclass AND attnum > 0 ORDER BY attnum;
+SELECT has_table_privilege('public', 'pg_tracer_slow_statements', 'SELECT') AS granted;
+DROP EXTENSION pg_tracer;

@@ -46,14 +46,16 @@ PG_FUNCTION_INFO_V1(pg_tracer_engine_stream);
 static const char *const engine_probes[] = {
 	NULL, "query", "lock-wait", "lwlock-wait", "wal-insert", "wal-flush",
 	"buffer-read", "buffer-flush", "checkpoint", "xact-commit", "xact-abort",
-	"deadlock", "sort", "lock-hold", "lwlock-hold"
+	"deadlock", "sort", "lock-hold", "lwlock-hold", "query-error"
 };
 static const char *const engine_probe_sets[] = {
 	NULL, "pg-query", "pg-locks", "pg-lwlock", "pg-wal", "pg-wal",
 	"pg-buffer", "pg-buffer", "pg-checkpoint", "pg-usdt", "pg-usdt",
-	"pg-usdt", "pg-usdt", "pg-lock-hold", "pg-lwlock-hold"
+	"pg-usdt", "pg-usdt", "pg-lock-hold", "pg-lwlock-hold", "pg-query"
 };
 #define ENGINE_NPROBES	lengthof(engine_probes)
+StaticAssertDecl(lengthof(engine_probe_sets) == ENGINE_NPROBES,
+				 "every engine probe has its set");
 
 /*
  * probe_text
@@ -173,7 +175,7 @@ pg_tracer_engine_histogram(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("unknown engine probe \"%s\"", probe),
-				 errhint("Use one of: query, lock-wait, lwlock-wait, wal-flush, "
+				 errhint("Use one of: query, query-error, lock-wait, lwlock-wait, wal-flush, "
 						 "buffer-read, buffer-flush, checkpoint, lock-hold, lwlock-hold.")));
 	InitMaterializedSRF(fcinfo, 0);
 	if (!has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS))

@@ -179,7 +179,7 @@ $node_a->start;
 ok(defined wait_until(sub {
 	served_pm($node_a) && $node_a->safe_psql('postgres',
 		"SELECT state || ' ' || mechanism FROM pg_tracer_probes WHERE probe_set = 'pg-locks'")
-	  eq 'available usdt' }, 20),
+	  eq 'available usdt+uprobe' }, 20),
 	'a cluster started on it again has them back');
 is(scalar(grep { /\.(seg|lock)$/ } cluster_files($node_a)), 2,
 	'a forgotten cluster started again has a segment and a lock file again');

@@ -32,9 +32,16 @@ ok(defined wait_until(sub {
 		"SELECT probe_set, state, mechanism FROM pg_tracer_probes WHERE probe_set LIKE 'pg-%'");
 	($sets{'pg-query'}[0] // '') eq 'available'
 }, 20), 'engine probe sets attach');
-for my $s (qw(pg-query pg-locks pg-buffer pg-checkpoint pg-usdt))
+for my $s (qw(pg-buffer pg-checkpoint pg-usdt))
 {
 	is_deeply($sets{$s}, [ 'available', 'usdt' ], "$s available through USDT");
+}
+# errors end statements and lock waits at the transaction's abort: a uprobe
+# on the exported AbortCurrentTransaction (no USDT marks it)
+for my $s (qw(pg-query pg-locks))
+{
+	is_deeply($sets{$s}, [ 'available', 'usdt+uprobe' ],
+		"$s available through USDT, plus a uprobe where errors end them");
 }
 is_deeply($sets{'pg-wal'}, [ 'available', 'usdt+uprobe' ],
 	'pg-wal: USDT wal__insert plus a uprobe on the exported XLogFlush');
@@ -74,6 +81,9 @@ is($node->safe_psql('postgres',
 
 # --- lock conflict: waiter, lock type, mode, object, duration = blocking time
 check_lock_wait($node);
+# --- a lock wait and a statement that end in an error
+check_lock_wait_error($node);
+check_statement_error($node);
 # --- row-lock waits on transaction ids: one row, not one per transaction
 check_xid_lock_waits($node);
 

@@ -55,7 +55,7 @@ is($j->{dwarf} ? 1 : 0, 0, 'no DWARF (Debian strips it)');
 like($j->{build_id}, qr/^[0-9a-f]{40}$/, 'build id');
 like($j->{debuglink}, qr/\.debug$/, 'debuglink');
 my %ps = map { $_->{name} => $_ } @{ $j->{probe_sets} };
-is($ps{'pg-query'}{mechanism}, 'usdt', 'pg-query would use USDT');
+is($ps{'pg-query'}{mechanism}, 'usdt+uprobe', 'pg-query would use USDT (and a uprobe for errors)');
 is($ps{'pg-wal'}{mechanism}, 'usdt+uprobe', 'pg-wal: USDT and a uprobe');
 
 # --- inspect, text, by pid of a backend; --binary
@@ -78,7 +78,7 @@ $bg->query_until(qr/go/, "\\echo go\nSELECT pg_sleep(2.5);\nSELECT 'engine-trace
 is($rc, 0, 'trace exits 0 after --duration') or diag($err);
 my @recs = map { decode_json($_) } grep { /^\{/ } split /\n/, $out;
 my ($st) = grep { $_->{event} eq 'status' && $_->{set} eq 'pg-query' } @recs;
-is("$st->{state} $st->{mechanism}", 'available usdt', 'trace: pg-query status');
+is("$st->{state} $st->{mechanism}", 'available usdt+uprobe', 'trace: pg-query status');
 my ($ev) = grep { $_->{set} eq 'pg-query' && $_->{event} eq 'query'
 	  && ($_->{query} // '') =~ /engine-trace-mark/ } @recs;
 ok($ev, 'trace: statement event with its text');

@@ -95,6 +95,7 @@ is($st{'pg-lwlock'}[0], 'unavailable', 'pg-lwlock unavailable');
 
 # --- the same ground truths as the USDT path (t/030)
 check_lock_wait($node);		# through ProcSleep
+check_lock_wait_error($node);	# ProcSleep never returns: ended at the abort
 check_wal_inserts($node);	# through XLogInsert; XLogFlush as with USDT
 check_checkpoint($node);	# through CreateCheckPoint, buffers from CheckpointStats
 

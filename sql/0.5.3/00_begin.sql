@@ -2,4 +2,5 @@
 -- 0.5.2, one file per feature, in the same numbering as sql/0.2.0/.  The
 -- Makefile concatenates them, in name order, into the upgrade script
 -- sql/pg_tracer--0.5.2--0.5.3.sql.  A fix release: the windowed time
--- model divides by the time its samples stand for.
+-- model divides by the time its samples stand for, and the slow statements
+-- keep those that ended in an error.

@@ -12,7 +12,8 @@ use PgTracerTest;
 use Test::More;
 use Time::HiRes qw(time sleep);
 
-our @EXPORT = qw(check_lock_wait check_xid_lock_waits check_wal_inserts check_checkpoint);
+our @EXPORT = qw(check_lock_wait check_lock_wait_error check_statement_error check_xid_lock_waits
+  check_wal_inserts check_checkpoint);
 
 # A lock conflict: the waiter's row has the lock type, mode and object, and
 # a duration within 10% of the time the client saw it blocked.
@@ -53,6 +54,109 @@ sub check_lock_wait
 	cmp_ok($l[5] // 0, '>=', 1200, 'at least the time the holder slept');
 	$holder->quit;
 	$waiter->quit;
+}
+
+# A lock wait that ends in an error (lock_timeout) reaches no done probe:
+# it is counted up to the abort, within 10% of the time the client saw
+# before the error (before, it was counted nowhere).
+sub check_lock_wait_error
+{
+	my ($node) = @_;
+	$node->safe_psql('postgres', 'CREATE TABLE lk_err (a int)');
+	my $holder = $node->background_psql('postgres');
+	my $waiter = $node->background_psql('postgres', on_error_stop => 0);
+	my $w_pid = $waiter->query_safe('SELECT pg_backend_pid()');
+	$holder->query_safe('BEGIN; LOCK TABLE lk_err IN ACCESS EXCLUSIVE MODE');
+	$waiter->query_safe("SET lock_timeout = '1s'");
+	my $t0 = time();
+	my ($out, $ret) = $waiter->query('SELECT count(*) FROM lk_err');
+	my $client_ms = (time() - $t0) * 1000;
+	like($waiter->{stderr}, qr/lock timeout/, 'the waiter gave up: lock timeout');
+	$waiter->{stderr} = '';		# query() leaves it for us
+	my $row = '';
+	ok(defined wait_until(sub {
+		$row = $node->safe_psql('postgres',
+			"SELECT lock_type, lock_mode, calls, total_ms FROM pg_tracer_engine_events
+			  WHERE pid = $w_pid AND probe = 'lock-wait'");
+		$row ne ''
+	}, 5), "a lock wait ended by an error is counted ($row)");
+	my @l = split /\|/, $row;
+	is("$l[0]|$l[1]|$l[2]", 'relation|AccessShareLock|1', 'as one relation AccessShareLock wait');
+	cmp_ok($l[3] // 0, '>=', 1000, "of at least lock_timeout ($l[3] ms)");
+	cmp_ok($l[3] // 0, '<=', $client_ms, "and at most the $client_ms ms the client waited");
+	# caught by an EXCEPTION block: a subtransaction's abort ends it (before,
+	# its start stayed, for a later abort to pair with)
+	$waiter->query_safe("DO \$\$ BEGIN PERFORM count(*) FROM lk_err;
+		EXCEPTION WHEN lock_not_available THEN NULL; END \$\$");
+	ok(defined wait_until(sub {
+		$row = $node->safe_psql('postgres',
+			"SELECT sum(calls), round(sum(total_ms)) FROM pg_tracer_engine_events
+			  WHERE pid = $w_pid AND probe = 'lock-wait'");
+		(split /\|/, $row)[0] == 2 && (split /\|/, $row)[1] >= 2000
+	}, 5), "a lock wait whose error an EXCEPTION block caught is counted too (two waits, ms: $row)");
+	my $after_caught = $row;
+	$waiter->query('SELECT 1/0');
+	like($waiter->{stderr}, qr/division by zero/, 'a later error in that backend');
+	$waiter->{stderr} = '';
+	sleep(1.2);
+	is($node->safe_psql('postgres',
+			"SELECT sum(calls), round(sum(total_ms)) FROM pg_tracer_engine_events
+			  WHERE pid = $w_pid AND probe = 'lock-wait'"),
+		$after_caught, 'ends no wait that was already counted');
+	$holder->query_safe('COMMIT');
+	$holder->quit;
+	$waiter->quit;
+}
+
+# A statement cancelled by statement_timeout reaches no query__done: it is
+# counted as 'query-error', timed up to the error, and listed among the
+# slow statements as failed (needs pg-query and --slow-ms below 700).
+sub check_statement_error
+{
+	my ($node) = @_;
+	my $s = $node->background_psql('postgres', on_error_stop => 0);
+	my $pid = $s->query_safe('SELECT pg_backend_pid()');
+	sleep(1.5);		# let the helper map the backend's query-id slot
+	$s->query_safe("SET statement_timeout = '700ms'");
+	my $t0 = time();
+	$s->query('SELECT pg_sleep(5)');
+	my $client_ms = (time() - $t0) * 1000;
+	like($s->{stderr}, qr/statement timeout/, 'the statement was cancelled: statement timeout');
+	$s->{stderr} = '';
+	my $row = '';
+	ok(defined wait_until(sub {
+		$row = $node->safe_psql('postgres',
+			"SELECT calls, total_ms, queryid <> 0 FROM pg_tracer_engine_events
+			  WHERE pid = $pid AND probe = 'query-error'");
+		$row ne ''
+	}, 5), "a statement ended by an error is counted as query-error ($row)");
+	my @r = split /\|/, $row;
+	is("$r[0]|$r[2]", '1|t', 'once, with its query id');
+	cmp_ok($r[1] // 0, '>=', 700, "timed up to the error ($r[1] ms)");
+	cmp_ok($r[1] // 0, '<=', $client_ms, "within the $client_ms ms the client saw");
+	is($node->safe_psql('postgres',
+			"SELECT count(*) FROM pg_tracer_engine_events WHERE pid = $pid AND probe = 'query'
+			   AND max_us >= 700000"), '0', 'and not as a completed statement');
+	like($node->safe_psql('postgres',
+			"SELECT query, failed, round(duration_ms) >= 700 FROM pg_tracer_slow_statements WHERE pid = $pid"),
+		qr/^SELECT pg_sleep\(5\)\s*;?\|t\|t$/, 'a slow statement, marked failed');
+	# a procedure that rolls back and goes on aborts its transaction too
+	# (AbortCurrentTransaction through SPI), in a statement that succeeds
+	$s->query_safe('RESET statement_timeout');
+	$s->query_safe("CREATE PROCEDURE pgt_rollback_and_go() LANGUAGE plpgsql AS \$\$
+		BEGIN PERFORM pg_sleep(0.4); ROLLBACK; PERFORM pg_sleep(0.4); END \$\$");
+	$s->query_safe('CALL pgt_rollback_and_go()');
+	my $call = '';
+	ok(defined wait_until(sub {
+		$call = $node->safe_psql('postgres',
+			"SELECT calls, round(total_ms) >= 800 FROM pg_tracer_engine_events
+			  WHERE pid = $pid AND probe = 'query' AND max_us >= 800000");
+		$call ne ''
+	}, 5), "a CALL that rolls back inside is one completed statement of 0.8 s ($call)");
+	is($node->safe_psql('postgres',
+			"SELECT calls FROM pg_tracer_engine_events WHERE pid = $pid AND probe = 'query-error'"),
+		'1', 'and no failed one');
+	$s->quit;
 }
 
 # Row-lock conflicts in three transactions: the waiter waits on a new
