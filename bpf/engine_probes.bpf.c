@@ -94,6 +94,8 @@ struct
 
 /* Events the stats map had no room for (user space reports it). */
 __u64		eng_dropped = 0;
+/* slow statements and checkpoints that found the daemon's ring buffer full */
+__u64		eng_stream_lost = 0;
 
 /* Locks / LWLocks held beyond the per-thread slots: not timed. */
 __u64		eng_hold_overflow = 0;
@@ -386,7 +388,10 @@ stream_record(const struct eng_key *k, __u16 flags, __u64 ns, __u64 c0, __u64 c1
 		return;
 	e = bpf_ringbuf_reserve(&eng_events, sizeof(*e), 0);
 	if (!e)
+	{
+		__sync_fetch_and_add(&eng_stream_lost, 1);
 		return;
+	}
 	e->ts = bpf_ktime_get_boot_ns();
 	e->pid = k->pid;
 	e->pm = k->pm;
@@ -1058,7 +1063,7 @@ int BPF_KPROBE(eng_lock_acquire_uprobe, const void *locktag, int mode, int sessi
 	a = &t->acq[d & (ENG_ACQ_DEPTH - 1)];
 	if (bpf_probe_read_user(a->a, 4 * sizeof(__u32), locktag))
 		return 0;
-	a->a[4] = ((__u32) mode & 0xffff) | (session ? 0x10000 : 0);
+	a->a[4] = ((__u32) mode & 0xffff) | ((session & 0xff) ? 0x10000 : 0);
 	a->ptr = sp;
 	a->ts = 1;
 	t->acq_depth = d + 1;

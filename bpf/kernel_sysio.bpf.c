@@ -401,37 +401,6 @@ int BPF_PROG(pgt_ksys_enter, struct pt_regs *regs, long id)
 	return 0;
 }
 
-#define PGT_EAGAIN		11
-
-/*
- * is_restart
- *		Is ret one of the kernel's restart codes (ERESTARTSYS ..
- *		ERESTART_RESTARTBLOCK, 512 to 516), which the exit tracepoint sees
- *		before signal delivery?  A signal interrupted the call, and it is
- *		made again (PostgreSQL's handlers restart calls) or returns EINTR,
- *		which PostgreSQL retries: either way the call is entered once more,
- *		and counted then, once (the time before the signal is not).
- */
-static __always_inline int
-is_restart(long ret)
-{
-	return ret <= -512 && ret >= -516;
-}
-
-/*
- * call_failed
- *		Did a completed call fail?  EAGAIN is not a failure: it is the
- *		answer of a non-blocking descriptor with nothing to read or no room
- *		to write, and a backend's socket is one, so each wait for the
- *		client's next message starts with a receive that finds nothing (and
- *		a latch's pipe is drained the same way).  Such a call is counted as
- *		a call; errors are the failures a DBA should look at.
- */
-static __always_inline int
-call_failed(long ret)
-{
-	return ret < 0 && ret != -PGT_EAGAIN;
-}
 
 /*
  * net_done

@@ -29,7 +29,9 @@ struct vfs_start
 };
 
 /*
- * A call in progress, per thread and kind: a write to a file opened with
+ * A call in progress, per thread and kind (an LRU: a start whose return
+ * probe never ran, when the kernel had no kretprobe instance left, must not
+ * fill the map for good): a write to a file opened with
  * O_DSYNC (WAL with wal_sync_method open_datasync) syncs inside vfs_write,
  * through vfs_fsync_range, so a write and a sync can be under way at once
  * on one thread, and each is counted.
@@ -42,7 +44,7 @@ struct vfs_key
 
 struct
 {
-	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 4096);
 	__type(key, struct vfs_key);
 	__type(value, struct vfs_start);
@@ -78,11 +80,12 @@ vfs_exit(long ret, __u32 sync)
 
 	if (!s)
 		return 0;
-	pm = pgt_started_before_resume(s->ts) ? 0 : pgt_tracked_pm(tgid);
+	/* a restarted call is entered again and counted then, as by `syscall` */
+	pm = pgt_started_before_resume(s->ts) || is_restart(ret) ? 0 : pgt_tracked_pm(tgid);
 	pgt_kio_key_set(&k, tgid, PGT_KLAYER_VFS, s->op, s->file_class, s->qid, &s->file);
 	if (pm)
 		pgt_kio_add(&kio, &k, pm, (s->op != PGT_KOP_VFS_FSYNC && ret > 0) ? (__u64) ret : 0,
-					ret < 0, bpf_ktime_get_ns() - s->ts);
+					call_failed(ret), bpf_ktime_get_ns() - s->ts);
 	bpf_map_delete_elem(&vstarts, &key);
 	return 0;
 }
@@ -117,8 +120,9 @@ int BPF_KPROBE(pgt_kvfs_fsync, struct file *f)
 	return vfs_enter(f, PGT_KOP_VFS_FSYNC);
 }
 
+/* vfs_fsync_range returns an int: the upper half of rax is not its sign */
 SEC("kretprobe/vfs_fsync_range")
-int BPF_KRETPROBE(pgt_kvfs_fsync_ret, long ret)
+int BPF_KRETPROBE(pgt_kvfs_fsync_ret, int ret)
 {
 	return vfs_exit(ret, 1);
 }

@@ -75,9 +75,12 @@ const engine_point engine_points[] = {
 	{"pg-usdt", 11, "transaction__abort", "eng_xact_abort_usdt", NULL, NULL, 0, NULL, 1, 0, 0},
 	{"pg-usdt", 12, "deadlock__found", "eng_deadlock_usdt", NULL, NULL, 0, NULL, 1, 0, 0},
 	{"pg-usdt", 13, "sort__done", "eng_sort_done_usdt", NULL, NULL, 0, NULL, 1, 0, 0},
-	/* no USDT marks a grant or a release: uprobes on the exported lock manager */
-	{"pg-lock-hold", 14, NULL, NULL, NULL, "LockAcquireExtended", 0, "eng_lock_acquire_uprobe", 0, 0, 0},
-	{"pg-lock-hold", 14, NULL, NULL, NULL, "LockAcquireExtended", 1, "eng_lock_acquire_uretprobe", 0, 0, 0},
+	/*
+	 * no USDT marks a grant or a release: uprobes on the exported lock
+	 * manager.  The hold sets list (and so attach) their release points
+	 * first: a grant seen before its release probe is in place would stay
+	 * in the backend's slots with nothing to end it.
+	 */
 	{"pg-lock-hold", 14, NULL, NULL, NULL, "LockRelease", 0, "eng_lock_release_uprobe", 0, 0, 0},
 	{"pg-lock-hold", 14, NULL, NULL, NULL, "LockReleaseAll", 0, "eng_lock_release_all_uprobe", 0, 0, 0},
 	{"pg-lock-hold", 15, NULL, NULL, NULL, "LockReleaseSession", 0,
@@ -86,19 +89,21 @@ const engine_point engine_points[] = {
 	 "eng_lock_release_owner_uprobe", 0, 0, 0},
 	{"pg-lock-hold", 16, NULL, NULL, NULL, "LockReassignCurrentOwner", 0,
 	 "eng_lock_reassign_owner_uprobe", 0, 0, 0},
+	{"pg-lock-hold", 14, NULL, NULL, NULL, "LockAcquireExtended", 0, "eng_lock_acquire_uprobe", 0, 0, 0},
+	{"pg-lock-hold", 14, NULL, NULL, NULL, "LockAcquireExtended", 1, "eng_lock_acquire_uretprobe", 0, 0, 0},
 	/*
 	 * USDT pairs by tranche name (lwlock__release carries no lock address);
 	 * the fallback pairs by lock address, entry to return of the acquire
 	 * functions (the last three points exist only for it).
 	 */
+	{"pg-lwlock-hold", 17, "lwlock__release", "eng_lwlock_release_usdt", NULL,
+	 "LWLockRelease", 0, "eng_lwlock_release_uprobe", 0, 0, 0},
 	{"pg-lwlock-hold", 17, "lwlock__acquire", "eng_lwlock_acquired_usdt", NULL,
 	 "LWLockAcquire", 1, "eng_lwlock_acquire_uretprobe", 0, 0, 0},
 	{"pg-lwlock-hold", 17, "lwlock__condacquire", "eng_lwlock_acquired_usdt", NULL,
 	 "LWLockConditionalAcquire", 1, "eng_lwlock_acquire_uretprobe", 1, 0, 0},
 	{"pg-lwlock-hold", 17, "lwlock__acquire__or__wait", "eng_lwlock_acquired_usdt", NULL,
 	 "LWLockAcquireOrWait", 1, "eng_lwlock_acquire_uretprobe", 1, 0, 0},
-	{"pg-lwlock-hold", 17, "lwlock__release", "eng_lwlock_release_usdt", NULL,
-	 "LWLockRelease", 0, "eng_lwlock_release_uprobe", 0, 0, 0},
 	{"pg-lwlock-hold", 17, NULL, NULL, NULL, "LWLockAcquire", 0, "eng_lwlock_acquire_uprobe", 0, 1, 0},
 	{"pg-lwlock-hold", 17, NULL, NULL, NULL, "LWLockConditionalAcquire", 0,
 	 "eng_lwlock_condacquire_uprobe", 1, 1, 0},

@@ -43,7 +43,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/*
+ * Every engine set's collect calls engine_core_collect: the first of a
+ * round reads the maps, the others find them fresh.  `trace` summarizes
+ * every --interval (100 ms at least), so there a read is fresh for less.
+ */
 #define ENGINE_READ_INTERVAL_US	(500 * 1000)
+#define ENGINE_TRACE_READ_INTERVAL_US	(50 * 1000)
 #define ENGINE_DRAIN_BUDGET		4096	/* stream records a drain batch keeps */
 #define ENGINE_MAX_LINKS		512		/* of all binaries together */
 #define ENGINE_MAX_BINARIES		16
@@ -78,6 +84,22 @@ typedef struct engine_target
 	ino_t		ino;
 } engine_target;
 
+/*
+ * The stream records the daemon keeps: the latest ENGINE_KEEP_STATEMENTS
+ * slow statements and, apart, the latest ENGINE_KEEP_CHECKPOINTS
+ * checkpoints; the segment's table holds both.
+ */
+#define ENGINE_KEEP_CHECKPOINTS	32
+#define ENGINE_KEEP_STATEMENTS	(PGT_DEFAULT_ENGINE_STREAM_CAP - ENGINE_KEEP_CHECKPOINTS)
+
+typedef struct stream_ring
+{
+	engine_stream_row rows[ENGINE_KEEP_STATEMENTS];
+	size_t		cap;			/* rows in use at most */
+	size_t		n;
+	size_t		next;			/* the slot the next record takes */
+} stream_ring;
+
 static struct
 {
 	int			started;
@@ -100,17 +122,24 @@ static struct
 	engine_hist_row *hist;
 	size_t		nhist;
 	size_t		caphist;
-	engine_stream_row ring[PGT_DEFAULT_ENGINE_STREAM_CAP];
+	stream_ring statements;		/* the latest slow statements */
+	stream_ring checkpoints;	/* the latest checkpoints, apart: a flood of
+								 * slow statements would push them out */
 	engine_stream_row ring_out[PGT_DEFAULT_ENGINE_STREAM_CAP];
-	size_t		nring;
-	size_t		ring_next;
+	size_t		nring_out;
 	uint32_t	drained;		/* records of the current drain */
 	uint64_t	set_events[ENGINE_MAX_SETS];
 	int64_t		last_read_us;
 	int64_t		started_us;
 	uint64_t	dropped_said;	/* eng_dropped, eng_hold_overflow as last logged */
 	uint64_t	overflow_said;
-} core;
+	uint64_t	stream_lost_said;	/* eng_stream_lost as last logged */
+} core = {
+	.statements = {.cap = ENGINE_KEEP_STATEMENTS},
+	.checkpoints = {.cap = ENGINE_KEEP_CHECKPOINTS},
+};
+
+static size_t drop_rows_of(uint32_t pm);
 
 /*
  * engine_configure
@@ -760,6 +789,40 @@ engine_core_untarget(uint32_t pm)
 	(void) bpf_map_delete_elem(bpf_map__fd(core.skel->maps.engine_cfg), &pm);
 	forget_tranche_names(pm);
 	drop_target(pm);
+	/*
+	 * The daemon publishes a cluster's rows of its current postmaster only:
+	 * those of one that exited would fill the tables over restarts.  A
+	 * trace keeps them for its summaries.
+	 */
+	if (!core.stream && core.skel != NULL)
+		log_debug("engine sets: %zu rows of exited postmaster %u dropped", drop_rows_of(pm), pm);
+}
+
+/*
+ * ring_at
+ *		ring's k-th record, oldest first.
+ */
+static engine_stream_row *
+ring_at(stream_ring *ring, size_t k)
+{
+	return &ring->rows[(ring->next + ring->cap - ring->n + k) % ring->cap];
+}
+
+/*
+ * ring_push
+ *		The slot of a new record in ring (the oldest goes when it is full),
+ *		zeroed.
+ */
+static engine_stream_row *
+ring_push(stream_ring *ring)
+{
+	engine_stream_row *r = &ring->rows[ring->next];
+
+	ring->next = (ring->next + 1) % ring->cap;
+	if (ring->n < ring->cap)
+		ring->n++;
+	memset(r, 0, sizeof(*r));
+	return r;
 }
 
 /*
@@ -775,8 +838,7 @@ on_event(void *ctx, void *data, size_t size)
 
 	if (size < sizeof(*ev) || ev->probe == 0 || ev->probe >= ENG_NPROBES)
 		return 0;
-	r = &core.ring[core.ring_next];
-	memset(r, 0, sizeof(*r));
+	r = ring_push(ev->probe == ENG_CHECKPOINT ? &core.checkpoints : &core.statements);
 	r->pm = ev->pm;
 	s = &r->e;
 	s->end_us = procfs_boot_to_real_us() + (int64_t) (ev->ts / 1000);
@@ -787,9 +849,6 @@ on_event(void *ctx, void *data, size_t size)
 	memcpy(s->counter, ev->c, sizeof(s->counter));
 	snprintf(s->probe_name, sizeof(s->probe_name), "%s", engine_probe_name(ev->probe));
 	pgt_copy_utf8(s->text, sizeof(s->text), ev->text, sizeof(ev->text));
-	core.ring_next = (core.ring_next + 1) % PGT_DEFAULT_ENGINE_STREAM_CAP;
-	if (core.nring < PGT_DEFAULT_ENGINE_STREAM_CAP)
-		core.nring++;
 	/* libbpf has consumed the record: a negative return only ends this drain */
 	return ++core.drained >= ENGINE_DRAIN_BUDGET ? -EAGAIN : 0;
 }
@@ -892,6 +951,8 @@ engine_core_leave(int set_index)
 	free(core.cvals);
 	free(core.hist);
 	memset(&core, 0, sizeof(core));
+	core.statements.cap = ENGINE_KEEP_STATEMENTS;
+	core.checkpoints.cap = ENGINE_KEEP_CHECKPOINTS;
 }
 
 /*
@@ -1085,6 +1146,7 @@ note_losses(void)
 {
 	uint64_t	dropped = core.skel->bss->eng_dropped;
 	uint64_t	overflow = core.skel->bss->eng_hold_overflow;
+	uint64_t	lost = core.skel->bss->eng_stream_lost;
 	size_t		s;
 
 	/* the log when it starts, and as it doubles */
@@ -1102,15 +1164,28 @@ note_losses(void)
 				 ENG_HELD_LOCKS, ENG_HELD_LWLOCKS);
 		core.overflow_said = overflow;
 	}
+	if (lost > 0 && lost >= 2 * core.stream_lost_said)
+	{
+		log_warn("engine sets: %llu slow statements or checkpoints found the ring buffer "
+				 "full and were not kept (it is read once a second)",
+				 (unsigned long long) lost);
+		core.stream_lost_said = lost;
+	}
 	for (s = 0; s < engine_nsets && s < ENGINE_MAX_SETS; s++)
 	{
 		pset_inst  *in = core.insts[s];
 		int			hold;
+		int			streams;
 
 		if (in == NULL)
 			continue;
 		hold = strstr(engine_sets[s].name, "-hold") != NULL;
-		if (hold && overflow > 0)
+		streams = strcmp(engine_sets[s].name, "pg-query") == 0 ||
+			strcmp(engine_sets[s].name, "pg-checkpoint") == 0;
+		if (streams && lost > 0)
+			snprintf(in->note, sizeof(in->note), "%llu slow statements or checkpoints not "
+					 "kept: the ring buffer was full", (unsigned long long) lost);
+		else if (hold && overflow > 0)
 			snprintf(in->note, sizeof(in->note), "%llu locks held beyond a backend's slots "
 					 "not timed", (unsigned long long) overflow);
 		else if (dropped > 0)
@@ -1133,7 +1208,8 @@ engine_core_collect(void)
 	if (!core.started || core.failed || core.skel == NULL)
 		return;
 	drain_stream(1);
-	if (now - core.last_read_us < ENGINE_READ_INTERVAL_US)
+	if (now - core.last_read_us <
+		(core.stream ? ENGINE_TRACE_READ_INTERVAL_US : ENGINE_READ_INTERVAL_US))
 		return;
 	core.last_read_us = now;
 	read_maps();
@@ -1144,28 +1220,37 @@ engine_core_collect(void)
 }
 
 /*
- * forget_stream
- *		Drop the kept stream records of postmaster pm, the others staying
- *		in order, oldest first from slot 0.
+ * ring_forget
+ *		Drop ring's records of postmaster pm, the others staying in order,
+ *		oldest first from slot 0.
  */
 static void
-forget_stream(uint32_t pm)
+ring_forget(stream_ring *ring, uint32_t pm)
 {
 	size_t		kept = 0;
 	size_t		k;
 
-	for (k = 0; k < core.nring; k++)
+	for (k = 0; k < ring->n; k++)
 	{
-		const engine_stream_row *r =
-			&core.ring[(core.ring_next + PGT_DEFAULT_ENGINE_STREAM_CAP - core.nring + k) %
-					   PGT_DEFAULT_ENGINE_STREAM_CAP];
+		const engine_stream_row *r = ring_at(ring, k);
 
 		if (r->pm != pm)
 			core.ring_out[kept++] = *r;
 	}
-	memcpy(core.ring, core.ring_out, kept * sizeof(*core.ring));
-	core.nring = kept;
-	core.ring_next = kept % PGT_DEFAULT_ENGINE_STREAM_CAP;
+	memcpy(ring->rows, core.ring_out, kept * sizeof(*ring->rows));
+	ring->n = kept;
+	ring->next = kept % ring->cap;
+}
+
+/*
+ * forget_stream
+ *		Drop the kept stream records of postmaster pm.
+ */
+static void
+forget_stream(uint32_t pm)
+{
+	ring_forget(&core.statements, pm);
+	ring_forget(&core.checkpoints, pm);
 }
 
 /*
@@ -1199,12 +1284,13 @@ forget_hists(int hfd, uint32_t pm)
 }
 
 /*
- * engine_core_reset
- *		See engine_probes.h.  The programs run on meanwhile: an update that
- *		lands as its row is deleted is lost with it.
+ * drop_rows_of
+ *		Delete postmaster pm's counters, histograms and kept stream records.
+ *		The programs run on meanwhile: an update that lands as its row is
+ *		deleted is lost with it.
  */
-size_t
-engine_core_reset(uint32_t pm)
+static size_t
+drop_rows_of(uint32_t pm)
 {
 	int			sfd;
 	int			hfd;
@@ -1212,8 +1298,6 @@ engine_core_reset(uint32_t pm)
 	size_t		i;
 	size_t		gone = 0;
 
-	if (!core.started || core.failed || core.skel == NULL || pm == 0)
-		return 0;
 	drain_stream(16);			/* what is queued is from before */
 	forget_stream(pm);
 	sfd = bpf_map__fd(core.skel->maps.eng_stats);
@@ -1231,6 +1315,21 @@ engine_core_reset(uint32_t pm)
 			gone++;
 	gone += forget_hists(hfd, pm);
 	core.last_read_us = 0;		/* the next collect reads the maps */
+	return gone;
+}
+
+/*
+ * engine_core_reset
+ *		See engine_probes.h.
+ */
+size_t
+engine_core_reset(uint32_t pm)
+{
+	size_t		gone;
+
+	if (!core.started || core.failed || core.skel == NULL || pm == 0)
+		return 0;
+	gone = drop_rows_of(pm);
 	if (gone > 0)				/* every engine set calls: the first finds them */
 		log_info("engine sets: reset for postmaster %u (%zu rows dropped)", pm, gone);
 	return gone;
@@ -1243,17 +1342,33 @@ engine_core_reset(uint32_t pm)
 void
 engine_core_view(engine_view *v)
 {
-	size_t		k;
+	size_t		i = 0;
+	size_t		j = 0;
 
-	for (k = 0; k < core.nring; k++)
-		core.ring_out[k] = core.ring[(core.ring_next + PGT_DEFAULT_ENGINE_STREAM_CAP -
-									  core.nring + k) % PGT_DEFAULT_ENGINE_STREAM_CAP];
+	/* both rings oldest first: merged by end time */
+	core.nring_out = 0;
+	while (i < core.statements.n || j < core.checkpoints.n)
+	{
+		const engine_stream_row *a = i < core.statements.n ? ring_at(&core.statements, i) : NULL;
+		const engine_stream_row *b = j < core.checkpoints.n ? ring_at(&core.checkpoints, j) : NULL;
+
+		if (b == NULL || (a != NULL && a->e.end_us <= b->e.end_us))
+		{
+			core.ring_out[core.nring_out++] = *a;
+			i++;
+		}
+		else
+		{
+			core.ring_out[core.nring_out++] = *b;
+			j++;
+		}
+	}
 	v->rows = core.rows;
 	v->nrows = core.nrows;
 	v->hist = core.hist;
 	v->nhist = core.nhist;
 	v->stream = core.ring_out;
-	v->nstream = core.nring;
+	v->nstream = core.nring_out;
 	v->started_us = core.started_us;
 }
 

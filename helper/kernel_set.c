@@ -896,9 +896,16 @@ kset_stats(pset_inst *in, trace_out *out)
 		trace_rec_begin(out, in->set->name, "stats", r->k.pid, r->k.queryid, 0);
 		for (j = 0; j < PGT_KPROC_NVALS && ks->desc->proc_names[j]; j++)
 		{
+			/*
+			 * a signed last value is the latest of the updates the value
+			 * before it counts: with none, there is none (SQL: NULL)
+			 */
 			if (ks->desc->proc_signed_last && (j + 1 == PGT_KPROC_NVALS ||
 											   !ks->desc->proc_names[j + 1]))
-				trace_rec_i64(out, ks->desc->proc_names[j], (int64_t) r->v.v[j]);
+			{
+				if (j > 0 && r->v.v[j - 1] > 0)
+					trace_rec_i64(out, ks->desc->proc_names[j], (int64_t) r->v.v[j]);
+			}
 			else
 				trace_rec_u64(out, ks->desc->proc_names[j], r->v.v[j]);
 		}

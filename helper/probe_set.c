@@ -20,6 +20,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -572,7 +573,9 @@ sweep_buffers(pset_runtime *rt)
  * Both maps are copied in batches and compared in memory: a few system
  * calls a second, not two per backend.  A slot whose pid the copy of
  * `tracked` lacks is looked up once more before it goes, since a batch
- * copy of a map that changes meanwhile may miss an entry.
+ * copy of a map that changes meanwhile may miss an entry.  A postmaster's
+ * indirect slot stays while the postmaster lives: `trace --pid BACKEND`
+ * does not track the postmaster, whose slot its parallel workers need.
  */
 static void
 sweep_qid_slots(pset_runtime *rt)
@@ -601,9 +604,23 @@ sweep_qid_slots(pset_runtime *rt)
 
 		if (bsearch(&pid, rt->sweep_tpids, nt, sizeof(uint32_t), cmp_u32) != NULL)
 			continue;
+		if ((rt->sweep_slots[i].flags & PGT_QID_INDIRECT) &&
+			(kill((pid_t) pid, 0) == 0 || errno == EPERM))
+			continue;
 		if (bpf_map_lookup_elem(rt->ctx.tracked_fd, &pid, &t) != 0 && errno == ENOENT)
 			(void) bpf_map_delete_elem(rt->ctx.qid_fd, &pid);
 	}
+}
+
+/*
+ * pset_runtime_sweep
+ *		Slots of exited processes go (at most once a second): for callers
+ *		that collect less often (`trace` without --stats).
+ */
+void
+pset_runtime_sweep(pset_runtime *rt)
+{
+	sweep_qid_slots(rt);
 }
 
 /*

@@ -603,7 +603,8 @@ let_go_exited(trace_state *t)
 
 /*
  * look_again
- *		The once-a-second look at the targets; returns 1 when the trace is
+ *		The once-a-second look at the targets (and at the query-id slots of
+ *		exited processes); returns 1 when the trace is
  *		to end (the process of --pid exited: nothing more can come of it).
  *		A cluster whose postmaster exited is waited for: one that starts
  *		again (crash recovery, a restart) is traced from its new postmaster.
@@ -614,6 +615,8 @@ look_again(trace_state *t)
 	size_t		alive = let_go_exited(t);
 	size_t		i;
 
+	/* query-id slots of exited backends: a streaming trace collects only at its end */
+	pset_runtime_sweep(&t->rt);
 	if (t->o.pid != 0)
 	{
 		if (alive == 0)

@@ -24,13 +24,16 @@
  * take_string
  *		Copy the NUL-terminated string at *p (not past end) into dst;
  *		advance *p past the NUL.  Returns 0, or -1 when unterminated.
- *		Too long strings are truncated into dst (still accepted).
+ *		Too long strings are truncated into dst (still accepted).  Control
+ *		characters become '?': `inspect` prints these strings, and a
+ *		binary from a container image could carry terminal escapes.
  */
 static int
 take_string(const char **p, const char *end, char *dst, size_t dstlen)
 {
 	const char *nul = memchr(*p, '\0', (size_t) (end - *p));
 	size_t		l;
+	size_t		i;
 
 	if (nul == NULL)
 		return -1;
@@ -39,6 +42,9 @@ take_string(const char **p, const char *end, char *dst, size_t dstlen)
 		l = dstlen - 1;
 	memcpy(dst, *p, l);
 	dst[l] = '\0';
+	for (i = 0; i < l; i++)
+		if ((unsigned char) dst[i] < 0x20 || (unsigned char) dst[i] == 0x7f)
+			dst[i] = '?';
 	*p = nul + 1;
 	return 0;
 }

@@ -148,6 +148,33 @@ ok(defined wait_until(sub {
 		  WHERE pid = $bg_pid AND probe = 'query' AND total_ms >= 100") eq '1|t'
 }, 5), 'a statement after the reset counts from zero: one call of 400 ms');
 
+# --- the daemon keeps the latest checkpoints apart from the slow
+# statements: 300 of those (a helper at --slow-ms 1) leave the checkpoint
+# (before, one ring of 256 kept whatever came last)
+signal_helper($helper, 'TERM');
+$helper = start_helper($node, $rt, '--slow-ms', '1', '--engine-probes', 'pg-query,pg-checkpoint');
+ok(defined wait_until(sub {
+	$node->safe_psql('postgres',
+		"SELECT count(*) FROM pg_tracer_probes WHERE probe_set IN ('pg-query', 'pg-checkpoint')
+		   AND state = 'available'") eq '2' }, 20), 'a helper at --slow-ms 1 attached');
+$node->safe_psql('postgres', 'CHECKPOINT');
+ok(defined wait_until(sub {
+	$node->safe_psql('postgres', 'SELECT count(*) FROM pg_tracer_checkpoints') > 0 }, 5),
+	'a checkpoint kept');
+$node->safe_psql('postgres', join(";\n", ('SELECT pg_sleep(0.002)') x 300));
+sleep(1.5);
+is($node->safe_psql('postgres',
+		"SELECT (SELECT count(*) FROM pg_tracer_checkpoints) > 0,
+		        (SELECT count(*) FROM pg_tracer_slow_statements)"), 't|224',
+	'300 slow statements later: the checkpoint is still there, with the latest 224 statements');
+# a restarted cluster's rows of its old postmaster go (they would fill the
+# counters' table over restarts)
+my $old_pm = $node->safe_psql('postgres', 'SELECT postmaster_pid FROM pg_tracer_status()');
+$node->restart;
+my $hlog = $node->basedir . '/helper.log';
+ok(defined wait_until(sub { slurp_file($hlog) =~ /rows of exited postmaster $old_pm dropped/ }, 10),
+	"the engine rows of the exited postmaster $old_pm are dropped");
+
 # --- bad input: unknown histogram probe
 my ($ok, $out, $err) = (0, '', '');
 $ok = $node->psql('postgres', "SELECT * FROM pg_tracer_engine_histogram('nope')",

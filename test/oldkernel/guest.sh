@@ -58,7 +58,7 @@ trap finish EXIT
 
 mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null
 echo	# the firmware's last line may lack its newline
-echo "1..32"
+echo "1..33"
 echo "# guest: kernel $(uname -r), $(nproc) CPUs"
 
 # --- a cluster on the guest's own disk (run.sh made it, with initdb's data
@@ -202,6 +202,15 @@ rel=$(sql "SELECT relation FROM pg_tracer_kernel_io
             WHERE pid = $pid AND layer = 'syscall' AND file_class = 'data'
             ORDER BY bytes DESC LIMIT 1")
 ok "$([ "$rel" = cold ] && echo 1)" "its data-file reads are of the relation cold ($rel)"
+# the vfs kprobes (this kernel has them): the same data-file reads, once
+# each, no errors
+vfs=$(sql "SELECT coalesce(sum(bytes) FILTER (WHERE layer = 'vfs' AND op = 'vfs_read'), 0)
+                  || ' ' || coalesce(sum(bytes) FILTER (WHERE layer = 'syscall'), 0)
+                  || ' ' || coalesce(sum(errors) FILTER (WHERE layer = 'vfs'), 0)
+             FROM pg_tracer_kernel_io WHERE pid = $pid AND file_class = 'data' AND op IN ('vfs_read', 'pread64', 'read')")
+read -r vfs_bytes sys_bytes vfs_errors <<<"$vfs"
+ok "$(within10 "$vfs_bytes" "$sys_bytes" && [ "$vfs_errors" = 0 ] && echo 1)" \
+	"vfs kprobes: its data-file vfs_read bytes ($vfs_bytes) within 10% of its read calls' ($sys_bytes), $vfs_errors errors"
 slept=$(exact_sleep_ms "$pid")
 ok "$(within5 "$slept" 1000 && echo 1)" \
 	"--mode full, syscall tagging: its pg_sleep(1) timed exactly at ${slept:-no} ms (1000 +-5%)"

@@ -266,9 +266,13 @@ test_real_binary(void)
 		else
 			CHECK_INT(c[i].mech, ENGINE_MECH_USDT);
 	}
+	/* USDT, and a uprobe where errors end statements (pg-locks: waits) */
 	CHECK_INT(engine_set_state("pg-query", c, NULL, mech, sizeof(mech), reason, sizeof(reason)),
 			  1);
-	CHECK_STR(mech, "usdt");
+	CHECK_STR(mech, "usdt+uprobe");
+	CHECK_INT(engine_set_state("pg-locks", c, NULL, mech, sizeof(mech), reason, sizeof(reason)),
+			  1);
+	CHECK_STR(mech, "usdt+uprobe");
 	CHECK_INT(engine_set_state("pg-wal", c, NULL, mech, sizeof(mech), reason, sizeof(reason)), 1);
 	CHECK_STR(mech, "usdt+uprobe");
 	/* hold times: exported lock manager functions; LWLocks by USDT */
@@ -342,10 +346,33 @@ test_clean_text(void)
 	CHECK_STR(out, "");
 }
 
+/* a note's strings lose their control characters (inspect prints them) */
+static void
+test_control_characters(void)
+{
+	unsigned char buf[512];
+	unsigned char d[256];
+	size_t		off = 0;
+	usdt_probe *p = NULL;
+	size_t		n = 0;
+	char		err[256];
+	uint32_t	l;
+
+	l = sdt_desc(d, 0x1000, 0x5000, 0, "evil\033[2J", "na\rme\177", "8@%rbx\n");
+	put_note(buf, &off, 3, "stapsdt", d, l);
+	CHECK_INT(usdt_parse_notes(buf, off, 0x5000, &p, &n, err, sizeof(err)), 0);
+	CHECK_INT(n, 1);
+	CHECK_STR(p[0].provider, "evil?[2J");
+	CHECK_STR(p[0].name, "na?me?");
+	CHECK_STR(p[0].args, "8@%rbx?");
+	free(p);
+}
+
 int
 main(void)
 {
 	test_synthetic();
+	test_control_characters();
 	test_args();
 	test_real_binary();
 	test_no_usdt_binary();
