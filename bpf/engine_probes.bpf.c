@@ -1018,11 +1018,12 @@ lock_hold_done(const struct eng_cfg *cfg, struct eng_held_lock *h, __u64 now)
 	k.mode = h->mode;
 	k.detail = type;
 	k.queryid = h->queryid;
-	/* database and object */
+	/* the tag's fields, as lock waits keep them (an object lock's objid) */
 	if (lock_object_bounded(type))
 	{
 		k.obj[0] = h->tag[0];
 		k.obj[1] = h->tag[1];
+		k.obj[2] = h->tag[2];
 	}
 	h->count = 0;
 	h->scount = 0;

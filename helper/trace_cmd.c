@@ -1103,6 +1103,45 @@ cleanup:
 }
 
 /*
+ * named_in
+ *		Is name one of the comma-separated items of list?
+ */
+static int
+named_in(const char *list, const char *name)
+{
+	size_t		l = strlen(name);
+	const char *p = list;
+
+	while ((p = strstr(p, name)) != NULL)
+	{
+		if ((p == list || p[-1] == ',' || p[-1] == ' ') && (p[l] == ',' || p[l] == '\0'))
+			return 1;
+		p += l;
+	}
+	return 0;
+}
+
+/*
+ * drop_daemon_only
+ *		`all` means the sets a trace can show: one with no events, stats
+ *		or histograms (exact timing, which runs in the daemon only) stays
+ *		only where the list names it (then it says why it is unavailable).
+ *		Returns the new count.
+ */
+static size_t
+drop_daemon_only(const char *list, const probe_set **sets, size_t n)
+{
+	size_t		kept = 0;
+	size_t		i;
+
+	for (i = 0; i < n; i++)
+		if (sets[i]->event || sets[i]->stats || sets[i]->histograms ||
+			named_in(list, sets[i]->name))
+			sets[kept++] = sets[i];
+	return kept;
+}
+
+/*
  * trace_main
  *		Parse `trace` options and run it.
  */
@@ -1231,5 +1270,6 @@ trace_main(int argc, char **argv)
 		return usage_error("--pid and --pgdata are exclusive%s", "");
 	if (pset_parse_list(t.o.probes, sets, MAX_SETS, &nsets, err, sizeof(err)) < 0)
 		return usage_error("--probes: %s", err);
+	nsets = drop_daemon_only(t.o.probes, sets, nsets);
 	return trace_run(&t, sets, nsets);
 }

@@ -68,6 +68,23 @@ is($node->safe_psql('postgres',
 		  WHERE bucket_lo_us <= $h[6] AND bucket_hi_us > $h[6] AND count > 0"),
 	'1', 'lock-hold histogram has the hold in its bucket');
 
+# --- an object lock keeps its three fields: database, class, object (a
+# DROP FUNCTION locks the function; before, the object's id was lost and
+# every object of a class shared one row)
+$s->query_safe('CREATE FUNCTION hold_f() RETURNS int LANGUAGE sql AS $$ SELECT 1 $$');
+my $fid = $s->query_safe("SELECT 'hold_f()'::regprocedure::oid");
+$s->query_safe('BEGIN');
+$s->query_safe('DROP FUNCTION hold_f()');
+$s->query_safe('SELECT pg_sleep(0.3)');
+$s->query_safe('COMMIT');
+ok(defined wait_until(sub {
+	$row = $node->safe_psql('postgres',
+		"SELECT lock_field1, lock_field2, lock_mode FROM pg_tracer_engine_events
+		  WHERE pid = $pid AND probe = 'lock-hold' AND lock_type = 'object' AND lock_field3 = $fid");
+	$row ne ''
+}, 5), "the object lock of DROP FUNCTION names the function ($row)");
+is($row, "$dbid|1255|AccessExclusiveLock", 'in this database, of pg_proc, AccessExclusiveLock');
+
 # --- subtransaction abort releases (LockReleaseCurrentOwner), commit does not
 $s->query_safe('BEGIN');
 $s->query_safe('SAVEPOINT sp');
