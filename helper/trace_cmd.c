@@ -33,6 +33,7 @@
 
 #include <bpf/libbpf.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <signal.h>
@@ -40,7 +41,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/timerfd.h>
 #include <unistd.h>
@@ -154,7 +154,7 @@ typedef struct trace_state
 	uint32_t	drained;		/* records of the current drain */
 	int			discarding;		/* the end: records are counted, not printed */
 	uint64_t	unprinted;		/* records so counted */
-	int			sigfd;			/* SIGINT, SIGTERM, SIGHUP: blocked from the start */
+	int			sigfd;			/* read end of the stop pipe (on_stop_signal) */
 	uint64_t	lost_reported;	/* stream records lost, as last reported */
 	uint64_t	started_ns;		/* CLOCK_BOOTTIME when tracing began */
 	uint64_t	summaries;		/* summary blocks printed so far */
@@ -989,20 +989,60 @@ report_exit_titles(void)
 				 "after releasing the process's memory, where its title is)");
 }
 
+/* A trace asked to stop whose output blocks ends this long after. */
+#define STOP_GRACE_S	10
+
+static int	stop_pipe_w = -1;
+static volatile sig_atomic_t stops_seen;
+
 /*
- * stop_on
- *		Add sig to the signals that end the trace, unless the caller set it
- *		to be ignored (nohup's SIGHUP, a background job's SIGINT): a blocked
- *		signal is queued even when ignored, so it would reach the signalfd.
+ * on_stop_signal
+ *		SIGINT, SIGTERM, SIGHUP.  The first asks the loop to end (a byte on
+ *		the stop pipe, which it watches), and it prints its final summary.
+ *		Output that blocks (a reader that stopped reading: a pager, a slow
+ *		consumer) would hold the trace forever, in a write no signal
+ *		interrupts: a second signal ends the process at once, and so does
+ *		an alarm STOP_GRACE_S after the first.
  */
 static void
-stop_on(sigset_t *mask, int sig)
+on_stop_signal(int sig)
+{
+	int			saved = errno;
+
+	if (stops_seen++ > 0)
+	{
+		signal(sig, SIG_DFL);
+		raise(sig);				/* delivered as the handler returns */
+	}
+	else
+	{
+		alarm(STOP_GRACE_S);
+		if (write(stop_pipe_w, "s", 1) < 0)
+		{
+			/* the pipe holds a byte already: the loop will see it */
+		}
+	}
+	errno = saved;
+}
+
+/*
+ * stop_on
+ *		Make sig end the trace, unless the caller set it to be ignored
+ *		(nohup's SIGHUP, a background job's SIGINT).  SA_RESTART: no other
+ *		system call sees EINTR.
+ */
+static int
+stop_on(int sig)
 {
 	struct sigaction sa;
 
 	if (sigaction(sig, NULL, &sa) == 0 && sa.sa_handler == SIG_IGN)
-		return;
-	sigaddset(mask, sig);
+		return 0;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_stop_signal;
+	sa.sa_flags = SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	return sigaction(sig, &sa, NULL);
 }
 
 /*
@@ -1016,7 +1056,7 @@ trace_run(trace_state *t, const probe_set *const *sets, size_t nsets)
 	char		detail[256];
 	int			streaming = !t->o.stats && !t->o.histogram;
 	int			ret = 1;
-	sigset_t	mask;
+	int			stop_pipe[2];
 	size_t		i;
 
 	t->sigfd = -1;
@@ -1027,16 +1067,18 @@ trace_run(trace_state *t, const probe_set *const *sets, size_t nsets)
 		log_error("%s", err);
 		return 1;
 	}
-	/* blocked before the slow start: a Ctrl-C meanwhile still ends it cleanly */
-	sigemptyset(&mask);
-	stop_on(&mask, SIGINT);
-	stop_on(&mask, SIGTERM);
-	stop_on(&mask, SIGHUP);
-	if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0 ||
-		(t->sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK)) < 0)
+	/* before the slow start: a Ctrl-C meanwhile still ends it cleanly */
+	if (pipe2(stop_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
 	{
 		log_error("cannot set up signals: %s", strerror(errno));
 		return 1;
+	}
+	t->sigfd = stop_pipe[0];
+	stop_pipe_w = stop_pipe[1];
+	if (stop_on(SIGINT) < 0 || stop_on(SIGTERM) < 0 || stop_on(SIGHUP) < 0)
+	{
+		log_error("cannot set up signals: %s", strerror(errno));
+		goto cleanup;
 	}
 	if (tracefs_ensure(detail, sizeof(detail)) == TRACEFS_FAILED)
 		log_warn("tracefs: %s", detail);
@@ -1088,8 +1130,7 @@ trace_run(trace_state *t, const probe_set *const *sets, size_t nsets)
 	ret = run_loop(t);
 
 cleanup:
-	if (t->sigfd >= 0)
-		close(t->sigfd);
+	/* the stop pipe stays open: a late signal's handler writes to it */
 	if (t->rb != NULL)
 		ring_buffer__free(t->rb);
 	pset_runtime_stop(&t->rt);

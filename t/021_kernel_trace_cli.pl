@@ -411,6 +411,7 @@ ok($rc == 2 && $e =~ /--syscall-exit: kprobe: use auto, fexit or tracepoint/,
 like($o, qr/^  network\s+socket send/m, '--probes help lists the sets');
 
 check_busy_stream_ends($node);
+check_blocked_output_ends($node);
 check_wal_elsewhere();
 check_block_without_new_tracepoints($node);
 check_sched_storage_outside_switch($node);
@@ -449,6 +450,51 @@ sub check_busy_stream_ends
 	like($err, qr/\d+ events still queued at the end were not printed/,
 		'... and says how many events it left queued unprinted');
 	like($out, qr/^\S+ trace\s+summary .* final=true /m, '... with its final summary');
+}
+
+# Output nobody reads (a pager left open, a stalled consumer): the trace
+# blocks in a write, where no signal it reads from a descriptor can reach
+# it.  A second SIGTERM (or Ctrl-C) ends it at once (before, it stayed
+# blocked for good; a first one alone ends it 10 s later).
+sub check_blocked_output_ends
+{
+	my ($node) = @_;
+	my $script = PostgreSQL::Test::Utils::tempdir() . '/select1b.sql';
+	open(my $fh, '>', $script) or die "$script: $!";
+	print $fh "SELECT 1;\n";
+	close($fh);
+	my $load = IPC::Run::start([ 'pgbench', '-n', '-f', $script, '-c', '2', '-T', '30',
+			'-h', $node->host, '-p', $node->port, 'postgres' ],
+		'<', \undef, '>', \my $lout, '2>', \my $lerr);
+	my $dir = $node->data_dir;
+	# its output goes into a pipe this test never reads
+	my $h = IPC::Run::start([ PgTracerTest::ctl(), 'run', 'trace', '--probes', 'syscall',
+			'--pgdata', $dir ], '<', \undef, '>', \my $tout, '2>', \my $terr);
+	my $pid;
+	wait_until(sub {
+		for my $c (glob '/proc/[0-9]*/cmdline')
+		{
+			open(my $f, '<', $c) or next;
+			my $cmd = do { local $/; <$f> } // '';
+			# the helper itself, once sudo and helper-ctl have exec'd it
+			if ($cmd =~ m{^[^\0]*/pg-tracer\0trace\0--probes\0syscall\0--pgdata\0\Q$dir\E\0?$})
+			{
+				($pid) = $c =~ m{/proc/(\d+)/};
+				return 1;
+			}
+		}
+		return 0;
+	}, 10);
+	ok(defined $pid, 'a trace writing into a pipe nobody reads') or return;
+	sleep(3);				# far more than a pipe holds
+	signal_helper($pid, 'TERM');
+	sleep(0.3);
+	eval { signal_helper($pid, 'TERM') };	# gone meanwhile: fine
+	my $gone = wait_until(sub { !-d "/proc/$pid" }, 5);
+	ok(defined $gone, 'a second SIGTERM ends it though its output blocks');
+	eval { signal_helper($pid, 'KILL') } unless $gone;
+	$load->kill_kill;
+	$h->kill_kill;
 }
 
 # A WAL directory given with initdb -X: pg_wal is a symbolic link, and the

@@ -22,6 +22,9 @@ our @EXPORT = qw(tracer_node start_helper start_host_helper stop_helper signal_h
 # scripts/test.sh always sets PG_TRACER_CTL; without it the helper tests skip.
 my @CTL = split ' ', ($ENV{PG_TRACER_CTL} // 'false');
 
+# The root-only helper command, as a list (for IPC::Run).
+sub ctl { return @CTL; }
+
 # Is the root helper reachable from this test at all?
 sub helper_available
 {
