@@ -579,11 +579,13 @@ int BPF_USDT(eng_lock_wait_done_usdt)
 /*
  * A wait that ends in an error (lock_timeout, statement_timeout, a cancel,
  * a termination) never reaches lock__wait__done (nor ProcSleep's return).
- * Every abort, of a transaction or of a subtransaction (an EXCEPTION block
- * that catches the error), first takes the backend off the lock's wait
- * queue in LockErrorCleanup(), which no USDT marks: a wait still timed
- * there ended by the error, and is counted up to then.  Outside a wait
- * the function finds no timer and does nothing.
+ * It ends where the error is caught, which no USDT marks: PostgresMain's
+ * AbortCurrentTransaction(), an EXCEPTION block's
+ * RollbackAndReleaseCurrentSubTransaction(), or, for a backend that dies,
+ * AbortOutOfAnyTransaction() at exit.  A wait still timed there ended by
+ * the error, and is counted up to then; elsewhere (a procedure's ROLLBACK,
+ * a session's end) no wait is timed and nothing happens.  Not
+ * LockErrorCleanup(), which every commit calls (ProcReleaseLocks).
  */
 SEC("uprobe")
 int BPF_KPROBE(eng_lock_wait_abort_uprobe)

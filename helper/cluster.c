@@ -110,6 +110,13 @@ cluster_lock_try(const char *runtime_dir, uint64_t dev, uint64_t ino,
 		snprintf(err, errlen, "cannot open lock file %s: %s", path, strerror(errno));
 		return -1;
 	}
+	/* unlinked since we opened it (cluster_forget): the path has a new one */
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink == 0 && retries_left > 0)
+	{
+		close(fd);
+		return cluster_lock_try(runtime_dir, dev, ino, lock_fd, holder, err, errlen,
+								retries_left - 1);
+	}
 	/* never write through a file someone else planted (hard link, FIFO) */
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1 ||
 		st.st_uid != geteuid())
@@ -992,6 +999,23 @@ cluster_publish(cluster *c, const tracked_row *rows, size_t n)
 }
 
 /*
+ * forget_lock_file
+ *		Remove the cluster's lock file while we still hold its lock, last of
+ *		its files: once the path is free another helper may serve the
+ *		cluster, and its socket and segment must not be ours to remove.
+ */
+static void
+forget_lock_file(const cluster *c)
+{
+	char		lock_path[PATH_MAX];
+
+	if (pgt_cluster_path(lock_path, sizeof(lock_path), c->env->runtime_dir,
+						 c->dev, c->ino, ".lock") == 0 &&
+		unlink(lock_path) < 0 && errno != ENOENT)
+		log_warn("cannot remove %s: %s", lock_path, strerror(errno));
+}
+
+/*
  * cluster_forget
  *		Close a cluster whose postmaster is gone for good (host-wide mode),
  *		and remove its segment and lock file: nothing will read them, and a
@@ -1002,16 +1026,11 @@ cluster_publish(cluster *c, const tracked_row *rows, size_t n)
 void
 cluster_forget(cluster *c)
 {
-	char		lock_path[PATH_MAX];
-
 	if (c == NULL)
 		return;
 	if (unlink(c->seg_path) < 0 && errno != ENOENT)
 		log_warn("cannot remove %s: %s", c->seg_path, strerror(errno));
-	if (pgt_cluster_path(lock_path, sizeof(lock_path), c->env->runtime_dir,
-						 c->dev, c->ino, ".lock") == 0 &&
-		unlink(lock_path) < 0 && errno != ENOENT)
-		log_warn("cannot remove %s: %s", lock_path, strerror(errno));
+	c->forget_lock = 1;			/* by cluster_close, after the socket */
 	cluster_close(c, PGT_WRITER_STOPPED);
 }
 
@@ -1031,6 +1050,8 @@ cluster_close(cluster *c, uint32_t final_state)
 	seg_writer_close(&c->seg, final_state);
 	if (c->layout_loaded)
 		layout_free(&c->layout);
+	if (c->forget_lock)
+		forget_lock_file(c);
 	if (c->lock_fd >= 0)
 		close(c->lock_fd);
 	log_info("%s: no longer served", c->data_dir);

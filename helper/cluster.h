@@ -56,6 +56,7 @@ typedef struct cluster
 	char		data_dir[PATH_MAX];
 	char		seg_path[PATH_MAX];
 	char		sock_path[PATH_MAX];
+	int			forget_lock;	/* cluster_close removes the lock file */
 	int			lock_fd;
 	seg_writer	seg;
 	control_server ctl;

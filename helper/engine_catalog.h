@@ -41,6 +41,7 @@ typedef struct engine_point
 	int			fallback_only;	/* only with the function fallback (no USDT twin) */
 	int			companion;		/* a function probe that goes with its group
 								 * whichever family times it (optional) */
+	const char *needs;			/* a companion's global it reads, NULL: none */
 } engine_point;
 
 typedef struct engine_set

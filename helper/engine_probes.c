@@ -14,9 +14,10 @@
  * configuration carries the absolute addresses of checkpoint__done's
  * arguments, globals that libbpf's USDT code cannot evaluate.
  *
- * Aggregates are read at most twice a second (a 16k-entry hash is not free
- * to walk); the daemon's stream of slow statements and checkpoints is kept
- * in a ring of the latest PGT_DEFAULT_ENGINE_STREAM_CAP records.
+ * Aggregates are read at most twice a second in the daemon (a 16k-entry
+ * hash is not free to walk); of the daemon's stream it keeps the latest
+ * ENGINE_KEEP_STATEMENTS slow statements and, apart, the latest
+ * ENGINE_KEEP_CHECKPOINTS checkpoints.
  *
  * Single-threaded (the daemon's or the trace command's loop): no locking.
  */

@@ -162,7 +162,7 @@ ok(defined wait_until(sub {
 	'the engine probes of a binary no cluster runs are detached');
 
 # --forget-after 3: a cluster whose postmaster is gone that long is dropped,
-# its segment and lock file removed (the socket went at the detach)
+# its segment, socket and lock file removed
 sub cluster_files
 {
 	my ($node) = @_;
@@ -170,9 +170,9 @@ sub cluster_files
 	my $base = sprintf('%s/pgt-%x-%x', $rt, $dev, $ino);
 	return grep { -e $_ } map { "$base$_" } ('.seg', '.lock', '.sock');
 }
-ok(defined wait_until(sub { !cluster_files($node_b) && !cluster_files($node_c) }, 15),
+ok(defined wait_until(sub { !cluster_files($node_a) && !cluster_files($node_b) && !cluster_files($node_c) }, 15),
 	'the segments and lock files of clusters gone for 3 s are removed')
-  or diag(join(' ', cluster_files($node_b), cluster_files($node_c)));
+  or diag(join(' ', cluster_files($node_a), cluster_files($node_b), cluster_files($node_c)));
 like(substr(slurp_file($log), $log_len), qr/postmaster gone for 3 s, forgetting it and its segment/,
 	'the helper says it forgot them');
 $node_a->start;

@@ -162,18 +162,24 @@ ok(defined wait_until(sub {
 	$node->safe_psql('postgres', 'SELECT count(*) FROM pg_tracer_checkpoints') > 0 }, 5),
 	'a checkpoint kept');
 $node->safe_psql('postgres', join(";\n", ('SELECT pg_sleep(0.002)') x 300));
-sleep(1.5);
-is($node->safe_psql('postgres',
+my $kept = '';
+wait_until(sub {
+	$kept = $node->safe_psql('postgres',
 		"SELECT (SELECT count(*) FROM pg_tracer_checkpoints) > 0,
-		        (SELECT count(*) FROM pg_tracer_slow_statements)"), 't|224',
+		        (SELECT count(*) FROM pg_tracer_slow_statements)");
+	$kept eq 't|224' }, 10);
+is($kept, 't|224',
 	'300 slow statements later: the checkpoint is still there, with the latest 224 statements');
 # a restarted cluster's rows of its old postmaster go (they would fill the
 # counters' table over restarts)
 my $old_pm = $node->safe_psql('postgres', 'SELECT postmaster_pid FROM pg_tracer_status()');
 $node->restart;
 my $hlog = $node->basedir . '/helper.log';
-ok(defined wait_until(sub { slurp_file($hlog) =~ /rows of exited postmaster $old_pm dropped/ }, 10),
-	"the engine rows of the exited postmaster $old_pm are dropped");
+my $dropped = 0;
+ok(defined wait_until(sub {
+	($dropped) = slurp_file($hlog) =~ /(\d+) rows of exited postmaster $old_pm dropped/;
+	($dropped // 0) > 0 }, 10),
+	"the engine rows of the exited postmaster $old_pm are dropped (" . ($dropped // 0) . ')');
 
 # --- bad input: unknown histogram probe
 my ($ok, $out, $err) = (0, '', '');
