@@ -62,6 +62,7 @@
 #include "utils/backend_status.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
+#include "utils/queryjumble.h"
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
@@ -169,6 +170,7 @@ static void add_everywhere(PgtAshTable *cum, PgtAshBucket *fb,
 static void add_query(PgtAshBucket *fb, PgtAshBucket *cb, uint64 qid,
 					  Oid userid, uint32 event, uint64 time_us, uint64 waits,
 					  uint64 nsamples, uint64 max_us, bool idle);
+static bool may_get_query_id(const Sample *s);
 static void pending_add(int slot, const Sample *s, uint32 event, uint64 w,
 						bool new_run, TimestampTz now, PgtAshBucket *fb,
 						PgtAshBucket *cb);
@@ -771,9 +773,7 @@ account(int slot, const Sample *s, uint64 w, PgtAshBucket *fb, PgtAshBucket *cb,
 				  (new_run || t->run_qid != s->qid) ? 1 : 0, 1, t->run_us, false);
 		t->run_qid = s->qid;
 	}
-	else if (running && slot < MaxBackends &&
-			 (s->bt == B_BACKEND || s->bt == B_BG_WORKER ||
-			  s->bt == B_WAL_SENDER))
+	else if (running && slot < MaxBackends && may_get_query_id(s))
 		pending_add(slot, s, ev, w, new_run, now, fb, cb);
 	else
 		add_query(fb, cb, 0, t->userid, ev, w, new_run ? 1 : 0, 1,
@@ -830,6 +830,22 @@ add_query(PgtAshBucket *fb, PgtAshBucket *cb, uint64 qid, Oid userid,
 		pgt_ash_table_add(&fb->table, &d, max_us);
 		pgt_ash_table_add(&cb->table, &d, max_us);
 	}
+}
+
+/*
+ * may_get_query_id
+ *		Can the running statement of this sample still get a query id, so
+ *		that holding its samples is worth it?  Not where no query id is
+ *		computed (compute_query_id off, or auto without a module that asks
+ *		for one), and not in a WAL sender: its replication commands
+ *		(START_REPLICATION, for as long as it streams) never get one, and
+ *		their samples would be held as long as the standby stays connected,
+ *		with the sampler looking again after every tick.
+ */
+static bool
+may_get_query_id(const Sample *s)
+{
+	return IsQueryIdEnabled() && (s->bt == B_BACKEND || s->bt == B_BG_WORKER);
 }
 
 /*
