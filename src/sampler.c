@@ -109,6 +109,9 @@ typedef struct Tracker
 	uint32		event;			/* event of the current run */
 	uint64		run_qid;		/* query id the current run went to */
 	uint64		run_us;			/* length of the current run */
+	uint64		run_cut_us;		/* of it, before pg_tracer_reset(): not counted */
+	bool		run_recount;	/* a run that goes on across a reset counts as
+								 * one wait again, from the reset */
 	uint64		db_time_us;
 	int			npending;
 	PendingEvent pending[PGT_MAX_PENDING];
@@ -571,6 +574,8 @@ handle_reset(void)
 	{
 		trackers[i].npending = 0;
 		trackers[i].db_time_us = 0;
+		trackers[i].run_cut_us = trackers[i].run_us;
+		trackers[i].run_recount = true;
 		live[i].db_time_us = 0;
 	}
 	pgt_ash->ticks = 0;
@@ -719,6 +724,7 @@ account(int slot, const Sample *s, uint64 w, PgtAshBucket *fb, PgtAshBucket *cb,
 	bool		new_run;
 	bool		idle;
 	PgtAshRow	d;
+	uint64		run;
 
 	if (ev == 0)
 		ev = (s->bt == B_BACKEND &&
@@ -737,8 +743,13 @@ account(int slot, const Sample *s, uint64 w, PgtAshBucket *fb, PgtAshBucket *cb,
 	{
 		t->event = ev;
 		t->run_us = 0;
+		t->run_cut_us = 0;
 	}
+	else if (t->run_recount)
+		new_run = true;			/* in the counters since the reset: a new wait */
+	t->run_recount = false;
 	t->run_us += w;
+	run = t->run_us - t->run_cut_us;	/* max_us: the run since the reset */
 
 	memset(&d, 0, sizeof(d));
 	d.event = ev;
@@ -748,12 +759,12 @@ account(int slot, const Sample *s, uint64 w, PgtAshBucket *fb, PgtAshBucket *cb,
 	d.samples = 1;
 
 	d.kind = PGT_ASH_EVENT;
-	add_everywhere(pgt_ash_events(pgt_ash), fb, cb, &d, t->run_us);
+	add_everywhere(pgt_ash_events(pgt_ash), fb, cb, &d, run);
 	if (t->session >= 0)
 	{
 		d.kind = PGT_ASH_SESSION;
 		d.key = t->key;
-		add_everywhere(pgt_ash_sessions_tab(pgt_ash), fb, cb, &d, t->run_us);
+		add_everywhere(pgt_ash_sessions_tab(pgt_ash), fb, cb, &d, run);
 		pgt_ash_directory(pgt_ash)[t->session].last_seen = now;
 	}
 	if (OidIsValid(t->userid) && pgt_ash_role_visible_type(s->bt))
@@ -761,7 +772,7 @@ account(int slot, const Sample *s, uint64 w, PgtAshBucket *fb, PgtAshBucket *cb,
 		/* the role's totals since the reset (cumulative table only) */
 		d.kind = PGT_ASH_USER;
 		d.key = t->userid;
-		pgt_ash_table_add(pgt_ash_sessions_tab(pgt_ash), &d, t->run_us);
+		pgt_ash_table_add(pgt_ash_sessions_tab(pgt_ash), &d, run);
 	}
 
 	/* query attribution: DB time only */
@@ -770,14 +781,14 @@ account(int slot, const Sample *s, uint64 w, PgtAshBucket *fb, PgtAshBucket *cb,
 	else if (s->qid != 0)
 	{
 		add_query(fb, cb, s->qid, t->userid, ev, w,
-				  (new_run || t->run_qid != s->qid) ? 1 : 0, 1, t->run_us, false);
+				  (new_run || t->run_qid != s->qid) ? 1 : 0, 1, run, false);
 		t->run_qid = s->qid;
 	}
 	else if (running && slot < MaxBackends && may_get_query_id(s))
 		pending_add(slot, s, ev, w, new_run, now, fb, cb);
 	else
 		add_query(fb, cb, 0, t->userid, ev, w, new_run ? 1 : 0, 1,
-				  t->run_us, false);
+				  run, false);
 
 	if (!idle)
 		t->db_time_us += w;
@@ -886,7 +897,7 @@ pending_add(int slot, const Sample *s, uint32 event, uint64 w, bool new_run,
 	p->time_us += w;
 	p->waits += new_run ? 1 : 0;
 	p->samples++;
-	p->max_us = Max(p->max_us, t->run_us);
+	p->max_us = Max(p->max_us, t->run_us - t->run_cut_us);
 }
 
 /*

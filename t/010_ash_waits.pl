@@ -243,10 +243,20 @@ ok($n > 0 && $took < 2, sprintf('views answer while the sampler is stopped (%.3f
 
 # ---- reset empties counters and history
 ok(q1('SELECT pg_tracer_reset()') eq 't', 'reset confirmed by the sampler');
+my $t_reset = time();
 is(q1("SELECT count(*) FROM pg_tracer_wait_events WHERE wait_event IN ('PgSleep', 'relation')"), '0',
 	'reset: cumulative rows gone');
 is(q1("SELECT count(*) FROM pg_tracer_wait_events_since('1 min') WHERE wait_event IN ('PgSleep', 'relation')"), '0',
 	'reset: history gone');
+# sessions idle since long before it: their ClientRead runs on, counted
+# from the reset (before: 0 waits, and a max_us of the whole idle time)
+sleep(1);
+my ($cr_waits, $cr_max) = split /\|/,
+  q1("SELECT waits, max_us FROM pg_tracer_wait_events WHERE wait_event = 'ClientRead'");
+my $since_reset_us = (time() - $t_reset) * 1e6;
+cmp_ok($cr_waits, '>=', 3, "reset: idle sessions' ClientRead runs count as waits again ($cr_waits)");
+cmp_ok($cr_max, "<=", $since_reset_us + 200_000,
+	sprintf('reset: their max_us (%d) is of the time since the reset (%.0f us)', $cr_max, $since_reset_us));
 is(q1('SELECT overflow_rows + history_overflow_rows + session_overflow FROM pg_tracer_ash_status'), '0',
 	'no overflow');
 
