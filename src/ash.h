@@ -55,8 +55,8 @@
 #define PGT_ASH_COARSE_SECS		10
 #define PGT_ASH_COARSE_BUCKETS	31	/* 10-second buckets: windows up to 300 s */
 #define PGT_ASH_MAX_WINDOW_S	300
-#define PGT_ASH_FINE_SLOTS		512		/* hash slots per 1-second bucket */
-#define PGT_ASH_COARSE_SLOTS	1024	/* hash slots per 10-second bucket */
+#define PGT_ASH_FINE_SLOTS		512		/* hash slots per 1-second bucket, at least */
+#define PGT_ASH_COARSE_SLOTS	1024	/* hash slots per 10-second bucket, at least */
 #define PGT_ASH_EVENT_SLOTS		1024	/* cumulative (event) table */
 
 /* Live states of pg_tracer_active. */

@@ -102,6 +102,24 @@ pgt_ash_table_bytes(uint32 size)
 }
 
 /*
+ * bucket_slots
+ *		Hash slots of a history bucket: every sampled process adds at least
+ *		one (session, event) row to each bucket it is seen in, so a bucket
+ *		grows with the processes (per_proc rows each, at 3/4 load), from
+ *		the given minimum.
+ */
+static uint32
+bucket_slots(uint32 nslots, uint32 per_proc, uint32 minimum)
+{
+	uint32		want = next_pow2((nslots + 64) * per_proc * 4 / 3 + 1);
+
+	return Max(want, minimum);
+}
+
+#define FINE_SLOTS(nslots)		bucket_slots((nslots), 2, PGT_ASH_FINE_SLOTS)
+#define COARSE_SLOTS(nslots)	bucket_slots((nslots), 4, PGT_ASH_COARSE_SLOTS)
+
+/*
  * ash_layout
  *		Compute the offsets of the variable parts into hdr; return the
  *		total size.  Depends on MaxBackends and pg_tracer.ash_max_entries.
@@ -130,9 +148,9 @@ ash_layout(PgtAshShared *hdr)
 	hdr->off_stmt = off;
 	off = add_size(off, MAXALIGN(mul_size(sizeof(PgtStmtRing), MaxBackends)));
 	hdr->fine_stride = MAXALIGN(offsetof(PgtAshBucket, table) +
-								pgt_ash_table_bytes(PGT_ASH_FINE_SLOTS));
+								pgt_ash_table_bytes(FINE_SLOTS(hdr->nslots)));
 	hdr->coarse_stride = MAXALIGN(offsetof(PgtAshBucket, table) +
-								  pgt_ash_table_bytes(PGT_ASH_COARSE_SLOTS));
+								  pgt_ash_table_bytes(COARSE_SLOTS(hdr->nslots)));
 	hdr->off_fine = off;
 	off = add_size(off, mul_size(hdr->fine_stride, PGT_ASH_FINE_BUCKETS));
 	hdr->off_coarse = off;
@@ -196,16 +214,16 @@ pgt_ash_shmem_startup(void)
 			PgtAshBucket *b = pgt_ash_fine(pgt_ash, i);
 
 			pg_atomic_init_u32(&b->seq, 0);
-			pgt_ash_table_init(&b->table, PGT_ASH_FINE_SLOTS,
-							   PGT_ASH_FINE_SLOTS * 3 / 4);
+			pgt_ash_table_init(&b->table, FINE_SLOTS(hdr.nslots),
+							   FINE_SLOTS(hdr.nslots) * 3 / 4);
 		}
 		for (i = 0; i < PGT_ASH_COARSE_BUCKETS; i++)
 		{
 			PgtAshBucket *b = pgt_ash_coarse(pgt_ash, i);
 
 			pg_atomic_init_u32(&b->seq, 0);
-			pgt_ash_table_init(&b->table, PGT_ASH_COARSE_SLOTS,
-							   PGT_ASH_COARSE_SLOTS * 3 / 4);
+			pgt_ash_table_init(&b->table, COARSE_SLOTS(hdr.nslots),
+							   COARSE_SLOTS(hdr.nslots) * 3 / 4);
 		}
 	}
 	LWLockRelease(AddinShmemInitLock);
@@ -262,7 +280,11 @@ row_hash(uint8 kind, uint64 key, uint32 event, uint32 aux)
 /*
  * pgt_ash_table_get
  *		Find the row for the key, inserting an empty one if there is room;
- *		NULL when the table is full.  The caller fills the counters.
+ *		NULL when the table is full.  The caller fills the counters.  An
+ *		(event) row may use half of the slots above the limit: the tables
+ *		of the history buckets hold every kind, and a storm of sessions
+ *		must not keep a new event out of the system-wide views, which are
+ *		made of those rows (there are few events: the room suffices).
  */
 PgtAshRow *
 pgt_ash_table_get(PgtAshTable *t, uint8 kind, uint64 key, uint32 event,
@@ -277,7 +299,8 @@ pgt_ash_table_get(PgtAshTable *t, uint8 kind, uint64 key, uint32 event,
 
 		if (r->kind == PGT_ASH_EMPTY)
 		{
-			if (t->used >= t->limit)
+			if (t->used >= t->limit &&
+				(kind != PGT_ASH_EVENT || t->used >= t->limit + (t->size - t->limit) / 2))
 				return NULL;
 			r->kind = kind;
 			r->key = key;
