@@ -39,6 +39,8 @@ static void pgt_post_parse_analyze(ParseState *pstate, Query *query,
 								   JumbleState *jstate);
 static void pgt_executor_start(QueryDesc *queryDesc, int eflags);
 static void record_query_id(uint64 qid);
+static void ring_put(TimestampTz ts, uint64 qid);
+static void pgt_xact_abort(XactEvent event, void *arg);
 
 /*
  * pgt_ash_install_hooks
@@ -51,6 +53,22 @@ pgt_ash_install_hooks(void)
 	post_parse_analyze_hook = pgt_post_parse_analyze;
 	prev_ExecutorStart_hook = ExecutorStart_hook;
 	ExecutorStart_hook = pgt_executor_start;
+	RegisterXactCallback(pgt_xact_abort, NULL);
+}
+
+/*
+ * pgt_xact_abort
+ *		A transaction that aborts ends its statement: one that recorded no
+ *		id (it failed in parse analysis, waiting for a lock until
+ *		lock_timeout) gets an entry with id 0, so that its held samples go
+ *		to 0, not to the next statement of the transaction (the client's
+ *		ROLLBACK, whose transaction start is the same).
+ */
+static void
+pgt_xact_abort(XactEvent event, void *arg)
+{
+	if (event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT)
+		ring_put(GetCurrentStatementStartTimestamp(), 0);
 }
 
 /*
@@ -90,16 +108,25 @@ pgt_executor_start(QueryDesc *queryDesc, int eflags)
 static void
 record_query_id(uint64 qid)
 {
+	if (qid != 0)
+		ring_put(GetCurrentStatementStartTimestamp(), qid);
+}
+
+/*
+ * ring_put
+ *		Append (ts, qid) to this backend's ring unless its last entry is of
+ *		the same statement already.
+ */
+static void
+ring_put(TimestampTz ts, uint64 qid)
+{
 	PgtStmtRing *ring;
 	PgtStmtEntry *e;
-	TimestampTz ts;
 	uint32		n;
 
-	if (qid == 0 || pgt_ash == NULL || MyBackendId == InvalidBackendId ||
-		MyBackendId > MaxBackends)
+	if (pgt_ash == NULL || MyBackendId == InvalidBackendId || MyBackendId > MaxBackends)
 		return;
 	ring = pgt_ash_stmt_ring(pgt_ash, MyBackendId - 1);
-	ts = GetCurrentStatementStartTimestamp();
 	n = pg_atomic_read_u32(&ring->next);
 	if (n > 0)
 	{

@@ -260,6 +260,25 @@ cmp_ok($cr_max, "<=", $since_reset_us + 200_000,
 is(q1('SELECT overflow_rows + history_overflow_rows + session_overflow FROM pg_tracer_ash_status'), '0',
 	'no overflow');
 
+# ---- a statement that fails in parse analysis (lock_timeout while it
+# opens its table) has no query id: its lock wait goes to query id 0, not
+# to the ROLLBACK the client sends next in the same transaction
+$locker->query_safe('BEGIN; LOCK TABLE locked IN ACCESS EXCLUSIVE MODE');
+my $tx = $node->background_psql('postgres', on_error_stop => 0);
+$tx->query_safe("BEGIN; SET LOCAL lock_timeout = '1500ms'");
+# the ROLLBACK follows at once, before the sampler's next look
+$tx->query("SELECT count(*) FROM locked;\nROLLBACK");
+like($tx->{stderr}, qr/lock timeout/, 'a statement in a transaction fails on lock_timeout');
+$tx->{stderr} = '';
+$locker->query_safe('COMMIT');
+sleep(0.5);
+my ($lk0, $lk_other) = split /\|/, q1("SELECT
+	(SELECT coalesce(sum(total_ms), 0) FROM pg_tracer_query_events WHERE queryid = 0 AND wait_event = 'relation')
+	|| '|' || (SELECT coalesce(sum(total_ms), 0) FROM pg_tracer_query_events WHERE queryid <> 0 AND wait_event = 'relation')");
+ok(within($lk0, 1500, 0.15) && $lk_other < 100,
+	"its lock wait is under query id 0 ($lk0 ms), none under another statement's ($lk_other ms)");
+$tx->quit;
+
 # ---- the sampler restarts (terminated here; an error in it does the same):
 # a session that runs across the restart keeps its one directory entry, and
 # is marked exited when it ends (before: a second entry, and the first one
