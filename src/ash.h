@@ -273,6 +273,8 @@ typedef struct PgtCopyRegion
 	Size		len;
 } PgtCopyRegion;
 
+extern bool pgt_seq_copy_quiet(pg_atomic_uint32 *seq, PgtCopyRegion *regions,
+							   int nregions);
 extern void pgt_seq_copy(pg_atomic_uint32 *seq, PgtCopyRegion *regions,
 						 int nregions);
 

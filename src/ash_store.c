@@ -346,23 +346,32 @@ pgt_ash_table_add(PgtAshTable *t, const PgtAshRow *delta, uint64 run_us)
  *		Never takes a lock: the sampler's write sections are a few
  *		microseconds long, so a retry almost always succeeds at once.  If
  *		the sampler stays inside one (stopped, or descheduled for long),
- *		the reader does not wait for it: after PGT_SEQ_PATIENCE_US it keeps
- *		its last copy, which may mix two ticks, and says so.  Nothing in a
+ *		the reader does not wait for it: after PGT_SEQ_PATIENCE_US of wall
+ *		time (copies included: a copy of large tables that takes longer than
+ *		the time between two ticks never succeeds) it keeps its last copy,
+ *		which may mix two ticks, and says so (quiet: the caller polls).
+ *		Nothing in a
  *		copy is trusted structurally (sizes come from the reader's side),
  *		so a mixed copy can only be slightly off, never unsafe.
  */
-void
-pgt_seq_copy(pg_atomic_uint32 *seq, PgtCopyRegion *regions, int nregions)
+bool
+pgt_seq_copy_quiet(pg_atomic_uint32 *seq, PgtCopyRegion *regions, int nregions)
 {
 	int			attempt;
-	int			slept_us = 0;
+	instr_time	start;
 
+	INSTR_TIME_SET_CURRENT(start);
 	for (attempt = 0;; attempt++)
 	{
 		uint32		before;
 		uint32		after;
 		int			i;
-		bool		last = (slept_us >= PGT_SEQ_PATIENCE_US);
+		instr_time	now;
+		bool		last;
+
+		INSTR_TIME_SET_CURRENT(now);
+		INSTR_TIME_SUBTRACT(now, start);
+		last = INSTR_TIME_GET_MICROSEC(now) >= PGT_SEQ_PATIENCE_US;
 
 		before = pg_atomic_read_u32(seq);
 		pg_read_barrier();
@@ -373,21 +382,28 @@ pgt_seq_copy(pg_atomic_uint32 *seq, PgtCopyRegion *regions, int nregions)
 			pg_read_barrier();
 			after = pg_atomic_read_u32(seq);
 			if (after == before && (before & 1) == 0)
-				return;
+				return true;
 		}
 		if (last)
-		{
-			ereport(NOTICE,
-					(errmsg("the pg_tracer sampler stayed inside an update; these figures may mix two samples")));
-			return;
-		}
+			return false;
 		if (attempt >= PGT_SEQ_FAST_RETRIES)
 		{
 			CHECK_FOR_INTERRUPTS();
 			pg_usleep(100);
-			slept_us += 100;
 		}
 	}
+}
+
+/*
+ * pgt_seq_copy
+ *		pgt_seq_copy_quiet, with a NOTICE when the copy may be mixed.
+ */
+void
+pgt_seq_copy(pg_atomic_uint32 *seq, PgtCopyRegion *regions, int nregions)
+{
+	if (!pgt_seq_copy_quiet(seq, regions, nregions))
+		ereport(NOTICE,
+				(errmsg("the pg_tracer sampler stayed inside an update; these figures may mix two samples")));
 }
 
 /*

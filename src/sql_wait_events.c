@@ -943,11 +943,12 @@ Datum
 pg_tracer_reset(PG_FUNCTION_ARGS)
 {
 	uint32		req;
-	int			i;
+	TimestampTz deadline;
 
 	pgt_ash_require();
 	req = pg_atomic_add_fetch_u32(&pgt_ash->reset_requests, 1);
-	for (i = 0; i < 2000; i++)
+	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), 2000);
+	while (GetCurrentTimestamp() < deadline)
 	{
 		uint32		served;
 		PgtCopyRegion r;
@@ -955,7 +956,8 @@ pg_tracer_reset(PG_FUNCTION_ARGS)
 		r.dst = &served;
 		r.src = &pgt_ash->reset_served;
 		r.len = sizeof(served);
-		pgt_seq_copy(&pgt_ash->seq, &r, 1);
+		/* a sampler stopped inside an update: its last value will do */
+		(void) pgt_seq_copy_quiet(&pgt_ash->seq, &r, 1);
 		if ((int32) (served - req) >= 0)
 			PG_RETURN_BOOL(true);
 		CHECK_FOR_INTERRUPTS();

@@ -238,8 +238,15 @@ my $tr = time();
 my $n = q1("SELECT (SELECT count(*) FROM pg_tracer_wait_events) + (SELECT count(*) FROM pg_tracer_sessions)
 	+ (SELECT count(*) FROM pg_tracer_time_model_since('5 min')) + (SELECT count(*) FROM pg_tracer_active)");
 my $took = time() - $tr;
+# pg_tracer_reset() waits 2 s for the sampler, by the clock (before: 2000
+# polls, each up to 50 ms when the sampler stopped inside an update)
+$tr = time();
+my ($rrc, $rout, $rerr) = $node->psql('postgres', 'SELECT pg_tracer_reset()');
+my $rtook = time() - $tr;
 kill 'CONT', $spid;
 ok($n > 0 && $took < 2, sprintf('views answer while the sampler is stopped (%.3f s)', $took));
+ok($rout eq 'f' && $rerr =~ /has not confirmed the reset yet/ && $rtook < 3.5,
+	sprintf('reset gives up after 2 s when the sampler is stopped (%.3f s), saying so', $rtook));
 
 # ---- reset empties counters and history
 ok(q1('SELECT pg_tracer_reset()') eq 't', 'reset confirmed by the sampler');
