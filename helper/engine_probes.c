@@ -489,7 +489,19 @@ static struct
 }			tranches[1024];
 static size_t ntranches;
 
-/* Drop the tranche names postmaster pm left (gone, or a new one on its pid). */
+/* Tranche names read at an address (tranche_name), by (postmaster, address). */
+static struct
+{
+	uint32_t	pm;
+	uint64_t	addr;
+	char		name[ENG_NAME_LEN];
+}			tranche_cache[128];
+static size_t ntranche_cache;
+
+/*
+ * Drop the tranche names postmaster pm left (gone, or a new one on its
+ * pid), those of its layout and those read at an address.
+ */
 static void
 forget_tranche_names(uint32_t pm)
 {
@@ -500,6 +512,10 @@ forget_tranche_names(uint32_t pm)
 		if (tranches[i].pm != pm)
 			tranches[k++] = tranches[i];
 	ntranches = k;
+	for (i = k = 0; i < ntranche_cache; i++)
+		if (tranche_cache[i].pm != pm)
+			tranche_cache[k++] = tranche_cache[i];
+	ntranche_cache = k;
 }
 
 static void
@@ -963,42 +979,46 @@ engine_core_leave(int set_index)
  *		through /proc/<pm>/mem, which faults the page in where BPF cannot.
  *		Built-in names are in the executable's read-only data and named
  *		tranches in shared memory, at the same address in every process
- *		forked from the postmaster.  Cached by (pm, address).
+ *		forked from the postmaster.  Cached by (pm, address), until the
+ *		postmaster goes.  A tranche a backend registered itself (a library
+ *		it loaded after the fork) has its name in that backend's memory
+ *		only: where the postmaster has nothing at addr, it is read through
+ *		the backend's /proc/<pid>/mem (not cached: another backend may have
+ *		another string there).
  */
 static void
-tranche_name(uint32_t pm, uint64_t addr, char *name, size_t len)
+tranche_name(uint32_t pm, uint32_t pid, uint64_t addr, char *name, size_t len)
 {
-	static struct
-	{
-		uint32_t	pm;
-		uint64_t	addr;
-		char		name[ENG_NAME_LEN];
-	}			cache[128];
-	static size_t ncache;
 	char		buf[ENG_NAME_LEN];
 	size_t		i;
 	ssize_t		n;
 
-	for (i = 0; i < ncache; i++)
-		if (cache[i].pm == pm && cache[i].addr == addr)
+	for (i = 0; i < ntranche_cache; i++)
+		if (tranche_cache[i].pm == pm && tranche_cache[i].addr == addr)
 		{
-			memcpy(name, cache[i].name, len < ENG_NAME_LEN ? len : ENG_NAME_LEN);
+			memcpy(name, tranche_cache[i].name, len < ENG_NAME_LEN ? len : ENG_NAME_LEN);
 			return;
 		}
 	n = procfs_mem_pread((pid_t) pm, addr, buf, sizeof(buf));
 	memset(name, 0, len);
 	if (n <= 0)
 	{
-		snprintf(name, len, "?");	/* postmaster gone: not cached */
+		/* not in the postmaster: the backend's own (not cached) */
+		n = pid != pm && !PGT_IS_RETIRED(pid) ?
+			procfs_mem_pread((pid_t) pid, addr, buf, sizeof(buf)) : -1;
+		if (n <= 0)
+			snprintf(name, len, "?");
+		else
+			pgt_copy_utf8(name, len, buf, (size_t) n);
 		return;
 	}
 	pgt_copy_utf8(name, len, buf, (size_t) n);
-	if (ncache < sizeof(cache) / sizeof(cache[0]))
+	if (ntranche_cache < sizeof(tranche_cache) / sizeof(tranche_cache[0]))
 	{
-		cache[ncache].pm = pm;
-		cache[ncache].addr = addr;
-		memcpy(cache[ncache].name, name, len < ENG_NAME_LEN ? len : ENG_NAME_LEN);
-		ncache++;
+		tranche_cache[ntranche_cache].pm = pm;
+		tranche_cache[ntranche_cache].addr = addr;
+		memcpy(tranche_cache[ntranche_cache].name, name, len < ENG_NAME_LEN ? len : ENG_NAME_LEN);
+		ntranche_cache++;
 	}
 }
 
@@ -1020,7 +1040,7 @@ row_from(engine_row *r, const struct eng_key *key, const struct eng_val *val)
 			 (key->probe == ENG_LWLOCK_WAIT && key->name[0] == '\0' &&
 			  (key->obj[0] | key->obj[1]) != 0))
 	{
-		tranche_name(key->pm, (uint64_t) key->obj[1] << 32 | key->obj[0],
+		tranche_name(key->pm, key->pid, (uint64_t) key->obj[1] << 32 | key->obj[0],
 					 r->k.name, sizeof(r->k.name));
 		memset(r->k.obj, 0, sizeof(r->k.obj));
 	}
