@@ -28,7 +28,8 @@
  * limit.  Windows of the last hour (and the open one) are kept for
  * pg_tracer_escalations and the budget, at most ESC_MAX_WINDOWS: a new
  * window beyond them is refused (dropping one still in the hour would
- * free its time from the budget).  Those that leave the list are summed
+ * free its time from the budget), unless the budget is unlimited (then
+ * there is nothing to free, and the oldest goes).  Those that leave the list are summed
  * into one span, published with them, for the coverage of earlier times
  * (the exact counters keep those windows' waits until a reset).
  *
@@ -198,8 +199,9 @@ drop_windows(size_t n)
 /*
  * open_window
  *		Append an open window (dropping the oldest when full: escalate
- *		refuses a window while all are in the hour, so only full mode's,
- *		opened at attach, can get here with a full list).  When timing
+ *		refuses a window while all are in the hour under a limited budget,
+ *		so only an unlimited budget's or full mode's, opened at attach, can
+ *		get here with a full list).  When timing
  *		cannot be switched on and nothing else runs in windows (the held
  *		kernel sets), the window ends at once, "failed", having covered
  *		and cost nothing; -1 then.
@@ -485,7 +487,7 @@ escalate(const pgt_request *r, uint32_t pm, int64_t now_us, char *out, size_t ou
 	if (avail == 0)
 		return respond(out, outlen, "ERR denied budget exhausted remaining=0 budget=%d",
 					   esc.budget_s);
-	if (!esc.open && esc.nwin == ESC_MAX_WINDOWS)
+	if (!esc.open && esc.nwin == ESC_MAX_WINDOWS && avail >= 0)
 		return respond(out, outlen, "ERR denied windows %d in the last hour "
 					   "remaining=%d budget=%d", ESC_MAX_WINDOWS, avail, esc.budget_s);
 	granted = (avail < 0 || want < avail) ? want : avail;

@@ -419,6 +419,20 @@ check_sched_storage_outside_switch($node);
 $node->stop;
 done_testing();
 
+# pgbench running SELECT 1 on two clients for $secs seconds, in the
+# background; returns its harness.
+sub select1_load
+{
+	my ($node, $secs) = @_;
+	my $script = PostgreSQL::Test::Utils::tempdir() . '/select1.sql';
+	open(my $fh, '>', $script) or die "$script: $!";
+	print $fh "SELECT 1;\n";
+	close($fh);
+	return IPC::Run::start([ 'pgbench', '-n', '-f', $script, '-c', '2', '-T', $secs,
+			'-h', $node->host, '-p', $node->port, 'postgres' ],
+		'<', \undef, '>', \my $lout, '2>', \my $lerr);
+}
+
 # A stream busier than its reader: a pgbench loop of SELECT 1 feeds it, a
 # reader that naps every few lines drains it.  The ring buffer fills, which
 # the trace reports within its run, and --duration still ends it on time
@@ -429,13 +443,7 @@ done_testing();
 sub check_busy_stream_ends
 {
 	my ($node) = @_;
-	my $script = PostgreSQL::Test::Utils::tempdir() . '/select1.sql';
-	open(my $fh, '>', $script) or die "$script: $!";
-	print $fh "SELECT 1;\n";
-	close($fh);
-	my $load = IPC::Run::start([ 'pgbench', '-n', '-f', $script, '-c', '2', '-T', '40',
-			'-h', $node->host, '-p', $node->port, 'postgres' ],
-		'<', \undef, '>', \my $lout, '2>', \my $lerr);
+	my $load = select1_load($node, 40);
 	sleep(1);
 	my $slow = 'my $n = 0; my @s; while (<STDIN>) { $n++; push @s, $_ if /summary/;'
 	  . ' select(undef, undef, undef, 0.00002) if $n % 4 == 0 } print "lines=$n\n", @s';
@@ -459,13 +467,7 @@ sub check_busy_stream_ends
 sub check_blocked_output_ends
 {
 	my ($node) = @_;
-	my $script = PostgreSQL::Test::Utils::tempdir() . '/select1b.sql';
-	open(my $fh, '>', $script) or die "$script: $!";
-	print $fh "SELECT 1;\n";
-	close($fh);
-	my $load = IPC::Run::start([ 'pgbench', '-n', '-f', $script, '-c', '2', '-T', '30',
-			'-h', $node->host, '-p', $node->port, 'postgres' ],
-		'<', \undef, '>', \my $lout, '2>', \my $lerr);
+	my $load = select1_load($node, 30);
 	my $dir = $node->data_dir;
 	# its output goes into a pipe this test never reads
 	my $h = IPC::Run::start([ PgTracerTest::ctl(), 'run', 'trace', '--probes', 'syscall',

@@ -406,6 +406,24 @@ test_window_limit(void)
 	CHECK(strncmp(ask(t, "ESCALATE", 2, "1", "alice", NULL), "OK granted=1 ", 13) == 0);
 	escalation_detach();
 
+	/*
+	 * an unlimited budget has nothing to free: the 65th window opens, the
+	 * oldest leaves the list (bench/toggle_ab.sh opens some 100 an hour)
+	 */
+	escalation_reset();
+	CHECK(escalation_configure_budget("unlimited", err, sizeof(err)) == 0);
+	escalation_attach(fake_switch, NULL);
+	for (i = 0, t = T0; i < ESC_MAX_WINDOWS + 1; i++, t += 10 * S)
+	{
+		CHECK(strncmp(ask(t, "ESCALATE", 2, "1", "alice", NULL), "OK granted=1 ", 13) == 0,
+			  "unlimited: window %d granted", i);
+		escalation_tick(t + 2 * S);
+	}
+	CHECK(escalation_windows(w, ESC_MAX_PUBLISHED, 7) >= ESC_MAX_WINDOWS,
+		  "the latest windows listed");
+	escalation_detach();
+	CHECK(escalation_configure_budget("300", err, sizeof(err)) == 0);
+
 	/* timing that cannot be switched on: no window, nothing charged */
 	escalation_reset();
 	escalation_attach(failing_switch, NULL);
