@@ -27,7 +27,7 @@
  * them as its own (query ids, counts and times of a session it may not
  * see).  Maps are told apart by descriptor (map_bit), at most 32 of them.
  *
- * Threading: single-threaded (the daemon's loop).
+ * Threading: single-threaded (the daemon's loop, or trace's).
  */
 #include "pid_retire.h"
 #include "log.h"
@@ -103,8 +103,8 @@ pid_retire_configure(const char *arg, char *err, size_t errlen)
 
 /*
  * pid_retire_setup
- *		Turn retirement on (the daemon does; `trace` never); role_of (may
- *		be NULL) names the processes' roles.
+ *		Turn retirement on (the daemon; `trace` unless it follows one
+ *		backend); role_of (may be NULL) names the processes' roles.
  */
 void
 pid_retire_setup(int fd, pid_role_fn fn, void *arg)

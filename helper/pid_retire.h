@@ -28,7 +28,10 @@
  * does not continue the old rows: they fold at once (with the old process's
  * role), so that a session of another role never sees them as its own.
  *
- * Threading: single-threaded (the daemon's loop).  Not used by `trace`.
+ * `trace` folds too, except when it follows one backend (--pid): its
+ * printer shows folded rows as pid null / pid=exited (trace_out.h).
+ *
+ * Threading: single-threaded (the daemon's loop, or trace's).
  */
 #ifndef PGT_HELPER_PID_RETIRE_H
 #define PGT_HELPER_PID_RETIRE_H
@@ -83,7 +86,7 @@ typedef struct retire_map
 /* --keep-exited S: 0 .. PID_RETIRE_MAX_S.  Returns -1 with err on bad input. */
 extern int	pid_retire_configure(const char *arg, char *err, size_t errlen);
 
-/* The daemon's pid filter (`tracked`); -1: ask /proc.  Enables retirement. */
+/* The pid filter (`tracked`); -1: ask /proc.  Enables retirement. */
 /* The role (PGT_ROLE_*) of a tracked process, or of one just gone; 0 unknown. */
 typedef uint32_t (*pid_role_fn) (void *arg, uint32_t pid, int alive);
 

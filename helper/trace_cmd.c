@@ -24,6 +24,7 @@
 #include "layout_file.h"
 #include "log.h"
 #include "parse_num.h"
+#include "pid_retire.h"
 #include "privileges.h"
 #include "probe_set.h"
 #include "procfs.h"
@@ -67,7 +68,7 @@ static const char trace_usage[] =
 "                       [--sched-clock auto|ktime] [--query-id on|off]\n"
 "                       [--syscall-exit auto|fexit|tracepoint] [--assume-fexit]\n"
 "                       [--hide-tracepoint NAME] [--no-storage-in-switch]\n"
-"                       [--buffer SIZE]\n"
+"                       [--buffer SIZE] [--keep-exited S]\n"
 "\n"
 "Trace PostgreSQL processes with probe sets, without the extension.  By\n"
 "default every event is printed as it happens; with --stats and/or\n"
@@ -91,6 +92,11 @@ static const char trace_usage[] =
 "  --duration TIME    stop after TIME (default: until Ctrl-C)\n"
 "  --buffer SIZE      the event stream's ring buffer (default 4m; 4k..1g):\n"
 "                     events that find it full are lost, counted and reported\n"
+"  --keep-exited S    summary rows of an exited process keep its pid S seconds\n"
+"                     (0..86400, default 60), then fold into its cluster's\n"
+"                     rows of exited processes of its backend type (pid null\n"
+"                     in JSON, pid=exited in text); sooner when the in-kernel\n"
+"                     tables are half full.  Not with --pid of a backend\n"
 "  --format FORMAT    text (default) or json (JSON Lines: every record has\n"
 "                     ts, set, event, pid, backend_type, queryid)\n"
 "  --log-level LEVEL  error, warn (default), info or debug (stderr)\n"
@@ -159,6 +165,7 @@ typedef struct trace_state
 	uint64_t	started_ns;		/* CLOCK_BOOTTIME when tracing began */
 	uint64_t	summaries;		/* summary blocks printed so far */
 	int			waiting_logged;	/* "every traced postmaster has exited" said */
+	int			retiring;		/* rows of exited processes fold (pid_retire.h) */
 } trace_state;
 
 /*
@@ -615,8 +622,18 @@ look_again(trace_state *t)
 	size_t		alive = let_go_exited(t);
 	size_t		i;
 
-	/* query-id slots of exited backends: a streaming trace collects only at its end */
-	pset_runtime_sweep(&t->rt);
+	/*
+	 * Rows of exited processes fold as the daemon's do, at each second's
+	 * copy: with connection churn the in-kernel tables would otherwise fill
+	 * with them and evict the oldest, uncounted, between two summaries (or
+	 * before the only one of a streaming trace).  The copy also sweeps the
+	 * query-id slots of exited backends, which alone is needed when
+	 * nothing folds.
+	 */
+	if (t->retiring)
+		pset_runtime_collect(&t->rt);
+	else
+		pset_runtime_sweep(&t->rt);
 	if (t->o.pid != 0)
 	{
 		if (alive == 0)
@@ -973,6 +990,18 @@ exit_title(void *arg, uint32_t pid, char *buf, size_t buflen)
 }
 
 /*
+ * retired_role
+ *		pid_retire's source of roles: what the printer knows of the
+ *		process, from its title then or at its exit.
+ */
+static uint32_t
+retired_role(void *arg, uint32_t pid, int alive)
+{
+	(void) alive;
+	return trace_role(arg, pid);
+}
+
+/*
  * report_exit_titles
  *		Whether the records of processes gone before they are printed can
  *		name their type: the exit program reads the title while the process
@@ -1108,6 +1137,15 @@ trace_run(trace_state *t, const probe_set *const *sets, size_t nsets)
 		log_error("cannot load the BPF pid filter: %s", t->bpf.process.reason);
 		goto cleanup;
 	}
+	/*
+	 * One backend (--pid): its few rows stay its own, under its pid or its
+	 * parallel workers' (folded rows would be no one's, and not printed).
+	 */
+	if (t->out.focus == 0)
+	{
+		pid_retire_setup(t->bpf.tracked_fd, retired_role, &t->out);
+		t->retiring = 1;
+	}
 	if (pset_runtime_start(&t->rt, PSET_MODE_TRACE, streaming, t->bpf.tracked_fd,
 						   bpf_probes_chain(&t->bpf), sets, nsets) < 0)
 	{
@@ -1206,6 +1244,7 @@ trace_main(int argc, char **argv)
 		{"hide-tracepoint", required_argument, NULL, 'T'},
 		{"no-storage-in-switch", no_argument, NULL, 'S'},
 		{"buffer", required_argument, NULL, 'b'},
+		{"keep-exited", required_argument, NULL, 'K'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0}
 	};
@@ -1288,6 +1327,10 @@ trace_main(int argc, char **argv)
 			case 'b':
 				if (pset_configure_stream_bytes(optarg, err, sizeof(err)) < 0)
 					return usage_error("--buffer: %s", err);
+				break;
+			case 'K':
+				if (pid_retire_configure(optarg, err, sizeof(err)) < 0)
+					return usage_error("--keep-exited: %s", err);
 				break;
 			case 'h':
 				fputs(trace_usage, stdout);

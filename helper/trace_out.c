@@ -5,6 +5,7 @@
  */
 #include "trace_out.h"
 
+#include "pid_retire.h"
 #include "procfs.h"
 #include "pgt_segment.h"
 #include "pgt_utf8.h"
@@ -112,9 +113,27 @@ trace_backend_type(trace_out *o, uint32_t pid)
 		return "all";
 	if (pid == TRACE_PID_NONE)
 		return "none";
+	if (TRACE_PID_FOLDED(pid))
+		return pgt_role_name(PGT_RETIRED_ROLE(pid));
 	if (is_postmaster(o, pid))
 		return pgt_role_name(PGT_ROLE_POSTMASTER);
 	return pgt_role_name(type_entry(o, pid)->role);
+}
+
+/*
+ * trace_role
+ *		pid's role (PGT_ROLE_*) as its title says or said at its exit
+ *		(type_entry); 0 when not known.  For the folding of exited
+ *		processes' rows (pid_retire.h), which keeps their role.
+ */
+uint32_t
+trace_role(trace_out *o, uint32_t pid)
+{
+	if (pid == 0 || pid == TRACE_PID_ALL || pid == TRACE_PID_NONE || TRACE_PID_FOLDED(pid))
+		return PGT_ROLE_UNKNOWN;
+	if (is_postmaster(o, pid))
+		return PGT_ROLE_POSTMASTER;
+	return type_entry(o, pid)->role;
 }
 
 /*
@@ -130,8 +149,8 @@ trace_wanted(trace_out *o, uint32_t pid)
 	if (o->focus == 0 || pid == 0 || pid == TRACE_PID_ALL || pid == TRACE_PID_NONE ||
 		pid == o->focus)
 		return 1;
-	if (is_postmaster(o, pid))
-		return 0;
+	if (is_postmaster(o, pid) || TRACE_PID_FOLDED(pid))
+		return 0;				/* folded rows are no one process's */
 	return type_entry(o, pid)->leader == o->focus_nspid;
 }
 
@@ -227,11 +246,17 @@ trace_rec_begin(trace_out *o, const char *set, const char *event,
 		trace_json_string(o->f, set);
 		fputs(",\"event\":", o->f);
 		trace_json_string(o->f, event);
-		fprintf(o->f, ",\"pid\":%u,\"backend_type\":", pid);
+		if (TRACE_PID_FOLDED(pid))
+			fputs(",\"pid\":null,\"backend_type\":", o->f);
+		else
+			fprintf(o->f, ",\"pid\":%u,\"backend_type\":", pid);
 		trace_json_string(o->f, btype);
 		/* query ids are signed in PostgreSQL: print them as it does */
 		fprintf(o->f, ",\"queryid\":%" PRId64, (int64_t) queryid);
 	}
+	else if (TRACE_PID_FOLDED(pid))
+		fprintf(o->f, "%s %-*s %-14s pid=exited type=\"%s\" queryid=%" PRId64,
+				ts + 11, o->set_width, set, event, btype, (int64_t) queryid);
 	else
 		fprintf(o->f, "%s %-*s %-14s pid=%u type=\"%s\" queryid=%" PRId64,
 				ts + 11, o->set_width, set, event, pid, btype, (int64_t) queryid);

@@ -25,6 +25,9 @@
 #   - the block set on a kernel without block_io_start and block_rq_merge
 #     (hidden with --hide-tracepoint): the status says so, and a cold
 #     scan's block reads are still its backend's
+#   - connection churn (pgbench -C): with --keep-exited 0 the rows of
+#     exited backends fold into one row per backend type (pid null), and
+#     their send bytes add up to the payload the client received
 #   - the sched set as on a kernel before 6.4 (--no-storage-in-switch): a
 #     backend that ran before the trace and one forked during it are both
 #     counted, their pg_sleep off the CPU
@@ -410,6 +413,11 @@ ok($rc == 2 && $e =~ /--syscall-exit: kprobe: use auto, fexit or tracepoint/,
 ($rc, $o, $e) = run_helper('trace', '--probes', 'help');
 like($o, qr/^  network\s+socket send/m, '--probes help lists the sets');
 
+($rc, $o, $e) = run_helper('trace', '--probes', 'all', '--keep-exited', '1h');
+ok($rc == 2 && $e =~ /--keep-exited: "1h" is not a number of seconds from 0 to 86400/,
+	'bad --keep-exited: usage error with the range');
+
+check_exited_rows_fold($node);
 check_busy_stream_ends($node);
 check_blocked_output_ends($node);
 check_wal_elsewhere();
@@ -458,6 +466,54 @@ sub check_busy_stream_ends
 	like($err, qr/\d+ events still queued at the end were not printed/,
 		'... and says how many events it left queued unprinted');
 	like($out, qr/^\S+ trace\s+summary .* final=true /m, '... with its final summary');
+}
+
+# Connection churn: pgbench opens a connection per transaction, each
+# fetching a 100,000-byte value.  With --keep-exited 0 each backend's rows
+# fold, about a second after it exits, into the cluster's row of exited
+# client backends (pid null): summaries list the live processes, not every
+# connection of the run (before, each kept its own rows, and under heavier
+# churn the in-kernel tables evicted the oldest, uncounted).  Nothing is
+# lost or counted twice by the folding: the bytes sent add up to the
+# payload.
+sub check_exited_rows_fold
+{
+	my ($node) = @_;
+	my ($conns, $payload) = (300, 100_000);
+	my $script = PostgreSQL::Test::Utils::tempdir() . '/payload.sql';
+	open(my $fh, '>', $script) or die "$script: $!";
+	print $fh "SELECT repeat('x', $payload);\n";
+	close($fh);
+	my ($h, $out) = start_trace(qr/"queryid-tagging"/, '--probes', 'network', '--pgdata',
+		$node->data_dir, '--stats', '--interval', '1s', '--format', 'json',
+		'--keep-exited', '0', '--duration', '60s');
+	my ($t0, $lout, $lerr) = (time(), '', '');
+	IPC::Run::run([ 'pgbench', '-n', '-C', '-f', $script, '-c', '2', '-t', $conns / 2,
+			'-h', $node->host, '-p', $node->port, 'postgres' ],
+		'<', \undef, '>', \$lout, '2>', \$lerr) or die "pgbench: $lerr";
+	note(sprintf('pgbench -C: %d connections in %.1f s', $conns, time() - $t0));
+	sleep(2.5);    # a row folds at the first copy (each second) that finds its pid gone
+	$h->signal('INT');
+	$h->finish;
+	my @recs = map { JSON::PP::decode_json($_) } grep { /^\{/ } split /\n/, $$out;
+	# the final summary's records: those after its `summary` record
+	my ($last) = grep { $recs[$_]{event} eq 'summary' && $recs[$_]{final} } 0 .. $#recs;
+	my @final = defined $last ? @recs[ $last + 1 .. $#recs ] : ();
+	my @backends = grep { $_->{event} eq 'stats' && $_->{backend_type} eq 'client backend' } @final;
+	my @folded = grep { !defined $_->{pid} } @backends;
+	my %pids = map { $_->{pid} => 1 } grep { defined $_->{pid} } @backends;
+	ok(@folded >= 1, 'churn: the final summary has a folded row of exited client backends ('
+		  . scalar(@folded) . ')');
+	cmp_ok(scalar(keys %pids), '<=', 5,
+		"churn: ... and few rows under a pid (@{[ scalar(keys %pids) ]}), not one per connection ($conns)");
+	my ($sent, $folded_sent) = (0, 0);
+	$sent += $_->{send_bytes} for @backends;
+	$folded_sent += $_->{send_bytes} for @folded;
+	my $truth = $conns * $payload;
+	ok($sent >= $truth && $sent <= 1.05 * $truth,
+		"churn: client backends sent $sent bytes, the payload the client received is $truth (+5%)");
+	cmp_ok($folded_sent, '>=', 0.95 * $truth, "churn: the folded row holds them ($folded_sent)");
+	like($$out, qr/"pid":null,"backend_type":"client backend"/, 'churn: a folded row prints pid null');
 }
 
 # Output nobody reads (a pager left open, a stalled consumer): the trace

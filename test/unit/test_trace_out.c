@@ -3,13 +3,15 @@
  *	  The trace output helpers (helper/trace_out.c): JSON records carry the
  *	  common fields first and escape strings, text records, log2 histogram
  *	  rendering in both formats; backend types of exited processes; the
- *	  records a --pid trace prints (the backend's and its workers'); the
+ *	  records a --pid trace prints (the backend's and its workers'); rows
+ *	  folded from exited processes; the
  *	  probe-set list parser, --buffer sizes
  *	  (helper/probe_set.c) and the kernel code names (common/pgt_kernel.c).
  */
 #include "kernel_sets.h"
 #include "pgt_kernel.h"
 #include "pgt_trace.h"
+#include "pid_retire.h"
 #include "probe_set.h"
 #include "trace_out.h"
 #include "unit.h"
@@ -308,6 +310,53 @@ test_focus(void)
 	free(out);
 }
 
+/* A folded row of exited client backends of postmaster 4000, then a real pid. */
+static void
+folded_records(trace_out *o)
+{
+	trace_rec_begin(o, "network", "stats", PGT_RETIRED_PID_ROLE(4000, PGT_ROLE_CLIENT_BACKEND),
+					7, 1);
+	trace_rec_u64(o, "send_bytes", 100);
+	trace_rec_end(o);
+	trace_rec_begin(o, "network", "stats", PGT_RETIRED_PID(4000), 0, 1);
+	trace_rec_end(o);
+}
+
+/* the same with a backend in focus (--pid): no one's rows are not its */
+static void
+folded_focused(trace_out *o)
+{
+	o->focus = 4000 + 1;
+	folded_records(o);
+}
+
+/*
+ * Rows folded from exited processes (pid_retire.h): pid null in JSON,
+ * pid=exited in text, the role from the folded pid (none: unknown); not
+ * part of a one-backend trace.  The two pids that mark no process are not
+ * taken for folded ones.
+ */
+static void
+test_folded(void)
+{
+	char	   *j = render(1, folded_records);
+	char	   *t = render(0, folded_records);
+	char	   *f = render(1, folded_focused);
+
+	CHECK(strstr(j, "\"pid\":null,\"backend_type\":\"client backend\",\"queryid\":7,"
+				 "\"send_bytes\":100}") != NULL, "%s", j);
+	CHECK(strstr(j, "\"pid\":null,\"backend_type\":\"unknown\",") != NULL, "%s", j);
+	CHECK(strstr(t, " pid=exited type=\"client backend\" queryid=7 send_bytes=100\n") != NULL,
+		  "%s", t);
+	CHECK_INT(count_lines(f), 0);
+	CHECK(!TRACE_PID_FOLDED(TRACE_PID_ALL) && !TRACE_PID_FOLDED(TRACE_PID_NONE) &&
+		  !TRACE_PID_FOLDED(4194303u), "marks");
+	CHECK(TRACE_PID_FOLDED(PGT_RETIRED_PID_ROLE(4194303u, 0xFF)), "the largest folded pid");
+	free(j);
+	free(t);
+	free(f);
+}
+
 /* s as trace_json_string writes it (caller frees). */
 static char *
 json_of(const char *s)
@@ -395,6 +444,7 @@ main(void)
 	test_parse_list();
 	test_exit_titles();
 	test_focus();
+	test_folded();
 	test_stream_bytes();
 	test_kernel_records();
 	UNIT_MAIN_END("test_trace_out");
