@@ -463,6 +463,58 @@ query_done(void)
 }
 
 /*
+ * The extended protocol (Parse, Bind, Execute: drivers that send
+ * parameters, pgbench -M extended or prepared) never runs query__start:
+ * its statements are timed from PortalRun, whose query__execute__start and
+ * __done notes mark every portal run.  A portal run inside a statement
+ * already timed (exec_simple_query's own portal, an EXECUTE or FETCH, a
+ * nested portal) only counts its depth in the statement's slot (a[1]), so
+ * that the outermost one ends the statement.  Its text is
+ * debug_query_string, which exec_execute_message points at the
+ * statement's source text before it runs the portal.  What is timed is
+ * one Execute message: planning at Bind is not in it, and a portal
+ * suspended by a row limit is one statement per Execute.
+ */
+#define ENG_QUERY_BY_PORTAL	1	/* eng_start.a[0]: a portal started it */
+
+static __always_inline int
+portal_start(void)
+{
+	struct eng_cfg *cfg = cfg_for_current();
+	struct eng_start *s;
+	__u64		text = 0;
+
+	if (!cfg || !(s = timer_slot(ENG_QUERY)))
+		return 0;
+	if (s->ts)
+	{
+		if (s->a[0] == ENG_QUERY_BY_PORTAL)
+			s->a[1]++;
+		return 0;
+	}
+	if (cfg->query_string_addr)
+		bpf_probe_read_user(&text, sizeof(text), (void *) cfg->query_string_addr);
+	start_timer(ENG_QUERY, text, ENG_QUERY_BY_PORTAL, 0, 0, 0, 0);
+	return 0;
+}
+
+static __always_inline int
+portal_done(void)
+{
+	struct eng_start *s;
+
+	if (!cfg_for_current() || !(s = timer_slot(ENG_QUERY)) || !s->ts ||
+		s->a[0] != ENG_QUERY_BY_PORTAL)
+		return 0;
+	if (s->a[1] > 0)
+	{
+		s->a[1]--;
+		return 0;
+	}
+	return query_done();
+}
+
+/*
  * A statement that ends in an error never reaches query__done: the error
  * unwinds to PostgresMain, which sets debug_query_string to NULL and calls
  * AbortCurrentTransaction() (no USDT marks it).  That function also runs
@@ -514,6 +566,18 @@ int BPF_USDT(eng_query_done_usdt, __u64 text)
 	return query_done();
 }
 
+SEC("usdt")
+int BPF_USDT(eng_portal_start_usdt)
+{
+	return portal_start();
+}
+
+SEC("usdt")
+int BPF_USDT(eng_portal_done_usdt)
+{
+	return portal_done();
+}
+
 /* fallback: exec_simple_query(const char *query_string), debug symbols only */
 SEC("uprobe")
 int BPF_KPROBE(eng_query_start_uprobe, __u64 text)
@@ -525,6 +589,19 @@ SEC("uretprobe")
 int BPF_KRETPROBE(eng_query_done_uprobe)
 {
 	return query_done();
+}
+
+/* fallback: PortalRun (exported), with exec_simple_query's */
+SEC("uprobe")
+int BPF_KPROBE(eng_portal_start_uprobe)
+{
+	return portal_start();
+}
+
+SEC("uretprobe")
+int BPF_KRETPROBE(eng_portal_done_uprobe)
+{
+	return portal_done();
 }
 
 /* ------------------------------------------------------------ pg-locks */

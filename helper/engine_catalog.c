@@ -48,6 +48,11 @@ const engine_point engine_points[] = {
 	 "exec_simple_query", 0, "eng_query_start_uprobe", 0, 0, 0, NULL},
 	{"pg-query", 1, "query__done", "eng_query_done_usdt", NULL,
 	 "exec_simple_query", 1, "eng_query_done_uprobe", 0, 0, 0, NULL},
+	/* the extended protocol's statements: PortalRun (see engine_probes.bpf.c) */
+	{"pg-query", 1, "query__execute__start", "eng_portal_start_usdt", NULL,
+	 "PortalRun", 0, "eng_portal_start_uprobe", 1, 0, 0, NULL},
+	{"pg-query", 1, "query__execute__done", "eng_portal_done_usdt", NULL,
+	 "PortalRun", 1, "eng_portal_done_uprobe", 1, 0, 0, NULL},
 	{"pg-locks", 2, "lock__wait__start", "eng_lock_wait_start_usdt", NULL,
 	 "ProcSleep", 0, "eng_lock_wait_start_uprobe", 0, 0, 0, NULL},
 	{"pg-locks", 2, "lock__wait__done", "eng_lock_wait_done_usdt", NULL,
@@ -139,6 +144,7 @@ const char *const engine_wanted_symbols[] = {
 	"LockReassignCurrentOwner", "CurrentResourceOwner", "ProcSleep",
 	"LWLockConditionalAcquire", "LWLockAcquireOrWait", "AbortCurrentTransaction",
 	"RollbackAndReleaseCurrentSubTransaction", "AbortOutOfAnyTransaction", "debug_query_string",
+	"PortalRun",
 };
 const size_t engine_nwanted_symbols =
 	sizeof(engine_wanted_symbols) / sizeof(engine_wanted_symbols[0]);

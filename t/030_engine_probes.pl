@@ -2,7 +2,9 @@
 # real USDT/uprobes in the real kernel, checked against ground truth
 # measured independently: time around a statement, the time a lock is
 # held, pg_stat_bgwriter, pg_stat_database.blks_read, pg_stat_wal; and
-# emptied by pg_tracer_reset().
+# emptied by pg_tracer_reset().  Statements of the simple and the extended
+# protocol (pgbench -M extended and prepared) are timed, and a portal run
+# inside a statement is not one of its own.
 use strict;
 use warnings;
 use FindBin;
@@ -74,6 +76,10 @@ like($slow, qr/^$qid\|SELECT pg_sleep\(0\.8\)\s*;?\|8\d\d$/,
 
 # --- statement text keeps UTF-8 where the database takes it, '?' where not
 check_text_encodings($node);
+# --- the extended protocol's statements, and a portal inside a statement
+check_extended_protocol($node, $_) for qw(extended prepared);
+check_extended_error($node);
+check_nested_portal($node, $bg, $bg_pid);
 
 is($node->safe_psql('postgres',
 		"SELECT count(*) > 0 FROM pg_tracer_engine_histogram('query') WHERE bucket_lo_us <= $lat_ms * 1000
@@ -190,6 +196,88 @@ like($err, qr/unknown engine probe "nope".*\n.*HINT:  Use one of/s, 'unknown pro
 signal_helper($helper, 'TERM');
 $node->stop;
 done_testing();
+
+# The extended protocol (Parse, Bind, Execute) runs no query__start: its
+# statements are timed from PortalRun (pgbench -M extended sends the three
+# each time, -M prepared Parse once).  Three 0.35 s statements: three slow
+# statements with their text, each at most pgbench's own latency average
+# and within 10% of it, and three calls under their query id.  Before,
+# none was counted.
+sub check_extended_protocol
+{
+	my ($node, $mode) = @_;
+	# two statements of their own query ids
+	my ($secs, $more) = $mode eq 'extended' ? ('0.35', ', 1, 2') : ('0.36', ', 1');
+	my $script = PostgreSQL::Test::Utils::tempdir() . "/sleep_$mode.sql";
+	open(my $fh, '>', $script) or die "$script: $!";
+	print $fh "SELECT pg_sleep($secs)$more;\n";
+	close($fh);
+	my ($lout, $lerr) = ('', '');
+	IPC::Run::run([ 'pgbench', '-n', '-M', $mode, '-f', $script, '-c', '1', '-t', '3',
+			'-h', $node->host, '-p', $node->port, 'postgres' ],
+		'<', \undef, '>', \$lout, '2>', \$lerr) or die "pgbench: $lerr";
+	my ($avg) = $lout =~ /latency average = ([\d.]+) ms/;
+	my $q = "SELECT count(*), coalesce(max(duration_ms), 0), coalesce(min(duration_ms), 0),
+	                min(queryid), bool_or(failed)
+	           FROM pg_tracer_slow_statements WHERE query LIKE 'SELECT pg_sleep($secs)%'";
+	my $row = '';
+	wait_until(sub { $row = $node->safe_psql('postgres', $q); $row =~ /^3\|/ }, 5);
+	my ($n, $max, $min, $qid, $failed) = split /\|/, $row;
+	is($n, 3, "-M $mode: three slow statements with their text ($row)");
+	ok(defined $avg && $max <= $avg && $min >= 0.9 * $avg,
+		"-M $mode: each ${min}-${max} ms, at most pgbench's latency average ("
+		  . ($avg // '?') . ' ms) and within 10%');
+	is($failed, 'f', "-M $mode: none failed");
+	my $calls = '';
+	wait_until(sub {
+		$calls = $node->safe_psql('postgres',
+			"SELECT sum(calls) FROM pg_tracer_engine_events WHERE probe = 'query' AND queryid = $qid");
+		$calls eq '3' }, 5) if $n;
+	is($calls, '3', "-M $mode: three calls under the statement's query id");
+}
+
+# An extended-protocol statement cancelled by statement_timeout ends where
+# PostgresMain's error recovery aborts: a failed slow statement of about
+# the timeout's length (pgbench reports the error and stops the client).
+sub check_extended_error
+{
+	my ($node) = @_;
+	my $script = PostgreSQL::Test::Utils::tempdir() . '/timeout_extended.sql';
+	open(my $fh, '>', $script) or die "$script: $!";
+	print $fh "SET statement_timeout = '400ms';\nSELECT pg_sleep(2), 7, 8;\n";
+	close($fh);
+	my ($lout, $lerr) = ('', '');
+	IPC::Run::run([ 'pgbench', '-n', '-M', 'extended', '-f', $script, '-c', '1', '-t', '1',
+			'-h', $node->host, '-p', $node->port, 'postgres' ],
+		'<', \undef, '>', \$lout, '2>', \$lerr);
+	like($lerr, qr/canceling statement due to statement timeout/,
+		'-M extended: pgbench saw the statement time out');
+	my $row = '';
+	wait_until(sub {
+		$row = $node->safe_psql('postgres',
+			"SELECT failed, round(duration_ms) FROM pg_tracer_slow_statements
+			  WHERE query LIKE 'SELECT pg_sleep(2), 7, 8%'");
+		$row ne '' }, 5);
+	# the timeout runs from Parse, the timing from Execute: a little less
+	like($row, qr/^t\|(3[5-9]\d|4\d\d|5[0-4]\d)$/,
+		"-M extended: the timed-out statement is a failed slow statement of ~400 ms ($row)");
+}
+
+# A portal run inside a statement already timed (EXECUTE of a prepared
+# statement runs one within exec_simple_query's) does not end it or count
+# as a statement of its own.
+sub check_nested_portal
+{
+	my ($node, $s, $pid) = @_;
+	$s->query_safe('PREPARE nested_p AS SELECT pg_sleep(0.33)');
+	$s->query_safe('EXECUTE nested_p');
+	my $q = "SELECT string_agg(query || ' ' || round(duration_ms), ', ')
+	           FROM pg_tracer_slow_statements WHERE pid = $pid AND query ~ 'nested_p'";
+	my $got = '';
+	wait_until(sub { $got = $node->safe_psql('postgres', $q); $got ne '' }, 5);
+	like($got, qr/^EXECUTE nested_p\s*;? 3[3-9]\d$/,
+		"EXECUTE of a prepared statement: one slow statement, the EXECUTE ($got)");
+}
 
 # Statement text is UTF-8 in the helper's segment: a UTF8 database (and
 # SQL_ASCII, which takes any bytes) shows its characters as they were
