@@ -125,7 +125,7 @@ control_respond(const char *req, size_t len, const control_info *info,
 		char		text[PGT_PROTO_MAX_RESPONSE - 8];
 
 		if (escalation_respond(&r, info->attached ? info->postmaster_host_pid : 0,
-							   procfs_realtime_us(), text, sizeof(text)) >= 0)
+							   escalation_now_us(), text, sizeof(text)) >= 0)
 			return respond(out, outlen, "%s", text);
 	}
 	return respond(out, outlen, "ERR unknown-verb %s", r.verb);

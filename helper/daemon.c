@@ -392,7 +392,7 @@ publish_all(daemon_state *d)
 	size_t		i;
 
 	/* windows end on time even when no cluster publishes or asks */
-	escalation_tick(procfs_realtime_us());
+	escalation_tick(escalation_now_us());
 	if (bpf_probes_snapshot(&d->bpf, &rows, &n) < 0)
 		log_warn("BPF: cannot read the tracked map");
 	/* probe-set aggregates are copied once a second, not every 250 ms */

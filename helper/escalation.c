@@ -33,6 +33,10 @@
  * into one span, published with them, for the coverage of earlier times
  * (the exact counters keep those windows' waits until a reset).
  *
+ * Times are the wall clock's (they are published, and compared with the
+ * server's), read through escalation_now_us(), which moves them all when
+ * the clock is set.
+ *
  * Single-threaded: everything runs on the daemon's loop.
  */
 #include "escalation.h"
@@ -45,6 +49,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* A window and the cluster that opened it: kept together, moved together. */
 typedef struct esc_window
@@ -196,6 +201,76 @@ drop_windows(size_t n)
 	esc.nwin -= n;
 }
 
+/* The last readings of the two clocks (escalation_clock_check). */
+static int64_t clock_real_us;
+static int64_t clock_boot_us;
+
+/*
+ * clock_step
+ *		Move every time kept in the windows by delta_us (escalation.h).
+ */
+static void
+clock_step(int64_t delta_us)
+{
+	size_t		i;
+
+	for (i = 0; i < esc.nwin; i++)
+	{
+		struct pgt_exact_window_entry *w = &esc.win[i].e;
+
+		w->start_us += delta_us;
+		if (w->end_us != 0)
+			w->end_us += delta_us;
+		if (w->planned_end_us != 0)
+			w->planned_end_us += delta_us;
+		if (esc.win[i].charged_end_us != 0)
+			esc.win[i].charged_end_us += delta_us;
+	}
+	if (esc.earlier_covered_us != 0)
+	{
+		esc.earlier_start_us += delta_us;
+		esc.earlier_end_us += delta_us;
+	}
+	escalation_anomaly_clock_step(delta_us);
+}
+
+/*
+ * escalation_clock_check
+ *		See escalation.h.
+ */
+int64_t
+escalation_clock_check(int64_t real_us, int64_t boot_us)
+{
+	int64_t		step = 0;
+
+	if (clock_boot_us != 0)
+		step = (real_us - clock_real_us) - (boot_us - clock_boot_us);
+	clock_real_us = real_us;
+	clock_boot_us = boot_us;
+	if (step > -ESC_CLOCK_STEP_US && step < ESC_CLOCK_STEP_US)
+		return 0;
+	log_warn("the wall clock was set %s by %.1f s: the escalation windows, the budget's "
+			 "hour and the anomaly cooldown move with it", step > 0 ? "forward" : "back",
+			 (double) (step > 0 ? step : -step) / 1e6);
+	clock_step(step);
+	return step;
+}
+
+/*
+ * escalation_now_us
+ *		See escalation.h.
+ */
+int64_t
+escalation_now_us(void)
+{
+	struct timespec ts;
+	int64_t		real = procfs_realtime_us();
+
+	if (clock_gettime(CLOCK_BOOTTIME, &ts) == 0)
+		(void) escalation_clock_check(real, (int64_t) ts.tv_sec * 1000000 + ts.tv_nsec / 1000);
+	return real;
+}
+
 /*
  * open_window
  *		Append an open window (dropping the oldest when full: escalate
@@ -275,7 +350,7 @@ escalation_attach(esc_switch_fn sw, const char *unavailable_reason)
 			 unavailable_reason ? unavailable_reason : "");
 	if (sw != NULL && esc.mode == ESC_MODE_FULL && !esc.open)
 	{
-		int64_t		now = procfs_realtime_us();
+		int64_t		now = escalation_now_us();
 
 		(void) open_window(now, 0, 0, "full", "helper", 0);
 	}
@@ -288,7 +363,7 @@ escalation_attach(esc_switch_fn sw, const char *unavailable_reason)
 void
 escalation_detach(void)
 {
-	int64_t		now = procfs_realtime_us();
+	int64_t		now = escalation_now_us();
 
 	close_window(now, now, "stop");
 	esc.sw = NULL;
@@ -307,7 +382,7 @@ escalation_attach_kernel(esc_switch_fn sw)
 	if (esc.mode == ESC_MODE_FULL && !esc.open)
 	{
 		esc.kernel_on = 0;
-		(void) open_window(procfs_realtime_us(), 0, 0, "full", "helper", 0);
+		(void) open_window(escalation_now_us(), 0, 0, "full", "helper", 0);
 		return;
 	}
 	esc.kernel_on = esc.open;
@@ -657,4 +732,5 @@ escalation_reset(void)
 	esc.open = 0;
 	esc.on = 0;
 	esc.kernel_on = 0;
+	clock_real_us = clock_boot_us = 0;
 }

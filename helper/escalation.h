@@ -51,6 +51,22 @@ extern void escalation_detach(void);
 extern void escalation_attach_kernel(esc_switch_fn fn);
 extern void escalation_detach_kernel(void);
 extern void escalation_tick(int64_t now_us);
+
+/*
+ * The wall clock (microseconds since the epoch) for every time the windows,
+ * the budget and the anomaly cooldown keep, in place of reading it
+ * directly: each call compares how far the wall clock moved since the last
+ * call with how far CLOCK_BOOTTIME did, and when the two differ by
+ * ESC_CLOCK_STEP_US or more (the clock was set: an NTP step, a VM's clock
+ * resynchronised) moves every kept time by the step (escalation_clock_step).
+ * A window then keeps its length, the rolling hour its hour and the
+ * cooldown its seconds, and the published times stay in the clock the
+ * server now reads.  Slewing (at most 0.5 ms a second) is no step.
+ */
+#define ESC_CLOCK_STEP_US	INT64_C(1000000)
+extern int64_t escalation_now_us(void);
+/* The same from given readings (tests); returns the step applied, or 0. */
+extern int64_t escalation_clock_check(int64_t real_us, int64_t boot_us);
 extern int	escalation_active(void);
 extern int	escalation_used_s(int64_t now_us);
 
@@ -95,6 +111,8 @@ extern int	escalation_configure_cooldown(const char *s, char *err, size_t errlen
 extern const char *escalation_anomaly_sample(int64_t now_us, uint32_t active,
 											 uint32_t locked);
 extern double escalation_anomaly_baseline(void);
+/* The wall clock was set: the anomaly rules' times move by delta_us. */
+extern void escalation_anomaly_clock_step(int64_t delta_us);
 extern int	escalation_auto(int64_t now_us, int seconds, const char *reason);
 
 /* for unit tests: forget every window, back to the configured mode */

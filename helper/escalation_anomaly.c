@@ -67,6 +67,20 @@ escalation_anomaly_baseline(void)
 }
 
 /*
+ * escalation_anomaly_clock_step
+ *		See escalation.h: the warm-up's start and the last rule's firing
+ *		move with the clock, so neither is cut short or stretched by it.
+ */
+void
+escalation_anomaly_clock_step(int64_t delta_us)
+{
+	if (first_us != 0)
+		first_us += delta_us;
+	if (last_fire_us != 0)
+		last_fire_us += delta_us;
+}
+
+/*
  * escalation_anomaly_sample
  *		One sample; returns the rule that opened a window, else NULL.
  */

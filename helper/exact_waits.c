@@ -805,7 +805,7 @@ collect(pset_inst *in)
 		uint32_t	locked;
 
 		sample_sessions(p, &active, &locked);
-		(void) escalation_anomaly_sample(procfs_realtime_us(), active, locked);
+		(void) escalation_anomaly_sample(escalation_now_us(), active, locked);
 	}
 	in->events = 0;
 	for (size_t k = 0; k < p->n; k++)

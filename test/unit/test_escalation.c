@@ -12,7 +12,8 @@
  *	  windows leave the hour; a socket whose cluster is not attached cannot
  *	  open or close a window; a late tick charges only what was granted;
  *	  windows that leave the list stay as one span with what they covered;
- *	  at most 64 windows an hour; a reason named "full" is charged.
+ *	  at most 64 windows an hour; a reason named "full" is charged; the
+ *	  kept times move with the wall clock when it is set.
  */
 #include "escalation.h"
 #include "unit.h"
@@ -507,6 +508,56 @@ test_kernel_sets(void)
 	CHECK(escalation_configure_mode("tiered", err, sizeof(err)) == 0);
 }
 
+/*
+ * The wall clock set back an hour, then forward, while a window is open:
+ * the window keeps its 60 s, the budget its charge, and the rules their
+ * cooldown; drift below a second moves nothing.  Before, a clock set back
+ * left the window open for an hour more, and one set forward closed it at
+ * once with an hour charged to its length.
+ */
+static void
+test_clock_steps(void)
+{
+	struct pgt_exact_window_entry w[ESC_MAX_PUBLISHED];
+	const int64_t B0 = 1000 * S;	/* CLOCK_BOOTTIME at the start */
+	const int64_t H = 3600 * S;
+	size_t		n;
+
+	escalation_reset();
+	escalation_attach(fake_switch, NULL);
+	CHECK(escalation_clock_check(T0, B0) == 0, "the first reading is no step");
+	CHECK_STR(ask(T0, "ESCALATE", 2, "60", "alice", NULL),
+			  "OK granted=60 remaining=240 budget=300 mode=tiered");
+	/* 0.4 s of drift in 10 s: no step */
+	CHECK(escalation_clock_check(T0 + 10 * S + 400000, B0 + 10 * S) == 0, "drift");
+	/* set back an hour, 20 s in */
+	CHECK(escalation_clock_check(T0 + 20 * S + 400000 - H, B0 + 20 * S) == -H, "back");
+	escalation_tick(T0 + 59 * S - H);
+	CHECK(escalation_active(), "still open 59 s in");
+	escalation_tick(T0 + 61 * S - H);
+	CHECK(!escalation_active(), "closed 60 s in, by the clock set back");
+	CHECK_STR(ask(T0 + 62 * S - H, "BUDGET", 0, NULL, NULL, NULL),
+			  "OK mode=tiered budget=300 used=60 remaining=240 active=0 until=0");
+	n = escalation_windows(w, ESC_MAX_PUBLISHED, 7);
+	/* open from T0, moved an hour back; closed by the tick 61 s in */
+	CHECK(n == 1 && w[0].start_us == T0 - H && w[0].end_us == T0 + 61 * S - H,
+		  "the window moved with the clock: %zu, %lld s long", n,
+		  (long long) ((w[0].end_us - w[0].start_us) / S));
+
+	/* a second window, then the clock set forward an hour, 10 s in */
+	CHECK(escalation_clock_check(T0 + 100 * S - H, B0 + 100 * S + 400000) == 0, "");
+	CHECK_STR(ask(T0 + 100 * S - H, "ESCALATE", 2, "30", "bob", NULL),
+			  "OK granted=30 remaining=210 budget=300 mode=tiered");
+	CHECK(escalation_clock_check(T0 + 110 * S, B0 + 110 * S + 400000) == H, "forward");
+	escalation_tick(T0 + 111 * S);
+	CHECK(escalation_active(), "still open 11 s in, after the clock went forward");
+	escalation_tick(T0 + 131 * S);
+	CHECK(!escalation_active(), "closed 31 s in");
+	CHECK_STR(ask(T0 + 132 * S, "BUDGET", 0, NULL, NULL, NULL),
+			  "OK mode=tiered budget=300 used=90 remaining=210 active=0 until=0");
+	escalation_detach();
+}
+
 int
 main(void)
 {
@@ -517,6 +568,7 @@ main(void)
 	test_clusters();
 	test_owners_and_late_ticks();
 	test_window_limit();
+	test_clock_steps();
 	test_anomaly();
 	test_kernel_sets();
 	UNIT_MAIN_END("test_escalation");
