@@ -117,6 +117,9 @@ typedef struct PgtAshSession
 	TimestampTz last_seen;
 	bool		exited;
 	char		type_name[64];	/* backend type description or bgw_type */
+	uint64		db_time_us;		/* its DB time since reset, as the sampler last
+								 * counted it: a restarted sampler goes on from
+								 * it (pg_tracer_active.db_time_ms) */
 } PgtAshSession;
 
 /* What a sampled process was doing at the latest tick. */

@@ -578,6 +578,8 @@ handle_reset(void)
 		trackers[i].run_recount = true;
 		live[i].db_time_us = 0;
 	}
+	for (i = 0; i < pgt_ash->nsessions; i++)
+		pgt_ash_directory(pgt_ash)[i].db_time_us = 0;
 	pgt_ash->ticks = 0;
 	pgt_ash->sampled_us = 0;
 	pgt_ash->lost_us = 0;
@@ -645,13 +647,15 @@ session_begin(int slot, const Sample *s, TimestampTz now)
 
 	/*
 	 * One pass: an entry of this very process (the sampler restarted) goes
-	 * on; else the first free one, else the one exited longest ago.
+	 * on, with the DB time counted so far; else the first free one, else
+	 * the one exited longest ago.
 	 */
 	for (i = 0; i < pgt_ash->nsessions; i++)
 	{
 		if (dir[i].key == t->key)
 		{
 			t->session = i;
+			t->db_time_us = dir[i].db_time_us;
 			dir[i].exited = false;
 			dir[i].last_seen = now;
 			return;
@@ -799,6 +803,8 @@ account(int slot, const Sample *s, uint64 w, PgtAshBucket *fb, PgtAshBucket *cb,
 		(ev == PGT_EV_CPU ? PGT_LIVE_ON_CPU : PGT_LIVE_WAITING);
 	live->state_us = t->run_us;
 	live->db_time_us = t->db_time_us;
+	if (t->session >= 0)
+		pgt_ash_directory(pgt_ash)[t->session].db_time_us = t->db_time_us;
 }
 
 /*

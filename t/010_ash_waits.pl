@@ -220,7 +220,14 @@ is(q1('SELECT ticks FROM pg_tracer_ash_status'), $k1, 'a disabled sampler takes 
 q1('ALTER SYSTEM RESET pg_tracer.sample_rate; ALTER SYSTEM RESET pg_tracer.sampler_enabled');
 $node->reload;
 
-# ---- the sampler restarts; the counters survive it
+# ---- the sampler restarts; the counters survive it, and so does the DB
+# time of a session that runs across the restart (before, it started again
+# from 0)
+my $across = $node->background_psql('postgres');
+my $across_pid = $across->query_safe('SELECT pg_backend_pid()');
+$across->query_until(qr/^$/, "SELECT pg_sleep(4);\n");
+sleep(2);
+my $db_before = q1("SELECT db_time_ms FROM pg_tracer_active WHERE pid = $across_pid");
 my $spid = q1('SELECT sampler_pid FROM pg_tracer_ash_status');
 kill 'TERM', $spid;
 ok($node->poll_query_until('postgres',
@@ -228,6 +235,11 @@ ok($node->poll_query_until('postgres',
 	'the sampler is restarted after it exits');
 ok(within(q1("SELECT total_ms FROM pg_tracer_wait_events WHERE wait_event = 'relation'"), $lk, 0.001),
 	'the totals survive a sampler restart');
+my $db_after = q1("SELECT db_time_ms FROM pg_tracer_active WHERE pid = $across_pid");
+cmp_ok($db_after, '>', $db_before + 100,
+	"a session's DB time goes on across the restart ($db_before ms before, $db_after ms after)");
+cmp_ok($db_before, '>', 1500, "... and was counted before it ($db_before ms of some 2,000)");
+$across->quit;
 is(q1("SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'pg_tracer helper link'"), '1',
 	'the helper link worker keeps running');
 
