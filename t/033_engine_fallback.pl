@@ -5,7 +5,8 @@
 # server find them as usual.  Inspection and pg_tracer_probes must report
 # the fallback (uprobes on exported functions) or "unavailable" with the
 # reason, and the fallback must produce the same ground truths as the USDT
-# path in t/030: lock wait duration, pg_stat_wal records, checkpoint buffers.
+# path in t/030: lock wait duration, pg_stat_wal records, checkpoint buffers;
+# and a timed checkpoint skipped on an idle server is not recorded.
 use strict;
 use warnings;
 use FindBin;
@@ -98,6 +99,7 @@ check_lock_wait($node);		# through ProcSleep
 check_lock_wait_error($node);	# ProcSleep never returns: ended at the abort
 check_wal_inserts($node);	# through XLogInsert; XLogFlush as with USDT
 check_checkpoint($node);	# through CreateCheckPoint, buffers from CheckpointStats
+check_skipped_checkpoint($node);
 
 # buffer reads through ReadBufferExtended: counted, but hit or miss is not
 # known there, so the hit ratio is NULL (it read 0: "every read missed")
@@ -121,3 +123,45 @@ is("@bad", '', 'every row names its tranche and mode');
 signal_helper($helper, 'TERM');
 $node->stop;
 done_testing();
+
+# A timed checkpoint on an idle server is skipped: CreateCheckPoint returns
+# at once, and the fallback (its return probe) must not record it as one
+# (before, it did: a checkpoint of no buffers).  checkpoint_timeout at its
+# 30 s minimum; the checkpoint location in pg_control shows whether the
+# timed one really was skipped (a server that wrote WAL meanwhile has a
+# real one, and then there is nothing to check).
+sub check_skipped_checkpoint
+{
+	my ($node) = @_;
+	# autovacuum would write WAL after the tables the checks above made
+	$node->safe_psql('postgres',
+		"ALTER SYSTEM SET checkpoint_timeout = '30s'; ALTER SYSTEM SET autovacuum = off");
+	$node->reload;
+	sleep(1);
+	my $state = "SELECT (SELECT checkpoints_timed FROM pg_stat_bgwriter),
+	                    (SELECT checkpoint_lsn FROM pg_control_checkpoint()),
+	                    (SELECT count(*) FROM pg_tracer_checkpoints)";
+	# reads prune the catalog pages the checks above left dead rows in,
+	# which writes WAL: VACUUM first, and this query once, before the
+	# checkpoint
+	$node->safe_psql('postgres', 'VACUUM');
+	$node->safe_psql('postgres', $state);
+	$node->safe_psql('postgres', 'CHECKPOINT');
+	sleep(1);    # the forced checkpoint's record is published
+	my ($timed0, $lsn0, $n0) = split /\|/, $node->safe_psql('postgres', $state);
+	my ($timed1, $lsn1, $n1);
+	wait_until(sub {
+		($timed1, $lsn1, $n1) = split /\|/, $node->safe_psql('postgres', $state);
+		$timed1 > $timed0 }, 45);
+	sleep(1.5);    # a record would be published by now
+	($timed1, $lsn1, $n1) = split /\|/, $node->safe_psql('postgres', $state);
+	SKIP:
+	{
+		skip "no timed checkpoint came ($timed0 -> $timed1)", 1 if $timed1 <= $timed0;
+		skip "the timed checkpoint was not skipped (WAL was written: $lsn0 -> $lsn1)", 1
+		  if $lsn1 ne $lsn0;
+		is($n1, $n0, "a timed checkpoint skipped on an idle server is no checkpoint record ($n0 -> $n1)");
+	}
+	$node->safe_psql('postgres', 'ALTER SYSTEM RESET checkpoint_timeout; ALTER SYSTEM RESET autovacuum');
+	$node->reload;
+}
