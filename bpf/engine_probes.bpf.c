@@ -484,7 +484,12 @@ portal_start(void)
 	struct eng_start *s;
 	__u64		text = 0;
 
-	if (!cfg || !(s = timer_slot(ENG_QUERY)))
+	/*
+	 * Only where debug_query_string is known: AbortCurrentTransaction's
+	 * probe needs it to end a statement that fails, and a failed Execute's
+	 * timer left running would hold off every later one of the backend.
+	 */
+	if (!cfg || !cfg->query_string_addr || !(s = timer_slot(ENG_QUERY)))
 		return 0;
 	if (s->ts)
 	{
@@ -492,8 +497,7 @@ portal_start(void)
 			s->a[1]++;
 		return 0;
 	}
-	if (cfg->query_string_addr)
-		bpf_probe_read_user(&text, sizeof(text), (void *) cfg->query_string_addr);
+	bpf_probe_read_user(&text, sizeof(text), (void *) cfg->query_string_addr);
 	start_timer(ENG_QUERY, text, ENG_QUERY_BY_PORTAL, 0, 0, 0, 0);
 	return 0;
 }

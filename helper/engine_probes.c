@@ -654,7 +654,7 @@ drop_target(uint32_t pm)
 static void
 release_unused(void)
 {
-	int64_t		now = procfs_realtime_us();
+	int64_t		now = procfs_monotonic_us();
 	int			k = 0;
 
 	while (k < core.nbins)
@@ -907,7 +907,7 @@ engine_core_join(pset_inst *inst, const pset_ctx *ctx, int set_index)
 	{
 		core.started = 1;
 		core.stream = ctx->stream;
-		core.started_us = procfs_realtime_us();
+		core.started_us = procfs_monotonic_us();
 		core.skel = engine_probes_bpf__open();
 		if (core.skel == NULL)
 			r = -errno;
@@ -1224,7 +1224,7 @@ note_losses(void)
 void
 engine_core_collect(void)
 {
-	int64_t		now = procfs_realtime_us();
+	int64_t		now = procfs_monotonic_us();
 
 	if (!core.started || core.failed || core.skel == NULL)
 		return;
@@ -1238,6 +1238,17 @@ engine_core_collect(void)
 		read_maps();
 	release_unused();
 	note_losses();
+}
+
+/*
+ * engine_core_read_next
+ *		See engine_probes.h: `trace` prints its summaries from the copy,
+ *		which must hold what ended just before (the final one at Ctrl-C).
+ */
+void
+engine_core_read_next(void)
+{
+	core.last_read_us = 0;
 }
 
 /*

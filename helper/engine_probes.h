@@ -48,7 +48,7 @@ typedef struct engine_view
 	size_t		nhist;
 	const engine_stream_row *stream;	/* oldest first */
 	size_t		nstream;
-	int64_t		started_us;		/* CLOCK_REALTIME when the core started */
+	int64_t		started_us;		/* CLOCK_MONOTONIC when the core started */
 } engine_view;
 
 /*
@@ -74,6 +74,8 @@ extern void engine_core_untarget(uint32_t pm);
 
 /* Read the aggregates (at most twice a second) and drain the stream. */
 extern void engine_core_collect(void);
+/* The next collect reads the maps however recent the last read (a summary). */
+extern void engine_core_read_next(void);
 extern void engine_core_view(engine_view *v);
 extern uint64_t engine_core_set_events(int set_index);
 

@@ -292,7 +292,7 @@ eng_stats(pset_inst *inst, trace_out *out)
 	size_t		i;
 
 	engine_core_view(&v);
-	secs = (double) (procfs_realtime_us() - v.started_us) / 1e6;
+	secs = (double) (procfs_monotonic_us() - v.started_us) / 1e6;
 	if (secs <= 0)
 		secs = 1;
 	ord = v.nrows ? malloc(v.nrows * sizeof(*ord)) : NULL;

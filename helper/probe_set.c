@@ -581,7 +581,7 @@ static void
 sweep_qid_slots(pset_runtime *rt)
 {
 	static int64_t last_us;
-	int64_t		now = procfs_realtime_us();
+	int64_t		now = procfs_monotonic_us();
 	size_t		nq;
 	size_t		nt;
 	size_t		i;

@@ -515,6 +515,21 @@ procfs_realtime_us(void)
 }
 
 /*
+ * procfs_monotonic_us
+ *		CLOCK_MONOTONIC in microseconds: for intervals, which a clock that
+ *		is set must not stretch or stop.
+ */
+int64_t
+procfs_monotonic_us(void)
+{
+	struct timespec ts;
+
+	if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0)
+		return 0;
+	return (int64_t) ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/*
  * procfs_boot_to_real_us
  *		CLOCK_REALTIME minus CLOCK_BOOTTIME now, in microseconds: add it to
  *		a boot-time stamp (BPF's bpf_ktime_get_boot_ns, /proc start times)

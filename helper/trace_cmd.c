@@ -128,6 +128,7 @@ typedef struct trace_opts
 	int64_t		duration_ms;
 	int			json;
 	enum log_level log_level;
+	int			keep_exited_set;	/* --keep-exited given */
 } trace_opts;
 
 /* One target cluster (or the parent of a single traced backend). */
@@ -753,6 +754,7 @@ print_summary(trace_state *t, int stats, int hist, int final)
 {
 	size_t		i;
 
+	engine_core_read_next();	/* not the once-a-second copy's, maybe 0.5 s old */
 	pset_runtime_collect(&t->rt);
 	trace_rec_begin(&t->out, "trace", "summary", TRACE_PID_NONE, 0, 0);
 	trace_rec_u64(&t->out, "seq", ++t->summaries);
@@ -997,8 +999,7 @@ exit_title(void *arg, uint32_t pid, char *buf, size_t buflen)
 static uint32_t
 retired_role(void *arg, uint32_t pid, int alive)
 {
-	(void) alive;
-	return trace_role(arg, pid);
+	return trace_role(arg, pid, alive);
 }
 
 /*
@@ -1146,6 +1147,8 @@ trace_run(trace_state *t, const probe_set *const *sets, size_t nsets)
 		pid_retire_setup(t->bpf.tracked_fd, retired_role, &t->out);
 		t->retiring = 1;
 	}
+	else if (t->o.keep_exited_set)
+		log_warn("--keep-exited does nothing with --pid of a backend: its rows are not folded");
 	if (pset_runtime_start(&t->rt, PSET_MODE_TRACE, streaming, t->bpf.tracked_fd,
 						   bpf_probes_chain(&t->bpf), sets, nsets) < 0)
 	{
@@ -1331,6 +1334,7 @@ trace_main(int argc, char **argv)
 			case 'K':
 				if (pid_retire_configure(optarg, err, sizeof(err)) < 0)
 					return usage_error("--keep-exited: %s", err);
+				t.o.keep_exited_set = 1;
 				break;
 			case 'h':
 				fputs(trace_usage, stdout);

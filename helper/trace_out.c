@@ -16,6 +16,9 @@
 #include <string.h>
 #include <time.h>
 
+/* the postmaster in a folded pid (PGT_RETIRED_PID: below 2^22) */
+#define FOLDED_PM_MASK		((1u << PGT_RETIRED_ROLE_SHIFT) - 1)
+
 /*
  * now_ms
  *		CLOCK_MONOTONIC in ms (cache ages).
@@ -122,18 +125,31 @@ trace_backend_type(trace_out *o, uint32_t pid)
 
 /*
  * trace_role
- *		pid's role (PGT_ROLE_*) as its title says or said at its exit
- *		(type_entry); 0 when not known.  For the folding of exited
- *		processes' rows (pid_retire.h), which keeps their role.
+ *		pid's role (PGT_ROLE_*) as its title says (type_entry), or for a
+ *		process known to be gone (!alive) as it said while it ran or at its
+ *		exit: not /proc, where another process may hold the pid by now; 0
+ *		when not known.  For the folding of exited processes' rows
+ *		(pid_retire.h), which keeps their role.
  */
 uint32_t
-trace_role(trace_out *o, uint32_t pid)
+trace_role(trace_out *o, uint32_t pid, int alive)
 {
+	const trace_type_entry *e = &o->cache[pid % TRACE_TYPE_CACHE];
+	char		buf[PROCFS_CMDLINE_MAX];
+	int			n;
+
 	if (pid == 0 || pid == TRACE_PID_ALL || pid == TRACE_PID_NONE || TRACE_PID_FOLDED(pid))
 		return PGT_ROLE_UNKNOWN;
 	if (is_postmaster(o, pid))
 		return PGT_ROLE_POSTMASTER;
-	return type_entry(o, pid)->role;
+	if (alive)
+		return type_entry(o, pid)->role;
+	if (e->pid == pid && e->role != PGT_ROLE_UNKNOWN)
+		return e->role;
+	if (o->exit_title == NULL ||
+		(n = o->exit_title(o->exit_title_arg, pid, buf, sizeof(buf))) <= 0)
+		return PGT_ROLE_UNKNOWN;
+	return procfs_classify_title(buf, (size_t) n);
 }
 
 /*
@@ -253,10 +269,13 @@ trace_rec_begin(trace_out *o, const char *set, const char *event,
 		trace_json_string(o->f, btype);
 		/* query ids are signed in PostgreSQL: print them as it does */
 		fprintf(o->f, ",\"queryid\":%" PRId64, (int64_t) queryid);
+		if (TRACE_PID_FOLDED(pid))
+			fprintf(o->f, ",\"postmaster\":%u", pid & FOLDED_PM_MASK);
 	}
 	else if (TRACE_PID_FOLDED(pid))
-		fprintf(o->f, "%s %-*s %-14s pid=exited type=\"%s\" queryid=%" PRId64,
-				ts + 11, o->set_width, set, event, btype, (int64_t) queryid);
+		fprintf(o->f, "%s %-*s %-14s pid=exited type=\"%s\" queryid=%" PRId64 " postmaster=%u",
+				ts + 11, o->set_width, set, event, btype, (int64_t) queryid,
+				pid & FOLDED_PM_MASK);
 	else
 		fprintf(o->f, "%s %-*s %-14s pid=%u type=\"%s\" queryid=%" PRId64,
 				ts + 11, o->set_width, set, event, pid, btype, (int64_t) queryid);

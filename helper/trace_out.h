@@ -72,7 +72,7 @@ typedef struct trace_out
 extern void trace_out_init(trace_out *o, FILE *f, int json);
 extern int	trace_parse_format(const char *arg, int *json);
 extern const char *trace_backend_type(trace_out *o, uint32_t pid);
-extern uint32_t trace_role(trace_out *o, uint32_t pid);
+extern uint32_t trace_role(trace_out *o, uint32_t pid, int alive);
 extern int	trace_wanted(trace_out *o, uint32_t pid);
 
 /*
@@ -92,7 +92,8 @@ extern int	trace_wanted(trace_out *o, uint32_t pid);
  * The rows of processes that exited, folded per cluster and role
  * (PGT_RETIRED_PID_ROLE, pid_retire.h: bit 31 set, bit 30 never, unlike
  * the two above): printed as pid null (JSON) or pid=exited (text), with
- * the role they had as backend_type.
+ * the role they had as backend_type (the engine sets fold without it:
+ * unknown) and one more common field, postmaster (their cluster's).
  */
 #define TRACE_PID_FOLDED(pid)	(((pid) & 0xC0000000u) == 0x80000000u)
 

@@ -223,9 +223,9 @@ $node->reload;
 # ---- the sampler restarts; the counters survive it, and so does the DB
 # time of a session that runs across the restart (before, it started again
 # from 0)
-my $across = $node->background_psql('postgres');
+my $across = $node->background_psql('postgres', on_error_stop => 0);
 my $across_pid = $across->query_safe('SELECT pg_backend_pid()');
-$across->query_until(qr/^$/, "SELECT pg_sleep(4);\n");
+$across->query_until(qr/^$/, "SELECT pg_sleep(20);\n");
 sleep(2);
 my $db_before = q1("SELECT db_time_ms FROM pg_tracer_active WHERE pid = $across_pid");
 my $spid = q1('SELECT sampler_pid FROM pg_tracer_ash_status');
@@ -239,6 +239,7 @@ my $db_after = q1("SELECT db_time_ms FROM pg_tracer_active WHERE pid = $across_p
 cmp_ok($db_after, '>', $db_before + 100,
 	"a session's DB time goes on across the restart ($db_before ms before, $db_after ms after)");
 cmp_ok($db_before, '>', 1500, "... and was counted before it ($db_before ms of some 2,000)");
+q1("SELECT pg_cancel_backend($across_pid)");
 $across->quit;
 is(q1("SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'pg_tracer helper link'"), '1',
 	'the helper link worker keeps running');

@@ -484,9 +484,9 @@ sub check_exited_rows_fold
 	open(my $fh, '>', $script) or die "$script: $!";
 	print $fh "SELECT repeat('x', $payload);\n";
 	close($fh);
-	my ($h, $out) = start_trace(qr/"queryid-tagging"/, '--probes', 'network', '--pgdata',
+	my ($h, $out, $err) = start_trace(qr/"queryid-tagging"/, '--probes', 'network', '--pgdata',
 		$node->data_dir, '--stats', '--interval', '1s', '--format', 'json',
-		'--keep-exited', '0', '--duration', '60s');
+		'--keep-exited', '0', '--duration', '60s', '--log-level', 'info');
 	my ($t0, $lout, $lerr) = (time(), '', '');
 	IPC::Run::run([ 'pgbench', '-n', '-C', '-f', $script, '-c', '2', '-t', $conns / 2,
 			'-h', $node->host, '-p', $node->port, 'postgres' ],
@@ -499,11 +499,16 @@ sub check_exited_rows_fold
 	# the final summary's records: those after its `summary` record
 	my ($last) = grep { $recs[$_]{event} eq 'summary' && $recs[$_]{final} } 0 .. $#recs;
 	my @final = defined $last ? @recs[ $last + 1 .. $#recs ] : ();
-	my @backends = grep { $_->{event} eq 'stats' && $_->{backend_type} eq 'client backend' } @final;
+	# a connection of a few milliseconds is named by its title at exit,
+	# which older kernels do not keep (the trace says which at start)
+	my $type = $$err =~ /backend types of exited processes: unknown/ ? 'unknown' : 'client backend';
+	my @backends = grep { $_->{event} eq 'stats' && $_->{backend_type} eq $type } @final;
 	my @folded = grep { !defined $_->{pid} } @backends;
 	my %pids = map { $_->{pid} => 1 } grep { defined $_->{pid} } @backends;
-	ok(@folded >= 1, 'churn: the final summary has a folded row of exited client backends ('
+	ok(@folded >= 1, "churn: the final summary has a folded row of exited backends ($type: "
 		  . scalar(@folded) . ')');
+	is(join(',', map { $_->{postmaster} } @folded), join(',', ($node->{_pid}) x @folded),
+		'churn: ... which names their postmaster');
 	cmp_ok(scalar(keys %pids), '<=', 5,
 		"churn: ... and few rows under a pid (@{[ scalar(keys %pids) ]}), not one per connection ($conns)");
 	my ($sent, $folded_sent) = (0, 0);
@@ -513,7 +518,7 @@ sub check_exited_rows_fold
 	ok($sent >= $truth && $sent <= 1.05 * $truth,
 		"churn: client backends sent $sent bytes, the payload the client received is $truth (+5%)");
 	cmp_ok($folded_sent, '>=', 0.95 * $truth, "churn: the folded row holds them ($folded_sent)");
-	like($$out, qr/"pid":null,"backend_type":"client backend"/, 'churn: a folded row prints pid null');
+	like($$out, qr/"pid":null,"backend_type":"\Q$type\E"/, 'churn: a folded row prints pid null');
 }
 
 # Output nobody reads (a pager left open, a stalled consumer): the trace

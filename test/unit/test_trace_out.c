@@ -17,6 +17,7 @@
 #include "unit.h"
 
 #include <stdlib.h>
+#include <unistd.h>
 
 /* Render with fn into a string (caller frees). */
 static char *
@@ -310,6 +311,20 @@ test_focus(void)
 	free(out);
 }
 
+/* The exit title of a client backend, for any pid (this program's own). */
+static int
+exit_title_of_self(void *arg, uint32_t pid, char *buf, size_t buflen)
+{
+	const char *title = "postgres: alice db 127.0.0.1(5000) idle";
+
+	(void) arg;
+	(void) pid;
+	if (buflen < strlen(title) + 1)
+		return -1;
+	memcpy(buf, title, strlen(title) + 1);
+	return (int) strlen(title) + 1;
+}
+
 /* A folded row of exited client backends of postmaster 4000, then a real pid. */
 static void
 folded_records(trace_out *o)
@@ -332,7 +347,8 @@ folded_focused(trace_out *o)
 
 /*
  * Rows folded from exited processes (pid_retire.h): pid null in JSON,
- * pid=exited in text, the role from the folded pid (none: unknown); not
+ * pid=exited in text, the role from the folded pid (none: unknown), their
+ * postmaster; not
  * part of a one-backend trace.  The two pids that mark no process are not
  * taken for folded ones.
  */
@@ -344,11 +360,26 @@ test_folded(void)
 	char	   *f = render(1, folded_focused);
 
 	CHECK(strstr(j, "\"pid\":null,\"backend_type\":\"client backend\",\"queryid\":7,"
-				 "\"send_bytes\":100}") != NULL, "%s", j);
+				 "\"postmaster\":4000,\"send_bytes\":100}") != NULL, "%s", j);
 	CHECK(strstr(j, "\"pid\":null,\"backend_type\":\"unknown\",") != NULL, "%s", j);
-	CHECK(strstr(t, " pid=exited type=\"client backend\" queryid=7 send_bytes=100\n") != NULL,
-		  "%s", t);
+	CHECK(strstr(t, " pid=exited type=\"client backend\" queryid=7 postmaster=4000 send_bytes=100\n")
+		  != NULL, "%s", t);
 	CHECK_INT(count_lines(f), 0);
+	{
+		/* a gone process's role: its exit title, never /proc's holder of the pid */
+		trace_out	o;
+		char	   *buf = NULL;
+		size_t		len = 0;
+		FILE	   *mf = open_memstream(&buf, &len);
+
+		trace_out_init(&o, mf, 0);
+		o.exit_title = exit_title_of_self;
+		CHECK_INT((int) trace_role(&o, (uint32_t) getpid(), 0), PGT_ROLE_CLIENT_BACKEND);
+		CHECK((int) trace_role(&o, (uint32_t) getpid(), 1) != PGT_ROLE_CLIENT_BACKEND,
+			  "alive: what /proc says (this test program)");
+		fclose(mf);
+		free(buf);
+	}
 	CHECK(!TRACE_PID_FOLDED(TRACE_PID_ALL) && !TRACE_PID_FOLDED(TRACE_PID_NONE) &&
 		  !TRACE_PID_FOLDED(4194303u), "marks");
 	CHECK(TRACE_PID_FOLDED(PGT_RETIRED_PID_ROLE(4194303u, 0xFF)), "the largest folded pid");
