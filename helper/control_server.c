@@ -42,11 +42,7 @@
 int64_t
 control_now_ms(void)
 {
-	struct timespec ts;
-
-	if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0)
-		return 0;
-	return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return procfs_monotonic_us() / 1000;
 }
 
 /*

@@ -49,7 +49,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 /* A window and the cluster that opened it: kept together, moved together. */
 typedef struct esc_window
@@ -263,11 +262,11 @@ escalation_clock_check(int64_t real_us, int64_t boot_us)
 int64_t
 escalation_now_us(void)
 {
-	struct timespec ts;
 	int64_t		real = procfs_realtime_us();
+	int64_t		boot = procfs_boottime_us();
 
-	if (clock_gettime(CLOCK_BOOTTIME, &ts) == 0)
-		(void) escalation_clock_check(real, (int64_t) ts.tv_sec * 1000000 + ts.tv_nsec / 1000);
+	if (boot != 0)
+		(void) escalation_clock_check(real, boot);
 	return real;
 }
 

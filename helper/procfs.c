@@ -500,6 +500,17 @@ procfs_alive(pid_t pid, uint64_t starttime)
 	return st.starttime == starttime && st.state != 'Z' && st.state != 'X';
 }
 
+/* clock id in microseconds, 0 when it cannot be read */
+static int64_t
+clock_us(clockid_t id)
+{
+	struct timespec ts;
+
+	if (clock_gettime(id, &ts) != 0)
+		return 0;
+	return (int64_t) ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
 /*
  * procfs_realtime_us
  *		CLOCK_REALTIME in microseconds.
@@ -507,11 +518,7 @@ procfs_alive(pid_t pid, uint64_t starttime)
 int64_t
 procfs_realtime_us(void)
 {
-	struct timespec ts;
-
-	if (clock_gettime(CLOCK_REALTIME, &ts) != 0)
-		return 0;
-	return (int64_t) ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+	return clock_us(CLOCK_REALTIME);
 }
 
 /*
@@ -522,11 +529,18 @@ procfs_realtime_us(void)
 int64_t
 procfs_monotonic_us(void)
 {
-	struct timespec ts;
+	return clock_us(CLOCK_MONOTONIC);
+}
 
-	if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0)
-		return 0;
-	return (int64_t) ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+/*
+ * procfs_boottime_us
+ *		CLOCK_BOOTTIME in microseconds: the monotonic clock with the time
+ *		suspended counted too.
+ */
+int64_t
+procfs_boottime_us(void)
+{
+	return clock_us(CLOCK_BOOTTIME);
 }
 
 /*

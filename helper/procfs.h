@@ -40,6 +40,7 @@ extern int64_t procfs_boot_to_real_us(void);
 extern int64_t procfs_start_us(const proc_stat *st);
 extern int64_t procfs_realtime_us(void);
 extern int64_t procfs_monotonic_us(void);
+extern int64_t procfs_boottime_us(void);
 extern ssize_t procfs_mem_pread(pid_t pid, uint64_t addr, void *buf, size_t len);
 extern int	procfs_mem_read(pid_t pid, uint64_t addr, void *buf, size_t len);
 
