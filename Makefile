@@ -130,7 +130,8 @@ FUZZ_CFLAGS    = -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recove
 FUZZ_LIB_SRCS  = helper/layout_file.c helper/procfs.c helper/pidfile.c helper/usdt_notes.c \
                  helper/fd_read.c \
                  helper/elf_inspect.c \
-                 helper/control_server.c helper/escalation.c helper/segment_writer.c \
+                 helper/control_server.c helper/escalation.c helper/escalation_anomaly.c \
+                 helper/segment_writer.c \
                  helper/log.c helper/parse_num.c $(COMMON_SRCS)
 FUZZ_TARGETS   = $(patsubst test/fuzz/%.c,$(BUILD)/fuzz/%,$(wildcard test/fuzz/fuzz_*.c))
 
