@@ -27,6 +27,7 @@ use lib "$FindBin::Bin/lib";
 use PgTracerTest;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use POSIX ();
 use Time::HiRes qw(time sleep);
 
 plan skip_all => 'root helper not reachable (run through scripts/test.sh)'
@@ -296,13 +297,19 @@ is(q1("SELECT fidelity FROM pg_tracer_wait_events WHERE wait_event = 'PgSleep'")
 	'full mode: pg_tracer_wait_events fidelity exact');
 is(q1("SELECT reason || '|' || requested_by FROM pg_tracer_escalations"), 'full|helper',
 	'full mode shows as one window');
-# exact time model of the sleeping session: a CPU burn it timed itself
+# exact time model of the sleeping session: a CPU burn it timed itself.
+# Both reads find the session idle, its ClientRead in progress counted up
+# to the helper's last copy (once a second) while the view's covered time
+# runs to now: the two reads are made a whole number of seconds apart, at
+# the same point of that second, so that the two lags cancel (before, up to
+# a second of idle time could show as CPU or go missing).
+my $r0 = time();
 my ($c0, $w0) = split /\|/, q1("SELECT cpu_ms, wait_ms FROM pg_tracer_exact_time_model WHERE pid = $pid");
 $s->query_safe('SELECT pg_sleep(1)');
 my $lt0 = time();
 $s->query_safe('DO $$ DECLARE x bigint := 0; BEGIN FOR i IN 1..3000000 LOOP x := x + i; END LOOP; END $$');
 my $loop_t = time() - $lt0;
-sleep(1.3);
+sleep($r0 + POSIX::ceil(time() - $r0 + 1.3) - time());
 my ($c1, $w1) = split /\|/, q1("SELECT cpu_ms, wait_ms FROM pg_tracer_exact_time_model WHERE pid = $pid");
 ok($w1 - $w0 >= 950 && $w1 - $w0 <= 1100, sprintf('time model: blocking waits grew %.0f ms (the 1 s sleep)', $w1 - $w0));
 my $loop_ms = $loop_t * 1000;
