@@ -297,24 +297,34 @@ is(q1("SELECT fidelity FROM pg_tracer_wait_events WHERE wait_event = 'PgSleep'")
 	'full mode: pg_tracer_wait_events fidelity exact');
 is(q1("SELECT reason || '|' || requested_by FROM pg_tracer_escalations"), 'full|helper',
 	'full mode shows as one window');
-# exact time model of the sleeping session: a CPU burn it timed itself.
-# Both reads find the session idle, its ClientRead in progress counted up
-# to the helper's last copy (once a second) while the view's covered time
-# runs to now: the two reads are made a whole number of seconds apart, at
-# the same point of that second, so that the two lags cancel (before, up to
-# a second of idle time could show as CPU or go missing).
-my $r0 = time();
-my ($c0, $w0) = split /\|/, q1("SELECT cpu_ms, wait_ms FROM pg_tracer_exact_time_model WHERE pid = $pid");
+# exact time model of the sleeping session: its waits grow by the 1 s sleep
+my ($w0) = q1("SELECT wait_ms FROM pg_tracer_exact_time_model WHERE pid = $pid");
 $s->query_safe('SELECT pg_sleep(1)');
-my $lt0 = time();
-$s->query_safe('DO $$ DECLARE x bigint := 0; BEGIN FOR i IN 1..3000000 LOOP x := x + i; END LOOP; END $$');
-my $loop_t = time() - $lt0;
-sleep($r0 + POSIX::ceil(time() - $r0 + 1.3) - time());
-my ($c1, $w1) = split /\|/, q1("SELECT cpu_ms, wait_ms FROM pg_tracer_exact_time_model WHERE pid = $pid");
+sleep(1.2);		# the helper copies its counters once a second
+my ($w1) = q1("SELECT wait_ms FROM pg_tracer_exact_time_model WHERE pid = $pid");
 ok($w1 - $w0 >= 950 && $w1 - $w0 <= 1100, sprintf('time model: blocking waits grew %.0f ms (the 1 s sleep)', $w1 - $w0));
-my $loop_ms = $loop_t * 1000;
-ok($c1 - $c0 >= 0.7 * $loop_ms && $c1 - $c0 <= $loop_ms + 150,
-	sprintf('time model: CPU* grew %.0f ms (a PL/pgSQL loop the client timed at %.0f ms)', $c1 - $c0, $loop_ms));
+# ... and its CPU* with the wall clock while it burns CPU.  Both reads are
+# made while its loop runs, a copy after it began: no wait of it is in
+# progress then, so the helper's once-a-second copy has all of them (a read while it idles finds
+# its ClientRead counted only up to that copy, while the covered time runs
+# to now: before, two such reads put a 169 ms loop at -26 ms in CI).
+my $burn = $node->background_psql('postgres', on_error_stop => 0);
+my $burn_pid = $burn->query_safe('SELECT pg_backend_pid()');
+sleep(1.5);		# the helper maps a new backend about once a second
+$burn->query_until(qr/^$/,
+	"DO \$\$ DECLARE x bigint := 0; BEGIN FOR i IN 1..200000000 LOOP x := x + i; END LOOP; END \$\$;\n");
+my $cq = "SELECT cpu_ms, extract(epoch FROM clock_timestamp()) * 1000
+            FROM pg_tracer_exact_time_model WHERE pid = $burn_pid";
+wait_until(sub { q1("SELECT state FROM pg_stat_activity WHERE pid = $burn_pid") eq 'active' }, 5);
+sleep(1.2);		# a copy after the ClientRead before the loop ended
+my ($c0, $t0) = split /\|/, q1($cq);
+sleep(1.5);
+my ($c1, $t1) = split /\|/, q1($cq);
+q1("SELECT pg_cancel_backend($burn_pid)");
+$burn->quit;
+my $wall = $t1 - $t0;
+ok(abs(($c1 - $c0) - $wall) <= 0.1 * $wall + 50,
+	sprintf('time model: CPU* grew %.0f ms in %.0f ms of a PL/pgSQL loop', $c1 - $c0, $wall));
 # a connection's first statement, before the helper has mapped its backend
 # (it maps new backends about once a second): timed through the
 # postmaster's my_wait_event_info (the indirect query-id slot)
