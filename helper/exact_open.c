@@ -21,8 +21,8 @@
  *
  * The system-call source keeps a wait in progress in the task's
  * `exact_starts` storage (read through a pidfd: one per tracked process,
- * once a second while a window is open), the watchpoint source in the
- * `exact_watch` map.
+ * at each publication, 4 a second, while a window is open), the
+ * watchpoint source in the `exact_watch` map.
  *
  * Single-threaded (the daemon's loop).
  */

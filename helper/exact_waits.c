@@ -16,10 +16,15 @@
  *
  * Once a second (collect) in tiered mode the sessions are sampled for the
  * anomaly rules (helper/escalation_anomaly.c): each mapped process's
- * wait_event_info, read like the seeds.  While timing is on, collect also
- * reads the waits in progress, which the publication adds to their rows,
- * and the end of a window folds them into the aggregates
- * (helper/exact_open.c).
+ * wait_event_info, read like the seeds.  While timing is on, every
+ * publication (4 a second) first copies the aggregates and then reads the
+ * waits in progress, which it adds to their rows up to the time of that
+ * read: the rows are all of one moment, just before the segment's
+ * last_update_us, which is what pg_tracer_exact_time_model counts its
+ * covered time to.  (Before, the aggregates were a second's copy while the
+ * waits in progress ran to each publication: a wait that ended after the
+ * copy went on growing until the next one.)  The end of a window folds the
+ * waits in progress into the aggregates (helper/exact_open.c).
  *
  * Single-threaded (the daemon's loop).
  */
@@ -48,6 +53,7 @@
 #include <unistd.h>
 
 #define EXACT_RESETS_KEPT	64	/* clusters whose latest reset is remembered */
+#define EXACT_RECOPY_NS		(100 * 1000 * 1000)	/* a copy younger is this round's */
 
 typedef struct exact_priv
 {
@@ -73,7 +79,8 @@ typedef struct exact_priv
 	uint64_t	last_sync_ns;
 	uint32_t   *qid_pids;		/* a copy of the pgt_qid map, for walks */
 	struct pgt_qid_slot *qid_slots;
-	exact_open_set open;		/* waits in progress, as of collect */
+	exact_open_set open;		/* waits in progress, as of copied_ns */
+	uint64_t	copied_ns;		/* monotonic time of the latest copy_all */
 	uint64_t	fold_lost;		/* waits in progress the full map refused */
 	/* the latest EXACTRESET of each cluster (monotonic ns): waits in
 	 * progress count from there, as the emptied counters do */
@@ -88,6 +95,7 @@ typedef struct exact_priv
 static size_t copy_map(int fd, size_t max, size_t ksz, size_t vsz, void **keys,
 					   void **vals);
 static uint64_t open_start(const exact_priv *p, const exact_open_wait *w);
+static void copy_waits(exact_priv *p);
 
 /* The running instance, for the escalation switch (one per helper). */
 static exact_priv *running;
@@ -180,10 +188,8 @@ fold_open_waits(exact_priv *p)
 	p->fold_lost += (uint64_t) (lost > 0 ? lost : 0);
 	log_debug("exact: %zu waits in progress at the end of the window", p->open.n);
 	p->open.n = 0;
-	/* the publications until the next collect show what was folded */
-	p->n = copy_map(bpf_map__fd(p->skel->maps.exact_waits), PGT_EXACT_WAITS_MAX,
-					sizeof(struct pgt_exact_key), sizeof(struct pgt_exact_val),
-					(void **) &p->keys, (void **) &p->vals);
+	/* the publications from now on show what was folded */
+	copy_waits(p);
 }
 
 /*
@@ -771,24 +777,27 @@ note_losses(pset_inst *in, exact_priv *p)
 }
 
 /*
- * collect
- *		Copy the aggregates, folding the rows of processes gone for a while.
+ * copy_waits
+ *		Copy the (pid, query id, event) aggregates.
  */
 static void
-collect(pset_inst *in)
+copy_waits(exact_priv *p)
 {
-	exact_priv *p = in->priv;
-
-	if (p == NULL || p->skel == NULL)
-		return;
 	p->n = copy_map(bpf_map__fd(p->skel->maps.exact_waits), PGT_EXACT_WAITS_MAX,
 					sizeof(struct pgt_exact_key), sizeof(struct pgt_exact_val),
 					(void **) &p->keys, (void **) &p->vals);
-	/* an empty copy is a round too (a reused pid's rows: none to fold here) */
-	if (pid_retire_rows(&waits_retire(p), p->keys, p->vals, p->n) > 0)
-		p->n = copy_map(bpf_map__fd(p->skel->maps.exact_waits), PGT_EXACT_WAITS_MAX,
-						sizeof(struct pgt_exact_key), sizeof(struct pgt_exact_val),
-						(void **) &p->keys, (void **) &p->vals);
+}
+
+/*
+ * copy_rest
+ *		After copy_waits: the histograms, then the waits in progress while
+ *		timing is on, and the time they count to.  In that order, a wait
+ *		that ends in between is in neither copy until the next one, never
+ *		in both (it would count twice).
+ */
+static void
+copy_rest(exact_priv *p)
+{
 	p->nh = copy_map(bpf_map__fd(p->skel->maps.exact_hists), PGT_EXACT_HISTS_MAX,
 					 sizeof(struct pgt_exact_hkey), sizeof(struct pgt_exact_hval),
 					 (void **) &p->hkeys, (void **) &p->hvals);
@@ -799,6 +808,25 @@ collect(pset_inst *in)
 
 		exact_open_collect(&src, &p->open);
 	}
+	p->copied_ns = exact_mono_ns();
+}
+
+/*
+ * collect
+ *		Copy the aggregates, folding the rows of processes gone for a while.
+ */
+static void
+collect(pset_inst *in)
+{
+	exact_priv *p = in->priv;
+
+	if (p == NULL || p->skel == NULL)
+		return;
+	copy_waits(p);
+	/* an empty copy is a round too (a reused pid's rows: none to fold here) */
+	if (pid_retire_rows(&waits_retire(p), p->keys, p->vals, p->n) > 0)
+		copy_waits(p);
+	copy_rest(p);
 	if (escalation_mode() == ESC_MODE_TIERED)
 	{
 		uint32_t	active;
@@ -842,7 +870,7 @@ put_wait(pset_pub *pub, uint32_t pid, uint32_t event, uint64_t qid, uint64_t cou
 static void
 publish_waits(exact_priv *p, pset_pub *pub)
 {
-	uint64_t	now = p->open.n > 0 ? exact_mono_ns() : 0;
+	uint64_t	now = p->copied_ns;
 	size_t		i;
 
 	for (i = 0; i < p->open.n; i++)
@@ -905,6 +933,13 @@ publish(pset_inst *in, pset_pub *pub)
 		/* untracked tasks' cached "not tracked" expires (exact_waits.bpf.c) */
 		__atomic_add_fetch(&p->skel->bss->exact_tick, 1, __ATOMIC_RELAXED);
 		watch_tick(in, p);
+		/* once a publication round (other clusters', collect's this tick) */
+		if (__atomic_load_n(&p->skel->bss->exact_on, __ATOMIC_SEQ_CST) &&
+			exact_mono_ns() - p->copied_ns > EXACT_RECOPY_NS)
+		{
+			copy_waits(p);
+			copy_rest(p);
+		}
 	}
 	publish_waits(p, pub);
 	for (i = 0; i < p->nh; i++)

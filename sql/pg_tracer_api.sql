@@ -245,3 +245,23 @@ SELECT pg_get_viewdef('pg_tracer_slow_statements') LIKE '%query-error%' AS keeps
 SELECT attname FROM pg_attribute WHERE attrelid = 'pg_tracer_slow_statements'::regclass AND attnum > 0 ORDER BY attnum;
 SELECT has_table_privilege('public', 'pg_tracer_slow_statements', 'SELECT') AS granted;
 DROP EXTENSION pg_tracer;
+-- 0.5.4 (a fix release): the exact time model counts its covered time to
+-- the helper's copy its waits are of (as_of), not to now
+CREATE EXTENSION pg_tracer VERSION '0.5.3';
+SELECT pg_get_viewdef('pg_tracer_exact_time_model') LIKE '%as_of%' AS to_the_copy;
+ALTER EXTENSION pg_tracer UPDATE;
+SELECT extversion FROM pg_extension WHERE extname = 'pg_tracer';
+SELECT pg_get_viewdef('pg_tracer_exact_time_model') LIKE '%as_of%' AS to_the_copy;
+SELECT obj_description('pg_tracer_exact_time_model'::regclass) LIKE '%latest copy%' AS new_comment;
+SELECT has_table_privilege('public', 'pg_tracer_exact_time_model', 'SELECT') AS granted;
+-- no helper here: no totals and no coverage; a span that is empty or not
+-- yet begun has none to give (NULL), a later until counts as now
+SELECT count(*) FROM pg_tracer_exact_session_totals();
+SELECT count(*) FROM pg_tracer_exact_time_model;
+SELECT pg_tracer_exact_coverage(now() - interval '1 minute', now());
+SELECT pg_tracer_exact_coverage(now(), now() - interval '1 minute') IS NULL AS empty_span;
+SELECT pg_tracer_exact_coverage(now() - interval '1 minute', NULL) IS NULL AS null_until;
+SELECT pg_tracer_exact_coverage(now() - interval '1 minute', '-infinity') IS NULL AS until_nobegin;
+SELECT pg_tracer_exact_coverage('-infinity', 'infinity');
+SELECT pg_tracer_exact_coverage('infinity', 'infinity') IS NULL AS since_noend;
+DROP EXTENSION pg_tracer;

@@ -5,9 +5,11 @@
  *	  pg_tracer_exact_waits() (per pid, query id and event, behind the
  *	  pg_tracer_exact_* views and the exact columns of the sampled views),
  *	  pg_tracer_histogram(wait_event), pg_tracer_escalations_srf(),
- *	  pg_tracer_exact_coverage(since) and pg_tracer_reset_all() (what
- *	  pg_tracer_reset() calls since 0.3.0: sampled and exact counters, and
- *	  the probe sets' rows of this cluster).
+ *	  pg_tracer_exact_coverage(since [, until]),
+ *	  pg_tracer_exact_session_totals() (behind pg_tracer_exact_time_model
+ *	  since 0.5.4) and pg_tracer_reset_all() (what pg_tracer_reset() calls
+ *	  since 0.3.0: sampled and exact counters, and the probe sets' rows of
+ *	  this cluster).
  *
  * Rows come from the helper's segment (tables PGT_SEC_EXACT_WAITS, _HIST,
  * _WINDOWS), copied and validated in the calling backend; a helper that is
@@ -43,6 +45,8 @@ PG_FUNCTION_INFO_V1(pg_tracer_exact_waits);
 PG_FUNCTION_INFO_V1(pg_tracer_histogram);
 PG_FUNCTION_INFO_V1(pg_tracer_escalations_srf);
 PG_FUNCTION_INFO_V1(pg_tracer_exact_coverage);
+PG_FUNCTION_INFO_V1(pg_tracer_exact_coverage_until);
+PG_FUNCTION_INFO_V1(pg_tracer_exact_session_totals);
 PG_FUNCTION_INFO_V1(pg_tracer_reset_all);
 
 /* the sampler's reset (src/sql_wait_events.c) */
@@ -53,6 +57,7 @@ extern Datum pg_tracer_reset(PG_FUNCTION_ARGS);
 	((int64) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * USECS_PER_DAY)
 
 #define EXACT_COLS	9
+#define TOTALS_COLS	4
 #define HIST_COLS	5
 #define WIN_COLS	8
 
@@ -287,6 +292,40 @@ pg_tracer_escalations_srf(PG_FUNCTION_ARGS)
 }
 
 /*
+ * exact_share
+ *		Share (0..1) of [since, until_us) (unix microseconds, until_us at
+ *		most now) that exact-timing windows covered: 0 without a helper,
+ *		-1 for a span that is empty or not yet begun (the callers' NULL).
+ *		-infinity and times before 1970 count from 1970.
+ */
+static double
+exact_share(TimestampTz since, int64 until_us)
+{
+	int64		since_us;
+	int64		covered = 0;
+	PgtLink		link;
+	uint32		i;
+
+	if (TIMESTAMP_IS_NOEND(since))
+		return -1;
+	if (TIMESTAMP_IS_NOBEGIN(since) ||
+		pg_add_s64_overflow(since, EXACT_EPOCH_DIFF_US, &since_us) || since_us < 0)
+		since_us = 0;
+	if (since_us >= until_us)
+		return -1;
+	pgt_link_read(&link, PGT_SEG_TABLE(PGT_SEC_EXACT_WINDOWS));
+	for (i = 0; link.connected && i < pgt_view_count(&link.view, PGT_SEC_EXACT_WINDOWS); i++)
+	{
+		const struct pgt_exact_window_entry *w =
+			pgt_view_row(&link.view, PGT_SEC_EXACT_WINDOWS, i);
+
+		covered += pgt_window_covered(w, since_us, until_us);
+	}
+	pgt_link_free(&link);
+	return Min(1.0, (double) covered / (double) (until_us - since_us));
+}
+
+/*
  * pg_tracer_exact_coverage(since timestamptz)
  *		Share (0..1) of the time from `since` to now that exact-timing
  *		windows covered; 0 without a helper, NULL for a NULL or future since.
@@ -294,37 +333,168 @@ pg_tracer_escalations_srf(PG_FUNCTION_ARGS)
 Datum
 pg_tracer_exact_coverage(PG_FUNCTION_ARGS)
 {
-	int64		now_us = (int64) (GetCurrentTimestamp() + EXACT_EPOCH_DIFF_US);
-	int64		since_us;
-	int64		covered = 0;
-	TimestampTz since;
-	PgtLink		link;
-	uint32		i;
+	double		share;
 
 	pgt_require_preload();
 	if (PG_ARGISNULL(0))
 		PG_RETURN_NULL();
-	since = PG_GETARG_TIMESTAMPTZ(0);
-	/* the future has no coverage yet; -infinity as far back as time goes */
-	if (TIMESTAMP_IS_NOEND(since))
+	share = exact_share(PG_GETARG_TIMESTAMPTZ(0),
+						(int64) (GetCurrentTimestamp() + EXACT_EPOCH_DIFF_US));
+	if (share < 0)
 		PG_RETURN_NULL();
-	if (TIMESTAMP_IS_NOBEGIN(since) ||
-		pg_add_s64_overflow(since, EXACT_EPOCH_DIFF_US, &since_us) || since_us < 0)
-		since_us = 0;
-	if (since_us >= now_us)
-		PG_RETURN_NULL();
-	pgt_link_read(&link, PGT_SEG_TABLE(PGT_SEC_EXACT_WINDOWS));
-	if (!link.connected)
-		PG_RETURN_FLOAT8(0.0);
-	for (i = 0; i < pgt_view_count(&link.view, PGT_SEC_EXACT_WINDOWS); i++)
-	{
-		const struct pgt_exact_window_entry *w =
-			pgt_view_row(&link.view, PGT_SEC_EXACT_WINDOWS, i);
+	PG_RETURN_FLOAT8(share);
+}
 
-		covered += pgt_window_covered(w, since_us, now_us);
+/*
+ * pg_tracer_exact_coverage(since timestamptz, until timestamptz)
+ *		The same from `since` to `until` (a later until counts as now):
+ *		pg_tracer_exact_time_model counts to the time the helper's copy is
+ *		of.  NULL when until is not after since.  STRICT.
+ */
+Datum
+pg_tracer_exact_coverage_until(PG_FUNCTION_ARGS)
+{
+	TimestampTz until = PG_GETARG_TIMESTAMPTZ(1);
+	int64		now_us = (int64) (GetCurrentTimestamp() + EXACT_EPOCH_DIFF_US);
+	int64		until_us;
+	double		share;
+
+	pgt_require_preload();
+	if (TIMESTAMP_IS_NOBEGIN(until))
+		PG_RETURN_NULL();
+	if (TIMESTAMP_IS_NOEND(until) ||
+		pg_add_s64_overflow(until, EXACT_EPOCH_DIFF_US, &until_us) || until_us > now_us)
+		until_us = now_us;
+	share = exact_share(PG_GETARG_TIMESTAMPTZ(0), until_us);
+	if (share < 0)
+		PG_RETURN_NULL();
+	PG_RETURN_FLOAT8(share);
+}
+
+/* One process of pg_tracer_exact_session_totals. */
+typedef struct SessionTotals
+{
+	int32		pid;
+	bool		visible;		/* the caller may see its rows */
+	uint64		idle_ns;
+	uint64		wait_ns;
+} SessionTotals;
+
+static int
+cmp_totals(const void *a, const void *b)
+{
+	int32		x = ((const SessionTotals *) a)->pid;
+	int32		y = ((const SessionTotals *) b)->pid;
+
+	return (x > y) - (x < y);
+}
+
+/*
+ * listed_sessions
+ *		The processes of this transaction's pg_stat_activity snapshot (the
+ *		one the view joins), by pid, with zero totals.  Sets *n.
+ */
+static SessionTotals *
+listed_sessions(const PgtVisibility *vis, int *n)
+{
+	int			nbackends = pgstat_fetch_stat_numbackends();
+	SessionTotals *t = palloc0(sizeof(SessionTotals) * Max(nbackends, 1));
+	int			beid;
+
+	*n = 0;
+	for (beid = 1; beid <= nbackends; beid++)
+	{
+		LocalPgBackendStatus *local = pgstat_fetch_stat_local_beentry(beid);
+
+		if (local == NULL || local->backendStatus.st_procpid <= 0)
+			continue;
+		t[*n].pid = local->backendStatus.st_procpid;
+		t[*n].visible = pgt_visible_pid(vis, (uint32) t[*n].pid);
+		(*n)++;
+	}
+	qsort(t, *n, sizeof(SessionTotals), cmp_totals);
+	return t;
+}
+
+/*
+ * add_exact_rows
+ *		Each well-formed exact row of the copy to its process's idle or
+ *		blocking total (rows of processes not listed are left out).
+ */
+static void
+add_exact_rows(const pgt_seg_view *view, SessionTotals *t, int n)
+{
+	uint32		i;
+
+	for (i = 0; i < pgt_view_count(view, PGT_SEC_EXACT_WAITS); i++)
+	{
+		const struct pgt_exact_wait_entry *e = pgt_view_row(view, PGT_SEC_EXACT_WAITS, i);
+		SessionTotals key;
+		SessionTotals *s;
+
+		if ((e->event & 0xFF000000) == 0 || e->pid > (uint32) PG_INT32_MAX || e->count == 0)
+			continue;
+		key.pid = (int32) e->pid;
+		s = bsearch(&key, t, n, sizeof(SessionTotals), cmp_totals);
+		if (s == NULL)
+			continue;
+		if (pgt_event_is_idle(e->event))
+			s->idle_ns += e->total_ns;
+		else
+			s->wait_ns += e->total_ns;
+	}
+}
+
+/*
+ * pg_tracer_exact_session_totals
+ *		One row per process pg_stat_activity lists: pid, idle_ms and
+ *		wait_ms (exact idle and blocking waits, those in progress included)
+ *		and as_of, the time of the helper's copy they are of.  All come
+ *		from one copy of the segment, so that pg_tracer_exact_time_model
+ *		counts its covered time to as_of, not to now: the waits in progress
+ *		are counted to the copy, up to 250 ms before (before 0.5.4 the
+ *		difference read as CPU*).  idle_ms and wait_ms are NULL for a
+ *		process whose rows the caller may not see.  No rows without a
+ *		helper.
+ */
+Datum
+pg_tracer_exact_session_totals(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	PgtLink		link;
+	PgtVisibility vis;
+	SessionTotals *t;
+	TimestampTz as_of = 0;
+	bool		valid = false;
+	int			n;
+	int			i;
+
+	pgt_require_preload();
+	InitMaterializedSRF(fcinfo, 0);
+	pgt_link_read(&link, PGT_SEG_TABLE(PGT_SEC_EXACT_WAITS) | PGT_SEG_TABLE(PGT_SEC_BACKENDS));
+	if (link.connected && link.view.hdr != NULL)
+		as_of = pgt_unix_us_to_timestamptz(link.view.hdr->last_update_us, &valid);
+	if (!valid)
+	{
+		pgt_link_free(&link);
+		return (Datum) 0;
+	}
+	pgt_visibility_init(&vis, &link.view);
+	t = listed_sessions(&vis, &n);
+	add_exact_rows(&link.view, t, n);
+	for (i = 0; i < n; i++)
+	{
+		Datum		values[TOTALS_COLS];
+		bool		nulls[TOTALS_COLS] = {false, !t[i].visible, !t[i].visible, false};
+
+		values[0] = Int32GetDatum(t[i].pid);
+		values[1] = Float8GetDatum((double) t[i].idle_ns / 1e6);
+		values[2] = Float8GetDatum((double) t[i].wait_ns / 1e6);
+		values[3] = TimestampTzGetDatum(as_of);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	pgt_link_free(&link);
-	PG_RETURN_FLOAT8(Min(1.0, (double) covered / (double) (now_us - since_us)));
+	return (Datum) 0;
 }
 
 /*

@@ -17,6 +17,9 @@
 #   - hardware watchpoint self-test reported in pg_tracer_probes
 #   - a new connection's first statement (pg_sleep(1.2)) timed although the
 #     helper has not mapped its backend yet
+#   - the exact time model of an idle session: CPU* steady from read to
+#     read (its covered time ends at the helper's copy, as its waits do);
+#     a role without pg_read_all_stats gets its own sessions' times
 #   - after pg_tracer_reset() the exact time model counts from the reset
 #     (before, the time covered until then came out as CPU*); with the
 #     sampler off, pg_tracer_wait_events still has the exact tier's events
@@ -96,7 +99,7 @@ my $t0 = time();
 $s->query_safe('SELECT pg_sleep(2)');
 my $slept_truth = (time() - $t0) * 1000;
 $s->query_safe('SELECT 1');
-sleep(1.3);    # the helper publishes its aggregates once a second
+sleep(1.3);    # a publication after the sleep (4 a second while timing is on)
 my $slept = q1("SELECT total_ms FROM pg_tracer_exact_session_events
 	WHERE pid = $pid AND wait_event_type = 'Timeout' AND wait_event = 'PgSleep'");
 ok(within($slept, 2000, 0.05), "pg_sleep(2): exact Timeout:PgSleep = $slept ms (2000 +-5%; psql saw $slept_truth)");
@@ -300,31 +303,66 @@ is(q1("SELECT reason || '|' || requested_by FROM pg_tracer_escalations"), 'full|
 # exact time model of the sleeping session: its waits grow by the 1 s sleep
 my ($w0) = q1("SELECT wait_ms FROM pg_tracer_exact_time_model WHERE pid = $pid");
 $s->query_safe('SELECT pg_sleep(1)');
-sleep(1.2);		# the helper copies its counters once a second
+sleep(1.2);		# a publication after the sleep
 my ($w1) = q1("SELECT wait_ms FROM pg_tracer_exact_time_model WHERE pid = $pid");
 ok($w1 - $w0 >= 950 && $w1 - $w0 <= 1100, sprintf('time model: blocking waits grew %.0f ms (the 1 s sleep)', $w1 - $w0));
-# ... and its CPU* with the wall clock while it burns CPU.  Both reads are
-# made while its loop runs, a copy after it began: no wait of it is in
-# progress then, so the helper's once-a-second copy has all of them (a read while it idles finds
-# its ClientRead counted only up to that copy, while the covered time runs
-# to now: before, two such reads put a 169 ms loop at -26 ms in CI).
+# ... and its CPU* with its covered time while it burns CPU (both of the
+# helper's copy; the covered time itself with the wall clock).  Both reads
+# are made while its loop runs, a copy after it began: no wait of it is in
+# progress then.
 my $burn = $node->background_psql('postgres', on_error_stop => 0);
 my $burn_pid = $burn->query_safe('SELECT pg_backend_pid()');
 sleep(1.5);		# the helper maps a new backend about once a second
 $burn->query_until(qr/^$/,
 	"DO \$\$ DECLARE x bigint := 0; BEGIN FOR i IN 1..200000000 LOOP x := x + i; END LOOP; END \$\$;\n");
-my $cq = "SELECT cpu_ms, extract(epoch FROM clock_timestamp()) * 1000
+my $cq = "SELECT cpu_ms, covered_ms, extract(epoch FROM clock_timestamp()) * 1000
             FROM pg_tracer_exact_time_model WHERE pid = $burn_pid";
 wait_until(sub { q1("SELECT state FROM pg_stat_activity WHERE pid = $burn_pid") eq 'active' }, 5);
 sleep(1.2);		# a copy after the ClientRead before the loop ended
-my ($c0, $t0) = split /\|/, q1($cq);
+my ($c0, $cov0, $ct0) = split /\|/, q1($cq);
 sleep(1.5);
-my ($c1, $t1) = split /\|/, q1($cq);
+my ($c1, $cov1, $ct1) = split /\|/, q1($cq);
 q1("SELECT pg_cancel_backend($burn_pid)");
 $burn->quit;
-my $wall = $t1 - $t0;
-ok(abs(($c1 - $c0) - $wall) <= 0.1 * $wall + 50,
-	sprintf('time model: CPU* grew %.0f ms in %.0f ms of a PL/pgSQL loop', $c1 - $c0, $wall));
+my ($grew, $wall) = ($cov1 - $cov0, $ct1 - $ct0);
+ok(abs(($c1 - $c0) - $grew) <= 0.05 * $grew + 20 && abs($grew - $wall) <= 300,
+	sprintf('time model: CPU* grew %.0f ms in %.0f ms of covered time (%.0f ms of wall time) of a PL/pgSQL loop',
+		$c1 - $c0, $grew, $wall));
+# an idle session's CPU* does not grow between reads at any point of the
+# helper's publication cycle (every 250 ms): the view counts its covered
+# time to the copy its waits are of.  Before 0.5.4 it counted to now, and
+# the ClientRead in progress only to the copy: CPU* went up and down by up
+# to 250 ms from one read to the next.
+my $quiet = $node->background_psql('postgres');
+my $quiet_pid = $quiet->query_safe('SELECT pg_backend_pid()');
+sleep(1.5);		# mapped, and idle since
+my @idle_cpu;
+for (1 .. 9)
+{
+	push @idle_cpu, q1("SELECT cpu_ms FROM pg_tracer_exact_time_model WHERE pid = $quiet_pid");
+	sleep(0.11);
+}
+my @sorted = sort { $a <=> $b } @idle_cpu;
+ok(@sorted == 9 && $sorted[-1] - $sorted[0] <= 40,
+	sprintf('an idle session: CPU* within %.0f ms over 9 reads 110 ms apart (%s)',
+		$sorted[-1] - $sorted[0], join(' ', map { sprintf('%.0f', $_) } @idle_cpu)));
+is(q1("SELECT count(*) = (SELECT count(*) FROM pg_stat_activity),
+		bool_and(as_of <= clock_timestamp() AND as_of > clock_timestamp() - interval '1 s')
+	  FROM pg_tracer_exact_session_totals() t JOIN pg_stat_activity a USING (pid)"),
+	't|t', 'pg_tracer_exact_session_totals: a row per pg_stat_activity process, as of the latest copy');
+# a role without pg_read_all_stats: its own idle session's times, nothing
+# of another role's (pg_stat_activity gives no start time for it)
+my $own = $node->background_psql('postgres', extra_params => [ '-U', 'alice' ]);
+my $own_pid = $own->query_safe('SELECT pg_backend_pid()');
+sleep(1.5);
+is($node->safe_psql('postgres',
+		"SELECT string_agg(format('%s %s %s', pid = $own_pid, idle_ms > 1000, cpu_ms < 200), ',')
+		   FROM pg_tracer_exact_time_model WHERE pid IN ($own_pid, $quiet_pid)",
+		extra_params => [ '-U', 'alice' ]),
+	't t t', "a role without pg_read_all_stats: its own idle session's times, not another role's");
+$own->quit;
+$quiet->quit;
+
 # a connection's first statement, before the helper has mapped its backend
 # (it maps new backends about once a second): timed through the
 # postmaster's my_wait_event_info (the indirect query-id slot)

@@ -1,0 +1,5 @@
+-- Version 0.5.4 of pg_tracer: this folder holds what 0.5.4 changes over
+-- 0.5.3, one file per feature, in the same numbering as sql/0.2.0/.  The
+-- Makefile concatenates them, in name order, into the upgrade script
+-- sql/pg_tracer--0.5.3--0.5.4.sql.  A fix release: the exact time model
+-- counts its covered time to the helper's copy, not to now.
