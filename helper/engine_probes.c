@@ -107,6 +107,10 @@ static struct
 	int			failed;			/* load failed: sets unavailable */
 	char		failure[160];
 	int			stream;
+	/* exited processes' rows fold per role too: trace prints their type
+	 * (the SQL views have no backend type column: rows per role would be
+	 * alike there) */
+	int			fold_roles;
 	struct engine_probes_bpf *skel;
 	struct ring_buffer *rb;
 	pset_inst  *insts[ENGINE_MAX_SETS]; /* joined sets */
@@ -907,6 +911,7 @@ engine_core_join(pset_inst *inst, const pset_ctx *ctx, int set_index)
 	{
 		core.started = 1;
 		core.stream = ctx->stream;
+		core.fold_roles = ctx->mode == PSET_MODE_TRACE;
 		core.started_us = procfs_monotonic_us();
 		core.skel = engine_probes_bpf__open();
 		if (core.skel == NULL)
@@ -1147,7 +1152,8 @@ retire_exited(void)
 		.ksize = sizeof(struct eng_key), .vsize = sizeof(struct eng_val),
 		.kstride = sizeof(engine_row), .vstride = sizeof(engine_row),
 		.pid_off = offsetof(struct eng_key, pid), .pm_off = offsetof(struct eng_key, pm),
-		.pm_in_key = 1, .fold = pid_retire_fold_u64, .fold_arg = &eng_fold};
+		.pm_in_key = 1, .role_in_key = core.fold_roles,
+		.fold = pid_retire_fold_u64, .fold_arg = &eng_fold};
 
 	/* an empty copy is a round too (a reused pid's rows: none to fold here) */
 	return pid_retire_rows(&m, core.rows ? &core.rows[0].raw : NULL,

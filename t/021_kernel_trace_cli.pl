@@ -27,7 +27,8 @@
 #     scan's block reads are still its backend's
 #   - connection churn (pgbench -C): with --keep-exited 0 the rows of
 #     exited backends fold into one row per backend type (pid null), and
-#     their send bytes add up to the payload the client received
+#     their send bytes add up to the payload the client received; the
+#     pg-query set's rows fold alike, one statement per connection
 #   - the sched set as on a kernel before 6.4 (--no-storage-in-switch): a
 #     backend that ran before the trace and one forked during it are both
 #     counted, their pg_sleep off the CPU
@@ -484,7 +485,7 @@ sub check_exited_rows_fold
 	open(my $fh, '>', $script) or die "$script: $!";
 	print $fh "SELECT repeat('x', $payload);\n";
 	close($fh);
-	my ($h, $out, $err) = start_trace(qr/"queryid-tagging"/, '--probes', 'network', '--pgdata',
+	my ($h, $out, $err) = start_trace(qr/"queryid-tagging"/, '--probes', 'network,pg-query', '--pgdata',
 		$node->data_dir, '--stats', '--interval', '1s', '--format', 'json',
 		'--keep-exited', '0', '--duration', '60s', '--log-level', 'info');
 	my ($t0, $lout, $lerr) = (time(), '', '');
@@ -502,7 +503,8 @@ sub check_exited_rows_fold
 	# a connection of a few milliseconds is named by its title at exit,
 	# which older kernels do not keep (the trace says which at start)
 	my $type = $$err =~ /backend types of exited processes: unknown/ ? 'unknown' : 'client backend';
-	my @backends = grep { $_->{event} eq 'stats' && $_->{backend_type} eq $type } @final;
+	my @backends = grep { $_->{event} eq 'stats' && $_->{set} eq 'network' && $_->{backend_type} eq $type }
+	  @final;
 	my @folded = grep { !defined $_->{pid} } @backends;
 	my %pids = map { $_->{pid} => 1 } grep { defined $_->{pid} } @backends;
 	ok(@folded >= 1, "churn: the final summary has a folded row of exited backends ($type: "
@@ -519,6 +521,16 @@ sub check_exited_rows_fold
 		"churn: client backends sent $sent bytes, the payload the client received is $truth (+5%)");
 	cmp_ok($folded_sent, '>=', 0.95 * $truth, "churn: the folded row holds them ($folded_sent)");
 	like($$out, qr/"pid":null,"backend_type":"\Q$type\E"/, 'churn: a folded row prints pid null');
+	# the engine set's rows fold alike, keeping the backend type (before,
+	# their folded rows were of type unknown): every connection's statement
+	my @stmts = grep { $_->{event} eq 'stats' && $_->{set} eq 'pg-query' && $_->{probe} eq 'query' }
+	  @final;
+	my ($calls, $folded_calls) = (0, 0);
+	$calls += $_->{calls} for @stmts;
+	$folded_calls += $_->{calls} for grep { !defined $_->{pid} && $_->{backend_type} eq $type } @stmts;
+	ok($calls >= $conns && $calls <= $conns + 5 && $folded_calls >= 0.95 * $conns,
+		"churn: pg-query counted $calls statements ($conns connections), $folded_calls of them "
+		  . "in folded rows of type $type");
 }
 
 # Output nobody reads (a pager left open, a stalled consumer): the trace
