@@ -80,7 +80,7 @@ typedef struct exact_priv
 	uint32_t   *qid_pids;		/* a copy of the pgt_qid map, for walks */
 	struct pgt_qid_slot *qid_slots;
 	exact_open_set open;		/* waits in progress, as of copied_ns */
-	uint64_t	copied_ns;		/* monotonic time of the latest copy_all */
+	uint64_t	copied_ns;		/* monotonic time of the latest copy_rest */
 	uint64_t	fold_lost;		/* waits in progress the full map refused */
 	/* the latest EXACTRESET of each cluster (monotonic ns): waits in
 	 * progress count from there, as the emptied counters do */
