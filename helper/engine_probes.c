@@ -493,14 +493,24 @@ static struct
 }			tranches[1024];
 static size_t ntranches;
 
-/* Tranche names read at an address (tranche_name), by (postmaster, address). */
-static struct
+/* A tranche name read at an address (tranche_name). */
+typedef struct addr_name
 {
 	uint32_t	pm;
 	uint64_t	addr;
 	char		name[ENG_NAME_LEN];
-}			tranche_cache[128];
+} addr_name;
+
+/* The postmaster's, by (postmaster, address): the same in all its children. */
+static addr_name tranche_cache[128];
 static size_t ntranche_cache;
+
+/* The latest read from a backend's own memory at each (postmaster,
+ * address): its rows keep the name once it has exited (and folded). */
+static addr_name backend_names[64];
+static size_t nbackend_names;
+
+#define NAMES_CAP(a)	(sizeof(a) / sizeof((a)[0]))
 
 /*
  * Drop the tranche names postmaster pm left (gone, or a new one on its
@@ -520,6 +530,10 @@ forget_tranche_names(uint32_t pm)
 		if (tranche_cache[i].pm != pm)
 			tranche_cache[k++] = tranche_cache[i];
 	ntranche_cache = k;
+	for (i = k = 0; i < nbackend_names; i++)
+		if (backend_names[i].pm != pm)
+			backend_names[k++] = backend_names[i];
+	nbackend_names = k;
 }
 
 static void
@@ -978,53 +992,105 @@ engine_core_leave(int set_index)
 }
 
 /*
+ * find_name
+ *		The entry of (pm, addr) among n, or NULL.
+ */
+static addr_name *
+find_name(addr_name *names, size_t n, uint32_t pm, uint64_t addr)
+{
+	size_t		i;
+
+	for (i = 0; i < n; i++)
+		if (names[i].pm == pm && names[i].addr == addr)
+			return &names[i];
+	return NULL;
+}
+
+/*
+ * put_name
+ *		Keep name for (pm, addr) among *n of cap entries: in its entry, a
+ *		new one, or (full, with replace) the one the address hashes to.
+ */
+static void
+put_name(addr_name *names, size_t *n, size_t cap, int replace, uint32_t pm,
+		 uint64_t addr, const char *name)
+{
+	addr_name  *e = find_name(names, *n, pm, addr);
+
+	if (e == NULL && *n < cap)
+		e = &names[(*n)++];
+	else if (e == NULL && replace)
+		e = &names[addr % cap];
+	if (e == NULL)
+		return;
+	e->pm = pm;
+	e->addr = addr;
+	snprintf(e->name, sizeof(e->name), "%s", name);
+}
+
+/*
+ * read_name
+ *		The string at addr in pid's memory (/proc/<pid>/mem, which faults
+ *		the page in where BPF cannot), as UTF-8; false when unreadable.
+ */
+static bool
+read_name(uint32_t pid, uint64_t addr, char *name, size_t len)
+{
+	char		buf[ENG_NAME_LEN];
+	ssize_t		n = procfs_mem_pread((pid_t) pid, addr, buf, sizeof(buf));
+
+	if (n <= 0)
+		return false;
+	pgt_copy_utf8(name, len, buf, (size_t) n);
+	return true;
+}
+
+/*
  * tranche_name
- *		The tranche name at address addr in the processes of postmaster pm
- *		(pg-lwlock-hold keys carry the address: see the BPF side), read
- *		through /proc/<pm>/mem, which faults the page in where BPF cannot.
+ *		The tranche name at address addr in process pid of postmaster pm
+ *		(pg-lwlock-hold keys carry the address: see the BPF side).
  *		Built-in names are in the executable's read-only data and named
  *		tranches in shared memory, at the same address in every process
- *		forked from the postmaster.  Cached by (pm, address), until the
- *		postmaster goes.  A tranche a backend registered itself (a library
- *		it loaded after the fork) has its name in that backend's memory
- *		only: where the postmaster has nothing at addr, it is read through
- *		the backend's /proc/<pid>/mem (not cached: another backend may have
- *		another string there).
+ *		forked from the postmaster: read in the postmaster, cached by (pm,
+ *		address) until it goes.  A tranche a backend registered itself (a
+ *		library it loaded after the fork) has its name in that backend's
+ *		memory only: read there while it lives (not cached: another backend
+ *		may have another string there), and the latest such read at the
+ *		address names the rows of a backend gone since.  A string the
+ *		backend and the postmaster both have is the postmaster's; one only
+ *		the postmaster has, first read after the backend exited, is taken
+ *		as the postmaster's too (built-in names, under connection churn).
  */
 static void
 tranche_name(uint32_t pm, uint32_t pid, uint64_t addr, char *name, size_t len)
 {
-	char		buf[ENG_NAME_LEN];
-	size_t		i;
-	ssize_t		n;
+	char		own[ENG_NAME_LEN];
+	char		pms[ENG_NAME_LEN];
+	bool		have_own;
+	bool		have_pm;
+	addr_name  *hit = find_name(tranche_cache, ntranche_cache, pm, addr);
 
-	for (i = 0; i < ntranche_cache; i++)
-		if (tranche_cache[i].pm == pm && tranche_cache[i].addr == addr)
-		{
-			memcpy(name, tranche_cache[i].name, len < ENG_NAME_LEN ? len : ENG_NAME_LEN);
-			return;
-		}
-	n = procfs_mem_pread((pid_t) pm, addr, buf, sizeof(buf));
-	memset(name, 0, len);
-	if (n <= 0)
+	if (hit != NULL)
 	{
-		/* not in the postmaster: the backend's own (not cached) */
-		n = pid != pm && !PGT_IS_RETIRED(pid) ?
-			procfs_mem_pread((pid_t) pid, addr, buf, sizeof(buf)) : -1;
-		if (n <= 0)
-			snprintf(name, len, "?");
-		else
-			pgt_copy_utf8(name, len, buf, (size_t) n);
+		snprintf(name, len, "%s", hit->name);
 		return;
 	}
-	pgt_copy_utf8(name, len, buf, (size_t) n);
-	if (ntranche_cache < sizeof(tranche_cache) / sizeof(tranche_cache[0]))
+	have_own = pid != pm && !PGT_IS_RETIRED(pid) && read_name(pid, addr, own, sizeof(own));
+	have_pm = read_name(pm, addr, pms, sizeof(pms));
+	if (have_own && !(have_pm && strcmp(own, pms) == 0))
 	{
-		tranche_cache[ntranche_cache].pm = pm;
-		tranche_cache[ntranche_cache].addr = addr;
-		memcpy(tranche_cache[ntranche_cache].name, name, len < ENG_NAME_LEN ? len : ENG_NAME_LEN);
-		ntranche_cache++;
+		put_name(backend_names, &nbackend_names, NAMES_CAP(backend_names), 1, pm, addr, own);
+		snprintf(name, len, "%s", own);
 	}
+	else if (!have_own && (hit = find_name(backend_names, nbackend_names, pm, addr)) != NULL)
+		snprintf(name, len, "%s", hit->name);
+	else if (have_pm)
+	{
+		put_name(tranche_cache, &ntranche_cache, NAMES_CAP(tranche_cache), 0, pm, addr, pms);
+		snprintf(name, len, "%s", pms);
+	}
+	else
+		snprintf(name, len, "?");
 }
 
 /*

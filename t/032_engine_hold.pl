@@ -137,6 +137,24 @@ is($node->safe_psql('postgres',
 		"SELECT count(*) > 0 FROM pg_tracer_engine_histogram('lwlock-hold')"), 't',
 	'lwlock-hold histogram');
 
+# a tranche a backend registered itself, in a library it loaded after the
+# fork (pg_prewarm's "autoprewarm": autoprewarm_dump_now() takes its lock
+# once): named from the backend's own memory, and still named after the
+# backend exited (before, its rows then read "?")
+my $apw = $node->background_psql('postgres');
+my $apw_pid = $apw->query_safe('SELECT pg_backend_pid()');
+$apw->query_safe('CREATE EXTENSION pg_prewarm');
+$apw->query_safe('SELECT autoprewarm_dump_now()') for 1 .. 2;
+my $sql_apw = "SELECT string_agg(detail || ' ' || calls, ',' ORDER BY detail) FROM pg_tracer_engine_events
+                WHERE probe = 'lwlock-hold' AND pid = $apw_pid AND (detail LIKE 'autoprewarm%' OR detail LIKE '?%')";
+my $apw_rows = '';
+wait_until(sub { ($apw_rows = $node->safe_psql('postgres', $sql_apw)) ne '' }, 5);
+is($apw_rows, 'autoprewarm LW_EXCLUSIVE 2', 'a tranche the backend registered: autoprewarm, held twice');
+$apw->quit;
+sleep(2.5);    # the helper names its rows again at each copy (once a second)
+is($node->safe_psql('postgres', $sql_apw), 'autoprewarm LW_EXCLUSIVE 2',
+	'... still named once that backend has exited');
+
 # --- trace: a hold as an event
 my $bg = $node->background_psql('postgres');
 my $bg_pid = $bg->query_safe('SELECT pg_backend_pid()');
