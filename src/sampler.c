@@ -157,7 +157,7 @@ static void ask_short_slice(void);
 static void sampler_tick(uint64 weight_us, TimestampTz now);
 static bool later_looks(uint64 period_us);
 static bool any_pending(void);
-static void resolve_recorded(TimestampTz now);
+static void resolve_held(TimestampTz now, bool all);
 static int	read_procs(void);
 static bool read_beentry(int slot, Sample *s, bool *torn);
 static int	cmp_procwait(const void *a, const void *b);
@@ -209,7 +209,8 @@ pgt_sampler_main(Datum main_arg)
 	bool		have_prev = false;
 
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
-	pqsignal(SIGTERM, die);
+	/* a stop is seen in the loop: the held samples are given first */
+	pqsignal(SIGTERM, SignalHandlerForShutdownRequest);
 	BackgroundWorkerUnblockSignals();
 
 	/* no database; gives MyBackendId/MyBEEntry to find the status array */
@@ -242,6 +243,12 @@ pgt_sampler_main(Datum main_arg)
 		long		timeout_ms;
 
 		CHECK_FOR_INTERRUPTS();
+		if (ShutdownRequestPending)
+		{
+			/* before, a restart lost them: up to a whole lock wait */
+			resolve_held(GetCurrentTimestamp(), true);
+			proc_exit(1);		/* 1: the postmaster restarts a worker */
+		}
 		if (ConfigReloadPending)
 		{
 			ConfigReloadPending = false;
@@ -913,7 +920,7 @@ pending_add(int slot, const Sample *s, uint32 event, uint64 w, bool new_run,
  *		whose transaction too (a Bind waits for its Execute, same
  *		transaction), with no id recorded, go to query id 0; so does
  *		everything of a process that is gone (gone = true, s = NULL).  With
- *		s NULL and gone false (resolve_recorded), only samples whose id is
+ *		s NULL and gone false (resolve_held), only samples whose id is
  *		recorded are given.
  */
 static void
@@ -944,7 +951,7 @@ pending_resolve(int slot, const Sample *s, bool gone, PgtAshBucket *fb,
  *		After a tick that left samples held, look again 1, 2, 4, ... ms
  *		later (while samples are held, and the waits stay within a quarter
  *		of the sampling period) and give those whose statement has recorded
- *		its id by then (resolve_recorded).  One look a millisecond after the
+ *		its id by then (resolve_held).  One look a millisecond after the
  *		tick is enough on an idle host; on a busy one the backend may not get
  *		a CPU to finish parse analysis that soon, and by the next tick at a
  *		low rate its statement ring has moved on.  The passes' own time
@@ -969,7 +976,7 @@ later_looks(uint64 period_us)
 		delay_ms *= 2;
 		looked = true;
 		INSTR_TIME_SET_CURRENT(start);
-		resolve_recorded(GetCurrentTimestamp());
+		resolve_held(GetCurrentTimestamp(), false);
 		INSTR_TIME_SET_CURRENT(spent);
 		INSTR_TIME_SUBTRACT(spent, start);
 		pgt_ash->tick_cpu_us += INSTR_TIME_GET_MICROSEC(spent);
@@ -993,7 +1000,7 @@ any_pending(void)
 }
 
 /*
- * resolve_recorded
+ * resolve_held
  *		Shortly after a tick, give held samples whose statement has recorded
  *		its query id by now.  A sample taken before its statement's id
  *		existed (raw parsing, say) could otherwise only be resolved at the
@@ -1001,10 +1008,12 @@ any_pending(void)
  *		than its statement ring holds (PGT_STMT_RING: 64 per 10 ms at 100
  *		Hz is 6,400 a second, which one pgbench -S client exceeds) would
  *		have overwritten the entry by then, leaving the samples to id 0.
- *		The same write sections as a tick.
+ *		With all, as the sampler stops, every held sample is given: to its
+ *		statement's id if recorded, else 0 (its memory goes with it).  The
+ *		same write sections as a tick.
  */
 static void
-resolve_recorded(TimestampTz now)
+resolve_held(TimestampTz now, bool all)
 {
 	int64		second = now / USECS_PER_SEC;
 	PgtAshBucket *fb;
@@ -1018,7 +1027,7 @@ resolve_recorded(TimestampTz now)
 	pgt_seq_begin_write(&cb->seq);
 	for (i = 0; i < nslots; i++)
 		if (trackers[i].npending > 0)
-			pending_resolve(i, NULL, false, fb, cb);
+			pending_resolve(i, NULL, all, fb, cb);
 	pgt_seq_end_write(&cb->seq);
 	pgt_seq_end_write(&fb->seq);
 	pgt_seq_end_write(&pgt_ash->seq);

@@ -235,12 +235,49 @@ ok($node->poll_query_until('postgres',
 	'the sampler is restarted after it exits');
 ok(within(q1("SELECT total_ms FROM pg_tracer_wait_events WHERE wait_event = 'relation'"), $lk, 0.001),
 	'the totals survive a sampler restart');
+sleep(0.5);    # the new sampler's first half second
 my $db_after = q1("SELECT db_time_ms FROM pg_tracer_active WHERE pid = $across_pid");
 cmp_ok($db_after, '>', $db_before + 100,
 	"a session's DB time goes on across the restart ($db_before ms before, $db_after ms after)");
 cmp_ok($db_before, '>', 1500, "... and was counted before it ($db_before ms of some 2,000)");
 q1("SELECT pg_cancel_backend($across_pid)");
 $across->quit;
+
+# ---- samples held for their query id across a sampler restart: a
+# statement blocked in parse analysis (no query id yet) while the sampler
+# is terminated.  The stopping sampler gives what it held to the query
+# table (to query id 0 here); before, those samples went with it, from the
+# per-query views only (the per-event totals count every sample at once):
+# here some 2 s of the wait.
+my $holder = $node->background_psql('postgres');
+$holder->query_safe('BEGIN; LOCK TABLE locked IN ACCESS EXCLUSIVE MODE');
+my $waiter = $node->background_psql('postgres');
+my $waiter_pid = $waiter->query_safe('SELECT pg_backend_pid()');
+my $rel_sql = "SELECT coalesce(sum(total_ms), 0) FROM pg_tracer_query_events WHERE wait_event = 'relation'";
+my $rel0 = q1($rel_sql);
+my $t_sent = time();
+$waiter->query_until(qr/sent/, "\\echo sent\nSELECT count(*) FROM locked;\n");
+$node->poll_query_until('postgres', "SELECT wait_event = 'relation' FROM pg_stat_activity WHERE pid = $waiter_pid");
+sleep(2);
+my $held_sampler = q1('SELECT sampler_pid FROM pg_tracer_ash_status');
+my $t_term = time();
+q1("SELECT pg_terminate_backend($held_sampler)");
+ok(defined wait_until(sub {
+	my $p = q1('SELECT sampler_pid FROM pg_tracer_ash_status');
+	$p ne '' && $p != 0 && $p != $held_sampler }, 15), 'the sampler is back (terminated while samples were held)');
+my $t_back = time();
+sleep(1);
+$holder->query_safe('COMMIT');
+my $t_free = time();
+$waiter->query_until(qr/^1$/m, '');
+sleep(0.3);
+my $rel_grew = q1($rel_sql) - $rel0;
+my $rel_truth = (($t_term - $t_sent) + ($t_free - $t_back)) * 1000;
+ok(within($rel_grew, $rel_truth, 0.2),
+	sprintf('a lock wait across the restart: %.0f ms in the query events, %.0f ms blocked while a sampler ran',
+		$rel_grew, $rel_truth));
+$holder->quit;
+$waiter->quit;
 is(q1("SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'pg_tracer helper link'"), '1',
 	'the helper link worker keeps running');
 
