@@ -3,9 +3,10 @@
 --
 -- pg_tracer_exact_time_model counted its covered time to now, while the
 -- helper's rows count each wait in progress only to its latest copy, up to
--- 250 ms before (a second before a 0.5.4 helper, for the waits that had
--- ended): that much of an idle session's time read as CPU*, and two reads
--- could put a busy loop's CPU* growth well under its length.  The view now
+-- 250 ms before (with a helper older than 0.5.4, up to a second for the
+-- waits that had ended since its copy): that much of an idle session's
+-- time read as CPU*, and two reads could put a busy loop's CPU* growth
+-- well under its length.  The view now
 -- takes the waits and the time they are of (as_of) from one copy of the
 -- segment, pg_tracer_exact_session_totals(), and counts the covered time to
 -- as_of, with the two-argument pg_tracer_exact_coverage.  A process whose
