@@ -56,10 +56,15 @@ cmp_visible_pid(const void *a, const void *b)
 /*
  * The most a backend's start time in PostgreSQL (st_proc_start_timestamp,
  * taken just after fork) and in the helper's list (the kernel's, in clock
- * ticks) differ by for one process.  A pid is taken by another process
- * only after the kernel has handed out every other pid: far longer.
+ * ticks) differ by for one process: 0.5-10 ms measured (20 backends
+ * starting at once; the tick truncates the kernel's), the rest slack for
+ * a child scheduled late on a loaded host.  It is also the shortest life
+ * of a process whose pid another one may take without showing it the
+ * first one's rows: 2 s was too long (t/005, on a fast host, steered a
+ * new backend onto the pid of one that had lived 1.5 s, and the new one
+ * saw the other's rows until the helper noticed the exit).
  */
-#define PGT_SAME_START_US	2000000
+#define PGT_SAME_START_US	250000
 
 /*
  * listed_as
