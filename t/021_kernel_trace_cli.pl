@@ -141,12 +141,14 @@ like($$out, qr/"set":"syscall","event":"status",[^\n]*"state":"available"/,
 # filter, the workers stay (their title names the backend as leader) and
 # are printed, other new backends are let go and not printed; the
 # backend's and its workers' reads of the table add up to the blocks
-# pg_statio_user_tables counts
+# pg_statio_user_tables counts.  The leader does not scan: on a fast host
+# it read the whole table before its workers had started (0 bytes theirs)
 $node->safe_psql('postgres',
 	"CREATE TABLE big AS SELECT g, repeat('x', 200) AS pad FROM generate_series(1, 100000) g");
 my $bigfile = $node->safe_psql('postgres', "SELECT pg_relation_filenode('big')");
 $s->query_safe($_) for ('SET max_parallel_workers_per_gather = 2', 'SET parallel_setup_cost = 0',
-	'SET parallel_tuple_cost = 0', 'SET min_parallel_table_scan_size = 0');
+	'SET parallel_tuple_cost = 0', 'SET min_parallel_table_scan_size = 0',
+	'SET parallel_leader_participation = off');
 my $statio = "SELECT heap_blks_read FROM pg_statio_user_tables WHERE relname = 'big'";
 my $blks0 = $node->safe_psql('postgres', $statio);
 ($h, $out, $err) = start_trace(qr/"queryid-tagging"/, '--probes', 'syscall', '--pid', $pid,
