@@ -4,8 +4,9 @@
 # sampled vs exact, and the top 5 events by time.  The issue's criterion:
 # every share within 2 percentage points, top-5 overlap >= 4.
 #
-# Against what: the watchpoint source by default, which times every
-# transition of wait_event_info, i.e. exactly the span the sampler samples.
+# Against what: the watchpoint source (PGT_CROSSVAL_SOURCE=watchpoint,
+# opt-in, see below), which times every transition of wait_event_info,
+# i.e. exactly the span the sampler samples.
 # Where breakpoints do not fire the test skips with that reason.  System-call
 # tagging times the blocking system call (plus preempted time), not the
 # user-space part of a wait's span, so short waits (page-cache reads, WAL
@@ -32,7 +33,14 @@ use Time::HiRes qw(time sleep);
 plan skip_all => 'root helper not reachable (run through scripts/test.sh)'
   unless helper_available();
 my $strict = ($ENV{PGT_CROSSVAL} // '') eq 'loose' ? 0 : 1;
-my $source = $ENV{PGT_CROSSVAL_SOURCE} // 'watchpoint';
+# The watchpoint source is opt-in here too: on a 2-vCPU Intel Xeon VM
+# (2026-12-05) a client backend died of SIGTRAP 13 s into this run with
+# breakpoints on every backend (README, "Hardware watchpoints"), taking the
+# cluster down; on the AMD VMs, where breakpoints fired too, it never did.
+plan skip_all => 'the comparison is opt-in: PGT_CROSSVAL_SOURCE=watchpoint (a backend died of '
+  . 'SIGTRAP under breakpoints on an Intel VM) or PGT_CROSSVAL_SOURCE=syscall'
+  unless $ENV{PGT_CROSSVAL_SOURCE};
+my $source = $ENV{PGT_CROSSVAL_SOURCE};
 my $bound = $strict ? 2 : 4;
 
 # The sampler's share of an event is an estimate: its error falls with the
