@@ -555,10 +555,11 @@ choose_source(exact_priv *p)
 		p->source = EXACT_SOURCE_WATCHPOINT;
 		snprintf(p->why, sizeof(p->why), "source watchpoint (--exact-source %s; %s)",
 				 exact_source_name(req), p->watch);
-		/* README, "Hardware watchpoints": a hazard not understood yet */
-		log_warn("exact: hardware watchpoints on every backend: on a 2-vCPU Intel VM one "
-				 "backend was killed by SIGTRAP under them; not for a production server "
-				 "(--exact-source syscall is not affected)");
+		/* README, "Debug traps no breakpoint claims" */
+		log_warn("exact: hardware watchpoints on every backend: where a guest loses a "
+				 "trap's DR6 (seen on a 2-vCPU Intel VM) the kernel sends the backend SIGTRAP; "
+				 "the pg_tracer library absorbs it and logs it, a library built before "
+				 "2026-12-06 lets it end the backend (--exact-source syscall sets no breakpoint)");
 	}
 	else
 	{

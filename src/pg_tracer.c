@@ -80,6 +80,7 @@ _PG_init(void)
 	pgt_register_worker();
 	pgt_register_sampler();
 	pgt_ash_install_hooks();
+	pgt_debug_trap_install();
 	pgt_preloaded = true;
 }
 
@@ -177,6 +178,10 @@ pgt_shmem_startup(void)
 				PGT_REASON_LEN);
 		strlcpy(pgt_shared->layout_error, "the background worker has not written it yet",
 				PGT_REASON_LEN);
+		pg_atomic_init_u32(&pgt_shared->traps_absorbed, 0);
+		pg_atomic_init_u32(&pgt_shared->traps_reported, 0);
+		pg_atomic_init_u32(&pgt_shared->trap_last_pid, 0);
+		pg_atomic_init_u32(&pgt_shared->trap_last_code, 0);
 	}
 	LWLockRelease(AddinShmemInitLock);
 

@@ -5,13 +5,16 @@
  *
  * The extension is loaded with shared_preload_libraries.  pg_tracer.c owns
  * the GUCs and a small shared-memory area (PgtSharedState); worker.c runs
- * the "pg_tracer helper link" background worker; layout_writer.c and
- * wait_event_names.c produce <PGDATA>/pg_tracer.layout; helper_link.c reads
- * and judges the helper's segment; control_client.c talks to the helper's
- * control socket; sql_*.c are the SQL-callable functions.
+ * the "pg_tracer helper link" background worker; debug_trap.c keeps
+ * processes alive through debug traps no breakpoint claims;
+ * layout_writer.c and wait_event_names.c produce <PGDATA>/pg_tracer.layout;
+ * helper_link.c reads and judges the helper's segment; control_client.c
+ * talks to the helper's control socket; sql_*.c are the SQL-callable
+ * functions.
  *
- * Locking: PgtSharedState is protected by its spinlock `mutex`.  Only the
- * background worker writes it; anybody may read it.  Hold the spinlock only
+ * Locking: PgtSharedState is protected by its spinlock `mutex`, except its
+ * trap counters, which are atomics (debug_trap.c).  Only the background
+ * worker writes the rest; anybody may read it.  Hold the spinlock only
  * to copy fields in or out (bounded memcpy/strlcpy), never across a call
  * that can error out or sleep.
  *
@@ -22,6 +25,7 @@
 
 #include "datatype/timestamp.h"
 #include "fmgr.h"
+#include "port/atomics.h"
 #include "storage/spin.h"
 
 #include "pgt_layout.h"
@@ -52,6 +56,11 @@ typedef struct PgtSharedState
 	/* the layout file, written by the worker at start */
 	bool		layout_written;
 	char		layout_error[PGT_REASON_LEN];
+	/* debug traps absorbed (debug_trap.c): atomics, written in a handler */
+	pg_atomic_uint32 traps_absorbed;
+	pg_atomic_uint32 traps_reported;	/* by the worker, in the log */
+	pg_atomic_uint32 trap_last_pid;
+	pg_atomic_uint32 trap_last_code;
 } PgtSharedState;
 
 /*
@@ -89,6 +98,10 @@ extern void pgt_require_preload(void);
 extern PGDLLEXPORT void pgt_worker_main(Datum main_arg);
 extern void pgt_register_worker(void);
 extern void pgt_register_bgworker(const char *function, const char *name);
+
+/* debug_trap.c */
+extern void pgt_debug_trap_install(void);
+extern void pgt_debug_trap_report(void);
 
 /* layout_writer.c */
 extern void pgt_layout_path(char *out, size_t outlen);

@@ -114,6 +114,7 @@ pgt_worker_main(Datum main_arg)
 		pgt_link_import();
 		MemoryContextSwitchTo(old);
 		MemoryContextReset(iter_cxt);
+		pgt_debug_trap_report();
 
 		SpinLockAcquire(&pgt_shared->mutex);
 		layout_done = pgt_shared->layout_written;

@@ -1,0 +1,158 @@
+/*-------------------------------------------------------------------------
+ *
+ * debug_trap.c
+ *	  Keep a PostgreSQL process alive through a debug trap that no
+ *	  breakpoint claims, and say in the server log that it happened.
+ *
+ * With `--exact-source watchpoint` the helper puts a hardware write
+ * breakpoint on every process's PGPROC.wait_event_info.  The kernel's #DB
+ * handler (x86 exc_debug_user) sends the process SIGTRAP when the trap's
+ * DR6 names a breakpoint that no perf event claims, or names none at all
+ * (which it takes for an INT1 instruction).  On a 2-vCPU Intel VM a client
+ * backend died of exactly that SIGTRAP under the helper's breakpoints; its
+ * default action ends the process with a core dump, and the postmaster's
+ * crash recovery then ends every session of the cluster.
+ *
+ * Such a trap asks nothing of the process.  A data breakpoint is a trap,
+ * not a fault: it is raised after the write completed, and returning from
+ * the handler resumes at the next instruction, as the process would have
+ * gone on had the kernel claimed the trap.  So the library installs, in
+ * the postmaster (inherited by every child it forks), a SIGTRAP handler
+ * that absorbs the two codes the #DB handler sends, TRAP_HWBKPT and
+ * TRAP_BRKPT, and counts them.  Every other SIGTRAP keeps its default
+ * action: `kill -TRAP` (SI_USER), INT3 (SI_KERNEL), single-step
+ * (TRAP_TRACE: returning would step again), a perf event's sigtrap
+ * (TRAP_PERF).  A debugger sees every signal before the handler (ptrace),
+ * so debugging a backend is unchanged.
+ *
+ * The background worker reports new absorbed traps in the server log
+ * (pgt_debug_trap_report), once per import interval at most; the count
+ * it reported lives in the shared area too, so a restarted worker does not
+ * report the same traps again.
+ *
+ * Locking: the handler only adds to and stores pg_atomic_uint32 counters
+ * in the shared area; they are lock-free wherever the platform has native
+ * 32-bit atomics, which the handler requires (it counts nothing where
+ * atomics are simulated with semaphores, which a signal handler must not
+ * take).  Only the worker writes `traps_reported`.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <signal.h>
+
+#include "port/atomics.h"
+
+#include "pg_tracer.h"
+
+/* The si_codes the #DB handler sends: absorbed only where they are named. */
+#if defined(TRAP_HWBKPT) && defined(TRAP_BRKPT)
+#define PGT_HAVE_DB_SI_CODES 1
+#endif
+
+#ifdef PGT_HAVE_DB_SI_CODES
+static void pgt_debug_trap_handler(int signo, siginfo_t *info, void *context);
+#endif
+
+/*
+ * pgt_debug_trap_install
+ *		Install the SIGTRAP handler; called from _PG_init in the postmaster,
+ *		whose children inherit it.  A failure leaves the default action and
+ *		is logged: the process works as without the library.  Where the
+ *		platform names no #DB si_codes there is nothing to tell apart, and
+ *		nothing is installed.
+ */
+void
+pgt_debug_trap_install(void)
+{
+#ifdef PGT_HAVE_DB_SI_CODES
+	struct sigaction act;
+
+	memset(&act, 0, sizeof(act));
+	act.sa_sigaction = pgt_debug_trap_handler;
+	act.sa_flags = SA_SIGINFO | SA_RESTART;
+	sigemptyset(&act.sa_mask);
+	if (sigaction(SIGTRAP, &act, NULL) != 0)
+		ereport(LOG,
+				(errmsg("pg_tracer: could not install the SIGTRAP handler: %m"),
+				 errdetail("A debug trap that no hardware breakpoint claims will end the process.")));
+#endif
+}
+
+#ifdef PGT_HAVE_DB_SI_CODES
+/*
+ * pgt_debug_trap_handler
+ *		Absorb a #DB trap no breakpoint claimed; give any other SIGTRAP its
+ *		default action.  Async-signal-safe: atomics, sigaction and raise.
+ */
+static void
+pgt_debug_trap_handler(int signo, siginfo_t *info, void *context)
+{
+	struct sigaction dfl;
+
+	if (info != NULL && (info->si_code == TRAP_HWBKPT || info->si_code == TRAP_BRKPT))
+	{
+#ifndef PG_HAVE_ATOMIC_U32_SIMULATION
+		if (pgt_shared != NULL)
+		{
+			pg_atomic_write_u32(&pgt_shared->trap_last_pid, (uint32) getpid());
+			pg_atomic_write_u32(&pgt_shared->trap_last_code, (uint32) info->si_code);
+			pg_atomic_fetch_add_u32(&pgt_shared->traps_absorbed, 1);
+		}
+#endif
+		return;
+	}
+
+	/*
+	 * Not ours to absorb: the default action, as without the library.  The
+	 * signal is blocked while this handler runs, so the raised one is
+	 * delivered, with SIG_DFL, as the handler returns.
+	 */
+	memset(&dfl, 0, sizeof(dfl));
+	dfl.sa_handler = SIG_DFL;
+	sigemptyset(&dfl.sa_mask);
+	(void) sigaction(SIGTRAP, &dfl, NULL);
+	(void) raise(SIGTRAP);
+}
+#endif
+
+/*
+ * pgt_debug_trap_code_name
+ *		What an absorbed trap's si_code says, for the log.
+ */
+static const char *
+pgt_debug_trap_code_name(uint32 code)
+{
+#ifdef PGT_HAVE_DB_SI_CODES
+	if (code == TRAP_HWBKPT)
+		return "TRAP_HWBKPT: a breakpoint slot no perf event owns";
+	if (code == TRAP_BRKPT)
+		return "TRAP_BRKPT: a trap whose DR6 names no cause";
+#endif
+	return "unknown";
+}
+
+/*
+ * pgt_debug_trap_report
+ *		Called by the background worker each iteration: log the traps
+ *		absorbed since the last report, with the latest one's process.
+ */
+void
+pgt_debug_trap_report(void)
+{
+	uint32		total = pg_atomic_read_u32(&pgt_shared->traps_absorbed);
+	uint32		fresh = total - pg_atomic_read_u32(&pgt_shared->traps_reported);
+
+	if (fresh == 0)
+		return;
+	pg_atomic_write_u32(&pgt_shared->traps_reported, total);
+	ereport(LOG,
+			(errmsg("pg_tracer: absorbed %u debug trap(s) that no hardware breakpoint claimed (%u since the server started or reset)",
+					fresh, total),
+			 errdetail("The latest was in process %u, si_code %u (%s). The process went on; without pg_tracer's handler the kernel's SIGTRAP would have ended it and the cluster with it.",
+					   pg_atomic_read_u32(&pgt_shared->trap_last_pid),
+					   pg_atomic_read_u32(&pgt_shared->trap_last_code),
+					   pgt_debug_trap_code_name(pg_atomic_read_u32(&pgt_shared->trap_last_code))),
+			 errhint("Hardware breakpoints come from pg-tracer --exact-source watchpoint or auto; --exact-source syscall sets none.")));
+}

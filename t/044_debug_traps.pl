@@ -1,0 +1,107 @@
+# 044_debug_traps.pl — a debug trap no breakpoint claims does not end a
+# PostgreSQL process under pg_tracer (src/debug_trap.c), and every other
+# SIGTRAP keeps its default action.
+#
+# The trap is a real #DB raised by the CPU in the backend: INT1, from a
+# test-only module built here (test/trap_module), whose DR6 names no cause,
+# the path the kernel takes for a trap whose DR6 a hypervisor lost.  Ground
+# truth is PostgreSQL's own: the backend's pid before and after, and the
+# postmaster's "terminated by signal 5" in the server log.
+#
+#   - without pg_tracer preloaded, INT1 ends the backend (SIGTRAP), and the
+#     postmaster resets the cluster: the trap is real and fatal
+#   - with pg_tracer preloaded, three INT1s: the session goes on, same pid,
+#     and the server log says 3 traps were absorbed, with the pid and
+#     si_code 1 (TRAP_BRKPT)
+#   - INT3 (SIGTRAP with SI_KERNEL) still ends the backend: only #DB traps
+#     are absorbed
+# No helper is needed: the handler is the library's, in every process.
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use PgTracerTest;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $arch = `uname -m`;
+chomp $arch;
+plan skip_all => "INT1 is an x86-64 instruction; this machine is $arch" unless $arch eq 'x86_64';
+
+# The log lines written since byte $from.
+sub log_since
+{
+	my ($node, $from) = @_;
+	my $log = slurp_file($node->logfile);
+	return substr($log, $from);
+}
+
+# Run the traps in a new session: (pid before, result, pid after) or the
+# error psql printed when the backend died.
+sub trap_session
+{
+	my ($node, $n, $kind) = @_;
+	my ($stdout, $stderr);
+	$node->psql('postgres',
+		"SELECT pg_backend_pid(); SELECT pgt_test_debug_trap($n, '$kind'); SELECT pg_backend_pid();",
+		stdout => \$stdout, stderr => \$stderr);
+	return ($stdout // '', $stderr // '');
+}
+
+# --- without pg_tracer: the trap is fatal -----------------------------------
+# a crashed backend makes the postmaster reset the cluster and go on, as on
+# a production server (the test clusters default to restart_after_crash off)
+my $conf = "restart_after_crash = on\n";
+my ($bare) = tracer_node('bare', preload => 0, conf => $conf);
+
+# Build the test module into this test's own directory, against the
+# server's headers.
+my $dir = PostgreSQL::Test::Utils::tempdir();
+my $so = "$dir/pgt_test_trap.so";
+my $incdir = $bare->config_data('--includedir-server');
+chomp $incdir;
+my $ok = (system('cc', '-shared', '-fPIC', '-O2', "-I$incdir", '-o', $so,
+	"$FindBin::Bin/../test/trap_module/pgt_test_trap.c") == 0);
+ok($ok, "test module built ($so)") or BAIL_OUT('cannot build the test module');
+my $create = "CREATE FUNCTION pgt_test_debug_trap(int, text) RETURNS int
+	AS '$so', 'pgt_test_debug_trap' LANGUAGE C STRICT";
+$bare->safe_psql('postgres', $create);
+my $from = -s $bare->logfile;
+my ($got, $err) = trap_session($bare, 1, 'int1');
+like($err, qr/server closed the connection unexpectedly|terminat/i,
+	'without pg_tracer: INT1 ends the backend') or diag "stdout: $got";
+ok(defined wait_until(sub { log_since($bare, $from) =~ /terminated by signal 5/ }, 10),
+	'without pg_tracer: the postmaster reports signal 5 and resets the cluster');
+$bare->poll_query_until('postgres', 'SELECT 1', '1');
+$bare->stop;
+
+# --- with pg_tracer: absorbed, counted, logged ------------------------------
+my ($node) = tracer_node('traps', conf => $conf);
+$node->safe_psql('postgres', $create);
+$from = -s $node->logfile;
+($got, $err) = trap_session($node, 3, 'int1');
+my @lines = split /\n/, $got;
+is(scalar(@lines), 3, 'with pg_tracer: the session survives three INT1s') or diag "stderr: $err";
+is($lines[1], '3', 'the function returned after its traps');
+is($lines[0], $lines[2], 'same backend before and after (pid ' . ($lines[0] // '?') . ')');
+my $pid = $lines[0] // 0;
+ok(defined wait_until(sub {
+	log_since($node, $from) =~ /absorbed 3 debug trap\(s\).*\n.*process $pid, si_code 1 \(TRAP_BRKPT/ }, 10),
+	'the server log reports 3 absorbed traps with the pid and si_code 1 (TRAP_BRKPT)')
+  or diag log_since($node, $from);
+unlike(log_since($node, $from), qr/terminated by signal/, 'no process was terminated');
+is($node->safe_psql('postgres', 'SELECT 1'), '1', 'the cluster serves new sessions');
+
+# --- any other SIGTRAP keeps its default action -----------------------------
+$from = -s $node->logfile;
+($got, $err) = trap_session($node, 1, 'int3');
+like($err, qr/server closed the connection unexpectedly|terminat/i,
+	'INT3 (SI_KERNEL) still ends the backend');
+ok(defined wait_until(sub { log_since($node, $from) =~ /terminated by signal 5/ }, 10),
+	'the postmaster reports signal 5');
+unlike(log_since($node, $from), qr/absorbed \d+ debug trap/, 'INT3 was not counted as absorbed');
+$node->poll_query_until('postgres', 'SELECT 1', '1');
+is($node->safe_psql('postgres', 'SELECT 1'), '1', 'the cluster is back after crash recovery');
+$node->stop;
+
+done_testing();
