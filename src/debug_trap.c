@@ -19,11 +19,14 @@
  * gone on had the kernel claimed the trap.  So the library installs, in
  * the postmaster (inherited by every child it forks), a SIGTRAP handler
  * that absorbs the two codes the #DB handler sends, TRAP_HWBKPT and
- * TRAP_BRKPT, and counts them.  Every other SIGTRAP keeps its default
- * action: `kill -TRAP` (SI_USER), INT3 (SI_KERNEL), single-step
- * (TRAP_TRACE: returning would step again), a perf event's sigtrap
- * (TRAP_PERF).  A debugger sees every signal before the handler (ptrace),
- * so debugging a backend is unchanged.
+ * TRAP_BRKPT, and counts them.  What the kernel did not do is run the
+ * breakpoint's perf event, so a watching helper missed that write: the
+ * handler stores the process's wait_event_info again, unchanged, and the
+ * breakpoint sees it a few microseconds late (pgt_debug_trap_replay).
+ * Every other SIGTRAP keeps its default action: `kill -TRAP` (SI_USER),
+ * INT3 (SI_KERNEL), single-step (TRAP_TRACE: returning would step again),
+ * a perf event's sigtrap (TRAP_PERF).  A debugger sees every signal before
+ * the handler (ptrace), so debugging a backend is unchanged.
  *
  * The background worker reports new absorbed traps in the server log
  * (pgt_debug_trap_report), once per import interval at most; the count
@@ -43,6 +46,7 @@
 #include <signal.h>
 
 #include "port/atomics.h"
+#include "utils/wait_event.h"
 
 #include "pg_tracer.h"
 
@@ -52,7 +56,11 @@
 #endif
 
 #ifdef PGT_HAVE_DB_SI_CODES
+/* Set while the handler replays a store (see pgt_debug_trap_replay). */
+static volatile sig_atomic_t pgt_replaying = 0;
+
 static void pgt_debug_trap_handler(int signo, siginfo_t *info, void *context);
+static void pgt_debug_trap_replay(void);
 #endif
 
 /*
@@ -71,7 +79,8 @@ pgt_debug_trap_install(void)
 
 	memset(&act, 0, sizeof(act));
 	act.sa_sigaction = pgt_debug_trap_handler;
-	act.sa_flags = SA_SIGINFO | SA_RESTART;
+	/* SA_NODEFER: a trap raised by the replayed store comes back here */
+	act.sa_flags = SA_SIGINFO | SA_RESTART | SA_NODEFER;
 	sigemptyset(&act.sa_mask);
 	if (sigaction(SIGTRAP, &act, NULL) != 0)
 		ereport(LOG,
@@ -84,7 +93,8 @@ pgt_debug_trap_install(void)
 /*
  * pgt_debug_trap_handler
  *		Absorb a #DB trap no breakpoint claimed; give any other SIGTRAP its
- *		default action.  Async-signal-safe: atomics, sigaction and raise.
+ *		default action.  Async-signal-safe: atomics, one store, sigaction
+ *		and raise.
  */
 static void
 pgt_debug_trap_handler(int signo, siginfo_t *info, void *context)
@@ -101,19 +111,39 @@ pgt_debug_trap_handler(int signo, siginfo_t *info, void *context)
 			pg_atomic_fetch_add_u32(&pgt_shared->traps_absorbed, 1);
 		}
 #endif
+		pgt_debug_trap_replay();
 		return;
 	}
 
 	/*
 	 * Not ours to absorb: the default action, as without the library.  The
-	 * signal is blocked while this handler runs, so the raised one is
-	 * delivered, with SIG_DFL, as the handler returns.
+	 * raised signal is delivered, with SIG_DFL, before raise() returns.
 	 */
 	memset(&dfl, 0, sizeof(dfl));
 	dfl.sa_handler = SIG_DFL;
 	sigemptyset(&dfl.sa_mask);
 	(void) sigaction(SIGTRAP, &dfl, NULL);
 	(void) raise(SIGTRAP);
+}
+
+/*
+ * pgt_debug_trap_replay
+ *		Store this process's wait_event_info again, unchanged, so that a
+ *		breakpoint on it sees the write the absorbed trap followed.  Only
+ *		this process writes it, and main-line code cannot run while the
+ *		handler does, so the value read is the value stored.  A trap the
+ *		store itself raises unclaimed is absorbed without another replay.
+ */
+static void
+pgt_debug_trap_replay(void)
+{
+	volatile uint32 *wei = (volatile uint32 *) my_wait_event_info;
+
+	if (pgt_replaying || wei == NULL)
+		return;
+	pgt_replaying = 1;
+	*wei = *wei;
+	pgt_replaying = 0;
 }
 #endif
 

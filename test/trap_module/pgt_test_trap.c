@@ -8,6 +8,9 @@
  * kernel's exc_debug_user takes the same path as for a trap whose DR6 a
  * hypervisor lost, and sends SIGTRAP with si_code TRAP_BRKPT.  INT3 gives
  * SIGTRAP with SI_KERNEL, which pg_tracer must leave to its default action.
+ * pgt_test_hidden_wait sets and clears a wait event with stores no hardware
+ * breakpoint sees, each followed by INT1: the pattern of a store whose trap
+ * the kernel did not claim, which pg_tracer's handler replays.
  * Built by the test into its own directory (never installed) and loaded by
  * absolute path; x86-64 only.
  *
@@ -15,12 +18,18 @@
  */
 #include "postgres.h"
 
+#include <fcntl.h>
+#include <time.h>
+#include <unistd.h>
+
 #include "fmgr.h"
 #include "utils/builtins.h"
+#include "utils/wait_event.h"
 
 PG_MODULE_MAGIC;
 
 PG_FUNCTION_INFO_V1(pgt_test_debug_trap);
+PG_FUNCTION_INFO_V1(pgt_test_hidden_wait);
 
 /*
  * pgt_test_debug_trap(n int, kind text)
@@ -46,4 +55,50 @@ pgt_test_debug_trap(PG_FUNCTION_ARGS)
 			__asm__ volatile(".byte 0xf1");
 	}
 	PG_RETURN_INT32(n);
+}
+
+/*
+ * hidden_store
+ *		Store v in this process's wait_event_info through /proc/self/mem:
+ *		the kernel writes the page through its own mapping, so no user-space
+ *		write breakpoint on the word sees it.
+ */
+static void
+hidden_store(int fd, uint32 v)
+{
+	if (pwrite(fd, &v, sizeof(v), (off_t) (uintptr_t) my_wait_event_info) != sizeof(v))
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not write wait_event_info through /proc/self/mem: %m")));
+}
+
+/*
+ * pgt_test_hidden_wait(event bigint, ms int)
+ *		Hold wait event `event` for about ms milliseconds, set and cleared by
+ *		hidden stores, each followed by INT1.  Returns the milliseconds
+ *		between the two stores (float8), as the monotonic clock measured
+ *		them.
+ */
+Datum
+pgt_test_hidden_wait(PG_FUNCTION_ARGS)
+{
+	uint32		event = (uint32) PG_GETARG_INT64(0);
+	int32		ms = PG_GETARG_INT32(1);
+	struct timespec t0,
+				t1;
+	int			fd = open("/proc/self/mem", O_RDWR);
+
+	if (fd < 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not open /proc/self/mem: %m")));
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	hidden_store(fd, event);
+	__asm__ volatile(".byte 0xf1");
+	pg_usleep(ms * 1000L);
+	hidden_store(fd, 0);
+	__asm__ volatile(".byte 0xf1");
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	close(fd);
+	PG_RETURN_FLOAT8((t1.tv_sec - t0.tv_sec) * 1000.0 + (t1.tv_nsec - t0.tv_nsec) / 1e6);
 }
