@@ -94,12 +94,13 @@ pgt_debug_trap_install(void)
  * pgt_debug_trap_handler
  *		Absorb a #DB trap no breakpoint claimed; give any other SIGTRAP its
  *		default action.  Async-signal-safe: atomics, one store, sigaction
- *		and raise.
+ *		and raise; errno is kept for the code it interrupted.
  */
 static void
 pgt_debug_trap_handler(int signo, siginfo_t *info, void *context)
 {
 	struct sigaction dfl;
+	int			save_errno = errno;
 
 	if (info != NULL && (info->si_code == TRAP_HWBKPT || info->si_code == TRAP_BRKPT))
 	{
@@ -112,6 +113,7 @@ pgt_debug_trap_handler(int signo, siginfo_t *info, void *context)
 		}
 #endif
 		pgt_debug_trap_replay();
+		errno = save_errno;
 		return;
 	}
 
