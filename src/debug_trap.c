@@ -175,16 +175,17 @@ pgt_debug_trap_report(void)
 {
 	uint32		total = pg_atomic_read_u32(&pgt_shared->traps_absorbed);
 	uint32		fresh = total - pg_atomic_read_u32(&pgt_shared->traps_reported);
+	uint32		code;
 
 	if (fresh == 0)
 		return;
 	pg_atomic_write_u32(&pgt_shared->traps_reported, total);
+	code = pg_atomic_read_u32(&pgt_shared->trap_last_code);
 	ereport(LOG,
 			(errmsg("pg_tracer: absorbed %u debug trap(s) that no hardware breakpoint claimed (%u since the server started or reset)",
 					fresh, total),
 			 errdetail("The latest was in process %u, si_code %u (%s). The process went on; without pg_tracer's handler the kernel's SIGTRAP would have ended it and the cluster with it.",
-					   pg_atomic_read_u32(&pgt_shared->trap_last_pid),
-					   pg_atomic_read_u32(&pgt_shared->trap_last_code),
-					   pgt_debug_trap_code_name(pg_atomic_read_u32(&pgt_shared->trap_last_code))),
+					   pg_atomic_read_u32(&pgt_shared->trap_last_pid), code,
+					   pgt_debug_trap_code_name(code)),
 			 errhint("Hardware breakpoints come from pg-tracer --exact-source watchpoint or auto; --exact-source syscall sets none.")));
 }
