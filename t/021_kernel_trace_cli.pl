@@ -152,13 +152,13 @@ $s->query_safe($_) for ('SET max_parallel_workers_per_gather = 2', 'SET parallel
 my $statio = "SELECT heap_blks_read FROM pg_statio_user_tables WHERE relname = 'big'";
 my $blks0 = $node->safe_psql('postgres', $statio);
 ($h, $out, $err) = start_trace(qr/"queryid-tagging"/, '--probes', 'syscall', '--pid', $pid,
-	'--stats', '--format', 'json', '--duration', '3s');
+	'--stats', '--format', 'json', '--duration', '60s');
 $s->query_safe('SELECT count(*) FROM big');
 my $other = $node->safe_psql('postgres', 'SELECT pg_backend_pid() FROM (SELECT count(*) FROM r) c');
 # the leader's table stats reach the shared ones at its next transaction's end
 $s->query_safe('SELECT pg_stat_force_next_flush()');
 $s->query_safe('SELECT 1');
-$h->finish;
+end_trace($h);
 my $truth = ($node->safe_psql('postgres', $statio) - $blks0) * 8192;
 my (%type_of, %read_by, $in_final);
 for my $r (map { eval { JSON::PP::decode_json($_) } // () } split /\n/, $$out)
@@ -496,8 +496,7 @@ sub check_exited_rows_fold
 		'<', \undef, '>', \$lout, '2>', \$lerr) or die "pgbench: $lerr";
 	note(sprintf('pgbench -C: %d connections in %.1f s', $conns, time() - $t0));
 	sleep(2.5);    # a row folds at the first copy (each second) that finds its pid gone
-	$h->signal('INT');
-	$h->finish;
+	end_trace($h);
 	my @recs = map { JSON::PP::decode_json($_) } grep { /^\{/ } split /\n/, $$out;
 	# the final summary's records: those after its `summary` record
 	my ($last) = grep { $recs[$_]{event} eq 'summary' && $recs[$_]{final} } 0 .. $#recs;
@@ -588,11 +587,11 @@ sub check_wal_elsewhere
 	$walx->safe_psql('postgres', 'CREATE TABLE wx (a int, b text)');
 	my $wal_bytes = 'SELECT wal_bytes FROM pg_stat_wal';
 	my ($h, $out) = start_trace(qr/"queryid-tagging"/, '--probes', 'syscall', '--pgdata',
-		$walx->data_dir, '--stats', '--format', 'json', '--duration', '3s');
+		$walx->data_dir, '--stats', '--format', 'json', '--duration', '60s');
 	my $b0 = $walx->safe_psql('postgres', $wal_bytes);
 	$walx->safe_psql('postgres', "INSERT INTO wx SELECT g, md5(g::text) FROM generate_series(1, 20000) g");
 	my $generated = $walx->safe_psql('postgres', $wal_bytes) - $b0;
-	$h->finish;
+	end_trace($h);
 	my ($written, $in_final) = (0, 0);
 	for my $r (map { eval { JSON::PP::decode_json($_) } // () } split /\n/, $$out)
 	{
@@ -624,11 +623,11 @@ sub check_block_without_new_tracepoints
 	IPC::Run::run([ @ctl, 'drop-caches' ]) or die 'drop-caches failed';
 	my ($h, $out) = start_trace(qr/"queryid-tagging"/, '--probes', 'block', '--pid', $pid,
 		'--hide-tracepoint', 'block_io_start', '--hide-tracepoint', 'block_rq_merge',
-		'--stats', '--format', 'json', '--duration', '3s');
+		'--stats', '--format', 'json', '--duration', '60s');
 	my $io0 = proc_field("/proc/$pid/io", qr/^read_bytes: (\d+)/m);
 	$s->query_safe('SELECT count(*) FROM cold');
 	my $truth = proc_field("/proc/$pid/io", qr/^read_bytes: (\d+)/m) - $io0;
-	$h->finish;
+	end_trace($h);
 	$s->quit;
 	my ($status, $read, $in_final) = ({}, 0, 0);
 	for my $r (map { eval { JSON::PP::decode_json($_) } // () } split /\n/, $$out)
@@ -663,11 +662,11 @@ sub check_sched_storage_outside_switch
 	my $old = $s->query_safe('SELECT pg_backend_pid()');
 	my ($h, $out) = start_trace(qr/"queryid-tagging"/, '--probes', 'sched', '--pgdata',
 		$node->data_dir, '--no-storage-in-switch', '--stats', '--format', 'json',
-		'--duration', '4s');
+		'--duration', '60s');
 	$s->query_safe('SELECT pg_sleep(1.0)');
 	my $new = $node->safe_psql('postgres', 'SELECT pg_backend_pid() FROM pg_sleep(0.6)');
 	$s->query_safe('SELECT 1');	# the sleep's period closes at the next switch-out
-	$h->finish;
+	end_trace($h);
 	$s->quit;
 	my ($status, %off, $in_final) = ({});
 	for my $r (map { eval { JSON::PP::decode_json($_) } // () } split /\n/, $$out)

@@ -87,25 +87,29 @@ sub figures
 }
 
 # sleep 1.5 s and read the file in that backend; returns (figure deltas,
-# the sleep as this script measured it, the wall time between the two
-# snapshots: the most the backend can have been off CPU, idle included)
+# the sleep as this script measured it, the wall time between the end of
+# the idle time before and the last copy: the most the backend can have
+# been off CPU, idle included)
 sub work
 {
 	# end the session's idle time (off CPU, counted once it has run
-	# again: at its next switch-out) and let that be published, so that
-	# the off-CPU time this returns starts after $start
+	# again: at its next switch-out, right after the result is sent) and
+	# let that be copied, so that the off-CPU time this returns starts
+	# after $start
 	my $start = time();
 	$s->query_safe('SELECT 1');
-	sleep(1.2);
+	ok(defined wait_kernel_copy(\&q1), 'a copy after the idle time ended');
 	my $before = figures();
 	my $t0 = time();
 	$s->query_safe('SELECT pg_sleep(1.5)');
 	my $slept = (time() - $t0) * 1000;
 	is($s->query_safe($read_sql), $size, "the backend read $file ($size bytes)");
 	$s->query_safe('SELECT 1');
-	sleep(1.5);    # published once a second
-	my $after = figures();
+	ok(defined wait_kernel_copy(\&q1), 'a copy after the work');
+	# the idle time after SELECT 1 may count in part too: an idle backend
+	# wakes to flush its statistics (PostgreSQL's idle stats timeout)
 	my $span = (time() - $start) * 1000;
+	my $after = figures();
 	return ({ map { $_ => $after->{$_} - $before->{$_} } keys %$after }, $slept, $span);
 }
 
@@ -142,16 +146,18 @@ my $idle_q = "SELECT coalesce(sum(offcpu_ms), 0) FROM pg_tracer_kernel_sched
 # it has sent the result, a moment before psql returns it here
 my $t_idle = time();
 is($s->query_safe($read_sql), $size, 'the statement ran before an idle time');
-sleep(1.2);
+my $idle_from = time();
+wait_kernel_copy(\&q1);
 my $idle0 = q1($idle_q);    # the idle time is counted once it has ended
 sleep(1.5);
+my $idle_least = (time() - $idle_from) * 1000;    # idle at least this long
 $s->query_safe('SELECT 1');    # ends it
 my $idle_span = (time() - $t_idle) * 1000;
 my $idle;
-wait_until(sub { $idle = q1($idle_q) - $idle0; $idle >= 2700 * 0.95 }, 5);
-ok($idle >= 2700 * 0.95 && $idle <= $idle_span,
-	sprintf('idle time in a receive goes to the last statement\'s query id (%.0f ms of %.0f)',
-		$idle, $idle_span));
+wait_until(sub { $idle = q1($idle_q) - $idle0; $idle >= $idle_least * 0.95 }, 5);
+ok($idle >= $idle_least * 0.95 && $idle <= $idle_span,
+	sprintf('idle time in a receive goes to the last statement\'s query id (%.0f ms of %.0f; idle at least %.0f)',
+		$idle, $idle_span, $idle_least));
 
 $s->quit;
 signal_helper($helper, 'TERM');

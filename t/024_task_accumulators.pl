@@ -139,8 +139,12 @@ views_match_kernel($sess, 'after the reset');
 my $last = $sess->views("= $pid");
 my $exited0 = $sess->views('IS NULL');
 $sess->quit;
+# each set's map is copied, and its exited pids retired, at its own moment
+# of a copy: wait until no view of the three keeps the pid
 ok(defined wait_until(sub {
-	q1("SELECT count(*) FROM pg_tracer_kernel_net WHERE pid = $pid") eq '0'
+	q1("SELECT (SELECT count(*) FROM pg_tracer_kernel_io WHERE pid = $pid)
+	         + (SELECT count(*) FROM pg_tracer_kernel_net WHERE pid = $pid)
+	         + (SELECT count(*) FROM pg_tracer_kernel_sched WHERE pid = $pid)") eq '0'
 }, 20), 'its rows left its pid after it exited');
 my $exited1 = $sess->views('IS NULL');
 is($exited1->{sent} - $exited0->{sent}, $last->{sent},

@@ -219,8 +219,7 @@ my $explain = $q->query_safe('EXPLAIN (VERBOSE, FORMAT JSON) SELECT count(*) FRO
 my ($qid) = $explain =~ /"Query Identifier": (-?\d+)/;
 $q->query_safe('SELECT count(*) FROM qt');
 wait_until(sub { $th->pump_nb; $$tout =~ /"pid":$q_pid,[^\n]*"queryid":\Q$qid\E,/ }, 5) if defined $qid;
-$th->signal('INT');
-$th->finish;
+end_trace($th);
 my %q_ids = map { /"queryid":(-?\d+)/ ? ($1 => 1) : () } grep { /"pid":$q_pid,/ } split /\n/, $$tout;
 ok(defined $qid && $q_ids{$qid},
 	'restart: a new backend\'s reads of a table carry its statement\'s query id ('

@@ -15,7 +15,7 @@ use strict;
 use warnings;
 use IPC::Run ();
 use Test::More;
-use Time::HiRes qw(usleep);
+use PgTracerTest qw(wait_kernel_copy);
 
 our @KEYS = qw(syscr rchar syscw wchar sent received switches);
 
@@ -125,7 +125,7 @@ sub views
 sub fmt { my ($h) = @_; return join(' ', map { "$_=" . ($h->{$_} // '?') } @KEYS); }
 
 # While the backend is idle: its own counts unchanged around a read of
-# views that have stopped moving (the helper copies once a second).
+# views that have stopped moving across a copy begun after the first read.
 # Returns (truth, views).
 sub baseline
 {
@@ -134,7 +134,8 @@ sub baseline
 	{
 		my $t0 = $self->truth;
 		my $v = $self->views("= $self->{pid}");
-		usleep(1_300_000);
+		defined wait_kernel_copy(sub { $self->q1($_[0]) })
+		  or BAIL_OUT('the helper published no copy in 20 s');
 		my $v2 = $self->views("= $self->{pid}");
 		my $t1 = $self->truth;
 		return ($t1, $v2) if fmt($t0) eq fmt($t1) && fmt($v) eq fmt($v2);

@@ -17,7 +17,8 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 
 our @EXPORT = qw(tracer_node start_helper start_host_helper stop_helper signal_helper run_helper start_trace
-  run_helper_into wait_until helper_available segment_path proc_field within wait_connected helper_read_calls);
+  end_trace run_helper_into wait_until wait_kernel_copy helper_available segment_path proc_field within wait_connected
+  helper_read_calls);
 
 # scripts/test.sh always sets PG_TRACER_CTL; without it the helper tests skip.
 my @CTL = split ' ', ($ENV{PG_TRACER_CTL} // 'false');
@@ -139,23 +140,36 @@ sub run_helper_into
 	return ($out, $err);
 }
 
-# Start `pg-tracer trace ARGS` as root in the background and wait (10 s at
-# most) until its stdout matches $ready: trace prints its status records
-# once the probes are attached.  Returns (harness, \$out, \$err); the
-# caller finishes the harness.
+# Start `pg-tracer trace ARGS` as root in the background and wait (30 s at
+# most: loading every set takes seconds on a busy VM) until its stdout
+# matches $ready: trace prints its status records once the probes are
+# attached.  A trace that never gets there fails a test here, so that the
+# workload run next is not blamed for counts the probes could not see.
+# Returns (harness, \$out, \$err); the caller finishes the harness.
 sub start_trace
 {
 	my ($ready, @args) = @_;
 	my ($out, $err) = ('', '');
 	my $h = IPC::Run::start([ @CTL, 'run', 'trace', @args ],
-		'<', \undef, '>', \$out, '2>', \$err, IPC::Run::timeout(60));
-	for (1 .. 100)
+		'<', \undef, '>', \$out, '2>', \$err, IPC::Run::timeout(90));
+	for (1 .. 300)
 	{
 		$h->pump_nb;
-		last if $out =~ $ready;
+		return ($h, \$out, \$err) if $out =~ $ready;
 		usleep(100_000);
 	}
+	fail("trace @args ready within 30 s (stderr: $err)");
 	return ($h, \$out, \$err);
+}
+
+# End a trace started with a long --duration once its workload is done, as
+# Ctrl-C does (it prints its final summary then): a short --duration
+# would have to outlast the workload on the slowest machine.
+sub end_trace
+{
+	my ($h) = @_;
+	$h->signal('INT');
+	$h->finish;
 }
 
 # Poll $code every 100 ms until it returns true or $timeout seconds pass.
@@ -191,6 +205,26 @@ sub proc_field
 	my $t = <$fh>;
 	close $fh;
 	return $t =~ $re ? $1 : die "no match in $path";
+}
+
+# Return once a copy of the kernel sets' aggregates that began after this
+# call is in the segment of the cluster $q1 (a function: SQL -> its one
+# value) asks.  The helper publishes every 250 ms, each time with a new
+# last_update, and copies the aggregates (maps and task accumulators) at
+# every fourth publication, so five publications seen hold one: what a
+# fixed sleep only makes likely.  Returns the seconds waited, undef after
+# 20 s.
+sub wait_kernel_copy
+{
+	my ($q1) = @_;
+	my $sql = 'SELECT extract(epoch FROM last_update) FROM pg_tracer_status()';
+	my $last = $q1->($sql);
+	my $seen = 0;
+	return wait_until(sub {
+		my $now = $q1->($sql);
+		($seen, $last) = ($seen + 1, $now) if $now ne $last;
+		return $seen >= 5;
+	}, 20);
 }
 
 # Is $got (a number from psql) within $frac of $want?
