@@ -167,7 +167,7 @@ $log_offset = -s $node->logfile;
 plant(substr(slurp_file($seg), 0, 2048));
 ok(logged(qr/pg_tracer: helper disconnected: truncated: segment is 2048 bytes/, $log_offset),
 	'the worker finds a segment cut inside its tables');
-signal_helper($helper, 'TERM');
+stop_helper($node, $helper);
 $helper = start_helper($node, $rt);
 ok(logged(qr/pg_tracer: helper connected \(pid $helper,/, $log_offset),
 	'the worker logs the reconnection');

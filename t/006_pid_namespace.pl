@@ -112,9 +112,9 @@ $node->safe_psql('postgres',
 $p->query_safe($_) for ('SET max_parallel_workers_per_gather = 2', 'SET parallel_setup_cost = 0',
 	'SET parallel_tuple_cost = 0', 'SET min_parallel_table_scan_size = 0');
 my ($th, $tout, $terr) = start_trace(qr/"queryid-tagging"/, '--probes', 'syscall', '--pid', $p_host,
-	'--stats', '--format', 'json', '--duration', '3s');
+	'--stats', '--format', 'json', '--duration', '60s');
 $p->query_safe('SELECT count(*) FROM big');
-$th->finish;
+end_trace($th);
 my %type_of;
 for my $r (map { eval { JSON::PP::decode_json($_) } // () } split /\n/, $$tout)
 {

@@ -132,9 +132,9 @@ sub two_lock_waits
 sub trace_lock_waits
 {
 	my ($h, $o, $e) = start_trace(qr/"set":"pg-locks"/, '--probes', 'pg-locks', '--pgdata',
-		$node->data_dir, '--duration', '4s', '--format', 'json', @_);
+		$node->data_dir, '--duration', '60s', '--format', 'json', @_);
 	my $xid = two_lock_waits();
-	$h->finish;
+	end_trace($h);
 	is($h->result(0), 0, "trace pg-locks @_ exits 0") or diag($$e);
 	my @all = map { decode_json($_) } grep { /^\{/ } split /\n/, $$o;
 	return ([ grep { $_->{pid} == $w_pid } @all ], $xid, \@all);

@@ -113,7 +113,7 @@ $node->command_ok([ 'pgbench', '-i', '-s', '1', '-q', 'postgres' ], 'pgbench -i'
 my $acc = $node->safe_psql('postgres', "SELECT 'pgbench_accounts'::regclass::oid");
 my $sql_acc = "SELECT coalesce(sum(calls), 0) FROM pg_tracer_engine_events
                 WHERE probe = 'lock-hold' AND lock_field2 = $acc AND lock_mode = 'AccessShareLock'";
-sleep(1.5);
+wait_kernel_copy(sub { $node->safe_psql('postgres', $_[0]) });
 my $c0 = $node->safe_psql('postgres', $sql_acc);
 my ($out, $err) = ('', '');
 $node->run_log([ 'pgbench', '-S', '-c', '2', '-j', '2', '-t', '500', '-n', 'postgres' ], '>', \$out);
@@ -148,7 +148,7 @@ $apw->query_safe('SELECT autoprewarm_dump_now()') for 1 .. 2;
 my $sql_apw = "SELECT string_agg(detail || ' ' || calls, ',' ORDER BY detail) FROM pg_tracer_engine_events
                 WHERE probe = 'lwlock-hold' AND pid = $apw_pid AND (detail LIKE 'autoprewarm%' OR detail LIKE '?%')";
 my $apw_rows = '';
-wait_until(sub { ($apw_rows = $node->safe_psql('postgres', $sql_apw)) ne '' }, 5);
+wait_until(sub { ($apw_rows = $node->safe_psql('postgres', $sql_apw)) eq 'autoprewarm LW_EXCLUSIVE 2' }, 5);
 is($apw_rows, 'autoprewarm LW_EXCLUSIVE 2', 'a tranche the backend registered: autoprewarm, held twice');
 $apw->quit;
 sleep(2.5);    # the helper names its rows again at each copy (once a second)

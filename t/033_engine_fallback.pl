@@ -145,10 +145,12 @@ sub check_skipped_checkpoint
 	# which writes WAL: VACUUM first, and this query once, before the
 	# checkpoint
 	$node->safe_psql('postgres', 'VACUUM');
-	$node->safe_psql('postgres', $state);
+	my $n_before = (split /\|/, $node->safe_psql('postgres', $state))[2];
 	$node->safe_psql('postgres', 'CHECKPOINT');
-	sleep(1);    # the forced checkpoint's record is published
-	my ($timed0, $lsn0, $n0) = split /\|/, $node->safe_psql('postgres', $state);
+	my ($timed0, $lsn0, $n0);
+	wait_until(sub {    # the forced checkpoint's record is published
+		($timed0, $lsn0, $n0) = split /\|/, $node->safe_psql('postgres', $state);
+		$n0 > $n_before }, 10);
 	my ($timed1, $lsn1, $n1);
 	wait_until(sub {
 		($timed1, $lsn1, $n1) = split /\|/, $node->safe_psql('postgres', $state);

@@ -180,18 +180,14 @@ like($err, qr/budget exhausted \(budget_remaining_s = 0\)/, 'exhausted budget: a
 is(q1('SELECT pg_tracer_deescalate()'), 'f', 'deescalate without a window: false');
 
 # ---- a budget of 0: escalation disabled, said so (before: "budget exhausted")
-signal_helper($helper, 'TERM');
-ok(defined wait_until(sub { q1('SELECT helper_connected FROM pg_tracer_status()') eq 'f' }, 15),
-	'helper stopped');
+ok(stop_helper($node, $helper), 'helper stopped');
 $helper = start_helper($node, $rt, '--exact-budget', '0');
 ok(connected(), 'helper restarted with a budget of 0');
 ($rc, $out, $err) = $node->psql('postgres', 'SELECT * FROM pg_tracer_escalate(10)');
 like($err, qr/escalation is disabled.*HINT:.*--exact-budget 0/s, 'budget 0: "escalation is disabled", with a hint');
 
 # ---- unlimited budget: idempotent deescalate, a wait in progress is seeded
-signal_helper($helper, 'TERM');
-ok(defined wait_until(sub { q1('SELECT helper_connected FROM pg_tracer_status()') eq 'f' }, 15),
-	'helper stopped');
+ok(stop_helper($node, $helper), 'helper stopped');
 $helper = start_helper($node, $rt, '--exact-budget', 'unlimited');
 ok(connected(), 'helper restarted with an unlimited budget');
 sleep(2.5);
@@ -238,6 +234,7 @@ sleep(0.5);
 my $w_open = time();
 q1('SELECT pg_tracer_escalate(60)');
 sleep(2);
+wait_publications(\&q1, 1);    # rows as of a moment ago, not up to 250 ms
 my ($sl1) = exact_of($pid, 'PgSleep');
 my ($id1) = exact_of($idle_pid, 'ClientRead');
 my $mid = (time() - $w_open) * 1000;
@@ -247,7 +244,7 @@ ok(within($sl1 - $sl0, $mid, 0.2) && within($id1, $mid, 0.2),
 my $w_close = time();
 q1('SELECT pg_tracer_deescalate()');
 my $wlen = ($w_close - $w_open) * 1000;
-sleep(0.4);    # the next publication (every 250 ms) has them
+wait_publications(\&q1, 2);    # one begun after the close has them
 my ($sl2, $sn2) = exact_of($pid, 'PgSleep');
 my ($id2) = exact_of($idle_pid, 'ClientRead');
 ok(within($sl2 - $sl0, $wlen, 0.15) && $sn2 - $sn0 == 1 && within($id2, $wlen, 0.15),
@@ -274,9 +271,7 @@ my $many = 'DO $$ BEGIN FOR i IN 1..70 LOOP
 is($rc, 0, 'unlimited budget: 70 windows in a row open') or diag($err);
 ok(defined wait_until(sub { q1('SELECT count(*) FROM pg_tracer_escalations') eq '64' }, 5),
 	'pg_tracer_escalations lists the latest 64');
-signal_helper($helper, 'TERM');
-ok(defined wait_until(sub { q1('SELECT helper_connected FROM pg_tracer_status()') eq 'f' }, 15),
-	'helper stopped');
+ok(stop_helper($node, $helper), 'helper stopped');
 $helper = start_helper($node, $rt, '--exact-budget', '300');
 ok(defined wait_until(sub {
 	q1("SELECT state FROM pg_tracer_probes WHERE probe_set = 'exact'") eq 'available' }, 20),
@@ -287,9 +282,7 @@ ok(defined wait_until(sub { q1('SELECT count(*) FROM pg_tracer_escalations') eq 
 	'pg_tracer_escalations lists the 64');
 
 # ---- --mode full: exact always, fidelity exact
-signal_helper($helper, 'TERM');
-ok(defined wait_until(sub { q1('SELECT helper_connected FROM pg_tracer_status()') eq 'f' }, 15),
-	'helper stopped');
+ok(stop_helper($node, $helper), 'helper stopped');
 $helper = start_helper($node, $rt, '--mode', 'full');
 ok(connected(), 'helper restarted in full mode');
 sleep(1.5);

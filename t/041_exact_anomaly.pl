@@ -67,9 +67,7 @@ is(q1('SELECT pg_tracer_deescalate()'), 't', 'an admin can end it');
 sleep(3);
 is(q1('SELECT count(*) FROM pg_tracer_escalations'), '1', 'cooldown: no second window');
 release(@s);
-signal_helper($helper, 'TERM');
-ok(defined wait_until(sub { q1('SELECT helper_connected FROM pg_tracer_status()') eq 'f' }, 15),
-	'helper stopped');
+ok(stop_helper($node, $helper), 'helper stopped');
 
 # --anomaly off
 $helper = start_helper($node, $rt, '--anomaly', 'off');

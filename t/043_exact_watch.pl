@@ -147,16 +147,12 @@ ok(defined wait_until(sub { watched() < $w1 }, 10),
 like(probe(), qr/, 0 failed$/, 'no breakpoint creation failed');
 
 # auto picks watchpoints where they fire; syscall stays the default
-signal_helper($helper, 'TERM');
-ok(defined wait_until(sub { q1('SELECT helper_connected FROM pg_tracer_status()') eq 'f' }, 15),
-	'helper stopped');
+ok(stop_helper($node, $helper), 'helper stopped');
 $helper = start_helper($node, $rt, '--mode', 'full', '--exact-source', 'auto', '--probes', 'exact');
 ok(connected(), 'helper restarted with --exact-source auto, --mode full');
 like(probe(), qr/^syscall tagging\|.*source syscall \(--exact-source auto: watchpoints only in tiered windows; watchpoints fire/,
 	'auto in full mode: syscall tagging (always on: the cheaper source)');
-signal_helper($helper, 'TERM');
-ok(defined wait_until(sub { q1('SELECT helper_connected FROM pg_tracer_status()') eq 'f' }, 15),
-	'helper stopped');
+ok(stop_helper($node, $helper), 'helper stopped');
 $helper = start_helper($node, $rt, '--mode', 'tiered', '--exact-source', 'auto', '--probes', 'exact');
 ok(connected(), 'helper restarted with --exact-source auto, --mode tiered');
 like(probe(), qr/^hardware watchpoints\|.*source watchpoint \(--exact-source auto; /,
@@ -196,6 +192,7 @@ my ($wn0, $wt0) = sleep_stats($pid2);
 $s2->query_until(qr/sent/, "\\echo sent\nSELECT pg_sleep(4);\n");
 my $ws_start = time();
 sleep(1.5);
+wait_publications(\&q1, 1);    # rows as of a moment ago, not up to 250 ms
 my ($wn1, $wt1) = sleep_stats($pid2);
 my $wmid = (time() - $ws_start) * 1000;
 ok(within($wt1 - $wt0, $wmid, 0.2) && $wn1 - $wn0 == 1,
@@ -213,9 +210,7 @@ sleep(1.3);
 my (undef, $wt3) = sleep_stats($pid2);
 is(sprintf('%.0f', $wt3), sprintf('%.0f', $wt2), 'the sleep ended outside the window: nothing more');
 $s2->quit;
-signal_helper($helper, 'TERM');
-ok(defined wait_until(sub { q1('SELECT helper_connected FROM pg_tracer_status()') eq 'f' }, 15),
-	'helper stopped');
+ok(stop_helper($node, $helper), 'helper stopped');
 $helper = start_helper($node, $rt, '--mode', 'full', '--probes', 'exact');
 ok(connected(), 'helper restarted without --exact-source');
 like(probe(), qr/^syscall tagging\|.*source syscall \(default; watchpoints fire/,

@@ -17,7 +17,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 
 our @EXPORT = qw(tracer_node start_helper start_host_helper stop_helper signal_helper run_helper start_trace
-  end_trace run_helper_into wait_until wait_kernel_copy helper_available segment_path proc_field within wait_connected
+  end_trace run_helper_into wait_until wait_publications wait_kernel_copy helper_available segment_path proc_field within wait_connected
   helper_read_calls);
 
 # scripts/test.sh always sets PG_TRACER_CTL; without it the helper tests skip.
@@ -207,25 +207,28 @@ sub proc_field
 	return $t =~ $re ? $1 : die "no match in $path";
 }
 
-# Return once a copy of the kernel sets' aggregates that began after this
-# call is in the segment of the cluster $q1 (a function: SQL -> its one
-# value) asks.  The helper publishes every 250 ms, each time with a new
-# last_update, and copies the aggregates (maps and task accumulators) at
-# every fourth publication, so five publications seen hold one: what a
-# fixed sleep only makes likely.  Returns the seconds waited, undef after
-# 20 s.
-sub wait_kernel_copy
+# Return once $n publications of the segment of the cluster $q1 (a
+# function: SQL -> its one value) asks have been seen: each sets a new
+# last_update.  The helper publishes every 250 ms; the exact sets' rows are
+# copied at every publication, and the kernel and engine sets' aggregates
+# at every fourth.  Returns the seconds waited, undef after 20 s.
+sub wait_publications
 {
-	my ($q1) = @_;
+	my ($q1, $n) = @_;
 	my $sql = 'SELECT extract(epoch FROM last_update) FROM pg_tracer_status()';
 	my $last = $q1->($sql);
 	my $seen = 0;
 	return wait_until(sub {
 		my $now = $q1->($sql);
 		($seen, $last) = ($seen + 1, $now) if $now ne $last;
-		return $seen >= 5;
+		return $seen >= $n;
 	}, 20);
 }
+
+# Return once a copy of the kernel (and engine) sets' aggregates that began
+# after this call is published: five publications hold one, where a fixed
+# sleep only makes it likely.
+sub wait_kernel_copy { return wait_publications($_[0], 5); }
 
 # Is $got (a number from psql) within $frac of $want?
 sub within
