@@ -72,11 +72,14 @@ is($rc, 1, 'pid 1 is not a server: exit 1');
 is($rc, 2, 'bad --pid: usage error');
 
 # --- trace: the statement of a live session as an event with its text
-$bg->query_until(qr/go/, "\\echo go\nSELECT pg_sleep(2.5);\nSELECT 'engine-trace-mark', pg_sleep(0.3);\n");
-($rc, $out, $err) = run_helper('trace', '--probes', 'pg-query,pg-locks', '--pgdata', $node->data_dir,
-	'--duration', '4s', '--format', 'json');
-is($rc, 0, 'trace exits 0 after --duration') or diag($err);
-my @recs = map { decode_json($_) } grep { /^\{/ } split /\n/, $out;
+# (run once the probes are attached: start_trace waits for the status)
+my ($qh, $qout, $qerr) = start_trace(qr/"set":"pg-locks"/, '--probes', 'pg-query,pg-locks',
+	'--pgdata', $node->data_dir, '--duration', '60s', '--format', 'json');
+$bg->query_safe("SELECT 'engine-trace-mark', pg_sleep(0.3)");
+wait_until(sub { $qh->pump_nb; $$qout =~ /engine-trace-mark/ }, 10);
+end_trace($qh);
+is($qh->result(0), 0, 'trace exits 0 at SIGINT') or diag($$qerr);
+my @recs = map { decode_json($_) } grep { /^\{/ } split /\n/, $$qout;
 my ($st) = grep { $_->{event} eq 'status' && $_->{set} eq 'pg-query' } @recs;
 is("$st->{state} $st->{mechanism}", 'available usdt+uprobe', 'trace: pg-query status');
 my ($ev) = grep { $_->{set} eq 'pg-query' && $_->{event} eq 'query'

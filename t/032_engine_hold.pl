@@ -158,15 +158,19 @@ is($node->safe_psql('postgres', $sql_apw), 'autoprewarm LW_EXCLUSIVE 2',
 # --- trace: a hold as an event
 my $bg = $node->background_psql('postgres');
 my $bg_pid = $bg->query_safe('SELECT pg_backend_pid()');
-$bg->query_until(qr/go/, "\\echo go\nSELECT pg_sleep(2);\nBEGIN;\nLOCK TABLE hold_t;\n"
-	  . "SELECT pg_sleep(0.5);\nCOMMIT;\n");
-my $rc;
-($rc, $out, $err) = run_helper('trace', '--probes', 'pg-lock-hold', '--pgdata', $node->data_dir,
-	'--duration', '4s', '--format', 'json');
-is($rc, 0, 'trace --probes pg-lock-hold exits 0') or diag($err);
-my @recs = map { decode_json($_) } grep { /^\{/ } split /\n/, $out;
-my ($ev) = grep { $_->{event} eq 'lock-hold' && $_->{pid} == $bg_pid
-	  && ($_->{lock_field2} // 0) == $relid } @recs;
+# (taken once the probes are attached: start_trace waits for the status)
+my ($th, $tout, $terr) = start_trace(qr/"set":"pg-lock-hold"/, '--probes', 'pg-lock-hold',
+	'--pgdata', $node->data_dir, '--duration', '60s', '--format', 'json');
+$bg->query_safe($_) for ('BEGIN', 'LOCK TABLE hold_t', 'SELECT pg_sleep(0.5)', 'COMMIT');
+my ($ev, @recs);
+wait_until(sub {
+	$th->pump_nb;
+	@recs = map { eval { decode_json($_) } // () } grep { /^\{/ } split /\n/, $$tout;
+	($ev) = grep { $_->{event} eq 'lock-hold' && $_->{pid} == $bg_pid
+		  && ($_->{lock_field2} // 0) == $relid } @recs;
+	$ev }, 10);
+end_trace($th);
+is($th->result(0), 0, 'trace --probes pg-lock-hold exits 0') or diag($$terr);
 ok($ev, 'trace: lock-hold event of hold_t');
 SKIP:
 {
