@@ -27,7 +27,7 @@ ok(wait_connected($node), 'helper connected');
 my $alice = $node->background_psql('postgres', extra_params => [ '-U', 'alice' ]);
 my $pid = $alice->query_safe('SELECT pg_backend_pid()');
 # the helper maps the backend's query-id slot at its once-a-second look
-wait_kernel_copy(sub { $node->safe_psql('postgres', $_[0]) }) for 1 .. 2;
+wait_kernel_copy($node) for 1 .. 2;
 $alice->query_safe("SELECT pg_sleep(0.3), 'alice-secret-4711' AS s");
 my $qid = '';
 ok(defined wait_until(sub {

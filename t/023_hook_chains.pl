@@ -98,14 +98,14 @@ sub work
 	# after $start
 	my $start = time();
 	$s->query_safe('SELECT 1');
-	ok(defined wait_kernel_copy(\&q1), 'a copy after the idle time ended');
+	ok(defined wait_kernel_copy($node), 'a copy after the idle time ended');
 	my $before = figures();
 	my $t0 = time();
 	$s->query_safe('SELECT pg_sleep(1.5)');
 	my $slept = (time() - $t0) * 1000;
 	is($s->query_safe($read_sql), $size, "the backend read $file ($size bytes)");
 	$s->query_safe('SELECT 1');
-	ok(defined wait_kernel_copy(\&q1), 'a copy after the work');
+	ok(defined wait_kernel_copy($node), 'a copy after the work');
 	# the idle time after SELECT 1 may count in part too: an idle backend
 	# wakes to flush its statistics (PostgreSQL's idle stats timeout)
 	my $span = (time() - $start) * 1000;
@@ -147,7 +147,7 @@ my $idle_q = "SELECT coalesce(sum(offcpu_ms), 0) FROM pg_tracer_kernel_sched
 my $t_idle = time();
 is($s->query_safe($read_sql), $size, 'the statement ran before an idle time');
 my $idle_from = time();
-wait_kernel_copy(\&q1);
+wait_kernel_copy($node);
 my $idle0 = q1($idle_q);    # the idle time is counted once it has ended
 sleep(1.5);
 my $idle_least = (time() - $idle_from) * 1000;    # idle at least this long

@@ -105,7 +105,7 @@ my $sc_pid = $sc->query_safe('SELECT pg_backend_pid()');
 $sc->query_safe('SET max_parallel_workers_per_gather = 0');
 $sc->query_safe('SELECT count(*) FROM pg_class');	# warm the session's catalogs
 $sc->query_safe('SELECT pg_stat_force_next_flush()');
-wait_kernel_copy(sub { $node->safe_psql('postgres', $_[0]) });
+wait_kernel_copy($node);
 my $blk0 = $sc->query_safe(
 	"SELECT pg_stat_clear_snapshot(), blks_read FROM pg_stat_database WHERE datname = 'coldb'");
 my $miss0 = $node->safe_psql('postgres',
@@ -116,7 +116,7 @@ my $blk1 = $sc->query_safe(
 	"SELECT pg_stat_clear_snapshot(), blks_read FROM pg_stat_database WHERE datname = 'coldb'");
 $blk0 =~ s/^\|//;
 $blk1 =~ s/^\|//;
-wait_kernel_copy(sub { $node->safe_psql('postgres', $_[0]) });
+wait_kernel_copy($node);
 my $miss1 = $node->safe_psql('postgres',
 	"SELECT coalesce(sum(counter2), 0) FROM pg_tracer_engine_events WHERE pid = $sc_pid AND probe = 'buffer-read'");
 my ($dblk, $dmiss) = ($blk1 - $blk0, $miss1 - $miss0);

@@ -113,7 +113,7 @@ $node->command_ok([ 'pgbench', '-i', '-s', '1', '-q', 'postgres' ], 'pgbench -i'
 my $acc = $node->safe_psql('postgres', "SELECT 'pgbench_accounts'::regclass::oid");
 my $sql_acc = "SELECT coalesce(sum(calls), 0) FROM pg_tracer_engine_events
                 WHERE probe = 'lock-hold' AND lock_field2 = $acc AND lock_mode = 'AccessShareLock'";
-wait_kernel_copy(sub { $node->safe_psql('postgres', $_[0]) });
+wait_kernel_copy($node);
 my $c0 = $node->safe_psql('postgres', $sql_acc);
 my ($out, $err) = ('', '');
 $node->run_log([ 'pgbench', '-S', '-c', '2', '-j', '2', '-t', '500', '-n', 'postgres' ], '>', \$out);

@@ -234,7 +234,7 @@ sleep(0.5);
 my $w_open = time();
 q1('SELECT pg_tracer_escalate(60)');
 sleep(2);
-wait_publications(\&q1, 1);    # rows as of a moment ago, not up to 250 ms
+wait_publications($node, 1);    # rows as of a moment ago, not up to 250 ms
 my ($sl1) = exact_of($pid, 'PgSleep');
 my ($id1) = exact_of($idle_pid, 'ClientRead');
 my $mid = (time() - $w_open) * 1000;
@@ -244,7 +244,7 @@ ok(within($sl1 - $sl0, $mid, 0.2) && within($id1, $mid, 0.2),
 my $w_close = time();
 q1('SELECT pg_tracer_deescalate()');
 my $wlen = ($w_close - $w_open) * 1000;
-wait_publications(\&q1, 2);    # one begun after the close has them
+wait_publications($node, 2);    # one begun after the close has them
 my ($sl2, $sn2) = exact_of($pid, 'PgSleep');
 my ($id2) = exact_of($idle_pid, 'ClientRead');
 ok(within($sl2 - $sl0, $wlen, 0.15) && $sn2 - $sn0 == 1 && within($id2, $wlen, 0.15),
@@ -288,7 +288,7 @@ ok(connected(), 'helper restarted in full mode');
 sleep(1.5);
 q1('SELECT pg_tracer_reset()');
 $s->query_safe('SELECT pg_sleep(1.5)');
-wait_publications(\&q1, 2);    # one begun after the sleep
+wait_publications($node, 2);    # one begun after the sleep
 is(q1("SELECT fidelity FROM pg_tracer_wait_events WHERE wait_event = 'PgSleep'"), 'exact',
 	'full mode: pg_tracer_wait_events fidelity exact');
 is(q1("SELECT reason || '|' || requested_by FROM pg_tracer_escalations"), 'full|helper',
@@ -296,7 +296,7 @@ is(q1("SELECT reason || '|' || requested_by FROM pg_tracer_escalations"), 'full|
 # exact time model of the sleeping session: its waits grow by the 1 s sleep
 my ($w0) = q1("SELECT wait_ms FROM pg_tracer_exact_time_model WHERE pid = $pid");
 $s->query_safe('SELECT pg_sleep(1)');
-wait_publications(\&q1, 2);    # one begun after the sleep
+wait_publications($node, 2);    # one begun after the sleep
 my ($w1) = q1("SELECT wait_ms FROM pg_tracer_exact_time_model WHERE pid = $pid");
 ok($w1 - $w0 >= 950 && $w1 - $w0 <= 1100, sprintf('time model: blocking waits grew %.0f ms (the 1 s sleep)', $w1 - $w0));
 # ... and its CPU* with its covered time while it burns CPU (both of the
@@ -314,10 +314,10 @@ wait_until(sub { q1("SELECT state FROM pg_stat_activity WHERE pid = $burn_pid") 
 sleep(1.2);		# a copy after the ClientRead before the loop ended
 # each read right after a publication: the covered time runs to the copy,
 # the wall time to the read, and a read may come up to 250 ms after a copy
-wait_publications(\&q1, 1);
+wait_publications($node, 1);
 my ($c0, $cov0, $ct0) = split /\|/, q1($cq);
 sleep(1.5);
-wait_publications(\&q1, 1);
+wait_publications($node, 1);
 my ($c1, $cov1, $ct1) = split /\|/, q1($cq);
 q1("SELECT pg_cancel_backend($burn_pid)");
 $burn->quit;

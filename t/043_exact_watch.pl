@@ -192,7 +192,7 @@ my ($wn0, $wt0) = sleep_stats($pid2);
 $s2->query_until(qr/sent/, "\\echo sent\nSELECT pg_sleep(4);\n");
 my $ws_start = time();
 sleep(1.5);
-wait_publications(\&q1, 1);    # rows as of a moment ago, not up to 250 ms
+wait_publications($node, 1);    # rows as of a moment ago, not up to 250 ms
 my ($wn1, $wt1) = sleep_stats($pid2);
 my $wmid = (time() - $ws_start) * 1000;
 ok(within($wt1 - $wt0, $wmid, 0.2) && $wn1 - $wn0 == 1,

@@ -209,12 +209,12 @@ sub check_wal_inserts
 	$node->safe_psql('postgres', 'CREATE TABLE w (a int)');
 	my $sql_w = "SELECT (SELECT wal_records FROM pg_stat_wal),
 	                    (SELECT coalesce(sum(calls), 0) FROM pg_tracer_engine_events WHERE probe = 'wal-insert')";
-	wait_kernel_copy(sub { $node->safe_psql('postgres', $_[0]) });
+	wait_kernel_copy($node);
 	my ($wr0, $wi0) = split /\|/, $node->safe_psql('postgres', $sql_w);
 	$node->safe_psql('postgres', "INSERT INTO w SELECT generate_series(1, 5000)");
 	$node->safe_psql('postgres',
 		"DO \$\$ BEGIN FOR i IN 1..2000 LOOP INSERT INTO w VALUES (i); END LOOP; END \$\$");
-	wait_kernel_copy(sub { $node->safe_psql('postgres', $_[0]) });
+	wait_kernel_copy($node);
 	my ($wr1, $wi1) = split /\|/, $node->safe_psql('postgres', $sql_w);
 	my ($dwr, $dwi) = ($wr1 - $wr0, $wi1 - $wi0);
 	cmp_ok($dwr, '>', 7000, "pg_stat_wal counted $dwr records");

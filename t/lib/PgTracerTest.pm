@@ -207,14 +207,16 @@ sub proc_field
 	return $t =~ $re ? $1 : die "no match in $path";
 }
 
-# Return once $n publications of the segment of the cluster $q1 (a
-# function: SQL -> its one value) asks have been seen: each sets a new
-# last_update.  The helper publishes every 250 ms; the exact sets' rows are
-# copied at every publication, and the kernel and engine sets' aggregates
-# at every fourth.  Returns the seconds waited, undef after 20 s.
+# Return once $n publications of the segment of a cluster have been seen:
+# each sets a new last_update.  $via is the cluster's node (read with new
+# sessions) or a function SQL -> its one value (a session of the caller's).
+# The helper publishes every 250 ms; the exact sets' rows are copied at
+# every publication, and the kernel and engine sets' aggregates at every
+# fourth.  Returns the seconds waited, undef after 20 s.
 sub wait_publications
 {
-	my ($q1, $n) = @_;
+	my ($via, $n) = @_;
+	my $q1 = ref($via) eq 'CODE' ? $via : sub { $via->safe_psql('postgres', $_[0]) };
 	my $sql = 'SELECT extract(epoch FROM last_update) FROM pg_tracer_status()';
 	my $last = $q1->($sql);
 	my $seen = 0;
