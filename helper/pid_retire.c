@@ -49,6 +49,7 @@
 #define REUSE_FOLD_NS	3000000000ULL	/* a reused pid's rows fold in the rounds
 										 * this long after it is seen: every map
 										 * with rows has one a second */
+#define PRESSURE_SAY_NS	60000000000ULL	/* note_pressure's interval */
 #define MAX_KEY			64
 #define MAX_VAL			512
 
@@ -707,6 +708,26 @@ fold_rows_batch(const retire_map *m, const unsigned char *keys, const unsigned c
 }
 
 /*
+ * note_pressure
+ *		Say (info) that map m is half full, so that its exited processes'
+ *		rows fold at once: a user who reads --keep-exited would not expect
+ *		that unexplained.  Folding empties the map, so under steady churn it
+ *		comes and goes every few seconds: said at most once a minute a map.
+ */
+static void
+note_pressure(const retire_map *m, uint32_t bit, size_t n, uint64_t now)
+{
+	static uint64_t said_ns[32];
+	int			i = __builtin_ctz(bit);
+
+	if (said_ns[i] != 0 && now - said_ns[i] < PRESSURE_SAY_NS)
+		return;
+	log_info("%s: %zu of %zu rows in use: the rows of exited processes fold at once, "
+			 "not after --keep-exited %d s", m->name, n, m->max_entries, keep_s);
+	said_ns[i] = now;
+}
+
+/*
  * pid_retire_rows
  *		See pid_retire.h.  Through one batch where the kernel has batch
  *		operations on hash maps (5.6+), else row by row.
@@ -734,6 +755,8 @@ pid_retire_rows(const retire_map *m, const void *keys, const void *vals, size_t 
 	}
 	now = now_ns();
 	pressed = m->max_entries > 0 && n * 2 >= m->max_entries;
+	if (pressed && bit != 0)
+		note_pressure(m, bit, n, now);
 	idx = malloc(n * sizeof(*idx));
 	if (idx == NULL)
 		return 0;

@@ -140,7 +140,12 @@ is($node->safe_psql('postgres',
 # a tranche a backend registered itself, in a library it loaded after the
 # fork (pg_prewarm's "autoprewarm": autoprewarm_dump_now() takes its lock
 # once): named from the backend's own memory, and still named after the
-# backend exited (before, its rows then read "?")
+# backend exited (before, its rows then read "?").  The cluster's rows are
+# emptied first: every psql above left some 50 LWLock rows, and once half
+# the engine table is in use the helper folds an exited process's rows at
+# once (pid_retire.c, "pressed"), which read as this backend's rows gone.
+$node->safe_psql('postgres', 'SELECT pg_tracer_reset()');
+wait_kernel_copy($node);
 my $apw = $node->background_psql('postgres');
 my $apw_pid = $apw->query_safe('SELECT pg_backend_pid()');
 $apw->query_safe('CREATE EXTENSION pg_prewarm');
