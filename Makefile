@@ -14,11 +14,13 @@
 
 EXTENSION   = pg_tracer
 MODULE_big  = pg_tracer
-EXT_VERSION = 0.5.4
+EXT_VERSION = 0.5.5
 
 EXT_SRCS    = $(wildcard src/*.c)
 COMMON_SRCS = common/pgt_segment.c common/pgt_protocol.c common/pgt_kernel.c
 OBJS        = $(EXT_SRCS:.c=.o) $(COMMON_SRCS:.c=.o)
+# (the rule below comes before PGXS's `all`: plain `make` builds everything)
+.DEFAULT_GOAL := all
 # PGXS tracks no header dependencies: a changed shared struct must rebuild
 # every object, or the library mixes two layouts of it
 $(OBJS): $(wildcard src/*.h common/*.h)
@@ -33,7 +35,8 @@ DATA_built  = sql/pg_tracer--0.1.0--0.2.0.sql sql/pg_tracer--0.2.0--0.3.0.sql \
               sql/pg_tracer--0.4.1--0.4.2.sql sql/pg_tracer--0.4.2--0.4.3.sql \
               sql/pg_tracer--0.4.3--0.4.4.sql sql/pg_tracer--0.4.4--0.5.0.sql \
               sql/pg_tracer--0.5.0--0.5.1.sql sql/pg_tracer--0.5.1--0.5.2.sql \
-              sql/pg_tracer--0.5.2--0.5.3.sql sql/pg_tracer--0.5.3--0.5.4.sql
+              sql/pg_tracer--0.5.2--0.5.3.sql sql/pg_tracer--0.5.3--0.5.4.sql \
+              sql/pg_tracer--0.5.4--0.5.5.sql
 
 REGRESS      = pg_tracer_api pg_tracer_ash pg_tracer_kernel pg_tracer_engine pg_tracer_exact
 REGRESS_OPTS = --temp-config=$(CURDIR)/test/regress.conf --temp-instance=$(CURDIR)/tmp_check_regress
@@ -63,6 +66,7 @@ $(eval $(call upgrade_script,0.5.0,0.5.1))
 $(eval $(call upgrade_script,0.5.1,0.5.2))
 $(eval $(call upgrade_script,0.5.2,0.5.3))
 $(eval $(call upgrade_script,0.5.3,0.5.4))
+$(eval $(call upgrade_script,0.5.4,0.5.5))
 
 # ---------------------------------------------------------------- BPF + helper
 BUILD       = build

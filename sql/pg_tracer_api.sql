@@ -265,3 +265,14 @@ SELECT pg_tracer_exact_coverage(now() - interval '1 minute', '-infinity') IS NUL
 SELECT pg_tracer_exact_coverage('-infinity', 'infinity');
 SELECT pg_tracer_exact_coverage('infinity', 'infinity') IS NULL AS since_noend;
 DROP EXTENSION pg_tracer;
+-- 0.5.5 shows the debug traps the library absorbed (src/debug_trap.c) in
+-- a view, not only in the server log: this server preloads the library, so
+-- its processes have the handler; it has absorbed none
+CREATE EXTENSION pg_tracer VERSION '0.5.4';
+SELECT count(*) FROM pg_class WHERE relname = 'pg_tracer_debug_traps';
+ALTER EXTENSION pg_tracer UPDATE;
+SELECT extversion FROM pg_extension WHERE extname = 'pg_tracer';
+SELECT * FROM pg_tracer_debug_traps;
+SELECT has_table_privilege('public', 'pg_tracer_debug_traps', 'SELECT') AS granted;
+SELECT obj_description('pg_tracer_debug_traps'::regclass) IS NOT NULL AS has_comment;
+DROP EXTENSION pg_tracer;

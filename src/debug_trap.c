@@ -31,7 +31,8 @@
  * The background worker reports new absorbed traps in the server log
  * (pgt_debug_trap_report), once per import interval at most; the count
  * it reported lives in the shared area too, so a restarted worker does not
- * report the same traps again.
+ * report the same traps again.  pg_tracer_debug_traps() (SQL, since 0.5.5)
+ * shows the same counters, and whether the calling process has the handler.
  *
  * Locking: the handler only adds to and stores pg_atomic_uint32 counters
  * in the shared area; they are lock-free wherever the platform has native
@@ -45,7 +46,10 @@
 
 #include <signal.h>
 
+#include "fmgr.h"
+#include "funcapi.h"
 #include "port/atomics.h"
+#include "utils/builtins.h"
 #include "utils/wait_event.h"
 
 #include "pg_tracer.h"
@@ -62,6 +66,8 @@ static volatile sig_atomic_t pgt_replaying = 0;
 static void pgt_debug_trap_handler(int signo, siginfo_t *info, void *context);
 static void pgt_debug_trap_replay(void);
 #endif
+
+PG_FUNCTION_INFO_V1(pg_tracer_debug_traps);
 
 /*
  * pgt_debug_trap_install
@@ -188,4 +194,62 @@ pgt_debug_trap_report(void)
 					   pg_atomic_read_u32(&pgt_shared->trap_last_pid), code,
 					   pgt_debug_trap_code_name(code)),
 			 errhint("Hardware breakpoints come from pg-tracer --exact-source watchpoint or auto; --exact-source syscall sets none.")));
+}
+
+/*
+ * handler_installed
+ *		Is this process's SIGTRAP action the handler?  A backend inherits it
+ *		from the postmaster; code that replaced it since (another library,
+ *		a debugger's helper) would leave the process unprotected.
+ */
+static bool
+handler_installed(void)
+{
+#ifdef PGT_HAVE_DB_SI_CODES
+	struct sigaction cur;
+
+	if (sigaction(SIGTRAP, NULL, &cur) != 0)
+		return false;
+	return (cur.sa_flags & SA_SIGINFO) != 0 && cur.sa_sigaction == pgt_debug_trap_handler;
+#else
+	return false;
+#endif
+}
+
+/*
+ * pg_tracer_debug_traps
+ *		One row: whether the calling process has the handler, the debug
+ *		traps absorbed since the server started or crash-restarted (in all
+ *		of its processes),
+ *		how many of those the server log has reported, and the latest one's
+ *		process and si_code (NULL before the first).  Counts are NULL where
+ *		the platform simulates atomics: the handler counts nothing there.
+ */
+Datum
+pg_tracer_debug_traps(PG_FUNCTION_ARGS)
+{
+	TupleDesc	tupdesc;
+	Datum		values[6];
+	bool		nulls[6] = {false};
+	uint32		absorbed;
+	uint32		code;
+
+	pgt_require_preload();
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	values[0] = BoolGetDatum(handler_installed());
+#ifdef PG_HAVE_ATOMIC_U32_SIMULATION
+	nulls[1] = nulls[2] = nulls[3] = nulls[4] = nulls[5] = true;
+	absorbed = code = 0;
+#else
+	absorbed = pg_atomic_read_u32(&pgt_shared->traps_absorbed);
+	code = pg_atomic_read_u32(&pgt_shared->trap_last_code);
+	values[1] = Int64GetDatum((int64) absorbed);
+	values[2] = Int64GetDatum((int64) pg_atomic_read_u32(&pgt_shared->traps_reported));
+	values[3] = Int32GetDatum((int32) pg_atomic_read_u32(&pgt_shared->trap_last_pid));
+	values[4] = Int32GetDatum((int32) code);
+	values[5] = CStringGetTextDatum(pgt_debug_trap_code_name(code));
+	nulls[3] = nulls[4] = nulls[5] = absorbed == 0;
+#endif
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }

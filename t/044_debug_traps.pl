@@ -11,8 +11,8 @@
 #   - without pg_tracer preloaded, INT1 ends the backend (SIGTRAP), and the
 #     postmaster resets the cluster: the trap is real and fatal
 #   - with pg_tracer preloaded, three INT1s: the session goes on, same pid,
-#     and the server log says 3 traps were absorbed, with the pid and
-#     si_code 1 (TRAP_BRKPT)
+#     and the server log and pg_tracer_debug_traps say 3 traps were
+#     absorbed, with the pid and si_code 1 (TRAP_BRKPT)
 #   - INT3 (SIGTRAP with SI_KERNEL) still ends the backend: only #DB traps
 #     are absorbed
 #   - with a helper on the watchpoint source (where breakpoints fire): a wait
@@ -90,6 +90,10 @@ ok(defined wait_until(sub {
 	'the server log reports 3 absorbed traps with the pid and si_code 1 (TRAP_BRKPT)')
   or diag slurp_file($node->logfile, $from);
 ok(!$node->log_contains(qr/terminated by signal/, $from), 'no process was terminated');
+is($node->safe_psql('postgres', 'SELECT handler_installed, absorbed, reported, last_pid,
+		last_si_code, last_cause FROM pg_tracer_debug_traps'),
+	"t|3|3|$pid|1|TRAP_BRKPT: a trap whose DR6 names no cause",
+	'pg_tracer_debug_traps: the handler here, 3 absorbed and reported, the pid and si_code 1');
 is($node->safe_psql('postgres', 'SELECT 1'), '1', 'the cluster serves new sessions');
 
 # --- any other SIGTRAP keeps its default action -----------------------------
@@ -102,6 +106,9 @@ ok(defined wait_until(sub { $node->log_contains(qr/terminated by signal 5/, $fro
 ok(!$node->log_contains(qr/absorbed \d+ debug trap/, $from), 'INT3 was not counted as absorbed');
 $node->poll_query_until('postgres', 'SELECT 1', '1');
 is($node->safe_psql('postgres', 'SELECT 1'), '1', 'the cluster is back after crash recovery');
+# the crash restart made shared memory anew: the count starts again
+is($node->safe_psql('postgres', 'SELECT handler_installed, absorbed, last_pid IS NULL
+		FROM pg_tracer_debug_traps'), 't|0|t', 'after the crash restart: the handler, no traps yet');
 
 # --- the replayed store: a helper on breakpoints times the hidden wait -----
 SKIP:
