@@ -222,7 +222,9 @@ struct pgt_engine_stream_entry
 };
 _Static_assert(sizeof(struct pgt_engine_stream_entry) == 328, "engine stream size");
 
-#define PGT_DEFAULT_ENGINE_EVENTS_CAP	4096
+/* as many as the helper's eng_stats map holds (ENG_MAX_KEYS): LWLock hold
+ * rows are some 50 a backend, and 4096 overflowed with 80 backends */
+#define PGT_DEFAULT_ENGINE_EVENTS_CAP	16384
 #define PGT_DEFAULT_ENGINE_STREAM_CAP	256
 
 /*

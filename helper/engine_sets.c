@@ -25,6 +25,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* every row the map can hold fits in the segment's table */
+_Static_assert(PGT_DEFAULT_ENGINE_EVENTS_CAP >= ENG_MAX_KEYS,
+			   "engine events table smaller than eng_stats");
+
 /*
  * set_index_of
  *		engine_sets[] index of a running set.
