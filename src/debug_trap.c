@@ -218,12 +218,12 @@ handler_installed(void)
 
 /*
  * pg_tracer_debug_traps
- *		One row: whether the calling process has the handler, the debug
- *		traps absorbed since the server started or crash-restarted (in all
- *		of its processes),
- *		how many of those the server log has reported, and the latest one's
- *		process and si_code (NULL before the first).  Counts are NULL where
- *		the platform simulates atomics: the handler counts nothing there.
+ *		One row: whether the calling process has the handler; the debug
+ *		traps absorbed in all of the server's processes since it started or
+ *		crash-restarted; how many of those the server log has reported; the
+ *		latest one's process and si_code (NULL before the first).  Counts
+ *		are NULL where the platform simulates atomics: the handler counts
+ *		nothing there.
  */
 Datum
 pg_tracer_debug_traps(PG_FUNCTION_ARGS)
@@ -231,8 +231,6 @@ pg_tracer_debug_traps(PG_FUNCTION_ARGS)
 	TupleDesc	tupdesc;
 	Datum		values[6];
 	bool		nulls[6] = {false};
-	uint32		absorbed;
-	uint32		code;
 
 	pgt_require_preload();
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
@@ -240,16 +238,18 @@ pg_tracer_debug_traps(PG_FUNCTION_ARGS)
 	values[0] = BoolGetDatum(handler_installed());
 #ifdef PG_HAVE_ATOMIC_U32_SIMULATION
 	nulls[1] = nulls[2] = nulls[3] = nulls[4] = nulls[5] = true;
-	absorbed = code = 0;
 #else
-	absorbed = pg_atomic_read_u32(&pgt_shared->traps_absorbed);
-	code = pg_atomic_read_u32(&pgt_shared->trap_last_code);
-	values[1] = Int64GetDatum((int64) absorbed);
-	values[2] = Int64GetDatum((int64) pg_atomic_read_u32(&pgt_shared->traps_reported));
-	values[3] = Int32GetDatum((int32) pg_atomic_read_u32(&pgt_shared->trap_last_pid));
-	values[4] = Int32GetDatum((int32) code);
-	values[5] = CStringGetTextDatum(pgt_debug_trap_code_name(code));
-	nulls[3] = nulls[4] = nulls[5] = absorbed == 0;
+	{
+		uint32		absorbed = pg_atomic_read_u32(&pgt_shared->traps_absorbed);
+		uint32		code = pg_atomic_read_u32(&pgt_shared->trap_last_code);
+
+		values[1] = Int64GetDatum((int64) absorbed);
+		values[2] = Int64GetDatum((int64) pg_atomic_read_u32(&pgt_shared->traps_reported));
+		values[3] = Int32GetDatum((int32) pg_atomic_read_u32(&pgt_shared->trap_last_pid));
+		values[4] = Int32GetDatum((int32) code);
+		values[5] = CStringGetTextDatum(pgt_debug_trap_code_name(code));
+		nulls[3] = nulls[4] = nulls[5] = absorbed == 0;
+	}
 #endif
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }
