@@ -156,7 +156,7 @@ my $apw_rows = '';
 wait_until(sub { ($apw_rows = $node->safe_psql('postgres', $sql_apw)) eq 'autoprewarm LW_EXCLUSIVE 2' }, 5);
 is($apw_rows, 'autoprewarm LW_EXCLUSIVE 2', 'a tranche the backend registered: autoprewarm, held twice');
 $apw->quit;
-sleep(2.5);    # the helper names its rows again at each copy (once a second)
+wait_kernel_copy($node);    # the helper names its rows again at each copy
 is($node->safe_psql('postgres', $sql_apw), 'autoprewarm LW_EXCLUSIVE 2',
 	'... still named once that backend has exited');
 
