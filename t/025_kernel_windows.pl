@@ -197,8 +197,15 @@ my ($t1, $v1) = $sess->baseline;
 q1('SELECT pg_tracer_deescalate()');
 note 'window B: kernel ' . PgTracerSession::fmt($t1) . ' from ' . PgTracerSession::fmt($t0)
   . '; views ' . PgTracerSession::fmt($v1) . ' from ' . PgTracerSession::fmt($v0);
-is($v1->{syscr} - $v0->{syscr}, $t1->{syscr} - $t0->{syscr} - 1,
-	'window B: reads = kernel less the one under way when it opened');
+# The kernel counts every attempt of a read (/proc/<pid>/io syscr): a
+# signal to the backend blocked in read 2 (a ProcSignal, say) ends one
+# attempt with ERESTARTSYS and the call is made again, which the set counts
+# once (`is_restart`).  So one more may be missing: a CI run read 2 reads
+# against the kernel's 4 (2 bytes against 2: the missing attempt read none).
+my $missing_reads = ($t1->{syscr} - $t0->{syscr}) - ($v1->{syscr} - $v0->{syscr});
+ok($missing_reads == 1 || $missing_reads == 2,
+	'window B: reads = kernel less the one under way when it opened (and any attempt a '
+	  . "signal restarted): $missing_reads missing");
 is($v1->{$_} - $v0->{$_}, $t1->{$_} - $t0->{$_}, "window B: $_ = kernel")
   for qw(syscw wchar sent received);
 my $max_ms = q1("SELECT coalesce(max(max_us), 0) / 1000 FROM pg_tracer_kernel_io
