@@ -201,7 +201,7 @@ note 'window B: kernel ' . PgTracerSession::fmt($t1) . ' from ' . PgTracerSessio
 # signal to the backend blocked in read 2 (a ProcSignal, say) ends one
 # attempt with ERESTARTSYS and the call is made again, which the set counts
 # once (`is_restart`).  So one more may be missing: a CI run read 2 reads
-# against the kernel's 4 (2 bytes against 2: the missing attempt read none).
+# against the kernel's 4 (the missing attempt read no byte).
 my $missing_reads = ($t1->{syscr} - $t0->{syscr}) - ($v1->{syscr} - $v0->{syscr});
 ok($missing_reads == 1 || $missing_reads == 2,
 	'window B: reads = kernel less the one under way when it opened (and any attempt a '
