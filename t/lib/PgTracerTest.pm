@@ -164,12 +164,49 @@ sub start_trace
 
 # End a trace started with a long --duration once its workload is done, as
 # Ctrl-C does (it prints its final summary then): a short --duration
-# would have to outlast the workload on the slowest machine.
+# would have to outlast the workload on the slowest machine.  The trace
+# runs as root under sudo, which the test's user may not signal, so the
+# SIGINT goes through helper-ctl to the pg-tracer process below the
+# harness.  A trace that outlives the signal by 20 s fails a test: it ran
+# to its --duration, and what it counted spans more than the workload.
 sub end_trace
 {
 	my ($h) = @_;
-	$h->signal('INT');
+	my $pid = trace_pid($h);
+	my $t0 = time();
+
+	ok(defined $pid, 'the trace process is found below its harness') or return $h->finish;
+	signal_helper($pid, 'INT');
 	$h->finish;
+	my $took = time() - $t0;
+	cmp_ok($took, '<', 20, sprintf('the trace ends on SIGINT (after %.1f s)', $took));
+	return;
+}
+
+# The pid of the pg-tracer process that harness $h runs (through sudo and
+# helper-ctl, which execs it): the one descendant of the harness's child
+# named pg-tracer.  undef when there is none.
+sub trace_pid
+{
+	my ($h) = @_;
+	my (%parent, %comm);
+
+	for my $stat (glob '/proc/[0-9]*/stat')
+	{
+		open(my $fh, '<', $stat) or next;	# gone meanwhile
+		my $line = <$fh> // '';
+		close $fh;
+		next unless $line =~ /^(\d+) \((.*)\) \S+ (\d+) /s;
+		($parent{$1}, $comm{$1}) = ($3, $2);
+	}
+	my %below = ($h->{KIDS}[0]{PID} => 1);
+	my @found;
+	for (1 .. 8)	# sudo, its monitor, the command: a few levels at most
+	{
+		$below{$_} = 1 for grep { $below{ $parent{$_} } } keys %parent;
+	}
+	@found = grep { $below{$_} && $comm{$_} eq 'pg-tracer' } keys %comm;
+	return @found == 1 ? $found[0] : undef;
 }
 
 # Poll $code every 100 ms until it returns true or $timeout seconds pass.
