@@ -146,10 +146,15 @@ sub run_helper_into
 # attached.  A trace that never gets there fails a test here, so that the
 # workload run next is not blamed for counts the probes could not see.
 # Returns (harness, \$out, \$err); the caller finishes the harness.
+# SIGINT is left to its default for the trace, as an interactive shell
+# leaves it: a test run started in the background inherits it ignored,
+# and the trace keeps an ignored SIGINT ignored (README, trace), so
+# end_trace's SIGINT would not end it.
 sub start_trace
 {
 	my ($ready, @args) = @_;
 	my ($out, $err) = ('', '');
+	local $SIG{INT} = 'DEFAULT';
 	my $h = IPC::Run::start([ @CTL, 'run', 'trace', @args ],
 		'<', \undef, '>', \$out, '2>', \$err, IPC::Run::timeout(90));
 	for (1 .. 300)
