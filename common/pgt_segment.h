@@ -344,13 +344,19 @@ _Static_assert(sizeof(struct pgt_exact_window_entry) == 160, "exact window entry
  */
 #define PGT_EXACT_WINDOW_EARLIER	0x1
 
-#define PGT_DEFAULT_EXACT_WAITS_CAP		4096
-#define PGT_DEFAULT_EXACT_HIST_CAP		512
+#define PGT_DEFAULT_EXACT_WAITS_CAP		16384	/* as many as the exact_waits map holds */
+#define PGT_DEFAULT_EXACT_HIST_CAP		1024	/* as many as the exact_hists map holds */
 #define PGT_DEFAULT_EXACT_WINDOWS_CAP	72	/* the helper's 64 and the earlier ones' span */
 
-#define PGT_DEFAULT_KERNEL_IO_CAP	16384	/* as many as the kio map holds: a row per relation, op, query id */
-#define PGT_DEFAULT_KERNEL_PROC_CAP	8192	/* three sets (sched, memory, network) */
-#define PGT_DEFAULT_KERNEL_HIST_CAP	4096	/* per-pid histograms: 256 overflowed under churn; a backend has several */
+/*
+ * Each kernel table holds every row of the three maps that feed it (the
+ * helper's _Static_asserts in kernel_set.c keep them together): a table
+ * sized for one map could overflow while no map was full.  The cost is memory
+ * only (some 10 MB a cluster in all): readers copy the rows in use.
+ */
+#define PGT_DEFAULT_KERNEL_IO_CAP	49152	/* kio of syscall, vfs and block: a row per relation, op, query id */
+#define PGT_DEFAULT_KERNEL_PROC_CAP	24576	/* kproc of sched, memory and network: a row per pid, query id */
+#define PGT_DEFAULT_KERNEL_HIST_CAP	12288	/* khist of syscall, block and sched: a backend has several */
 
 /* Default capacities the helper allocates (readers take them from the header). */
 #define PGT_DEFAULT_PROBESETS_CAP	32

@@ -55,6 +55,12 @@
 #define EXACT_RESETS_KEPT	64	/* clusters whose latest reset is remembered */
 #define EXACT_RECOPY_NS		(100 * 1000 * 1000)	/* a copy younger is this round's */
 
+/* every row the maps hold fits in the segment's tables */
+_Static_assert(PGT_DEFAULT_EXACT_WAITS_CAP >= PGT_EXACT_WAITS_MAX,
+			   "exact waits table smaller than the exact_waits map");
+_Static_assert(PGT_DEFAULT_EXACT_HIST_CAP >= PGT_EXACT_HISTS_MAX,
+			   "exact hist table smaller than the exact_hists map");
+
 typedef struct exact_priv
 {
 	struct exact_waits_bpf *skel;

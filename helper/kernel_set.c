@@ -24,6 +24,14 @@
 #include <string.h>
 #include <unistd.h>
 
+/* every row the three maps feeding a table hold fits in the segment's table */
+_Static_assert(PGT_DEFAULT_KERNEL_IO_CAP >= 3 * PGT_KIO_MAX,
+			   "kernel io table smaller than the syscall, vfs and block kio maps");
+_Static_assert(PGT_DEFAULT_KERNEL_PROC_CAP >= 3 * PGT_KPROC_MAX,
+			   "kernel proc table smaller than the sched, memory and network kproc maps");
+_Static_assert(PGT_DEFAULT_KERNEL_HIST_CAP >= 3 * PGT_KHIST_ENTRIES,
+			   "kernel hist table smaller than the syscall, block and sched khist maps");
+
 int			kset_miss_events = 0;
 
 #define KSET_MISS_EVENTS_MAX	1000
