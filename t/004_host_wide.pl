@@ -70,14 +70,19 @@ sub io_calls
 ok(defined wait_until(sub {
 	io_calls($node_a, "pid = $pids[0]") > 0 && io_calls($node_b, "pid = $pids[1]") > 0 }, 10),
 	'sessions of both clusters have kernel-io rows');
+# the readers' rows: their pids for --keep-exited, then pid NULL
+my $b_readers = "pid IS DISTINCT FROM $pids[1] AND pid IS DISTINCT FROM 0";
 my $b_session = io_calls($node_b, "pid = $pids[1]");
-my $b_others = io_calls($node_b, "pid <> $pids[1] AND pid <> 0");
+my $b_others = io_calls($node_b, $b_readers);
+cmp_ok($b_others, '>', 0, "the other cluster's exited readers have rows ($b_others calls)");
 $node_a->safe_psql('postgres', 'SELECT pg_tracer_reset()');
 is(io_calls($node_a, "pid = $pids[0]"), '0',
 	"pg_tracer_reset() on one cluster empties its session's rows");
+# the reset returns once its own cluster's copy is published, not b's
+wait_kernel_copy($node_b);
 cmp_ok(io_calls($node_b, "pid = $pids[1]"), '>=', $b_session,
 	"the other cluster's session keeps its rows ($b_session calls)");
-cmp_ok(io_calls($node_b, "pid <> $pids[1] AND pid <> 0"), '>=', $b_others,
+cmp_ok(io_calls($node_b, $b_readers), '>=', $b_others,
 	"and so do its exited readers ($b_others calls)");
 $_->quit for @bgs;
 
