@@ -98,7 +98,7 @@ sub check_lock_wait_error
 	$waiter->query('SELECT 1/0');
 	like($waiter->{stderr}, qr/division by zero/, 'a later error in that backend');
 	$waiter->{stderr} = '';
-	sleep(1.2);
+	wait_kernel_copy($node);    # a copy of the engine counters begun after the error
 	is($node->safe_psql('postgres',
 			"SELECT sum(calls), round(sum(total_ms)) FROM pg_tracer_engine_events
 			  WHERE pid = $w_pid AND probe = 'lock-wait'"),
