@@ -58,6 +58,7 @@ sub run_pgbench
 	}
 	$h->finish;
 	my $elapsed = time() - $t0;
+	is(exit_code($h->full_result(0)), 0, "pgbench -M $mode exits 0") or diag($err);
 	note "pgbench -M $mode: " . join(' ', grep { /^(tps|number of transactions actually)/ } split /\n/, $out);
 	return ($elapsed, $qid);
 }
@@ -91,6 +92,10 @@ for my $run ([ 'simple', 100 ], [ 'extended', 100 ], [ 'simple', 10 ])
 		"$mode: DB time $db ms <= clients x elapsed x 1.05");
 	cmp_ok($sessions_db, '<=', $clients * $elapsed * 1000 * 1.05,
 		"$mode: pgbench sessions' DB time <= clients x elapsed x 1.05");
+	# and there is some (some 3 of 8 s a session here): the bounds below are
+	# fractions of it
+	cmp_ok($sessions_db || 0, '>=', $clients * $elapsed * 1000 * 0.1,
+		"$mode: pgbench sessions' DB time >= clients x elapsed x 0.1");
 	# active_time adds up the time between changes of state only; under the
 	# extended protocol Parse, Bind and Execute each restart the "active"
 	# state's clock without a change, so it undercounts there: simple only.

@@ -565,6 +565,8 @@ sub check_blocked_output_ends
 	sleep(3);				# far more than a pipe holds
 	signal_helper($pid, 'TERM');
 	sleep(0.3);
+	# else the output was not blocked, and the rest tests nothing
+	ok(-d "/proc/$pid", 'the first SIGTERM leaves it blocked in its write');
 	eval { signal_helper($pid, 'TERM') };	# gone meanwhile: fine
 	my $gone = wait_until(sub { !-d "/proc/$pid" }, 5);
 	ok(defined $gone, 'a second SIGTERM ends it though its output blocks');
