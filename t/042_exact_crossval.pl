@@ -62,6 +62,8 @@ note "exact source: $mech";
 if ($source eq 'watchpoint' && $mech !~ /^hardware watchpoints/)
 {
 	diag "no comparison: hardware breakpoints are not usable here ($mech)";
+	like($mech, qr/^syscall tagging: .*watchpoints unavailable: .+/,
+		'no watchpoint comparison here: the status says why');
 	signal_helper($helper, 'TERM');
 	$node->stop;
 	done_testing();
