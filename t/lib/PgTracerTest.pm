@@ -238,12 +238,11 @@ sub trace_pid
 		($parent{$1}, $comm{$1}) = ($3, $2);
 	}
 	my %below = ($h->{KIDS}[0]{PID} => 1);
-	my @found;
 	for (1 .. 8)	# sudo, its monitor, the command: a few levels at most
 	{
 		$below{$_} = 1 for grep { $below{ $parent{$_} } } keys %parent;
 	}
-	@found = grep { $below{$_} && $comm{$_} eq 'pg-tracer' } keys %comm;
+	my @found = grep { $below{$_} && $comm{$_} eq 'pg-tracer' } keys %comm;
 	return @found == 1 ? $found[0] : undef;
 }
 
