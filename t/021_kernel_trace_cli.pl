@@ -547,20 +547,8 @@ sub check_blocked_output_ends
 	my $h = IPC::Run::start([ PgTracerTest::ctl(), 'run', 'trace', '--probes', 'syscall',
 			'--pgdata', $dir ], '<', \undef, '>', \my $tout, '2>', \my $terr);
 	my $pid;
-	wait_until(sub {
-		for my $c (glob '/proc/[0-9]*/cmdline')
-		{
-			open(my $f, '<', $c) or next;
-			my $cmd = do { local $/; <$f> } // '';
-			# the helper itself, once sudo and helper-ctl have exec'd it
-			if ($cmd =~ m{^[^\0]*/pg-tracer\0trace\0--probes\0syscall\0--pgdata\0\Q$dir\E\0?$})
-			{
-				($pid) = $c =~ m{/proc/(\d+)/};
-				return 1;
-			}
-		}
-		return 0;
-	}, 10);
+	# the helper itself, once sudo and helper-ctl have exec'd it
+	wait_until(sub { defined($pid = PgTracerTest::trace_pid($h)) }, 10);
 	ok(defined $pid, 'a trace writing into a pipe nobody reads') or return;
 	sleep(3);				# far more than a pipe holds
 	signal_helper($pid, 'TERM');
