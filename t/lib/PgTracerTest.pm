@@ -198,12 +198,11 @@ sub start_trace
 
 # End a trace started with a long --duration once its workload is done, as
 # Ctrl-C does (it prints its final summary then): a short --duration
-# would have to outlast the workload on the slowest machine.  The trace
-# runs as root under sudo, which the test's user may not signal, so the
-# SIGINT goes through helper-ctl to the pg-tracer process below the
-# harness.  A trace that outlives the signal by 20 s, or lives as long as
-# its --duration, fails a test: the signal did not end it, and what it
-# counted spans more than the workload.
+# would have to outlast the workload on the slowest machine.  The SIGINT
+# goes through helper-ctl to the pg-tracer process itself, found below the
+# harness (sudo would relay it too).  A trace that outlives the signal by
+# 20 s, or lives as long as its --duration, fails a test: the signal did
+# not end it, and what it counted spans more than the workload.
 sub end_trace
 {
 	my ($h) = @_;
