@@ -130,10 +130,14 @@ ok($qid ne '' && $qid ne '0', "the waiting statement has a query id ($qid)");
 my $qlk = q1("SELECT sum(total_ms) FROM pg_tracer_exact_waits()
 	WHERE pid = $bpid AND queryid = $qid AND wait_event = 'relation'");
 ok(within($qlk, $lk, 0.01), "the wait is under the statement's query id ($qlk ms)");
+# the sampler saw the 2 s wait too (a collection each second): its row of
+# the query id carries the exact time beside the sampled one
+ok(defined wait_until(sub {
+	q1("SELECT count(*) FROM pg_tracer_query_events WHERE queryid = $qid AND wait_event = 'relation'") > 0
+}, 10), 'pg_tracer_query_events has the sampled lock wait under its query id');
 is(q1("SELECT exact_total_ms FROM pg_tracer_query_events
-	WHERE queryid = $qid AND wait_event = 'relation'"), $qlk eq '' ? '' : $qlk,
-	'pg_tracer_query_events: the exact columns of that query id')
-  if q1("SELECT count(*) FROM pg_tracer_query_events WHERE queryid = $qid AND wait_event = 'relation'") > 0;
+	WHERE queryid = $qid AND wait_event = 'relation'"), $qlk,
+	'pg_tracer_query_events: the exact columns of that query id');
 
 # a scan of a table larger than shared_buffers: reads vs IO:DataFileRead
 sub syscr { return proc_field("/proc/$pid/io", qr/^syscr: (\d+)/m); }
