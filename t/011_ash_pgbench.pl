@@ -58,7 +58,7 @@ sub run_pgbench
 	}
 	$h->finish;
 	my $elapsed = time() - $t0;
-	is(exit_code($h->full_result(0)), 0, "pgbench -M $mode exits 0") or diag($err);
+	is(harness_exit($h), 0, "pgbench -M $mode exits 0") or diag($err);
 	note "pgbench -M $mode: " . join(' ', grep { /^(tps|number of transactions actually)/ } split /\n/, $out);
 	return ($elapsed, $qid);
 }

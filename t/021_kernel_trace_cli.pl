@@ -58,7 +58,7 @@ $s->query_safe('SELECT count(*) FROM r');
 $s->query_safe('CREATE TABLE r_copy AS SELECT * FROM r');	# new pages: write misses
 $s->query_safe("SELECT pg_sleep(0.2)");
 $h->finish;
-is(trace_exit($h), 0, 'trace exits 0 after --duration');
+is(harness_exit($h), 0, 'trace exits 0 after --duration');
 
 my @lines = split /\n/, $$out;
 cmp_ok(scalar(@lines), '>', 20, scalar(@lines) . ' JSON lines');
@@ -186,9 +186,9 @@ $s->quit;
 my $t0 = time();
 $h->finish;
 my $took = time() - $t0;
-ok(trace_exit($h) == 0 && $took < 20,
+ok(harness_exit($h) == 0 && $took < 20,
 	"--pid BACKEND: the trace ends by itself when the backend exits (after ${took} s, exit "
-	  . trace_exit($h) . ')');
+	  . harness_exit($h) . ')');
 like($$err, qr/--pid $pid has exited: ending the trace/, '... and says why');
 like($$out, qr/^\S+ trace\s+summary .* final=true /m, '... after its final summary');
 

@@ -78,7 +78,7 @@ my ($qh, $qout, $qerr) = start_trace(qr/"set":"pg-locks"/, '--probes', 'pg-query
 $bg->query_safe("SELECT 'engine-trace-mark', pg_sleep(0.3)");
 wait_until(sub { $qh->pump_nb; $$qout =~ /engine-trace-mark/ }, 10);
 end_trace($qh);
-is(trace_exit($qh), 0, 'trace exits 0 at SIGINT') or diag($$qerr);
+is(harness_exit($qh), 0, 'trace exits 0 at SIGINT') or diag($$qerr);
 my @recs = map { decode_json($_) } grep { /^\{/ } split /\n/, $$qout;
 my ($st) = grep { $_->{event} eq 'status' && $_->{set} eq 'pg-query' } @recs;
 is("$st->{state} $st->{mechanism}", 'available usdt+uprobe', 'trace: pg-query status');
@@ -138,7 +138,7 @@ sub trace_lock_waits
 		$node->data_dir, '--duration', '60s', '--format', 'json', @_);
 	my $xid = two_lock_waits();
 	end_trace($h);
-	is(trace_exit($h), 0, "trace pg-locks @_ exits 0") or diag($$e);
+	is(harness_exit($h), 0, "trace pg-locks @_ exits 0") or diag($$e);
 	my @all = map { decode_json($_) } grep { /^\{/ } split /\n/, $$o;
 	return ([ grep { $_->{pid} == $w_pid } @all ], $xid, \@all);
 }

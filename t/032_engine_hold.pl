@@ -175,7 +175,7 @@ wait_until(sub {
 		  && ($_->{lock_field2} // 0) == $relid } @recs;
 	$ev }, 10);
 end_trace($th);
-is(trace_exit($th), 0, 'trace --probes pg-lock-hold exits 0') or diag($$terr);
+is(harness_exit($th), 0, 'trace --probes pg-lock-hold exits 0') or diag($$terr);
 ok($ev, 'trace: lock-hold event of hold_t');
 SKIP:
 {

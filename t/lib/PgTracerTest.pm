@@ -17,7 +17,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 
 our @EXPORT = qw(tracer_node start_helper start_host_helper stop_helper signal_helper run_helper start_trace
-  end_trace trace_exit exit_code run_helper_into wait_until wait_publications wait_kernel_copy helper_available segment_path proc_field within wait_connected
+  end_trace harness_exit exit_code run_helper_into wait_until wait_publications wait_kernel_copy helper_available segment_path proc_field within wait_connected
   helper_read_calls);
 
 # scripts/test.sh always sets PG_TRACER_CTL; without it the helper tests skip.
@@ -145,8 +145,9 @@ sub exit_code
 	return ($status & 127) ? 128 + ($status & 127) : $status >> 8;
 }
 
-# The exit code (exit_code) of the helper that harness $h ran and finished.
-sub trace_exit
+# The exit code (exit_code) of the command (a trace, pgbench) that IPC::Run
+# harness $h ran and finished.
+sub harness_exit
 {
 	my ($h) = @_;
 	return exit_code($h->full_result(0));
