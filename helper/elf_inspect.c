@@ -383,14 +383,12 @@ elf_resolve_exe(int pid, char *out, size_t outlen, char *err, size_t errlen)
 }
 
 /*
- * bias_from_auxv
- *		The load bias of pid's main program from its auxiliary vector: the
- *		entry point it runs at (AT_ENTRY) less the one it was linked at.
- *		Only for the program the process runs (callers pass a postmaster
- *		and its own binary).  Returns 0 or -1.
+ * elf_load_bias_auxv
+ *		See elf_inspect.h: the entry point pid runs at (AT_ENTRY) less the
+ *		one its program was linked at.
  */
-static int
-bias_from_auxv(int pid, const elf_info *info, uint64_t *bias)
+int
+elf_load_bias_auxv(int pid, const elf_info *info, uint64_t *bias)
 {
 	char		path[64];
 	uint64_t	av[2];
@@ -461,6 +459,6 @@ elf_load_bias(int pid, const elf_info *info, uint64_t *bias)
 	}
 	fclose(f);
 	if (found < 0)
-		found = bias_from_auxv(pid, info, bias);
+		found = elf_load_bias_auxv(pid, info, bias);
 	return found;
 }

@@ -93,4 +93,12 @@ extern int	elf_resolve_exe(int pid, char *out, size_t outlen, char *err, size_t 
  */
 extern int	elf_load_bias(int pid, const elf_info *info, uint64_t *bias);
 
+/*
+ * The same from pid's auxiliary vector alone, what elf_load_bias falls back
+ * to where /proc/<pid>/maps does not name the file by the device stat()
+ * gives (overlayfs on older kernels, btrfs subvolumes).  Only for the
+ * program pid runs.  Returns 0 or -1.
+ */
+extern int	elf_load_bias_auxv(int pid, const elf_info *info, uint64_t *bias);
+
 #endif							/* PGT_HELPER_ELF_INSPECT_H */

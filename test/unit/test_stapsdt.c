@@ -3,7 +3,9 @@
  *	  Our .note.stapsdt parser (helper/usdt_notes.c) on synthetic notes
  *	  (well-formed, prelinked, hostile) and every argument-spec form, and
  *	  the ELF inspection (helper/elf_inspect.c) of the real PostgreSQL
- *	  binary against readelf's independent count of its notes.
+ *	  binary against readelf's independent count of its notes, and the
+ *	  load bias of a running PIE (this program) by both of its routes
+ *	  against where one of its functions really is.
  */
 #include "elf_inspect.h"
 #include "engine_catalog.h"
@@ -18,6 +20,15 @@
 #include <unistd.h>
 
 #define PG_BINARY	"/usr/lib/postgresql/15/bin/postgres"
+
+/* A function of this program whose run-time address test_load_bias knows. */
+extern void unit_bias_anchor(void);
+
+void		__attribute__((noinline, used))
+unit_bias_anchor(void)
+{
+	__asm__ volatile ("");
+}
 
 /* Append one note to buf at *off. */
 static void
@@ -368,6 +379,41 @@ test_control_characters(void)
 	free(p);
 }
 
+/*
+ * test_load_bias
+ *		elf_load_bias (by /proc/<pid>/maps) and elf_load_bias_auxv (by the
+ *		auxiliary vector, its fallback) on this process, a PIE: both must
+ *		give where unit_bias_anchor runs less where it was linked.
+ */
+static void
+test_load_bias(void)
+{
+	elf_info	e;
+	elf_symbol	s;
+	char		err[512];
+	uint64_t	truth;
+	uint64_t	by_maps = 1;
+	uint64_t	by_auxv = 1;
+
+	CHECK_INT(elf_inspect_open("/proc/self/exe", &e, err, sizeof(err)), 0);
+	CHECK(e.is_pie, "the unit programs are built as PIE");
+	CHECK_INT(elf_find_symbol(&e, "unit_bias_anchor", &s), 0);
+	CHECK(s.is_func && s.addr != 0);
+	truth = (uint64_t) (uintptr_t) &unit_bias_anchor - s.addr;
+	CHECK(truth != 0 && (truth & 0xfff) == 0, "a PIE runs page-aligned, away from 0: %llx",
+		  (unsigned long long) truth);
+	CHECK_INT(elf_load_bias(getpid(), &e, &by_maps), 0);
+	CHECK(by_maps == truth, "by maps %llx, truth %llx", (unsigned long long) by_maps,
+		  (unsigned long long) truth);
+	CHECK_INT(elf_load_bias_auxv(getpid(), &e, &by_auxv), 0);
+	CHECK(by_auxv == truth, "by auxv %llx, truth %llx", (unsigned long long) by_auxv,
+		  (unsigned long long) truth);
+	/* a process that is gone has neither */
+	CHECK_INT(elf_load_bias(999999999, &e, &by_maps), -1);
+	CHECK_INT(elf_load_bias_auxv(999999999, &e, &by_auxv), -1);
+	elf_inspect_close(&e);
+}
+
 int
 main(void)
 {
@@ -375,6 +421,7 @@ main(void)
 	test_control_characters();
 	test_args();
 	test_real_binary();
+	test_load_bias();
 	test_no_usdt_binary();
 	test_clean_text();
 	return UNIT_DONE("test_stapsdt");
