@@ -99,7 +99,7 @@ my $t0 = time();
 $s->query_safe('SELECT pg_sleep(2)');
 my $slept_truth = (time() - $t0) * 1000;
 $s->query_safe('SELECT 1');
-sleep(1.3);    # a publication after the sleep (4 a second while timing is on)
+wait_publications($node, 2);    # one begun after the sleep has it
 my $slept = q1("SELECT total_ms FROM pg_tracer_exact_session_events
 	WHERE pid = $pid AND wait_event_type = 'Timeout' AND wait_event = 'PgSleep'");
 ok(within($slept, 2000, 0.05), "pg_sleep(2): exact Timeout:PgSleep = $slept ms (2000 +-5%; psql saw $slept_truth)");
@@ -120,7 +120,7 @@ $locker->query_safe('COMMIT');
 my $lock_hi = (time() - $sent) * 1000;
 my $lock_lo = (time() - $waiting) * 1000;
 $blocked->query_safe('COMMIT');
-sleep(1.3);
+wait_publications($node, 2);    # one begun after the statement above has its waits
 my $lk = q1("SELECT total_ms FROM pg_tracer_exact_session_events
 	WHERE pid = $bpid AND wait_event_type = 'Lock' AND wait_event = 'relation'");
 ok(defined $lk && $lk ne '' && $lk >= $lock_lo * 0.95 && $lk <= $lock_hi * 1.05,
@@ -146,7 +146,7 @@ my $dfr0 = q1("SELECT coalesce(sum(waits), 0) FROM pg_tracer_exact_waits()
 my $r0 = syscr();
 $s->query_safe('SELECT count(*) FROM big');
 my $r1 = syscr();
-sleep(1.3);
+wait_publications($node, 2);    # one begun after the statement above has its waits
 my $dfr1 = q1("SELECT coalesce(sum(waits), 0) FROM pg_tracer_exact_waits()
 	WHERE pid = $pid AND wait_event = 'DataFileRead'");
 my ($reads, $dfr) = ($r1 - $r0, $dfr1 - $dfr0);
@@ -176,7 +176,7 @@ wait_until(sub {
 is($esc_row, 'manual|bob|expired|20', 'the window in pg_tracer_escalations');
 my $before = q1("SELECT coalesce(sum(total_ms), 0) FROM pg_tracer_exact_waits() WHERE pid = $pid AND wait_event = 'PgSleep'");
 $s->query_safe('SELECT pg_sleep(0.5)');
-sleep(1.3);
+wait_publications($node, 2);    # one begun after the statement above has its waits
 is(q1("SELECT coalesce(sum(total_ms), 0) FROM pg_tracer_exact_waits() WHERE pid = $pid AND wait_event = 'PgSleep'"),
 	$before, 'outside the window nothing is timed exactly');
 ($rc, $out, $err) = $node->psql('postgres', 'SELECT * FROM pg_tracer_escalate(10)');
@@ -203,7 +203,7 @@ is(q1('SELECT granted_s, budget_remaining_s IS NULL FROM pg_tracer_escalate(60)'
 	'unlimited: all 60 s granted, no remaining budget to report');
 $s->query_safe('SELECT 1');
 my $seed_truth = (time() - $esc_at) * 1000;
-sleep(1.3);
+wait_publications($node, 2);    # one begun after the statement above has its waits
 my $seeded = q1("SELECT total_ms FROM pg_tracer_exact_session_events
 	WHERE pid = $pid AND wait_event = 'PgSleep'");
 ok(defined $seeded && $seeded ne '' && $seeded > 0.85 * (3000 - ($esc_at - $sleep_start) * 1000)
