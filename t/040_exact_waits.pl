@@ -99,7 +99,7 @@ my $t0 = time();
 $s->query_safe('SELECT pg_sleep(2)');
 my $slept_truth = (time() - $t0) * 1000;
 $s->query_safe('SELECT 1');
-wait_publications($node, 2);    # one begun after the sleep has it
+wait_exact_copy($node);
 my $slept = q1("SELECT total_ms FROM pg_tracer_exact_session_events
 	WHERE pid = $pid AND wait_event_type = 'Timeout' AND wait_event = 'PgSleep'");
 ok(within($slept, 2000, 0.05), "pg_sleep(2): exact Timeout:PgSleep = $slept ms (2000 +-5%; psql saw $slept_truth)");
@@ -120,7 +120,7 @@ $locker->query_safe('COMMIT');
 my $lock_hi = (time() - $sent) * 1000;
 my $lock_lo = (time() - $waiting) * 1000;
 $blocked->query_safe('COMMIT');
-wait_publications($node, 2);    # one begun after the statement above has its waits
+wait_exact_copy($node);
 my $lk = q1("SELECT total_ms FROM pg_tracer_exact_session_events
 	WHERE pid = $bpid AND wait_event_type = 'Lock' AND wait_event = 'relation'");
 ok(defined $lk && $lk ne '' && $lk >= $lock_lo * 0.95 && $lk <= $lock_hi * 1.05,
@@ -146,7 +146,7 @@ my $dfr0 = q1("SELECT coalesce(sum(waits), 0) FROM pg_tracer_exact_waits()
 my $r0 = syscr();
 $s->query_safe('SELECT count(*) FROM big');
 my $r1 = syscr();
-wait_publications($node, 2);    # one begun after the statement above has its waits
+wait_exact_copy($node);
 my $dfr1 = q1("SELECT coalesce(sum(waits), 0) FROM pg_tracer_exact_waits()
 	WHERE pid = $pid AND wait_event = 'DataFileRead'");
 my ($reads, $dfr) = ($r1 - $r0, $dfr1 - $dfr0);
@@ -176,7 +176,7 @@ wait_until(sub {
 is($esc_row, 'manual|bob|expired|20', 'the window in pg_tracer_escalations');
 my $before = q1("SELECT coalesce(sum(total_ms), 0) FROM pg_tracer_exact_waits() WHERE pid = $pid AND wait_event = 'PgSleep'");
 $s->query_safe('SELECT pg_sleep(0.5)');
-wait_publications($node, 2);    # one begun after the statement above has its waits
+wait_exact_copy($node);
 is(q1("SELECT coalesce(sum(total_ms), 0) FROM pg_tracer_exact_waits() WHERE pid = $pid AND wait_event = 'PgSleep'"),
 	$before, 'outside the window nothing is timed exactly');
 ($rc, $out, $err) = $node->psql('postgres', 'SELECT * FROM pg_tracer_escalate(10)');
@@ -203,7 +203,7 @@ is(q1('SELECT granted_s, budget_remaining_s IS NULL FROM pg_tracer_escalate(60)'
 	'unlimited: all 60 s granted, no remaining budget to report');
 $s->query_safe('SELECT 1');
 my $seed_truth = (time() - $esc_at) * 1000;
-wait_publications($node, 2);    # one begun after the statement above has its waits
+wait_exact_copy($node);
 my $seeded = q1("SELECT total_ms FROM pg_tracer_exact_session_events
 	WHERE pid = $pid AND wait_event = 'PgSleep'");
 ok(defined $seeded && $seeded ne '' && $seeded > 0.85 * (3000 - ($esc_at - $sleep_start) * 1000)
@@ -248,7 +248,7 @@ ok(within($sl1 - $sl0, $mid, 0.2) && within($id1, $mid, 0.2),
 my $w_close = time();
 q1('SELECT pg_tracer_deescalate()');
 my $wlen = ($w_close - $w_open) * 1000;
-wait_publications($node, 2);    # one begun after the close has them
+wait_exact_copy($node);
 my ($sl2, $sn2) = exact_of($pid, 'PgSleep');
 my ($id2) = exact_of($idle_pid, 'ClientRead');
 ok(within($sl2 - $sl0, $wlen, 0.15) && $sn2 - $sn0 == 1 && within($id2, $wlen, 0.15),
@@ -292,7 +292,7 @@ ok(connected(), 'helper restarted in full mode');
 sleep(1.5);
 q1('SELECT pg_tracer_reset()');
 $s->query_safe('SELECT pg_sleep(1.5)');
-wait_publications($node, 2);    # one begun after the sleep
+wait_exact_copy($node);
 is(q1("SELECT fidelity FROM pg_tracer_wait_events WHERE wait_event = 'PgSleep'"), 'exact',
 	'full mode: pg_tracer_wait_events fidelity exact');
 is(q1("SELECT reason || '|' || requested_by FROM pg_tracer_escalations"), 'full|helper',
@@ -300,7 +300,7 @@ is(q1("SELECT reason || '|' || requested_by FROM pg_tracer_escalations"), 'full|
 # exact time model of the sleeping session: its waits grow by the 1 s sleep
 my ($w0) = q1("SELECT wait_ms FROM pg_tracer_exact_time_model WHERE pid = $pid");
 $s->query_safe('SELECT pg_sleep(1)');
-wait_publications($node, 2);    # one begun after the sleep
+wait_exact_copy($node);
 my ($w1) = q1("SELECT wait_ms FROM pg_tracer_exact_time_model WHERE pid = $pid");
 ok($w1 - $w0 >= 950 && $w1 - $w0 <= 1100, sprintf('time model: blocking waits grew %.0f ms (the 1 s sleep)', $w1 - $w0));
 # ... and its CPU* with its covered time while it burns CPU (both of the

@@ -98,7 +98,7 @@ my ($n0, $t0ms) = sleep_stats($pid);
 my $t0 = time();
 $s->query_safe('SELECT pg_sleep(2)');
 my $truth = (time() - $t0) * 1000;
-wait_publications($node, 2);    # one begun after the statement above has its waits
+wait_exact_copy($node);
 my ($n1, $t1ms) = sleep_stats($pid);
 ok(within($t1ms - $t0ms, 2000, 0.05),
 	sprintf('pg_sleep(2): Timeout:PgSleep %.1f ms (2000 +-5%%; psql saw %.0f)', $t1ms - $t0ms, $truth));
@@ -107,7 +107,7 @@ is($n1 - $n0, 1, 'one PgSleep wait');
 # a transition without a system call: the latch is already set when
 # pg_sleep() waits the first time
 $s->query_safe('SELECT pg_log_backend_memory_contexts(pg_backend_pid()), pg_sleep(0.3)');
-wait_publications($node, 2);    # one begun after the statement above has its waits
+wait_exact_copy($node);
 my ($n2, $t2ms) = sleep_stats($pid);
 is($n2 - $n1, 2, 'pg_sleep entered with the latch set: two PgSleep waits (one without epoll_wait)');
 ok(within($t2ms - $t1ms, 300, 0.10), sprintf('their total is the sleep: %.1f ms', $t2ms - $t1ms));
@@ -119,7 +119,7 @@ my $d0 = q1("SELECT coalesce(sum(waits), 0) FROM pg_tracer_exact_waits()
 my $r0 = syscr();
 $s->query_safe('SET max_parallel_workers_per_gather = 0; SELECT count(*) FROM big');
 my $r1 = syscr();
-wait_publications($node, 2);    # one begun after the statement above has its waits
+wait_exact_copy($node);
 my $d1 = q1("SELECT coalesce(sum(waits), 0) FROM pg_tracer_exact_waits()
 	WHERE pid = $pid AND wait_event = 'DataFileRead'");
 my ($reads, $dfr) = ($r1 - $r0, $d1 - $d0);
@@ -133,7 +133,7 @@ is(q1("SELECT count(*) FROM pg_tracer_exact_waits() WHERE wait_event IN ('PgSlee
 ($rc, $out, $err) = $node->psql('postgres', "SELECT * FROM pg_tracer_histogram('PgSleep')");
 like($err, qr/needs exact data/, 'and so is the PgSleep histogram');
 $s->query_safe('SELECT pg_sleep(0.5)');
-wait_publications($node, 2);    # one begun after the statement above has its waits
+wait_exact_copy($node);
 my ($n3, $t3ms) = sleep_stats($pid);
 ok($n3 == 1 && within($t3ms, 500, 0.05), "after the reset: one PgSleep of $t3ms ms");
 is(q1("SELECT fidelity FROM pg_tracer_wait_events_since('1 minute') WHERE wait_event = 'PgSleep'"),
@@ -179,7 +179,7 @@ sleep(1);
 is(q1('SELECT granted_s FROM pg_tracer_escalate(30)'), '30', 'a window opens');
 ok(defined wait_until(sub { watched() > 0 }, 10), 'breakpoints exist inside the window (' . watched() . ')');
 $s2->query_safe('SELECT pg_sleep(1)');
-wait_publications($node, 2);    # one begun after the statement above has its waits
+wait_exact_copy($node);
 my (undef, $w2ms) = sleep_stats($pid2);
 ok(within($w2ms, 1000, 0.05), "pg_sleep(1) inside the window: $w2ms ms");
 like(probe(), qr/, 1 failed \(last: pid \d+: No space left on device\)$/,
@@ -200,13 +200,13 @@ ok(within($wt1 - $wt0, $wmid, 0.2) && $wn1 - $wn0 == 1,
 my $w_closed = time();
 is(q1('SELECT pg_tracer_deescalate()'), 't', 'the window closes');
 ok(defined wait_until(sub { watched() == 0 }, 10), 'no breakpoint outside windows');
-wait_publications($node, 2);    # one begun after the statement above has its waits
+wait_exact_copy($node);
 my ($wn2, $wt2) = sleep_stats($pid2);
 my $wpart = ($w_closed - $ws_start) * 1000;
 ok(within($wt2 - $wt0, $wpart, 0.15) && $wn2 - $wn0 == 1,
 	sprintf('... and once it closed, the part it covered: %.0f ms (%.0f), one wait', $wt2 - $wt0, $wpart));
 $s2->query_safe('SELECT 1');
-wait_publications($node, 2);    # one begun after the statement above has its waits
+wait_exact_copy($node);
 my (undef, $wt3) = sleep_stats($pid2);
 is(sprintf('%.0f', $wt3), sprintf('%.0f', $wt2), 'the sleep ended outside the window: nothing more');
 $s2->quit;
@@ -220,7 +220,7 @@ my $pid4 = $s4->query_safe('SELECT pg_backend_pid()');
 sleep(1);
 my ($m0) = sleep_stats($pid4);
 $s4->query_safe('SELECT pg_log_backend_memory_contexts(pg_backend_pid()), pg_sleep(0.3)');
-wait_publications($node, 2);    # one begun after the statement above has its waits
+wait_exact_copy($node);
 my ($m1, $mt) = sleep_stats($pid4);
 is($m1 - $m0, 1, 'the same latch-set pg_sleep under syscall tagging: one PgSleep wait (the other made no system call)');
 $s4->quit;

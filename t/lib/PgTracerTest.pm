@@ -17,7 +17,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 
 our @EXPORT = qw(tracer_node start_helper start_host_helper stop_helper signal_helper run_helper start_trace
-  end_trace harness_exit exit_code run_helper_into wait_until wait_publications wait_kernel_copy helper_available segment_path proc_field within wait_connected
+  end_trace harness_exit exit_code run_helper_into wait_until wait_publications wait_kernel_copy wait_exact_copy helper_available segment_path proc_field within wait_connected
   helper_read_calls);
 
 # scripts/test.sh always sets PG_TRACER_CTL; without it the helper tests skip.
@@ -305,6 +305,11 @@ sub wait_publications
 # after this call is published: five publications hold one, where a fixed
 # sleep only makes it likely.
 sub wait_kernel_copy { return wait_publications($_[0], 5); }
+
+# Return once a copy of the exact sets' rows that began after this call is
+# published: they are copied at every publication, so the second one seen
+# (the first may have begun before the call).
+sub wait_exact_copy { return wait_publications($_[0], 2); }
 
 # Is $got (a number from psql) within $frac of $want?
 sub within
