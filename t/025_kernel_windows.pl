@@ -289,7 +289,7 @@ sub io_rows
 
 my $held_truth = cold_scan('cold1');
 cmp_ok($held_truth, '>', 10_000_000, "held: the scan read $held_truth bytes from disk");
-sleep(2.5);    # the helper publishes once a second: it would have by now
+wait_kernel_copy($node);    # a copy begun after the scan: it would have its rows
 is(io_rows(), '0 0 0 0 0', 'held: no vfs, block or memory row for the scanning backend');
 
 is(q1('SELECT granted_s FROM pg_tracer_escalate(600)'), '600', 'vfs/block/memory window: granted');
@@ -329,7 +329,7 @@ $scanner->query_safe("SET work_mem = '256MB'");
 $scanner->query_safe('SELECT count(*) FROM (SELECT g FROM generate_series(1, 3000000) g
                        ORDER BY g DESC OFFSET 0) s');
 my $held_faults = fault_truth() - $h0;
-sleep(2.5);
+wait_kernel_copy($node);    # the baseline below includes all before the window
 my $fv0 = fault_view();
 is(q1('SELECT granted_s FROM pg_tracer_escalate(600)'), '600', 'fault window: granted');
 ok(defined wait_until(sub { io_set_states() eq 'window window window' }, 10),
