@@ -30,6 +30,7 @@
 #include "map_copy.h"
 #include "pid_retire.h"
 #include "procfs.h"
+#include "tranche_names.h"
 
 #include "engine_probes.skel.h"
 
@@ -478,102 +479,6 @@ binary_for(uint32_t pm)
 }
 
 /*
- * keep_tranche_names
- *		The LWLock tranche names of postmaster pm's layout (wait events of
- *		class LWLock: wait_event_info is PG_WAIT_LWLOCK | tranche id), for
- *		lwlock-hold rows the uprobe fallback keys by tranche id.
- */
-#define PG_WAIT_LWLOCK_CLASS	0x01U
-
-static struct
-{
-	uint32_t	pm;
-	uint16_t	id;
-	char		name[ENG_NAME_LEN];
-}			tranches[1024];
-static size_t ntranches;
-
-/* A tranche name read at an address (tranche_name). */
-typedef struct addr_name
-{
-	uint32_t	pm;
-	uint64_t	addr;
-	char		name[ENG_NAME_LEN];
-} addr_name;
-
-/* The postmaster's, by (postmaster, address): the same in all its children. */
-static addr_name tranche_cache[128];
-static size_t ntranche_cache;
-
-/* The latest read from a backend's own memory at each (postmaster,
- * address): its rows keep the name once it has exited (and folded). */
-static addr_name backend_names[64];
-static size_t nbackend_names;
-
-#define NAMES_CAP(a)	(sizeof(a) / sizeof((a)[0]))
-
-/*
- * Drop the tranche names postmaster pm left (gone, or a new one on its
- * pid), those of its layout and those read at an address.
- */
-static void
-forget_tranche_names(uint32_t pm)
-{
-	size_t		i;
-	size_t		k = 0;
-
-	for (i = 0; i < ntranches; i++)
-		if (tranches[i].pm != pm)
-			tranches[k++] = tranches[i];
-	ntranches = k;
-	for (i = k = 0; i < ntranche_cache; i++)
-		if (tranche_cache[i].pm != pm)
-			tranche_cache[k++] = tranche_cache[i];
-	ntranche_cache = k;
-	for (i = k = 0; i < nbackend_names; i++)
-		if (backend_names[i].pm != pm)
-			backend_names[k++] = backend_names[i];
-	nbackend_names = k;
-}
-
-static void
-keep_tranche_names(uint32_t pm, const pgt_layout *l)
-{
-	size_t		i;
-
-	forget_tranche_names(pm);
-	for (i = 0; i < l->nevents && ntranches < sizeof(tranches) / sizeof(tranches[0]); i++)
-	{
-		if (l->events[i].info >> 24 != PG_WAIT_LWLOCK_CLASS ||
-			(l->events[i].info & 0xffffff) > 0xffff)
-			continue;
-		tranches[ntranches].pm = pm;
-		tranches[ntranches].id = (uint16_t) (l->events[i].info & 0xffff);
-		snprintf(tranches[ntranches].name, ENG_NAME_LEN, "%.*s", ENG_NAME_LEN - 1,
-				 l->events[i].event_name);
-		ntranches++;
-	}
-}
-
-/*
- * tranche_name_by_id
- *		Name of tranche id in postmaster pm's layout, or "tranche N".
- */
-static void
-tranche_name_by_id(uint32_t pm, uint32_t id, char *name, size_t len)
-{
-	size_t		i;
-
-	for (i = 0; i < ntranches; i++)
-		if (tranches[i].pm == pm && tranches[i].id == id)
-		{
-			snprintf(name, len, "%s", tranches[i].name);
-			return;
-		}
-	snprintf(name, len, "tranche %u", id);
-}
-
-/*
  * query_id_fallback
  *		&MyBEEntry and the st_query_id offset (from the cluster's layout
  *		file, read through /proc/<pm>/cwd), so a backend gets its query id
@@ -601,7 +506,7 @@ query_id_fallback(uint32_t pm, const engine_binary *b, uint64_t bias, struct eng
 	}
 	cfg->mybeentry_addr = bias + s.addr;
 	cfg->query_id_off = l.beentry_off_query_id;
-	keep_tranche_names(pm, &l);
+	tranche_names_keep(pm, &l);
 	layout_free(&l);
 }
 
@@ -822,7 +727,7 @@ engine_core_untarget(uint32_t pm)
 	if (!core.started || core.failed)
 		return;
 	(void) bpf_map_delete_elem(bpf_map__fd(core.skel->maps.engine_cfg), &pm);
-	forget_tranche_names(pm);
+	tranche_names_forget(pm);
 	drop_target(pm);
 	/*
 	 * The daemon publishes a cluster's rows of its current postmaster only:
@@ -992,108 +897,6 @@ engine_core_leave(int set_index)
 }
 
 /*
- * find_name
- *		The entry of (pm, addr) among n, or NULL.
- */
-static addr_name *
-find_name(addr_name *names, size_t n, uint32_t pm, uint64_t addr)
-{
-	size_t		i;
-
-	for (i = 0; i < n; i++)
-		if (names[i].pm == pm && names[i].addr == addr)
-			return &names[i];
-	return NULL;
-}
-
-/*
- * put_name
- *		Keep name for (pm, addr) among *n of cap entries: in its entry, a
- *		new one, or (full, with replace) the one the address hashes to.
- */
-static void
-put_name(addr_name *names, size_t *n, size_t cap, int replace, uint32_t pm,
-		 uint64_t addr, const char *name)
-{
-	addr_name  *e = find_name(names, *n, pm, addr);
-
-	if (e == NULL && *n < cap)
-		e = &names[(*n)++];
-	else if (e == NULL && replace)
-		e = &names[addr % cap];
-	if (e == NULL)
-		return;
-	e->pm = pm;
-	e->addr = addr;
-	snprintf(e->name, sizeof(e->name), "%s", name);
-}
-
-/*
- * read_name
- *		The string at addr in pid's memory (/proc/<pid>/mem, which faults
- *		the page in where BPF cannot), as UTF-8; false when unreadable.
- */
-static bool
-read_name(uint32_t pid, uint64_t addr, char *name, size_t len)
-{
-	char		buf[ENG_NAME_LEN];
-	ssize_t		n = procfs_mem_pread((pid_t) pid, addr, buf, sizeof(buf));
-
-	if (n <= 0)
-		return false;
-	pgt_copy_utf8(name, len, buf, (size_t) n);
-	return true;
-}
-
-/*
- * tranche_name
- *		The tranche name at address addr in process pid of postmaster pm
- *		(pg-lwlock-hold keys carry the address: see the BPF side).
- *		Built-in names are in the executable's read-only data and named
- *		tranches in shared memory, at the same address in every process
- *		forked from the postmaster: read in the postmaster, cached by (pm,
- *		address) until it goes.  A tranche a backend registered itself (a
- *		library it loaded after the fork) has its name in that backend's
- *		memory only: read there while it lives (not cached: another backend
- *		may have another string there), and the latest such read at the
- *		address names the rows of a backend gone since.  A string the
- *		backend and the postmaster both have is the postmaster's; one only
- *		the postmaster has, first read after the backend exited, is taken
- *		as the postmaster's too (built-in names, under connection churn).
- */
-static void
-tranche_name(uint32_t pm, uint32_t pid, uint64_t addr, char *name, size_t len)
-{
-	char		own[ENG_NAME_LEN];
-	char		pms[ENG_NAME_LEN];
-	bool		have_own;
-	bool		have_pm;
-	addr_name  *hit = find_name(tranche_cache, ntranche_cache, pm, addr);
-
-	if (hit != NULL)
-	{
-		snprintf(name, len, "%s", hit->name);
-		return;
-	}
-	have_own = pid != pm && !PGT_IS_RETIRED(pid) && read_name(pid, addr, own, sizeof(own));
-	have_pm = read_name(pm, addr, pms, sizeof(pms));
-	if (have_own && !(have_pm && strcmp(own, pms) == 0))
-	{
-		put_name(backend_names, &nbackend_names, NAMES_CAP(backend_names), 1, pm, addr, own);
-		snprintf(name, len, "%s", own);
-	}
-	else if (!have_own && (hit = find_name(backend_names, nbackend_names, pm, addr)) != NULL)
-		snprintf(name, len, "%s", hit->name);
-	else if (have_pm)
-	{
-		put_name(tranche_cache, &ntranche_cache, NAMES_CAP(tranche_cache), 0, pm, addr, pms);
-		snprintf(name, len, "%s", pms);
-	}
-	else
-		snprintf(name, len, "?");
-}
-
-/*
  * row_from
  *		A user-space row from one eng_stats entry: LWLock tranches named.
  */
@@ -1111,7 +914,7 @@ row_from(engine_row *r, const struct eng_key *key, const struct eng_val *val)
 			 (key->probe == ENG_LWLOCK_WAIT && key->name[0] == '\0' &&
 			  (key->obj[0] | key->obj[1]) != 0))
 	{
-		tranche_name(key->pm, key->pid, (uint64_t) key->obj[1] << 32 | key->obj[0],
+		tranche_name_at(key->pm, key->pid, (uint64_t) key->obj[1] << 32 | key->obj[0],
 					 r->k.name, sizeof(r->k.name));
 		memset(r->k.obj, 0, sizeof(r->k.obj));
 	}

@@ -628,3 +628,58 @@ procfs_mem_read(pid_t pid, uint64_t addr, void *buf, size_t len)
 		got = procfs_mem_pread(pid, addr, buf, len);
 	return got == (ssize_t) len ? 0 : -1;
 }
+
+/*
+ * procfs_parse_map_line
+ *		One line of /proc/<pid>/maps: 1 when its range holds addr (*kind
+ *		then says how it is mapped), 0 when not, -1 when it is not a maps
+ *		line.
+ */
+int
+procfs_parse_map_line(const char *line, uint64_t addr, procfs_map_kind *kind)
+{
+	unsigned long long start;
+	unsigned long long end;
+	unsigned long long off;
+	unsigned long long ino;
+	unsigned int maj;
+	unsigned int min;
+	char		perms[5];
+
+	if (sscanf(line, "%llx-%llx %4s %llx %x:%x %llu", &start, &end, perms, &off,
+			   &maj, &min, &ino) != 7 || strlen(perms) != 4 || end <= start)
+		return -1;
+	if (addr < start || addr >= end)
+		return 0;
+	if (perms[3] == 's')
+		*kind = PROCFS_MAP_SHARED;
+	else if (ino != 0 && perms[1] != 'w')
+		*kind = PROCFS_MAP_FILE_RO;
+	else
+		*kind = PROCFS_MAP_PRIVATE;
+	return 1;
+}
+
+/*
+ * procfs_map_kind_at
+ *		How process pid maps addr, from /proc/<pid>/maps (PROCFS_MAP_NONE
+ *		when no mapping holds it, or the file cannot be read).
+ */
+procfs_map_kind
+procfs_map_kind_at(pid_t pid, uint64_t addr)
+{
+	char		path[64];
+	char		line[PATH_MAX + 128];
+	procfs_map_kind kind = PROCFS_MAP_NONE;
+	FILE	   *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int) pid);
+	f = fopen(path, "re");
+	if (f == NULL)
+		return PROCFS_MAP_NONE;
+	while (fgets(line, sizeof(line), f) != NULL)
+		if (procfs_parse_map_line(line, addr, &kind) == 1)
+			break;
+	fclose(f);
+	return kind;
+}

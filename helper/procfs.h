@@ -1,7 +1,8 @@
 /*
  * helper/procfs.h
  *	  What the helper reads from /proc about one process: stat fields,
- *	  process title (role classification), namespace pid, start time.
+ *	  process title (role classification), namespace pid, start time, its
+ *	  memory, and how it maps an address.
  */
 #ifndef PGT_HELPER_PROCFS_H
 #define PGT_HELPER_PROCFS_H
@@ -22,6 +23,20 @@ typedef struct proc_stat
 	uint64_t	starttime;		/* clock ticks after boot (field 22) */
 } proc_stat;
 
+/*
+ * How a process maps an address (procfs_map_kind_at).  What a child forked
+ * from it sees at that address is the same where the mapping is shared or
+ * a file's read-only pages; in a private writable or anonymous mapping the
+ * two may hold different things.
+ */
+typedef enum procfs_map_kind
+{
+	PROCFS_MAP_NONE = 0,		/* not mapped, or the maps unreadable */
+	PROCFS_MAP_PRIVATE,			/* anonymous or writable, not shared */
+	PROCFS_MAP_SHARED,			/* shared memory, a file mapped shared */
+	PROCFS_MAP_FILE_RO			/* a file's read-only pages: code, constants */
+} procfs_map_kind;
+
 /* Pure parsers (unit-tested). */
 extern int	procfs_parse_stat(const char *buf, size_t len, proc_stat *out);
 extern uint32_t procfs_classify_title(const char *buf, size_t len);
@@ -29,6 +44,7 @@ extern uint32_t procfs_parallel_leader(const char *buf, size_t len);
 extern int	procfs_parse_nspid(const char *buf, size_t len, int32_t *inner);
 extern int64_t procfs_ticks_to_realtime_us(uint64_t ticks, long hz,
 										   int64_t boot_to_real_us);
+extern int	procfs_parse_map_line(const char *line, uint64_t addr, procfs_map_kind *kind);
 
 /* Readers of /proc/<pid>/... */
 extern int	procfs_read_stat(pid_t pid, proc_stat *out);
@@ -43,5 +59,6 @@ extern int64_t procfs_monotonic_us(void);
 extern int64_t procfs_boottime_us(void);
 extern ssize_t procfs_mem_pread(pid_t pid, uint64_t addr, void *buf, size_t len);
 extern int	procfs_mem_read(pid_t pid, uint64_t addr, void *buf, size_t len);
+extern procfs_map_kind procfs_map_kind_at(pid_t pid, uint64_t addr);
 
 #endif							/* PGT_HELPER_PROCFS_H */

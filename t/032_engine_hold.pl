@@ -159,6 +159,22 @@ $apw->quit;
 wait_kernel_copy($node);    # the helper names its rows again at each copy
 is($node->safe_psql('postgres', $sql_apw), 'autoprewarm LW_EXCLUSIVE 2',
 	'... still named once that backend has exited');
+# a backend that takes that lock once and exits within the helper's copy
+# interval: its rows are first named after it has gone.  The name is the
+# address's latest read (the backend above, when the library lies at the
+# same address) or "?", never what the postmaster, which never loaded the
+# library, holds there: before, a string read in its memory (often an
+# empty one) named the row, and was cached for every backend after it.
+my $short_pid = $node->safe_psql('postgres',
+	'SELECT pg_backend_pid() FROM (SELECT autoprewarm_dump_now()) d');
+wait_kernel_copy($node);
+my %short = map { my @f = split /\|/; ($f[0] => $f[1]) } split /\n/, $node->safe_psql('postgres',
+	"SELECT detail, calls FROM pg_tracer_engine_events WHERE probe = 'lwlock-hold' AND pid = $short_pid");
+my @apw = grep { /^(autoprewarm|\?) LW_EXCLUSIVE$/ && $short{$_} == 1 } keys %short;
+is(scalar(@apw), 1, 'a backend gone before its rows were named: its autoprewarm hold, once, named '
+	  . 'autoprewarm or "?" (' . join(', ', map { "$_ $short{$_}" } sort keys %short) . ')');
+@bad = grep { !/^([A-Za-z][A-Za-z0-9_ ]*|\?) LW_(EXCLUSIVE|SHARED|WAIT_UNTIL_FREE)$/ } keys %short;
+is("@bad", '', '... and every row of it names a tranche or says "?"');
 
 # --- trace: a hold as an event
 my $bg = $node->background_psql('postgres');

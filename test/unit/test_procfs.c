@@ -263,6 +263,53 @@ test_mem_read(void)
 		  "a process that is gone fails");
 }
 
+/*
+ * procfs_parse_map_line on maps lines as the kernel writes them, and
+ * procfs_map_kind_at on this process's own mappings: a string constant
+ * (the executable's read-only data), the heap, an anonymous shared page,
+ * an address nothing maps.
+ */
+static void
+test_map_kind(void)
+{
+	static const char constant[] = "a constant in the executable";
+	const char *ro = "7f44712eb000-7f44712ec000 r--p 00005000 fe:00 11501624"
+		"                   /usr/lib/postgresql/15/lib/pg_prewarm.so\n";
+	const char *data = "55d0a1e00000-55d0a1e01000 rw-p 00007000 fe:00 11501624 /usr/bin/x\n";
+	const char *shm = "7f4470000000-7f4471000000 rw-s 00000000 00:01 1033 /dev/zero (deleted)\n";
+	const char *heap = "55d0a2000000-55d0a2100000 rw-p 00000000 00:00 0 [heap]\n";
+	const char *anon = "7f4460000000-7f4460021000 r--p 00000000 00:00 0 \n";
+	procfs_map_kind kind = PROCFS_MAP_NONE;
+	long		page = sysconf(_SC_PAGESIZE);
+	char	   *heap_buf = malloc(64);
+	void	   *shared = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+
+	CHECK_INT(procfs_parse_map_line(ro, 0x7f44712eb07aULL, &kind), 1);
+	CHECK_INT(kind, PROCFS_MAP_FILE_RO);
+	CHECK_INT(procfs_parse_map_line(ro, 0x7f44712ec000ULL, &kind), 0);	/* end: not in it */
+	CHECK_INT(procfs_parse_map_line(ro, 0x7f44712eafffULL, &kind), 0);
+	CHECK_INT(procfs_parse_map_line(data, 0x55d0a1e00010ULL, &kind), 1);
+	CHECK_INT(kind, PROCFS_MAP_PRIVATE);
+	CHECK_INT(procfs_parse_map_line(shm, 0x7f4470800000ULL, &kind), 1);
+	CHECK_INT(kind, PROCFS_MAP_SHARED);
+	CHECK_INT(procfs_parse_map_line(heap, 0x55d0a2000000ULL, &kind), 1);
+	CHECK_INT(kind, PROCFS_MAP_PRIVATE);
+	CHECK_INT(procfs_parse_map_line(anon, 0x7f4460000100ULL, &kind), 1);
+	CHECK_INT(kind, PROCFS_MAP_PRIVATE);	/* read-only, but no file behind it */
+	CHECK_INT(procfs_parse_map_line("garbage\n", 1, &kind), -1);
+	CHECK_INT(procfs_parse_map_line("2000-1000 r--p 0 00:00 0\n", 0x1800, &kind), -1);
+	CHECK_INT(procfs_parse_map_line("1000-2000 r-p 0 00:00 0\n", 0x1800, &kind), -1);
+
+	CHECK(heap_buf != NULL && shared != MAP_FAILED, "set up");
+	CHECK_INT(procfs_map_kind_at(getpid(), (uint64_t) (uintptr_t) constant), PROCFS_MAP_FILE_RO);
+	CHECK_INT(procfs_map_kind_at(getpid(), (uint64_t) (uintptr_t) heap_buf), PROCFS_MAP_PRIVATE);
+	CHECK_INT(procfs_map_kind_at(getpid(), (uint64_t) (uintptr_t) shared), PROCFS_MAP_SHARED);
+	CHECK_INT(procfs_map_kind_at(getpid(), 8), PROCFS_MAP_NONE);
+	CHECK_INT(procfs_map_kind_at(-1, (uint64_t) (uintptr_t) constant), PROCFS_MAP_NONE);
+	free(heap_buf);
+	munmap(shared, page);
+}
+
 static void
 test_parallel_leader(void)
 {
@@ -285,5 +332,6 @@ main(void)
 	test_classify();
 	test_parallel_leader();
 	test_mem_read();
+	test_map_kind();
 	return UNIT_DONE("test_procfs");
 }
