@@ -69,7 +69,7 @@ my $pid = $s->query_safe('SELECT pg_backend_pid()');
 my $file = 'postgresql.conf';
 my $size = -s $node->data_dir . "/$file";
 my $read_sql = "SELECT length(pg_read_binary_file('$file'))";
-sleep(2.5);    # the helper maps a new backend's status slot (exact needs it)
+wait_mapped($node, $pid);    # exact reads the wait event in its status slot
 my ($qid) = $s->query_safe("EXPLAIN VERBOSE $read_sql") =~ /Query Identifier: (-?\d+)/;
 ok(defined $qid && $qid ne '0', "the file-reading statement has a query id ($qid)");
 
@@ -142,14 +142,18 @@ is($d->{read_bytes}, $size, 'after the window, syscall: read bytes = file size')
 # idle (as pg_stat_activity shows it), so the idle time goes to that id.
 my $idle_q = "SELECT coalesce(sum(offcpu_ms), 0) FROM pg_tracer_kernel_sched
                WHERE pid = $pid AND queryid = $qid";
-# the span starts before the statement: the backend leaves the CPU when
-# it has sent the result, a moment before psql returns it here
+# The baseline is read before the statement: an idle backend wakes to
+# flush its statistics (PostgreSQL's idle stats timeout), and the part of
+# the idle time before that wake is counted at once, under the same id, so
+# a baseline read during the idle time could already hold it.  The span
+# starts before the statement too: the backend leaves the CPU when it has
+# sent the result, a moment before psql returns it here.
+wait_kernel_copy($node);
+my $idle0 = q1($idle_q);
 my $t_idle = time();
 is($s->query_safe($read_sql), $size, 'the statement ran before an idle time');
 my $idle_from = time();
-wait_kernel_copy($node);
-my $idle0 = q1($idle_q);    # the idle time is counted once it has ended
-sleep(1.5);
+sleep(2.7);
 my $idle_least = (time() - $idle_from) * 1000;    # idle at least this long
 $s->query_safe('SELECT 1');    # ends it
 my $idle_span = (time() - $t_idle) * 1000;

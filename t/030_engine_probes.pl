@@ -54,7 +54,7 @@ like($node->safe_psql('postgres',
 # --- statement latency: within 10% of the time measured around it
 my $bg = $node->background_psql('postgres');
 my $bg_pid = $bg->query_safe('SELECT pg_backend_pid()');
-sleep(1.5);		# let the helper map the backend's query-id slot
+wait_mapped($node, $bg_pid);    # its query id is read in its status slot
 my $t0 = time();
 $bg->query_safe('SELECT pg_sleep(0.8)');
 my $around_ms = (time() - $t0) * 1000;
@@ -318,7 +318,7 @@ sub check_text_encodings
 	}
 	my $s = $node->background_psql('u8db');
 	my $pid = $s->query_safe('SELECT pg_backend_pid()');
-	sleep(1.5);		# the helper maps the new backend's query-id slot
+	wait_mapped($node, $pid);    # its query id is read in its status slot
 	# 'naïve ☕', bytes as UTF-8: the test file is read as bytes
 	$s->query_safe("SELECT pg_sleep(0.4), 'na\xc3\xafve \xe2\x98\x95'");
 	my $q = "SELECT query FROM pg_tracer_slow_statements WHERE pid = $pid";

@@ -41,7 +41,7 @@ my $dbid = $node->safe_psql('postgres', "SELECT oid FROM pg_database WHERE datna
 # --- a table lock held ~2 s: hold time = LOCK TABLE returned .. COMMIT returned
 my $s = $node->background_psql('postgres');
 my $pid = $s->query_safe('SELECT pg_backend_pid()');
-sleep(1.5);		# let the helper map the backend's query-id slot
+wait_mapped($node, $pid);    # its query id is read in its status slot
 $s->query_safe('BEGIN');
 $s->query_safe('LOCK TABLE hold_t IN ACCESS EXCLUSIVE MODE');
 my $t0 = time();

@@ -17,7 +17,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 
 our @EXPORT = qw(tracer_node start_helper start_host_helper stop_helper signal_helper run_helper start_trace
-  end_trace harness_exit exit_code run_helper_into wait_until wait_publications wait_kernel_copy wait_exact_copy helper_available segment_path proc_field within wait_connected
+  end_trace harness_exit exit_code run_helper_into wait_until wait_publications wait_kernel_copy wait_exact_copy wait_mapped helper_available segment_path proc_field within wait_connected
   helper_read_calls);
 
 # scripts/test.sh always sets PG_TRACER_CTL; without it the helper tests skip.
@@ -310,6 +310,22 @@ sub wait_kernel_copy { return wait_publications($_[0], 5); }
 # published: they are copied at every publication, so the second one seen
 # (the first may have begun before the call).
 sub wait_exact_copy { return wait_publications($_[0], 2); }
+
+# Return once the helper has looked for backend $pid's PgBackendStatus slot
+# (its query id and wait event: the BPF programs read them there).  The
+# daemon maps new processes' slots at its look at the cluster, once a
+# second, among the processes it publishes in pg_tracer_backends: so the
+# pid shown there, then five publications (over a second) hold a look
+# that knew it.  Returns the seconds waited, undef after 20 s.
+sub wait_mapped
+{
+	my ($node, $pid) = @_;
+	my $t0 = time();
+	return undef unless defined wait_until(sub {
+		$node->safe_psql('postgres', "SELECT count(*) FROM pg_tracer_backends WHERE pid = $pid") eq '1'
+	}, 20);
+	return defined wait_kernel_copy($node) ? time() - $t0 : undef;
+}
 
 # Is $got (a number from psql) within $frac of $want?
 sub within
