@@ -26,8 +26,7 @@ ok(wait_connected($node), 'helper connected');
 # --- alice: a slow statement with a secret in its text, and its sends
 my $alice = $node->background_psql('postgres', extra_params => [ '-U', 'alice' ]);
 my $pid = $alice->query_safe('SELECT pg_backend_pid()');
-# the helper maps the backend's query-id slot at its once-a-second look
-wait_kernel_copy($node) for 1 .. 2;
+wait_mapped($node, $pid);    # its query id is read in its status slot
 $alice->query_safe("SELECT pg_sleep(0.3), 'alice-secret-4711' AS s");
 my $qid = '';
 ok(defined wait_until(sub {

@@ -309,7 +309,7 @@ ok($w1 - $w0 >= 950 && $w1 - $w0 <= 1100, sprintf('time model: blocking waits gr
 # progress then.
 my $burn = $node->background_psql('postgres', on_error_stop => 0);
 my $burn_pid = $burn->query_safe('SELECT pg_backend_pid()');
-sleep(1.5);		# the helper maps a new backend about once a second
+wait_mapped($node, $burn_pid);    # exact reads the wait event in its status slot
 $burn->query_until(qr/^$/,
 	"DO \$\$ DECLARE x bigint := 0; BEGIN FOR i IN 1..200000000 LOOP x := x + i; END LOOP; END \$\$;\n");
 my $cq = "SELECT cpu_ms, covered_ms, extract(epoch FROM clock_timestamp()) * 1000
@@ -336,7 +336,7 @@ ok($grew >= 1000 && abs(($c1 - $c0) - $grew) <= 0.05 * $grew + 20 && abs($grew -
 # to 250 ms from one read to the next.
 my $quiet = $node->background_psql('postgres');
 my $quiet_pid = $quiet->query_safe('SELECT pg_backend_pid()');
-sleep(1.5);		# mapped, and idle since
+wait_mapped($node, $quiet_pid);    # mapped, and idle since
 my @idle_cpu;
 for (1 .. 9)
 {

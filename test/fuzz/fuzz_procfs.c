@@ -9,7 +9,7 @@
  * hold spaces and parentheses, postmaster.pid is written by the postgres
  * user.  What a parse hands back must be terminated and in range.
  *
- * Input: byte 0 (modulo 5) chooses the parser, the rest is the text.
+ * Input: byte 0 (modulo 6) chooses the parser, the rest is the text.
  */
 #include "fuzz.h"
 #include "pgt_segment.h"
@@ -66,6 +66,25 @@ parse_pidfile(const char *buf, size_t len)
 		FUZZ_EXPECT(err[0] != '\0' && fuzz_printable(err));
 }
 
+/* A line of /proc/<pid>/maps, as fgets() hands it over: terminated */
+static void
+parse_map_line(const char *buf, size_t len)
+{
+	char	   *line = malloc(len + 1);
+	procfs_map_kind kind = PROCFS_MAP_NONE;
+	int			r;
+
+	if (line == NULL)
+		return;
+	memcpy(line, buf, len);
+	line[len] = '\0';
+	r = procfs_parse_map_line(line, UINT64_C(0x7f0000001000), &kind);
+	FUZZ_EXPECT(r >= -1 && r <= 1);
+	FUZZ_EXPECT(r != 1 || kind == PROCFS_MAP_PRIVATE || kind == PROCFS_MAP_SHARED ||
+				kind == PROCFS_MAP_FILE_RO);
+	free(line);
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -76,7 +95,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	len = size - 1;
 	buf = fuzz_exact_copy(data + 1, len);	/* no NUL after the text */
-	switch (data[0] % 5)
+	switch (data[0] % 6)
 	{
 		case 0:
 			parse_stat(buf, len);
@@ -90,9 +109,12 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		case 3:
 			parse_pidfile(buf, len);
 			break;
-		default:
+		case 4:
 			/* a title as the trace names it: the comm-sized prefix too */
 			classify_title(buf, len < 16 ? len : 16);
+			break;
+		default:
+			parse_map_line(buf, len);
 			break;
 	}
 	free(buf);
