@@ -246,9 +246,9 @@ postmaster_name(uint32_t pm, uint64_t addr, char *name, size_t len)
  * string the process and the postmaster both have, or, for a row first
  * named after its process has gone, the postmaster's string where it maps
  * the address shared or read-only from a file.  Elsewhere (its heap, an
- * anonymous mapping) the postmaster may hold anything, often zeros, where
- * the backend had its library's name: such a row reads "?", kept as the
- * address's latest read until a process read there names it.
+ * anonymous mapping) the postmaster may hold anything, zeros or another
+ * string, where the backend had its library's name: such a row reads "?",
+ * kept as the address's latest read until a process read there names it.
  */
 void
 tranche_name_at(uint32_t pm, uint32_t pid, uint64_t addr, char *name, size_t len)
