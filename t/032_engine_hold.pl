@@ -163,8 +163,9 @@ is($node->safe_psql('postgres', $sql_apw), 'autoprewarm LW_EXCLUSIVE 2',
 # interval: its rows are first named after it has gone.  The name is the
 # address's latest read (the backend above, when the library lies at the
 # same address) or "?", never what the postmaster, which never loaded the
-# library, holds there: before, a string read in its memory (often an
-# empty one) named the row, and was cached for every backend after it.
+# library, holds there: before, whatever string was there (an unrelated
+# one, or an empty one) named the row, and was cached for every backend
+# after it.
 my $short_pid = $node->safe_psql('postgres',
 	'SELECT pg_backend_pid() FROM (SELECT autoprewarm_dump_now()) d');
 wait_kernel_copy($node);
