@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -324,6 +325,410 @@ check_fields(const pgt_layout *l, char *err, size_t errlen)
 	return 0;
 }
 
+/* The three fields each *_offsets line names, in the order they are stored. */
+static const char *const proc_names[3] = {"pid", "wait_event_info", "backend_id"};
+static const char *const be_names[3] = {"procpid", "query_id", "backend_type"};
+static const char *const bgw_names[3] = {"type", "notify_pid", "size"};
+
+/* The keys a file must have, in K_* bit order (for "missing key"). */
+static const char *const required_keys[] = {
+	"pg_version_num", "postmaster_pid", "postmaster_start_us",
+	"proc_array", "proc_offsets", "beentry_array", "beentry_offsets"
+};
+_Static_assert((1 << sizeof(required_keys) / sizeof(required_keys[0])) - 1 == K_ALL,
+			   "required_keys names the K_ALL bits");
+
+/*
+ * The state of one layout_parse(): what the lines so far gave, and where
+ * the first problem goes.
+ */
+typedef struct layout_parser
+{
+	pgt_layout	l;
+	int			lineno;
+	int			seen;			/* K_* bits of the keys read */
+	int			ended;			/* the "end" line was read */
+	uint32_t	evcap;			/* slots allocated in l.events */
+	char	   *err;
+	size_t		errlen;
+} layout_parser;
+
+/*
+ * line_error
+ *		Write "line N: <message>" into the parser's err.  Returns -1.
+ */
+static int
+line_error(layout_parser *p, const char *fmt,...)
+__attribute__((format(printf, 2, 3)));
+
+static int
+line_error(layout_parser *p, const char *fmt,...)
+{
+	char		msg[PGT_LAYOUT_MAX_LINE + 64];
+	va_list		ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	snprintf(p->err, p->errlen, "line %d: %s", p->lineno, msg);
+	return -1;
+}
+
+/*
+ * file_error
+ *		Write a problem of the whole file into the parser's err.  Returns -1.
+ */
+static int
+file_error(layout_parser *p, const char *fmt,...)
+__attribute__((format(printf, 2, 3)));
+
+static int
+file_error(layout_parser *p, const char *fmt,...)
+{
+	va_list		ap;
+
+	va_start(ap, fmt);
+	vsnprintf(p->err, p->errlen, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+/*
+ * take_key
+ *		Note that key, of bit, was read on this line.  Returns -1 if it had
+ *		been read before.
+ */
+static int
+take_key(layout_parser *p, int bit, word key)
+{
+	if (p->seen & bit)
+		return line_error(p, "duplicate key %.*s", (int) key.len, key.s);
+	p->seen |= bit;
+	return 0;
+}
+
+/*
+ * need_words
+ *		Returns -1 unless the line is its key and exactly n - 1 values.
+ */
+static int
+need_words(layout_parser *p, const word *w, int nw, int n)
+{
+	if (nw != n)
+		return line_error(p, "%.*s takes %d value(s)", (int) w[0].len, w[0].s, n - 1);
+	return 0;
+}
+
+/*
+ * next_line
+ *		Take the line at *pos into *line and *llen (without its LF) and
+ *		advance *pos.  Returns -1 if the line lacks its newline, is too
+ *		long, holds a byte that is not printable ASCII, or follows "end".
+ */
+static int
+next_line(layout_parser *p, const char *buf, size_t len, size_t *pos,
+		  const char **line, size_t *llen)
+{
+	const char *nl;
+	size_t		i;
+
+	*line = buf + *pos;
+	nl = memchr(*line, '\n', len - *pos);
+	p->lineno++;
+	if (nl == NULL)
+		return line_error(p, "no final newline");
+	*llen = (size_t) (nl - *line);
+	*pos += *llen + 1;
+	if (*llen + 1 > PGT_LAYOUT_MAX_LINE)
+		return line_error(p, "longer than %d bytes", PGT_LAYOUT_MAX_LINE);
+	for (i = 0; i < *llen; i++)
+	{
+		unsigned char c = (unsigned char) (*line)[i];
+
+		if (c < 0x20 || c > 0x7e)
+			return line_error(p, "non-printable byte 0x%02x", c);
+	}
+	if (p->ended)
+		return line_error(p, "data after \"end\"");
+	return 0;
+}
+
+/*
+ * parse_header
+ *		The first line: "pg_tracer_layout <version>", of the one version
+ *		this helper reads.
+ */
+static int
+parse_header(layout_parser *p, const word *w, int nw)
+{
+	uint64_t	v;
+
+	if (nw != 2 || !word_is(w[0], "pg_tracer_layout"))
+		return line_error(p, "not a pg_tracer layout file");
+	if (parse_dec(w[1], UINT32_MAX, &v) < 0 || v != PGT_LAYOUT_VERSION)
+		return line_error(p, "layout version \"%.*s\", this helper reads %d",
+						  (int) w[1].len, w[1].s, PGT_LAYOUT_VERSION);
+	return 0;
+}
+
+/*
+ * parse_number_key
+ *		"<key> <decimal>", read once, with the value in [min, max].
+ */
+static int
+parse_number_key(layout_parser *p, const word *w, int nw, int bit,
+				 uint64_t min, uint64_t max, uint64_t *out)
+{
+	if (take_key(p, bit, w[0]) < 0 || need_words(p, w, nw, 2) < 0)
+		return -1;
+	if (parse_dec(w[1], max, out) < 0 || *out < min)
+		return line_error(p, "bad %.*s", (int) w[0].len, w[0].s);
+	return 0;
+}
+
+/*
+ * parse_array_key
+ *		"<key> <hexaddr> <count> <stride>", read once.
+ */
+static int
+parse_array_key(layout_parser *p, const word *w, int nw, int bit,
+				uint64_t *addr, uint32_t *count, uint32_t *stride)
+{
+	if (take_key(p, bit, w[0]) < 0)
+		return -1;
+	return parse_array(w, nw, addr, count, stride, p->err, p->errlen, p->lineno);
+}
+
+/*
+ * parse_offsets_key
+ *		"<key> a=<n> b=<n> c=<n>" with the three names given, read once.
+ */
+static int
+parse_offsets_key(layout_parser *p, const word *w, int nw, int bit,
+				  const char *const names[3], uint32_t o[3])
+{
+	if (take_key(p, bit, w[0]) < 0)
+		return -1;
+	return parse_offsets(w, nw, names, o, p->err, p->errlen, p->lineno);
+}
+
+/*
+ * add_event
+ *		A zeroed slot at the end of l.events, which grows by doubling up to
+ *		PGT_LAYOUT_MAX_EVENTS.  NULL when out of memory.
+ */
+static pgt_wait_event_name *
+add_event(layout_parser *p)
+{
+	pgt_wait_event_name *ev;
+
+	if (p->l.nevents == p->evcap)
+	{
+		uint32_t	ncap = p->evcap ? p->evcap * 2 : 256;
+		pgt_wait_event_name *nev;
+
+		if (ncap > PGT_LAYOUT_MAX_EVENTS)
+			ncap = PGT_LAYOUT_MAX_EVENTS;
+		nev = realloc(p->l.events, (size_t) ncap * sizeof(*nev));
+		if (nev == NULL)
+			return NULL;
+		p->l.events = nev;
+		p->evcap = ncap;
+	}
+	ev = &p->l.events[p->l.nevents++];
+	memset(ev, 0, sizeof(*ev));
+	return ev;
+}
+
+/*
+ * parse_wait_event
+ *		"wait_event <hex id> <class> <name>", the name being the rest of the
+ *		line.  Duplicate ids are found once the file is read.
+ */
+static int
+parse_wait_event(layout_parser *p, const word *w, int nw)
+{
+	pgt_wait_event_name *ev;
+	uint64_t	v;
+
+	if (nw != 4)
+		return line_error(p, "wait_event takes <hex id> <class> <name>");
+	if (p->l.nevents >= PGT_LAYOUT_MAX_EVENTS)
+		return line_error(p, "more than %d wait events", PGT_LAYOUT_MAX_EVENTS);
+	if (parse_hex(w[1], 8, &v) < 0)
+		return line_error(p, "bad hex wait event id");
+	if (w[2].len >= PGT_LAYOUT_NAME_LEN || w[3].len >= PGT_LAYOUT_NAME_LEN)
+		return line_error(p, "wait event name longer than %d bytes",
+						  PGT_LAYOUT_NAME_LEN - 1);
+	ev = add_event(p);
+	if (ev == NULL)
+		return file_error(p, "out of memory");
+	ev->info = (uint32_t) v;
+	memcpy(ev->class_name, w[2].s, w[2].len);
+	memcpy(ev->event_name, w[3].s, w[3].len);
+	return 0;
+}
+
+/*
+ * parse_offsets_line
+ *		The three *_offsets keys.  Returns 1 if w[0] is none of them, else
+ *		0 or -1.
+ */
+static int
+parse_offsets_line(layout_parser *p, const word *w, int nw)
+{
+	pgt_layout *l = &p->l;
+	uint32_t	o[3];
+
+	if (word_is(w[0], "proc_offsets"))
+	{
+		if (parse_offsets_key(p, w, nw, K_PROC_OFFSETS, proc_names, o) < 0)
+			return -1;
+		l->proc_off_pid = o[0];
+		l->proc_off_wait_event_info = o[1];
+		l->proc_off_backend_id = o[2];
+	}
+	else if (word_is(w[0], "beentry_offsets"))
+	{
+		if (parse_offsets_key(p, w, nw, K_BE_OFFSETS, be_names, o) < 0)
+			return -1;
+		l->beentry_off_procpid = o[0];
+		l->beentry_off_query_id = o[1];
+		l->beentry_off_backend_type = o[2];
+	}
+	else if (word_is(w[0], "bgworker_offsets"))
+	{
+		if (parse_offsets_key(p, w, nw, K_BGW_OFFSETS, bgw_names, o) < 0)
+			return -1;
+		if (o[2] == 0)
+			return line_error(p, "bgworker_offsets size 0");
+		l->bgw_off_type = o[0];
+		l->bgw_off_notify_pid = o[1];
+		l->bgw_size = o[2];
+	}
+	else
+		return 1;
+	return 0;
+}
+
+/*
+ * parse_number_line
+ *		The three keys with one number.  Returns 1 if w[0] is none of them,
+ *		else 0 or -1.
+ */
+static int
+parse_number_line(layout_parser *p, const word *w, int nw)
+{
+	pgt_layout *l = &p->l;
+	uint64_t	v;
+
+	if (word_is(w[0], "pg_version_num"))
+	{
+		if (parse_number_key(p, w, nw, K_VERSION_NUM, 90600, 9999999, &v) < 0)
+			return -1;
+		l->pg_version_num = (uint32_t) v;
+	}
+	else if (word_is(w[0], "postmaster_pid"))
+	{
+		if (parse_number_key(p, w, nw, K_PM_PID, 1, INT32_MAX, &v) < 0)
+			return -1;
+		l->postmaster_pid = (uint32_t) v;
+	}
+	else if (word_is(w[0], "postmaster_start_us"))
+	{
+		if (parse_number_key(p, w, nw, K_PM_START, 0, INT64_MAX, &v) < 0)
+			return -1;
+		l->postmaster_start_us = (int64_t) v;
+	}
+	else
+		return 1;
+	return 0;
+}
+
+/*
+ * parse_key_line
+ *		Any line after the first: one key and its values.
+ */
+static int
+parse_key_line(layout_parser *p, const word *w, int nw)
+{
+	pgt_layout *l = &p->l;
+	int			r;
+
+	if (word_is(w[0], "proc_array"))
+		return parse_array_key(p, w, nw, K_PROC_ARRAY, &l->proc_array,
+							   &l->proc_count, &l->proc_stride);
+	if (word_is(w[0], "beentry_array"))
+		return parse_array_key(p, w, nw, K_BE_ARRAY, &l->beentry_array,
+							   &l->beentry_count, &l->beentry_stride);
+	if (word_is(w[0], "wait_event"))
+		return parse_wait_event(p, w, nw);
+	if (word_is(w[0], "end"))
+	{
+		p->ended = 1;
+		return need_words(p, w, nw, 1);
+	}
+	if ((r = parse_number_line(p, w, nw)) != 1)
+		return r;
+	if ((r = parse_offsets_line(p, w, nw)) != 1)
+		return r;
+	return line_error(p, "unknown key \"%.*s\"",
+					  (int) (w[0].len > 40 ? 40 : w[0].len), w[0].s);
+}
+
+/*
+ * parse_line
+ *		Split one line into words and parse it: the header on line 1, a key
+ *		line after it.  A wait_event line keeps the rest of the line, from
+ *		its fourth word on, as the event name.
+ */
+static int
+parse_line(layout_parser *p, const char *line, size_t llen)
+{
+	word		w[5];
+	int			nw;
+
+	if (llen > 11 && memcmp(line, "wait_event ", 11) == 0)
+		nw = split_words(line, llen, w, 4, 3);
+	else
+		nw = split_words(line, llen, w, 5, -1);
+	if (nw < 1)
+		return line_error(p, "empty line, bad spacing or too many fields");
+	if (p->lineno == 1)
+		return parse_header(p, w, nw);
+	return parse_key_line(p, w, nw);
+}
+
+/*
+ * check_complete
+ *		Once every line is read: the file had lines, ended with "end", had
+ *		every required key, its fields lie inside their elements, and no
+ *		wait event id came twice (the events are sorted by id here).
+ */
+static int
+check_complete(layout_parser *p)
+{
+	pgt_layout *l = &p->l;
+	uint32_t	i;
+
+	if (p->lineno == 0)
+		return file_error(p, "layout file is empty");
+	if (!p->ended)
+		return file_error(p, "missing \"end\" line (file truncated?)");
+	for (i = 0; i < sizeof(required_keys) / sizeof(required_keys[0]); i++)
+		if (!(p->seen & (1 << i)))
+			return file_error(p, "missing key %s", required_keys[i]);
+	if (check_fields(l, p->err, p->errlen) < 0)
+		return -1;
+	if (l->nevents > 1)
+		qsort(l->events, l->nevents, sizeof(*l->events), cmp_event);
+	for (i = 1; i < l->nevents; i++)
+		if (l->events[i].info == l->events[i - 1].info)
+			return file_error(p, "duplicate wait event id 0x%08x",
+							  l->events[i].info);
+	return 0;
+}
+
 /*
  * layout_parse
  *		Parse a whole layout file (buf, len bytes) into out.  Returns 0, or
@@ -333,302 +738,35 @@ check_fields(const pgt_layout *l, char *err, size_t errlen)
 int
 layout_parse(const char *buf, size_t len, pgt_layout *out, char *err, size_t errlen)
 {
-	static const char *const proc_names[3] = {"pid", "wait_event_info", "backend_id"};
-	static const char *const be_names[3] = {"procpid", "query_id", "backend_type"};
-	static const char *const bgw_names[3] = {"type", "notify_pid", "size"};
-	pgt_layout	l;
+	layout_parser p;
 	size_t		pos = 0;
-	int			lineno = 0;
-	int			seen = 0;
-	int			ended = 0;
-	uint32_t	evcap = 0;
-	uint32_t	i;
 
 	memset(out, 0, sizeof(*out));
-	memset(&l, 0, sizeof(l));
+	memset(&p, 0, sizeof(p));
+	p.err = err;
+	p.errlen = errlen;
 	if (len > PGT_LAYOUT_MAX_BYTES)
 	{
 		snprintf(err, errlen, "layout file is %zu bytes, at most %d allowed",
 				 len, PGT_LAYOUT_MAX_BYTES);
 		return -1;
 	}
-
 	while (pos < len)
 	{
-		const char *line = buf + pos;
-		const char *nl = memchr(line, '\n', len - pos);
-		size_t		llen;
-		word		w[5];
-		int			nw;
-		uint64_t	v;
+		const char *line = NULL;
+		size_t		llen = 0;
 
-		lineno++;
-		if (nl == NULL)
-		{
-			snprintf(err, errlen, "line %d: no final newline", lineno);
+		if (next_line(&p, buf, len, &pos, &line, &llen) < 0 ||
+			parse_line(&p, line, llen) < 0)
 			goto fail;
-		}
-		llen = (size_t) (nl - line);
-		pos += llen + 1;
-		if (llen + 1 > PGT_LAYOUT_MAX_LINE)
-		{
-			snprintf(err, errlen, "line %d: longer than %d bytes", lineno,
-					 PGT_LAYOUT_MAX_LINE);
-			goto fail;
-		}
-		for (i = 0; i < llen; i++)
-		{
-			unsigned char c = (unsigned char) line[i];
-
-			if (c < 0x20 || c > 0x7e)
-			{
-				snprintf(err, errlen, "line %d: non-printable byte 0x%02x", lineno, c);
-				goto fail;
-			}
-		}
-		if (ended)
-		{
-			snprintf(err, errlen, "line %d: data after \"end\"", lineno);
-			goto fail;
-		}
-
-		/* wait_event keeps the rest of the line as the event name */
-		if (llen > 11 && memcmp(line, "wait_event ", 11) == 0)
-			nw = split_words(line, llen, w, 4, 3);
-		else
-			nw = split_words(line, llen, w, 5, -1);
-		if (nw < 1)
-		{
-			snprintf(err, errlen, "line %d: empty line, bad spacing or too many fields", lineno);
-			goto fail;
-		}
-
-		if (lineno == 1)
-		{
-			if (nw != 2 || !word_is(w[0], "pg_tracer_layout"))
-			{
-				snprintf(err, errlen, "line 1: not a pg_tracer layout file");
-				goto fail;
-			}
-			if (parse_dec(w[1], UINT32_MAX, &v) < 0 || v != PGT_LAYOUT_VERSION)
-			{
-				snprintf(err, errlen, "line 1: layout version \"%.*s\", this helper reads %d",
-						 (int) w[1].len, w[1].s, PGT_LAYOUT_VERSION);
-				goto fail;
-			}
-			continue;
-		}
-
-#define ONCE(bit, name) \
-		do { \
-			if (seen & (bit)) \
-			{ \
-				snprintf(err, errlen, "line %d: duplicate key %s", lineno, name); \
-				goto fail; \
-			} \
-			seen |= (bit); \
-		} while (0)
-#define NEED_WORDS(n) \
-		do { \
-			if (nw != (n)) \
-			{ \
-				snprintf(err, errlen, "line %d: %.*s takes %d value(s)", lineno, \
-						 (int) w[0].len, w[0].s, (n) - 1); \
-				goto fail; \
-			} \
-		} while (0)
-
-		if (word_is(w[0], "pg_version_num"))
-		{
-			ONCE(K_VERSION_NUM, "pg_version_num");
-			NEED_WORDS(2);
-			if (parse_dec(w[1], 9999999, &v) < 0 || v < 90600)
-			{
-				snprintf(err, errlen, "line %d: bad pg_version_num", lineno);
-				goto fail;
-			}
-			l.pg_version_num = (uint32_t) v;
-		}
-		else if (word_is(w[0], "postmaster_pid"))
-		{
-			ONCE(K_PM_PID, "postmaster_pid");
-			NEED_WORDS(2);
-			if (parse_dec(w[1], INT32_MAX, &v) < 0 || v == 0)
-			{
-				snprintf(err, errlen, "line %d: bad postmaster_pid", lineno);
-				goto fail;
-			}
-			l.postmaster_pid = (uint32_t) v;
-		}
-		else if (word_is(w[0], "postmaster_start_us"))
-		{
-			ONCE(K_PM_START, "postmaster_start_us");
-			NEED_WORDS(2);
-			if (parse_dec(w[1], INT64_MAX, &v) < 0)
-			{
-				snprintf(err, errlen, "line %d: bad postmaster_start_us", lineno);
-				goto fail;
-			}
-			l.postmaster_start_us = (int64_t) v;
-		}
-		else if (word_is(w[0], "proc_array"))
-		{
-			ONCE(K_PROC_ARRAY, "proc_array");
-			if (parse_array(w, nw, &l.proc_array, &l.proc_count, &l.proc_stride,
-							err, errlen, lineno) < 0)
-				goto fail;
-		}
-		else if (word_is(w[0], "proc_offsets"))
-		{
-			uint32_t	o[3];
-
-			ONCE(K_PROC_OFFSETS, "proc_offsets");
-			if (parse_offsets(w, nw, proc_names, o, err, errlen, lineno) < 0)
-				goto fail;
-			l.proc_off_pid = o[0];
-			l.proc_off_wait_event_info = o[1];
-			l.proc_off_backend_id = o[2];
-		}
-		else if (word_is(w[0], "beentry_array"))
-		{
-			ONCE(K_BE_ARRAY, "beentry_array");
-			if (parse_array(w, nw, &l.beentry_array, &l.beentry_count,
-							&l.beentry_stride, err, errlen, lineno) < 0)
-				goto fail;
-		}
-		else if (word_is(w[0], "beentry_offsets"))
-		{
-			uint32_t	o[3];
-
-			ONCE(K_BE_OFFSETS, "beentry_offsets");
-			if (parse_offsets(w, nw, be_names, o, err, errlen, lineno) < 0)
-				goto fail;
-			l.beentry_off_procpid = o[0];
-			l.beentry_off_query_id = o[1];
-			l.beentry_off_backend_type = o[2];
-		}
-		else if (word_is(w[0], "bgworker_offsets"))
-		{
-			uint32_t	o[3];
-
-			ONCE(K_BGW_OFFSETS, "bgworker_offsets");
-			if (parse_offsets(w, nw, bgw_names, o, err, errlen, lineno) < 0)
-				goto fail;
-			if (o[2] == 0)
-			{
-				snprintf(err, errlen, "line %d: bgworker_offsets size 0", lineno);
-				goto fail;
-			}
-			l.bgw_off_type = o[0];
-			l.bgw_off_notify_pid = o[1];
-			l.bgw_size = o[2];
-		}
-		else if (word_is(w[0], "wait_event"))
-		{
-			pgt_wait_event_name *ev;
-
-			if (nw != 4)
-			{
-				snprintf(err, errlen, "line %d: wait_event takes <hex id> <class> <name>",
-						 lineno);
-				goto fail;
-			}
-			if (l.nevents >= PGT_LAYOUT_MAX_EVENTS)
-			{
-				snprintf(err, errlen, "line %d: more than %d wait events", lineno,
-						 PGT_LAYOUT_MAX_EVENTS);
-				goto fail;
-			}
-			if (parse_hex(w[1], 8, &v) < 0)
-			{
-				snprintf(err, errlen, "line %d: bad hex wait event id", lineno);
-				goto fail;
-			}
-			if (w[2].len >= PGT_LAYOUT_NAME_LEN || w[3].len >= PGT_LAYOUT_NAME_LEN)
-			{
-				snprintf(err, errlen, "line %d: wait event name longer than %d bytes",
-						 lineno, PGT_LAYOUT_NAME_LEN - 1);
-				goto fail;
-			}
-			if (l.nevents == evcap)
-			{
-				uint32_t	ncap = evcap ? evcap * 2 : 256;
-				pgt_wait_event_name *nev;
-
-				if (ncap > PGT_LAYOUT_MAX_EVENTS)
-					ncap = PGT_LAYOUT_MAX_EVENTS;
-				nev = realloc(l.events, (size_t) ncap * sizeof(*nev));
-				if (nev == NULL)
-				{
-					snprintf(err, errlen, "out of memory");
-					goto fail;
-				}
-				l.events = nev;
-				evcap = ncap;
-			}
-			ev = &l.events[l.nevents++];
-			memset(ev, 0, sizeof(*ev));
-			ev->info = (uint32_t) v;
-			memcpy(ev->class_name, w[2].s, w[2].len);
-			memcpy(ev->event_name, w[3].s, w[3].len);
-		}
-		else if (word_is(w[0], "end"))
-		{
-			NEED_WORDS(1);
-			ended = 1;
-		}
-		else
-		{
-			snprintf(err, errlen, "line %d: unknown key \"%.*s\"", lineno,
-					 (int) (w[0].len > 40 ? 40 : w[0].len), w[0].s);
-			goto fail;
-		}
-#undef ONCE
-#undef NEED_WORDS
 	}
-
-	if (lineno == 0)
-	{
-		snprintf(err, errlen, "layout file is empty");
+	if (check_complete(&p) < 0)
 		goto fail;
-	}
-	if (!ended)
-	{
-		snprintf(err, errlen, "missing \"end\" line (file truncated?)");
-		goto fail;
-	}
-	if ((seen & K_ALL) != K_ALL)
-	{
-		static const char *const names[] = {
-			"pg_version_num", "postmaster_pid", "postmaster_start_us",
-			"proc_array", "proc_offsets", "beentry_array", "beentry_offsets"
-		};
-
-		for (i = 0; i < 7; i++)
-			if (!(seen & (1 << i)))
-				break;
-		snprintf(err, errlen, "missing key %s", names[i]);
-		goto fail;
-	}
-	if (check_fields(&l, err, errlen) < 0)
-		goto fail;
-	if (l.nevents > 1)
-	{
-		qsort(l.events, l.nevents, sizeof(*l.events), cmp_event);
-		for (i = 1; i < l.nevents; i++)
-		{
-			if (l.events[i].info == l.events[i - 1].info)
-			{
-				snprintf(err, errlen, "duplicate wait event id 0x%08x", l.events[i].info);
-				goto fail;
-			}
-		}
-	}
-	*out = l;
+	*out = p.l;
 	return 0;
 
 fail:
-	free(l.events);
+	free(p.l.events);
 	return -1;
 }
 
