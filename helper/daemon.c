@@ -842,6 +842,227 @@ start_probe_sets(daemon_state *d)
 }
 
 /*
+ * claim_target
+ *		Before anything that must be undone: the privileges, the runtime
+ *		directory and, with --pgdata or --pid, the data directory to serve
+ *		(data_dir, its owner in *uid and *gid) and the lock that makes this
+ *		helper its only one (*lock_fd).  Returns 0, or -1 after logging why.
+ */
+static int
+claim_target(daemon_state *d, char *data_dir, size_t dlen, uid_t *uid, gid_t *gid,
+			 int *lock_fd)
+{
+	const daemon_opts *opts = d->opts;
+	char		err[1024];
+	pid_t		holder;
+	int			r;
+
+	if (privileges_check(err, sizeof(err)) < 0 ||
+		(d->target_mode &&
+		 resolve_target(d, data_dir, dlen, uid, gid, err, sizeof(err)) < 0) ||
+		runtime_dir_check(opts->runtime_dir, 1, err, sizeof(err)) < 0)
+	{
+		log_error("%s", err);
+		return -1;
+	}
+	if (!d->target_mode)
+		return 0;
+	r = cluster_lock(opts->runtime_dir, d->target_dev, d->target_ino,
+					 lock_fd, &holder, err, sizeof(err));
+	if (r == 1)
+		log_error("another pg-tracer (pid %d) already serves %s", (int) holder, data_dir);
+	else if (r < 0)
+		log_error("%s", err);
+	return r == 0 ? 0 : -1;
+}
+
+/*
+ * open_event_loop
+ *		Block the signals the daemon handles (read from a signalfd), and
+ *		put that fd and the publication and discovery timers on the epoll
+ *		set.  Returns 0, or -1 after logging why.
+ */
+static int
+open_event_loop(daemon_state *d)
+{
+	sigset_t	mask;
+
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGHUP);
+	if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0 ||
+		(d->sigfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC)) < 0)
+	{
+		log_error("signalfd: %s", strerror(errno));
+		return -1;
+	}
+	if (signal(SIGPIPE, SIG_IGN) == SIG_ERR)
+		log_warn("cannot ignore SIGPIPE");
+	d->epfd = epoll_create1(EPOLL_CLOEXEC);
+	d->pubfd = make_timer(PUBLISH_INTERVAL_MS);
+	d->discfd = make_timer(DISCOVERY_INTERVAL_MS);
+	if (d->epfd < 0 || d->pubfd < 0 || d->discfd < 0 ||
+		add_fd(d, d->sigfd, &d->sig_ev, EV_SIGNAL) < 0 ||
+		add_fd(d, d->pubfd, &d->pub_ev, EV_PUBLISH_TIMER) < 0 ||
+		add_fd(d, d->discfd, &d->disc_ev, EV_DISCOVERY_TIMER) < 0)
+	{
+		log_error("cannot set up the event loop: %s", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * start_probes
+ *		Look at what this kernel offers, load the foundation's programs and
+ *		start the probe sets --probes names.  A foundation that cannot load
+ *		is reported in the segment, not fatal.  Returns -1 on a bad list.
+ */
+static int
+start_probes(daemon_state *d)
+{
+	detect_tracefs(&d->env.tracefs);
+	detect_kprobes(&d->env.kprobes);
+	syscall_exit_detect(&d->env.fexit);
+	(void) bpf_probes_start(&d->bpf, DAEMON_EXIT_TITLES, 1, (uint32_t) kset_miss_events);
+	if (d->bpf.execs_fd >= 0)
+		log_info("discovery: /proc is scanned once; then only the processes that exec "
+				 "a postgres binary are looked at (sched_process_exec)");
+	else
+		log_info("discovery: no exec notes (%s): /proc is scanned every second",
+				 d->bpf.exec_reason);
+	if (start_probe_sets(d) < 0)
+		return -1;
+	d->env.psets = &d->psets;
+	d->env.runtime_dir = d->opts->runtime_dir;
+	d->env.epfd = d->epfd;
+	d->env.bpf = &d->bpf;
+	return 0;
+}
+
+/*
+ * serve_target
+ *		With --pgdata or --pid, open the one cluster to serve; it takes
+ *		over lock_fd (and closes it on failure).  Returns 0, or -1 after
+ *		logging why.
+ */
+static int
+serve_target(daemon_state *d, const char *data_dir, uid_t uid, gid_t gid, int lock_fd)
+{
+	char		err[1024];
+	cluster    *c = cluster_open(&d->env, d->target_dev, d->target_ino, uid, gid,
+								 data_dir, lock_fd, err, sizeof(err));
+
+	if (c == NULL)
+	{
+		log_error("cannot serve %s: %s", data_dir, err);
+		return -1;
+	}
+	if (add_cluster(d, c) < 0)
+	{
+		log_error("out of memory");
+		cluster_close(c, PGT_WRITER_STOPPED);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * dispatch_event
+ *		Handle one ready fd of the event loop.  Returns 1 when the events
+ *		after it in this round may be stale (clusters closed), else 0.
+ */
+static int
+dispatch_event(daemon_state *d, ev_handle *h, uint32_t events)
+{
+	switch (h->kind)
+	{
+		case EV_SIGNAL:
+			on_signal(d);
+			return 1;			/* SIGHUP discovers: clusters may have closed */
+		case EV_PUBLISH_TIMER:
+			drain_fd(d->pubfd);
+			publish_all(d);
+			return 0;
+		case EV_DISCOVERY_TIMER:
+			drain_fd(d->discfd);
+			discover(d);
+			publish_all(d);
+			return 1;			/* clusters may have closed */
+		case EV_CTL_LISTEN:
+			control_server_on_listen(h->owner);
+			return 0;
+		case EV_CTL_CONN:
+			control_server_on_conn(h->owner, h->index, events);
+			return 0;
+	}
+	return 0;
+}
+
+/*
+ * run_event_loop
+ *		Serve until a signal stops the daemon.  Returns 0, or -1 when
+ *		epoll_wait fails.
+ */
+static int
+run_event_loop(daemon_state *d)
+{
+	struct epoll_event events[MAX_EVENTS];
+
+	while (!d->stop)
+	{
+		int			n;
+		int			k;
+
+		apply_kernel_window();	/* after the answers of the last round */
+		n = epoll_wait(d->epfd, events, MAX_EVENTS, -1);
+		if (n < 0)
+		{
+			if (errno == EINTR)
+				continue;
+			log_error("epoll_wait: %s", strerror(errno));
+			return -1;
+		}
+		for (k = 0; k < n && !d->stop; k++)
+			if (dispatch_event(d, events[k].data.ptr, events[k].events))
+				break;
+	}
+	return 0;
+}
+
+/*
+ * close_daemon
+ *		Undo what daemon_run set up, in reverse: the clusters (their
+ *		segments say the writer stopped), the probe sets, the programs,
+ *		the fds.
+ */
+static void
+close_daemon(daemon_state *d, int lock_fd)
+{
+	size_t		i;
+
+	for (i = 0; i < d->nclusters; i++)
+		cluster_close(d->clusters[i], PGT_WRITER_STOPPED);
+	free(d->clusters);
+	free(d->skips);
+	free(d->roots);
+	release_kernel_sets();
+	pset_runtime_stop(&d->psets);
+	bpf_probes_stop(&d->bpf);
+	if (lock_fd >= 0)
+		close(lock_fd);
+	if (d->pubfd >= 0)
+		close(d->pubfd);
+	if (d->discfd >= 0)
+		close(d->discfd);
+	if (d->sigfd >= 0)
+		close(d->sigfd);
+	if (d->epfd >= 0)
+		close(d->epfd);
+}
+
+/*
  * daemon_run
  *		`pg-tracer daemon`.  Returns the process exit status: 0 after a
  *		clean stop, 1 when it could not start.
@@ -850,15 +1071,11 @@ int
 daemon_run(const daemon_opts *opts)
 {
 	daemon_state d;
-	struct epoll_event events[MAX_EVENTS];
-	char		err[1024];
 	char		data_dir[PATH_MAX];
-	sigset_t	mask;
 	uid_t		uid = 0;
 	gid_t		gid = 0;
 	int			lock_fd = -1;
 	int			ret = 1;
-	size_t		i;
 
 	memset(&d, 0, sizeof(d));
 	d.opts = opts;
@@ -869,174 +1086,32 @@ daemon_run(const daemon_opts *opts)
 	log_set_level(opts->log_level);
 	umask(077);
 
-	if (privileges_check(err, sizeof(err)) < 0)
-	{
-		log_error("%s", err);
+	if (claim_target(&d, data_dir, sizeof(data_dir), &uid, &gid, &lock_fd) < 0)
 		return 1;
-	}
-	if (d.target_mode &&
-		resolve_target(&d, data_dir, sizeof(data_dir), &uid, &gid, err, sizeof(err)) < 0)
-	{
-		log_error("%s", err);
-		return 1;
-	}
-	if (runtime_dir_check(opts->runtime_dir, 1, err, sizeof(err)) < 0)
-	{
-		log_error("%s", err);
-		return 1;
-	}
-	if (d.target_mode)
-	{
-		pid_t		holder;
-		int			r = cluster_lock(opts->runtime_dir, d.target_dev, d.target_ino,
-									 &lock_fd, &holder, err, sizeof(err));
-
-		if (r == 1)
-		{
-			log_error("another pg-tracer (pid %d) already serves %s", (int) holder, data_dir);
-			return 1;
-		}
-		if (r < 0)
-		{
-			log_error("%s", err);
-			return 1;
-		}
-	}
-
-	/* signals before anything that must be undone */
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGHUP);
-	if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0 ||
-		(d.sigfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC)) < 0)
-	{
-		log_error("signalfd: %s", strerror(errno));
+	if (open_event_loop(&d) < 0)
 		goto cleanup;
-	}
-	if (signal(SIGPIPE, SIG_IGN) == SIG_ERR)
-		log_warn("cannot ignore SIGPIPE");
-	d.epfd = epoll_create1(EPOLL_CLOEXEC);
-	d.pubfd = make_timer(PUBLISH_INTERVAL_MS);
-	d.discfd = make_timer(DISCOVERY_INTERVAL_MS);
-	if (d.epfd < 0 || d.pubfd < 0 || d.discfd < 0 ||
-		add_fd(&d, d.sigfd, &d.sig_ev, EV_SIGNAL) < 0 ||
-		add_fd(&d, d.pubfd, &d.pub_ev, EV_PUBLISH_TIMER) < 0 ||
-		add_fd(&d, d.discfd, &d.disc_ev, EV_DISCOVERY_TIMER) < 0)
-	{
-		log_error("cannot set up the event loop: %s", strerror(errno));
-		goto cleanup;
-	}
-
 	log_info("pg-tracer %s starting (%s, runtime directory %s)", PGT_VERSION,
 			 opts->pgdata ? "--pgdata" : opts->pid ? "--pid" : "host-wide",
 			 opts->runtime_dir);
-	detect_tracefs(&d.env.tracefs);
-	detect_kprobes(&d.env.kprobes);
-	syscall_exit_detect(&d.env.fexit);
-	(void) bpf_probes_start(&d.bpf, DAEMON_EXIT_TITLES, 1, (uint32_t) kset_miss_events);
-	if (d.bpf.execs_fd >= 0)
-		log_info("discovery: /proc is scanned once; then only the processes that exec "
-				 "a postgres binary are looked at (sched_process_exec)");
-	else
-		log_info("discovery: no exec notes (%s): /proc is scanned every second",
-				 d.bpf.exec_reason);
-	if (start_probe_sets(&d) < 0)
+	if (start_probes(&d) < 0)
 		goto cleanup;
-	d.env.psets = &d.psets;
-	d.env.runtime_dir = opts->runtime_dir;
-	d.env.epfd = d.epfd;
-	d.env.bpf = &d.bpf;
-
 	if (d.target_mode)
 	{
-		cluster    *c = cluster_open(&d.env, d.target_dev, d.target_ino, uid, gid,
-									 data_dir, lock_fd, err, sizeof(err));
+		int			r = serve_target(&d, data_dir, uid, gid, lock_fd);
 
 		lock_fd = -1;			/* the cluster owns (or released) it now */
-		if (c == NULL)
-		{
-			log_error("cannot serve %s: %s", data_dir, err);
+		if (r < 0)
 			goto cleanup;
-		}
-		if (add_cluster(&d, c) < 0)
-		{
-			log_error("out of memory");
-			cluster_close(c, PGT_WRITER_STOPPED);
-			goto cleanup;
-		}
 	}
 	discover(&d);
 	publish_all(&d);
 	if (d.target_mode && !d.clusters[0]->attached)
 		log_info("%s: postmaster not running, waiting for it", data_dir);
-
-	while (!d.stop)
-	{
-		int			n;
-		int			k;
-
-		apply_kernel_window();	/* after the answers of the last round */
-		n = epoll_wait(d.epfd, events, MAX_EVENTS, -1);
-		if (n < 0)
-		{
-			if (errno == EINTR)
-				continue;
-			log_error("epoll_wait: %s", strerror(errno));
-			goto cleanup;
-		}
-		for (k = 0; k < n && !d.stop; k++)
-		{
-			ev_handle  *h = events[k].data.ptr;
-
-			switch (h->kind)
-			{
-				case EV_SIGNAL:
-					on_signal(&d);
-					/* SIGHUP discovers: clusters may have been closed */
-					k = n;
-					break;
-				case EV_PUBLISH_TIMER:
-					drain_fd(d.pubfd);
-					publish_all(&d);
-					break;
-				case EV_DISCOVERY_TIMER:
-					drain_fd(d.discfd);
-					discover(&d);
-					publish_all(&d);
-					/* clusters may have been closed: stale events follow */
-					k = n;
-					break;
-				case EV_CTL_LISTEN:
-					control_server_on_listen(h->owner);
-					break;
-				case EV_CTL_CONN:
-					control_server_on_conn(h->owner, h->index, events[k].events);
-					break;
-			}
-		}
-	}
-	ret = 0;
+	if (run_event_loop(&d) == 0)
+		ret = 0;
 
 cleanup:
-	for (i = 0; i < d.nclusters; i++)
-		cluster_close(d.clusters[i], PGT_WRITER_STOPPED);
-	free(d.clusters);
-	free(d.skips);
-	free(d.roots);
-	release_kernel_sets();
-	pset_runtime_stop(&d.psets);
-	bpf_probes_stop(&d.bpf);
-	if (lock_fd >= 0)
-		close(lock_fd);
-	if (d.pubfd >= 0)
-		close(d.pubfd);
-	if (d.discfd >= 0)
-		close(d.discfd);
-	if (d.sigfd >= 0)
-		close(d.sigfd);
-	if (d.epfd >= 0)
-		close(d.epfd);
+	close_daemon(&d, lock_fd);
 	log_info("pg-tracer stopped%s", ret == 0 ? "" : " after an error");
 	return ret;
 }
