@@ -252,6 +252,26 @@ cmd_inspect(int argc, char **argv)
 }
 
 /*
+ * The daemon's options that configure one module each: the module parses
+ * the value and says what is wrong with it.
+ */
+static const module_option daemon_module_options[] = {
+	{'E', "--engine-probes", engine_configure},
+	{'M', "--mode", escalation_configure_mode},
+	{'B', "--exact-budget", escalation_configure_budget},
+	{'A', "--anomaly", escalation_configure_anomaly},
+	{'C', "--anomaly-cooldown", escalation_configure_cooldown},
+	{'X', "--exact-source", exact_configure_source},
+	{'K', "--keep-exited", pid_retire_configure},
+	{'c', "--sched-clock", kernel_sched_configure_clock},
+	{'m', "--miss-events", kset_configure_miss_events},
+	{'q', "--query-id", pset_configure_query_ids},
+	{'x', "--syscall-exit", syscall_exit_configure},
+};
+#define N_DAEMON_MODULE_OPTIONS \
+	(sizeof(daemon_module_options) / sizeof(daemon_module_options[0]))
+
+/*
  * cmd_daemon
  *		Parse `daemon` options and run it.
  */
@@ -281,11 +301,12 @@ cmd_daemon(int argc, char **argv)
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0}
 	};
-	char		eerr[256];
+	char		eerr[600];
 	long		forget_s;
 	pid_t		slow;
 	daemon_opts o;
 	int			c;
+	int			r;
 
 	memset(&o, 0, sizeof(o));
 	o.runtime_dir = PGT_DEFAULT_RUNTIME_DIR;
@@ -318,10 +339,6 @@ cmd_daemon(int argc, char **argv)
 									   "--log-level %s: use error, warn, info or debug",
 									   optarg);
 				break;
-			case 'E':
-				if (engine_configure(optarg, eerr, sizeof(eerr)) < 0)
-					return usage_error(daemon_usage, "--engine-probes: %s", eerr);
-				break;
 			case 'S':
 				if (parse_pid(optarg, &slow) < 0)
 					return usage_error(daemon_usage, "--slow-ms %s is not a positive number",
@@ -330,46 +347,6 @@ cmd_daemon(int argc, char **argv)
 				break;
 			case 'P':
 				o.probes = optarg;
-				break;
-			case 'M':
-				if (escalation_configure_mode(optarg, eerr, sizeof(eerr)) < 0)
-					return usage_error(daemon_usage, "--mode: %s", eerr);
-				break;
-			case 'B':
-				if (escalation_configure_budget(optarg, eerr, sizeof(eerr)) < 0)
-					return usage_error(daemon_usage, "--exact-budget: %s", eerr);
-				break;
-			case 'A':
-				if (escalation_configure_anomaly(optarg, eerr, sizeof(eerr)) < 0)
-					return usage_error(daemon_usage, "--anomaly: %s", eerr);
-				break;
-			case 'C':
-				if (escalation_configure_cooldown(optarg, eerr, sizeof(eerr)) < 0)
-					return usage_error(daemon_usage, "--anomaly-cooldown: %s", eerr);
-				break;
-			case 'X':
-				if (exact_configure_source(optarg, eerr, sizeof(eerr)) < 0)
-					return usage_error(daemon_usage, "--exact-source: %s", eerr);
-				break;
-			case 'K':
-				if (pid_retire_configure(optarg, eerr, sizeof(eerr)) < 0)
-					return usage_error(daemon_usage, "--keep-exited: %s", eerr);
-				break;
-			case 'c':
-				if (kernel_sched_configure_clock(optarg, eerr, sizeof(eerr)) < 0)
-					return usage_error(daemon_usage, "--sched-clock: %s", eerr);
-				break;
-			case 'm':
-				if (kset_configure_miss_events(optarg, eerr, sizeof(eerr)) < 0)
-					return usage_error(daemon_usage, "--miss-events: %s", eerr);
-				break;
-			case 'q':
-				if (pset_configure_query_ids(optarg, eerr, sizeof(eerr)) < 0)
-					return usage_error(daemon_usage, "--query-id: %s", eerr);
-				break;
-			case 'x':
-				if (syscall_exit_configure(optarg, eerr, sizeof(eerr)) < 0)
-					return usage_error(daemon_usage, "--syscall-exit: %s", eerr);
 				break;
 			case 'F':
 				if (parse_decimal(optarg, 1, DAEMON_FORGET_AFTER_MAX_S, &forget_s) < 0)
@@ -388,7 +365,13 @@ cmd_daemon(int argc, char **argv)
 				fputs(daemon_usage, stdout);
 				return 0;
 			default:
-				return bad_option(daemon_usage, argv, c);
+				r = parse_module_option(daemon_module_options, N_DAEMON_MODULE_OPTIONS,
+										c, optarg, eerr, sizeof(eerr));
+				if (r < 0)
+					return usage_error(daemon_usage, "%s", eerr);
+				if (r > 0)
+					return bad_option(daemon_usage, argv, c);
+				break;
 		}
 	}
 	if (optind < argc)

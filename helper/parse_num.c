@@ -78,6 +78,31 @@ parse_duration_ms(const char *s, int64_t *ms)
 }
 
 /*
+ * parse_module_option
+ *		See parse_num.h.
+ */
+int
+parse_module_option(const module_option *table, size_t n, int opt, const char *arg,
+					char *msg, size_t msglen)
+{
+	char		err[512];
+	size_t		i;
+
+	for (i = 0; i < n; i++)
+	{
+		if (table[i].opt != opt)
+			continue;
+		if (table[i].configure(arg, err, sizeof(err)) < 0)
+		{
+			snprintf(msg, msglen, "%s: %s", table[i].name, err);
+			return -1;
+		}
+		return 0;
+	}
+	return 1;
+}
+
+/*
  * parse_bad_option
  *		See parse_num.h.  getopt_long sets optopt to the short option it
  *		rejected (0 for a long one); argv[optind - 1] is the word it was in.

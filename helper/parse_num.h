@@ -3,7 +3,8 @@
  *	  Strict values from the command line and the control socket: decimal
  *	  numbers (digits only: no sign, no blanks, no suffix) within a range,
  *	  durations with a unit, two-way keyword options (on|off, auto|ktime),
- *	  and the name of an option getopt_long rejected.
+ *	  the options a module parses for itself, and the name of an option
+ *	  getopt_long rejected.
  */
 #ifndef PGT_HELPER_PARSE_NUM_H
 #define PGT_HELPER_PARSE_NUM_H
@@ -27,6 +28,24 @@ extern int	parse_choice(const char *s, const char *first, const char *second,
  * billion seconds.  Else -1.
  */
 extern int	parse_duration_ms(const char *s, int64_t *ms);
+
+/*
+ * An option whose value one module parses; its configure function says
+ * what is wrong with a bad one.  A command keeps a table of them.
+ */
+typedef struct module_option
+{
+	int			opt;			/* getopt_long's value */
+	const char *name;			/* as the user writes it: "--sched-clock" */
+	int			(*configure) (const char *arg, char *err, size_t errlen);
+} module_option;
+
+/*
+ * Hand arg to the module of option opt in table (n entries): 0, 1 when opt
+ * is not in the table, or -1 with "NAME: what is wrong" in msg.
+ */
+extern int	parse_module_option(const module_option *table, size_t n, int opt,
+								const char *arg, char *msg, size_t msglen);
 
 /*
  * The option getopt_long just rejected, as the user wrote it (a short one

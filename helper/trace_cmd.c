@@ -861,6 +861,89 @@ watch(int epfd, int fd)
 }
 
 /*
+ * read_timer
+ *		Consume a timerfd's expirations.
+ */
+static void
+read_timer(int fd)
+{
+	uint64_t	v;
+
+	if (read(fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+		log_debug("timerfd: %s", strerror(errno));
+}
+
+/*
+ * handle_ready
+ *		The fds epoll_wait returned: a signal or the --duration timer ends
+ *		the trace (*stop), the interval timer asks for a summary (*tick),
+ *		the refresh timer looks at the processes again (and ends the trace
+ *		when the --pid process is gone).
+ */
+static void
+handle_ready(trace_state *t, const struct epoll_event *evs, int n, int ivfd,
+			 int reffd, int endfd, int *stop, int *tick)
+{
+	int			k;
+
+	for (k = 0; k < n; k++)
+	{
+		int			fd = evs[k].data.fd;
+
+		if (fd == t->sigfd || fd == endfd)
+			*stop = 1;
+		else if (fd == ivfd)
+		{
+			read_timer(ivfd);
+			*tick = 1;
+		}
+		else if (fd == reffd)
+		{
+			read_timer(reffd);
+			report_lost_events(t);
+			if (look_again(t))
+				*stop = 1;
+		}
+	}
+}
+
+/*
+ * finish_trace
+ *		One more batch, then the final summary.  What a reader slower than
+ *		the stream leaves queued is counted, not printed: the end comes on
+ *		time.  (At most as many records as the ring buffer holds: the
+ *		programs still run, so "until empty" might not end.)  Returns 0, or
+ *		-1 when the stream or the output fails.
+ */
+static int
+finish_trace(trace_state *t)
+{
+	size_t		rounds;
+
+	if (drain(t) < 0)
+		return -1;
+	t->discarding = 1;
+	for (rounds = pset_stream_bytes / (sizeof(struct pgt_event_hdr) + 8) / DRAIN_BUDGET + 1;
+		 rounds > 0 && t->drained >= DRAIN_BUDGET; rounds--)
+		(void) drain(t);
+	if (t->unprinted > 0)
+		log_warn("%llu events still queued at the end were not printed (the output could not "
+				 "keep up); the final summary counts them",
+				 (unsigned long long) t->unprinted);
+	report_lost_events(t);
+	print_summary(t, 1, t->o.histogram, 1);
+	if (t->bad_records > 0)
+		log_warn("%llu malformed ring-buffer records ignored",
+				 (unsigned long long) t->bad_records);
+	if (trace_out_flush(&t->out) < 0)
+	{
+		log_error("cannot write the output: %s", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/*
  * run_loop
  *		Events, summaries and refreshes until the end.  Each pass drains a
  *		bounded batch of the stream, so signals and timers are seen within
@@ -876,8 +959,6 @@ run_loop(trace_state *t)
 	int			streaming = !t->o.stats && !t->o.histogram;
 	int			ret = 1;
 	int			stop = 0;
-	int			tick;
-	size_t		rounds;
 
 	if ((epfd = epoll_create1(EPOLL_CLOEXEC)) < 0 ||
 		(ivfd = make_timer(t->o.interval_ms, 1)) < 0 ||
@@ -895,7 +976,7 @@ run_loop(trace_state *t)
 	{
 		struct epoll_event evs[8];
 		int			n = epoll_wait(epfd, evs, 8, 500);
-		int			k;
+		int			tick = 0;
 
 		if (n < 0 && errno != EINTR)
 		{
@@ -904,31 +985,7 @@ run_loop(trace_state *t)
 		}
 		if (drain(t) < 0)
 			goto cleanup;
-		tick = 0;
-		for (k = 0; k < n; k++)
-		{
-			int			fd = evs[k].data.fd;
-			uint64_t	v;
-
-			if (fd == t->sigfd)
-				stop = 1;
-			else if (fd == endfd)
-				stop = 1;
-			else if (fd == ivfd)
-			{
-				if (read(ivfd, &v, sizeof(v)) < 0 && errno != EAGAIN)
-					log_debug("timerfd: %s", strerror(errno));
-				tick = 1;
-			}
-			else if (fd == reffd)
-			{
-				if (read(reffd, &v, sizeof(v)) < 0 && errno != EAGAIN)
-					log_debug("timerfd: %s", strerror(errno));
-				report_lost_events(t);
-				if (look_again(t))
-					stop = 1;
-			}
-		}
+		handle_ready(t, evs, n, ivfd, reffd, endfd, &stop, &tick);
 		/* after the look: a tick with the --pid process gone is the final one */
 		if (tick && !streaming && !stop && !ends_now(evs, n, t->sigfd, endfd))
 		{
@@ -940,33 +997,8 @@ run_loop(trace_state *t)
 			}
 		}
 	}
-	/*
-	 * One more batch, then the final summary.  What a reader slower than the
-	 * stream leaves queued is counted, not printed: the end comes on time.
-	 * (At most as many records as the ring buffer holds: the programs still
-	 * run, so "until empty" might not end.)
-	 */
-	if (drain(t) < 0)
-		goto cleanup;
-	t->discarding = 1;
-	for (rounds = pset_stream_bytes / (sizeof(struct pgt_event_hdr) + 8) / DRAIN_BUDGET + 1;
-		 rounds > 0 && t->drained >= DRAIN_BUDGET; rounds--)
-		(void) drain(t);
-	if (t->unprinted > 0)
-		log_warn("%llu events still queued at the end were not printed (the output could not "
-				 "keep up); the final summary counts them",
-				 (unsigned long long) t->unprinted);
-	report_lost_events(t);
-	print_summary(t, 1, t->o.histogram, 1);
-	if (t->bad_records > 0)
-		log_warn("%llu malformed ring-buffer records ignored",
-				 (unsigned long long) t->bad_records);
-	if (trace_out_flush(&t->out) < 0)
-	{
-		log_error("cannot write the output: %s", strerror(errno));
-		goto cleanup;
-	}
-	ret = 0;
+	if (finish_trace(t) == 0)
+		ret = 0;
 
 cleanup:
 	if (epfd >= 0)
@@ -1224,6 +1256,20 @@ drop_daemon_only(const char *list, const probe_set **sets, size_t n)
 }
 
 /*
+ * trace's options that configure one module each: the module parses the
+ * value and says what is wrong with it.
+ */
+static const module_option trace_module_options[] = {
+	{'c', "--sched-clock", kernel_sched_configure_clock},
+	{'q', "--query-id", pset_configure_query_ids},
+	{'x', "--syscall-exit", syscall_exit_configure},
+	{'T', "--hide-tracepoint", kernel_btf_hide_tp},
+	{'b', "--buffer", pset_configure_stream_bytes},
+};
+#define N_TRACE_MODULE_OPTIONS \
+	(sizeof(trace_module_options) / sizeof(trace_module_options[0]))
+
+/*
  * trace_main
  *		Parse `trace` options and run it.
  */
@@ -1254,10 +1300,11 @@ trace_main(int argc, char **argv)
 	static trace_state t;
 	const probe_set *sets[MAX_SETS];
 	size_t		nsets = 0;
-	char		err[512];
+	char		err[600];
 	char		badopt[3];
 	long		v;
 	int			c;
+	int			r;
 
 	memset(&t, 0, sizeof(t));
 	t.o.interval_ms = 2000;
@@ -1305,31 +1352,11 @@ trace_main(int argc, char **argv)
 				if (log_parse_level(optarg, &t.o.log_level) < 0)
 					return usage_error("--log-level %s: use error, warn, info or debug", optarg);
 				break;
-			case 'c':
-				if (kernel_sched_configure_clock(optarg, err, sizeof(err)) < 0)
-					return usage_error("--sched-clock: %s", err);
-				break;
-			case 'q':
-				if (pset_configure_query_ids(optarg, err, sizeof(err)) < 0)
-					return usage_error("--query-id: %s", err);
-				break;
-			case 'x':
-				if (syscall_exit_configure(optarg, err, sizeof(err)) < 0)
-					return usage_error("--syscall-exit: %s", err);
-				break;
 			case 'F':
 				syscall_exit_assume_fexit();
 				break;
-			case 'T':
-				if (kernel_btf_hide_tp(optarg, err, sizeof(err)) < 0)
-					return usage_error("--hide-tracepoint: %s", err);
-				break;
 			case 'S':
 				kernel_sched_no_storage_in_switch();
-				break;
-			case 'b':
-				if (pset_configure_stream_bytes(optarg, err, sizeof(err)) < 0)
-					return usage_error("--buffer: %s", err);
 				break;
 			case 'K':
 				if (pid_retire_configure(optarg, err, sizeof(err)) < 0)
@@ -1342,7 +1369,13 @@ trace_main(int argc, char **argv)
 			case ':':
 				return usage_error("option %s needs a value", parse_bad_option(argv, badopt));
 			default:
-				return usage_error("unknown option %s", parse_bad_option(argv, badopt));
+				r = parse_module_option(trace_module_options, N_TRACE_MODULE_OPTIONS, c,
+										optarg, err, sizeof(err));
+				if (r < 0)
+					return usage_error("%s", err);
+				if (r > 0)
+					return usage_error("unknown option %s", parse_bad_option(argv, badopt));
+				break;
 		}
 	}
 	if (optind < argc)
