@@ -192,6 +192,195 @@ cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *) a, *(char *const *) b);
 }
 
+/* What show_one() found of one segment, for the printers. */
+typedef struct segment_status
+{
+	const char *path;
+	const struct pgt_seg_header *hdr;
+	pgt_seg_view view;
+	char		sock[PATH_MAX];
+	char		data_dir[PGT_DATADIR_LEN];
+	char		version[PGT_VERSION_LEN];
+	ping_result ping;
+	double		age;			/* seconds since the helper's last copy */
+	int			alive;			/* the writer process exists */
+	int			live;			/* ... and publishes */
+} segment_status;
+
+/*
+ * print_unreadable
+ *		A segment that could not be read: its path, the result and why.
+ */
+static void
+print_unreadable(const status_opts *o, const char *path, int first,
+				 pgt_seg_result r, const char *err)
+{
+	if (o->json)
+	{
+		printf("%s\n    {\"segment\": ", first ? "" : ",");
+		json_str(path);
+		printf(", \"error\": ");
+		json_str(pgt_seg_result_name(r));
+		printf(", \"detail\": ");
+		json_str(err);
+		printf("}");
+	}
+	else
+		printf("segment %s: %s: %s\n\n", path, pgt_seg_result_name(r), err);
+}
+
+/*
+ * print_probesets_json
+ *		The segment's probe-set table as a JSON array.
+ */
+static void
+print_probesets_json(const pgt_seg_view *v)
+{
+	uint32_t	i;
+
+	printf("[");
+	for (i = 0; i < pgt_view_count(v, PGT_SEC_PROBESETS); i++)
+	{
+		const struct pgt_probeset_entry *e = pgt_view_probeset(v, i);
+		char		name[sizeof(e->name) + 1];
+		char		mech[sizeof(e->mechanism) + 1];
+		char		reason[sizeof(e->reason) + 1];
+
+		pgt_copy_string(name, sizeof(name), e->name, sizeof(e->name));
+		pgt_copy_string(mech, sizeof(mech), e->mechanism, sizeof(e->mechanism));
+		pgt_copy_string(reason, sizeof(reason), e->reason, sizeof(e->reason));
+		printf("%s{\"name\": ", i ? ", " : "");
+		json_str(name);
+		printf(", \"state\": \"%s\", \"events\": %" PRIu64 ", \"mechanism\": ",
+			   pgt_probe_state_name(e->state), e->events);
+		json_str(mech);
+		printf(", \"reason\": ");
+		json_str(reason);
+		printf("}");
+	}
+	printf("]");
+}
+
+/*
+ * print_backends_json
+ *		The segment's backend table as a JSON array.
+ */
+static void
+print_backends_json(const pgt_seg_view *v)
+{
+	uint32_t	i;
+
+	printf("[");
+	for (i = 0; i < pgt_view_count(v, PGT_SEC_BACKENDS); i++)
+	{
+		const struct pgt_backend_entry *b = pgt_view_backend(v, i);
+		char		type[sizeof(b->backend_type) + 1];
+
+		pgt_copy_string(type, sizeof(type), b->backend_type, sizeof(b->backend_type));
+		printf("%s{\"pid\": %u, \"role\": %u, \"backend_type\": ", i ? ", " : "",
+			   b->pid, b->role);
+		json_str(type);
+		printf(", \"started_us\": %" PRId64 ", \"attached_us\": %" PRId64
+			   ", \"syscalls\": %" PRIu64 "}",
+			   b->started_us, b->attached_us, b->syscalls);
+	}
+	printf("]");
+}
+
+/*
+ * print_json
+ *		One segment as a JSON object (an element of status's array).
+ */
+static void
+print_json(const segment_status *s, int first)
+{
+	const struct pgt_seg_header *h = s->hdr;
+
+	printf("%s\n    {\"segment\": ", first ? "" : ",");
+	json_str(s->path);
+	printf(", \"data_dir\": ");
+	json_str(s->data_dir);
+	printf(", \"helper_version\": ");
+	json_str(s->version);
+	printf(", \"writer_pid\": %u, \"writer_alive\": %s, \"live\": %s, \"state\": \"%s\"",
+		   h->writer_pid, s->alive ? "true" : "false", s->live ? "true" : "false",
+		   state_name(h->state));
+	printf(", \"generation\": %" PRIu64 ", \"last_update_age_s\": %.3f"
+		   ", \"attached_us\": %" PRId64 ", \"postmaster_pid\": %u"
+		   ", \"postmaster_start_us\": %" PRId64,
+		   h->generation, s->age, h->attached_us, h->postmaster_pid,
+		   h->postmaster_start_us);
+	printf(", \"ping\": {\"ok\": %s, \"rtt_ms\": %.3f, \"text\": ",
+		   s->ping.ok == 1 ? "true" : "false", s->ping.rtt_ms);
+	json_str(s->ping.text);
+	printf("}, \"probe_sets\": ");
+	print_probesets_json(&s->view);
+	printf(", \"backends\": ");
+	print_backends_json(&s->view);
+	printf("}");
+}
+
+/*
+ * print_tables_text
+ *		The segment's probe sets and backends, a line each.
+ */
+static void
+print_tables_text(const pgt_seg_view *v)
+{
+	uint32_t	i;
+
+	printf("  probe sets\n");
+	for (i = 0; i < pgt_view_count(v, PGT_SEC_PROBESETS); i++)
+	{
+		const struct pgt_probeset_entry *e = pgt_view_probeset(v, i);
+		char		name[sizeof(e->name) + 1];
+		char		reason[sizeof(e->reason) + 1];
+
+		pgt_copy_string(name, sizeof(name), e->name, sizeof(e->name));
+		pgt_copy_string(reason, sizeof(reason), e->reason, sizeof(e->reason));
+		printf("    %-14s %-11s events %-10" PRIu64 " %s\n", name,
+			   pgt_probe_state_name(e->state), e->events, reason);
+	}
+	printf("  backends     %u\n", pgt_view_count(v, PGT_SEC_BACKENDS));
+	for (i = 0; i < pgt_view_count(v, PGT_SEC_BACKENDS); i++)
+	{
+		const struct pgt_backend_entry *b = pgt_view_backend(v, i);
+		char		type[sizeof(b->backend_type) + 1];
+
+		pgt_copy_string(type, sizeof(type), b->backend_type, sizeof(b->backend_type));
+		printf("    %8u  %-28s syscalls %" PRIu64 "\n", b->pid, type, b->syscalls);
+	}
+}
+
+/*
+ * print_text
+ *		One segment as a block of text, a blank line after it.
+ */
+static void
+print_text(const segment_status *s)
+{
+	const struct pgt_seg_header *h = s->hdr;
+
+	printf("cluster %s\n", s->data_dir);
+	printf("  segment      %s\n", s->path);
+	printf("  helper       pid %u (%s), version %s, state %s, generation %" PRIu64 "\n",
+		   h->writer_pid, s->alive ? "alive" : "not running", s->version,
+		   state_name(h->state), h->generation);
+	printf("  last update  %.1f s ago%s\n", s->age, s->live ? "" : " (not live)");
+	if (h->postmaster_pid != 0)
+		printf("  postmaster   pid %u\n", h->postmaster_pid);
+	else
+		printf("  postmaster   none\n");
+	if (s->ping.ok == 1)
+		printf("  socket       %s: OK %s (%.2f ms)\n", s->sock, s->ping.text,
+			   s->ping.rtt_ms);
+	else
+		printf("  socket       %s: %s%s\n", s->sock, s->ping.ok == 0 ? "ERR " : "",
+			   s->ping.text);
+	print_tables_text(&s->view);
+	printf("\n");
+}
+
 /*
  * show_one
  *		Read and print one segment.  Returns 1 when it belongs to a live
@@ -200,149 +389,43 @@ cmp_str(const void *a, const void *b)
 static int
 show_one(const status_opts *o, const char *path, int first)
 {
-	const struct pgt_seg_header *h;
-	pgt_seg_view v;
+	segment_status s;
 	pgt_seg_result r;
-	ping_result pr;
 	char		err[512];
-	char		sock[PATH_MAX];
-	char		data_dir[PGT_DATADIR_LEN];
-	char		version[PGT_VERSION_LEN];
 	void	   *buf = NULL;
 	size_t		len = 0;
-	double		age;
-	int			alive;
-	int			live;
-	uint32_t	i;
+	const struct pgt_seg_header *h;
 
-	r = pgt_segment_snapshot(path, pgt_alloc_malloc, NULL, &buf, &len, &v, err, sizeof(err));
+	memset(&s, 0, sizeof(s));
+	r = pgt_segment_snapshot(path, pgt_alloc_malloc, NULL, &buf, &len, &s.view,
+							 err, sizeof(err));
 	if (r != PGT_SEG_OK)
 	{
-		if (o->json)
-		{
-			printf("%s\n    {\"segment\": ", first ? "" : ",");
-			json_str(path);
-			printf(", \"error\": ");
-			json_str(pgt_seg_result_name(r));
-			printf(", \"detail\": ");
-			json_str(err);
-			printf("}");
-		}
-		else
-			printf("segment %s: %s: %s\n\n", path, pgt_seg_result_name(r), err);
+		print_unreadable(o, path, first, r, err);
 		free(buf);
 		return 0;
 	}
-	h = v.hdr;
-	pgt_copy_utf8(data_dir, sizeof(data_dir), h->data_dir, sizeof(h->data_dir));
-	pgt_copy_string(version, sizeof(version), h->helper_version, sizeof(h->helper_version));
-	alive = writer_alive(h->writer_pid);
-	age = (double) (procfs_realtime_us() - h->last_update_us) / 1e6;
-	live = alive && h->state != PGT_WRITER_STOPPED && age * 1e6 < STALE_US;
-	memset(&pr, 0, sizeof(pr));
-	pr.ok = -1;
-	snprintf(sock, sizeof(sock), "%.*s.sock", (int) (strlen(path) - 4), path);
-	if (alive && h->state != PGT_WRITER_STOPPED)
-		ping(sock, &pr);
+	h = s.hdr = s.view.hdr;
+	s.path = path;
+	pgt_copy_utf8(s.data_dir, sizeof(s.data_dir), h->data_dir, sizeof(h->data_dir));
+	pgt_copy_string(s.version, sizeof(s.version), h->helper_version,
+					sizeof(h->helper_version));
+	s.alive = writer_alive(h->writer_pid);
+	s.age = (double) (procfs_realtime_us() - h->last_update_us) / 1e6;
+	s.live = s.alive && h->state != PGT_WRITER_STOPPED && s.age * 1e6 < STALE_US;
+	s.ping.ok = -1;
+	snprintf(s.sock, sizeof(s.sock), "%.*s.sock", (int) (strlen(path) - 4), path);
+	if (s.alive && h->state != PGT_WRITER_STOPPED)
+		ping(s.sock, &s.ping);
 	else
-		snprintf(pr.text, sizeof(pr.text), "helper not running");
+		snprintf(s.ping.text, sizeof(s.ping.text), "helper not running");
 
 	if (o->json)
-	{
-		printf("%s\n    {\"segment\": ", first ? "" : ",");
-		json_str(path);
-		printf(", \"data_dir\": ");
-		json_str(data_dir);
-		printf(", \"helper_version\": ");
-		json_str(version);
-		printf(", \"writer_pid\": %u, \"writer_alive\": %s, \"live\": %s, \"state\": \"%s\"",
-			   h->writer_pid, alive ? "true" : "false", live ? "true" : "false",
-			   state_name(h->state));
-		printf(", \"generation\": %" PRIu64 ", \"last_update_age_s\": %.3f"
-			   ", \"attached_us\": %" PRId64 ", \"postmaster_pid\": %u"
-			   ", \"postmaster_start_us\": %" PRId64,
-			   h->generation, age, h->attached_us, h->postmaster_pid,
-			   h->postmaster_start_us);
-		printf(", \"ping\": {\"ok\": %s, \"rtt_ms\": %.3f, \"text\": ",
-			   pr.ok == 1 ? "true" : "false", pr.rtt_ms);
-		json_str(pr.text);
-		printf("}, \"probe_sets\": [");
-		for (i = 0; i < pgt_view_count(&v, PGT_SEC_PROBESETS); i++)
-		{
-			const struct pgt_probeset_entry *e = pgt_view_probeset(&v, i);
-			char		name[sizeof(e->name) + 1];
-			char		mech[sizeof(e->mechanism) + 1];
-			char		reason[sizeof(e->reason) + 1];
-
-			pgt_copy_string(name, sizeof(name), e->name, sizeof(e->name));
-			pgt_copy_string(mech, sizeof(mech), e->mechanism, sizeof(e->mechanism));
-			pgt_copy_string(reason, sizeof(reason), e->reason, sizeof(e->reason));
-			printf("%s{\"name\": ", i ? ", " : "");
-			json_str(name);
-			printf(", \"state\": \"%s\", \"events\": %" PRIu64 ", \"mechanism\": ",
-				   pgt_probe_state_name(e->state), e->events);
-			json_str(mech);
-			printf(", \"reason\": ");
-			json_str(reason);
-			printf("}");
-		}
-		printf("], \"backends\": [");
-		for (i = 0; i < pgt_view_count(&v, PGT_SEC_BACKENDS); i++)
-		{
-			const struct pgt_backend_entry *b = pgt_view_backend(&v, i);
-			char		type[sizeof(b->backend_type) + 1];
-
-			pgt_copy_string(type, sizeof(type), b->backend_type, sizeof(b->backend_type));
-			printf("%s{\"pid\": %u, \"role\": %u, \"backend_type\": ", i ? ", " : "",
-				   b->pid, b->role);
-			json_str(type);
-			printf(", \"started_us\": %" PRId64 ", \"attached_us\": %" PRId64
-				   ", \"syscalls\": %" PRIu64 "}",
-				   b->started_us, b->attached_us, b->syscalls);
-		}
-		printf("]}");
-	}
+		print_json(&s, first);
 	else
-	{
-		printf("cluster %s\n", data_dir);
-		printf("  segment      %s\n", path);
-		printf("  helper       pid %u (%s), version %s, state %s, generation %" PRIu64 "\n",
-			   h->writer_pid, alive ? "alive" : "not running", version,
-			   state_name(h->state), h->generation);
-		printf("  last update  %.1f s ago%s\n", age, live ? "" : " (not live)");
-		if (h->postmaster_pid != 0)
-			printf("  postmaster   pid %u\n", h->postmaster_pid);
-		else
-			printf("  postmaster   none\n");
-		if (pr.ok == 1)
-			printf("  socket       %s: OK %s (%.2f ms)\n", sock, pr.text, pr.rtt_ms);
-		else
-			printf("  socket       %s: %s%s\n", sock, pr.ok == 0 ? "ERR " : "", pr.text);
-		printf("  probe sets\n");
-		for (i = 0; i < pgt_view_count(&v, PGT_SEC_PROBESETS); i++)
-		{
-			const struct pgt_probeset_entry *e = pgt_view_probeset(&v, i);
-			char		name[sizeof(e->name) + 1];
-			char		reason[sizeof(e->reason) + 1];
-
-			pgt_copy_string(name, sizeof(name), e->name, sizeof(e->name));
-			pgt_copy_string(reason, sizeof(reason), e->reason, sizeof(e->reason));
-			printf("    %-14s %-11s events %-10" PRIu64 " %s\n", name,
-				   pgt_probe_state_name(e->state), e->events, reason);
-		}
-		printf("  backends     %u\n", pgt_view_count(&v, PGT_SEC_BACKENDS));
-		for (i = 0; i < pgt_view_count(&v, PGT_SEC_BACKENDS); i++)
-		{
-			const struct pgt_backend_entry *b = pgt_view_backend(&v, i);
-			char		type[sizeof(b->backend_type) + 1];
-
-			pgt_copy_string(type, sizeof(type), b->backend_type, sizeof(b->backend_type));
-			printf("    %8u  %-28s syscalls %" PRIu64 "\n", b->pid, type, b->syscalls);
-		}
-		printf("\n");
-	}
+		print_text(&s);
 	free(buf);
-	return live;
+	return s.live;
 }
 
 /*
