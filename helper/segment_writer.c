@@ -274,6 +274,100 @@ copy_str(char *dst, size_t dstlen, const char *src)
 }
 
 /*
+ * create_sized_file
+ *		Create tmp (it must not exist), readable by the cluster's owner
+ *		only, with size bytes allocated (zeros).  Returns the fd, or -1 with
+ *		err set; *created says whether tmp exists to be removed.
+ */
+static int
+create_sized_file(const char *tmp, size_t size, const seg_writer_opts *opts,
+				  int *created, char *err, size_t errlen)
+{
+	int			fd;
+	int			rc;
+
+	*created = 0;
+	fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0400);
+	if (fd < 0)
+	{
+		snprintf(err, errlen, "cannot create %s: %s", tmp, strerror(errno));
+		return -1;
+	}
+	*created = 1;
+	if (restrict_read(fd, tmp, opts->uid, opts->gid, err, errlen) < 0)
+		goto fail;
+	if (ftruncate(fd, (off_t) size) < 0)
+	{
+		snprintf(err, errlen, "cannot size %s to %zu bytes: %s", tmp, size,
+				 strerror(errno));
+		goto fail;
+	}
+	if ((rc = posix_fallocate(fd, 0, (off_t) size)) != 0)
+	{
+		snprintf(err, errlen, "cannot allocate %zu bytes for %s: %s", size, tmp,
+				 strerror(rc));
+		goto fail;
+	}
+	return fd;
+
+fail:
+	close(fd);
+	return -1;
+}
+
+/*
+ * init_header
+ *		Write the header of a new, zero-filled segment: only the fields
+ *		that are not zero.  The tables are laid out by lay_out_tables().
+ */
+static void
+init_header(struct pgt_seg_header *h, const seg_writer_opts *opts, size_t size,
+			uint64_t gen)
+{
+	h->magic = PGT_SEG_MAGIC;
+	h->layout_version = PGT_SEG_LAYOUT_VERSION;
+	h->header_size = sizeof(struct pgt_seg_header);
+	h->segment_size = size;
+	h->generation = gen;
+	h->last_update_us = procfs_realtime_us();
+	h->writer_pid = opts->writer_pid;
+	h->state = PGT_WRITER_WAITING;
+	h->cluster_dev = opts->cluster_dev;
+	h->cluster_ino = opts->cluster_ino;
+	copy_str(h->helper_version, sizeof(h->helper_version), opts->helper_version);
+	copy_str(h->data_dir, sizeof(h->data_dir), opts->data_dir);
+}
+
+/*
+ * lay_out_tables
+ *		Give each table its section after the header (SECTION_ALIGN apart,
+ *		seg_writer_size()'s arithmetic), in the header and in the writer.
+ */
+static void
+lay_out_tables(seg_writer *w, struct pgt_seg_header *h, const seg_writer_opts *opts)
+{
+	size_t		off = align_up(sizeof(struct pgt_seg_header), SECTION_ALIGN);
+	uint32_t	i;
+
+	for (i = 0; i < seg_ntables; i++)
+	{
+		const seg_table_spec *t = &seg_tables[i];
+		uint32_t	cap = table_capacity(opts, t);
+
+		h->sections[i].kind = t->kind;
+		h->sections[i].entry_size = t->entry_size;
+		h->sections[i].offset = off;
+		h->sections[i].capacity = cap;
+		w->tables[t->kind].entry_size = t->entry_size;
+		w->tables[t->kind].capacity = cap;
+		w->tables[t->kind].slot = i;
+		w->tables[t->kind].rows = (unsigned char *) h + off;
+		off = align_up(off + (size_t) cap * t->entry_size, SECTION_ALIGN);
+	}
+	h->nsections = seg_ntables;
+}
+
+/*
  * seg_writer_create
  *		Build a new segment for a cluster and rename it over `path`.  On
  *		success the writer owns a mapping of the new file; the header says
@@ -285,16 +379,12 @@ seg_writer_create(seg_writer *w, const char *path, const seg_writer_opts *opts,
 				  char *err, size_t errlen)
 {
 	char		tmp[4096 + 64];
-	struct pgt_seg_header *h;
 	size_t		size;
-	size_t		off;
 	uint64_t	gen;
-	int			fd = -1;
+	int			fd;
 	void	   *map = MAP_FAILED;
 	int			created = 0;
-	int			rc;
 	struct timespec ts;
-	uint32_t	i;
 
 	memset(w, 0, sizeof(*w));
 	w->fd = -1;
@@ -309,85 +399,29 @@ seg_writer_create(seg_writer *w, const char *path, const seg_writer_opts *opts,
 	if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0)
 		ts.tv_nsec = 0;
 	snprintf(tmp, sizeof(tmp), "%s.tmp.%d.%ld", path, (int) getpid(), ts.tv_nsec);
-	fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0400);
+	fd = create_sized_file(tmp, size, opts, &created, err, errlen);
 	if (fd < 0)
-	{
-		snprintf(err, errlen, "cannot create %s: %s", tmp, strerror(errno));
 		goto cleanup;
-	}
-	created = 1;
-	if (restrict_read(fd, tmp, opts->uid, opts->gid, err, errlen) < 0)
-		goto cleanup;
-	if (ftruncate(fd, (off_t) size) < 0)
-	{
-		snprintf(err, errlen, "cannot size %s to %zu bytes: %s", tmp, size,
-				 strerror(errno));
-		goto cleanup;
-	}
-	if ((rc = posix_fallocate(fd, 0, (off_t) size)) != 0)
-	{
-		snprintf(err, errlen, "cannot allocate %zu bytes for %s: %s", size, tmp,
-				 strerror(rc));
-		goto cleanup;
-	}
 	map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (map == MAP_FAILED)
 	{
 		snprintf(err, errlen, "cannot map %s: %s", tmp, strerror(errno));
 		goto cleanup;
 	}
-
-	/* ftruncate zero-filled the file: only non-zero fields are written */
-	h = map;
-	h->magic = PGT_SEG_MAGIC;
-	h->layout_version = PGT_SEG_LAYOUT_VERSION;
-	h->header_size = sizeof(struct pgt_seg_header);
-	h->segment_size = size;
-	h->generation = gen;
-	h->seq = 0;
-	h->last_update_us = procfs_realtime_us();
-	h->attached_us = 0;
-	h->writer_pid = opts->writer_pid;
-	h->state = PGT_WRITER_WAITING;
-	h->postmaster_pid = 0;
-	h->cluster_dev = opts->cluster_dev;
-	h->cluster_ino = opts->cluster_ino;
-	copy_str(h->helper_version, sizeof(h->helper_version), opts->helper_version);
-	copy_str(h->data_dir, sizeof(h->data_dir), opts->data_dir);
-
-	off = align_up(sizeof(struct pgt_seg_header), SECTION_ALIGN);
-	for (i = 0; i < seg_ntables; i++)
-	{
-		const seg_table_spec *t = &seg_tables[i];
-		uint32_t	cap = table_capacity(opts, t);
-
-		h->sections[i].kind = t->kind;
-		h->sections[i].entry_size = t->entry_size;
-		h->sections[i].offset = off;
-		h->sections[i].capacity = cap;
-		h->sections[i].count = 0;
-		w->tables[t->kind].entry_size = t->entry_size;
-		w->tables[t->kind].capacity = cap;
-		w->tables[t->kind].slot = i;
-		off = align_up(off + (size_t) cap * t->entry_size, SECTION_ALIGN);
-	}
-	h->nsections = seg_ntables;
-
+	init_header(map, opts, size, gen);
+	lay_out_tables(w, map, opts);
 	if (rename(tmp, path) < 0)
 	{
 		snprintf(err, errlen, "cannot rename %s to %s: %s", tmp, path,
 				 strerror(errno));
 		goto cleanup;
 	}
-	created = 0;
 
 	snprintf(w->path, sizeof(w->path), "%s", path);
 	w->fd = fd;
 	w->map = map;
 	w->size = size;
-	w->hdr = h;
-	for (i = 0; i < seg_ntables; i++)
-		w->tables[seg_tables[i].kind].rows = (unsigned char *) map + h->sections[i].offset;
+	w->hdr = map;
 	log_debug("segment %s created: generation %llu, %zu bytes",
 			  path, (unsigned long long) gen, size);
 	return 0;
@@ -399,6 +433,7 @@ cleanup:
 		close(fd);
 	if (created && unlink(tmp) < 0)
 		log_warn("cannot remove %s: %s", tmp, strerror(errno));
+	memset(w->tables, 0, sizeof(w->tables));
 	return -1;
 }
 
