@@ -85,6 +85,82 @@ read_debuglink(Elf_Data *d, elf_info *info)
 }
 
 /*
+ * read_program_headers
+ *		The PT_LOAD segments (the first ELF_MAX_LOADS), and whether the file
+ *		is a PIE: a shared object with an interpreter.
+ */
+static void
+read_program_headers(Elf *e, elf_info *info)
+{
+	size_t		phnum;
+	size_t		i;
+	int			has_interp = 0;
+
+	if (elf_getphdrnum(e, &phnum) != 0)
+		phnum = 0;
+	for (i = 0; i < phnum; i++)
+	{
+		GElf_Phdr	ph;
+
+		if (gelf_getphdr(e, (int) i, &ph) == NULL)
+			continue;
+		if (ph.p_type == PT_INTERP)
+			has_interp = 1;
+		if (ph.p_type == PT_LOAD && info->nloads < ELF_MAX_LOADS)
+		{
+			info->loads[info->nloads].vaddr = ph.p_vaddr;
+			info->loads[info->nloads].memsz = ph.p_memsz;
+			info->loads[info->nloads].offset = ph.p_offset;
+			info->loads[info->nloads].filesz = ph.p_filesz;
+			info->nloads++;
+		}
+	}
+	info->is_pie = info->is_shared && has_interp;
+}
+
+/*
+ * read_section
+ *		What one section tells: symbol tables, DWARF, the build id, the
+ *		debug link, and the USDT notes with their base address (parsed once
+ *		every section is seen).
+ */
+static void
+read_section(Elf *e, Elf_Scn *scn, size_t shstrndx, elf_info *info,
+			 uint64_t *stapsdt_base, Elf_Data **notes)
+{
+	GElf_Shdr	sh;
+	const char *name;
+	Elf_Data   *d;
+
+	if (gelf_getshdr(scn, &sh) == NULL ||
+		(name = elf_strptr(e, shstrndx, sh.sh_name)) == NULL)
+		return;
+	if (sh.sh_type == SHT_SYMTAB)
+		info->has_symtab = 1;
+	else if (sh.sh_type == SHT_DYNSYM)
+		info->has_dynsym = 1;
+	if (strcmp(name, ".debug_info") == 0 || strcmp(name, ".zdebug_info") == 0)
+		info->has_dwarf = 1;
+	else if (strcmp(name, ".note.gnu.build-id") == 0 && sh.sh_type == SHT_NOTE)
+	{
+		if ((d = elf_getdata(scn, NULL)) != NULL)
+			read_build_id(d, info);
+	}
+	else if (strcmp(name, ".gnu_debuglink") == 0)
+	{
+		if ((d = elf_getdata(scn, NULL)) != NULL)
+			read_debuglink(d, info);
+	}
+	else if (strcmp(name, ".stapsdt.base") == 0)
+		*stapsdt_base = sh.sh_addr;
+	else if (strcmp(name, ".note.stapsdt") == 0 && sh.sh_type == SHT_NOTE)
+	{
+		info->has_stapsdt = 1;
+		*notes = elf_rawdata(scn, NULL);
+	}
+}
+
+/*
  * elf_inspect_open
  *		See elf_inspect.h.
  */
@@ -95,11 +171,8 @@ elf_inspect_open(const char *path, elf_info *info, char *err, size_t errlen)
 	GElf_Ehdr	eh;
 	Elf_Scn    *scn = NULL;
 	size_t		shstrndx;
-	size_t		phnum;
-	size_t		i;
 	uint64_t	stapsdt_base = 0;
 	Elf_Data   *notes = NULL;
-	int			has_interp = 0;
 
 	memset(info, 0, sizeof(*info));
 	info->fd = -1;
@@ -131,70 +204,14 @@ elf_inspect_open(const char *path, elf_info *info, char *err, size_t errlen)
 	}
 	info->is_shared = eh.e_type == ET_DYN;
 	info->entry = eh.e_entry;
-	if (elf_getphdrnum(e, &phnum) == 0)
-	{
-		for (i = 0; i < phnum; i++)
-		{
-			GElf_Phdr	ph;
-
-			if (gelf_getphdr(e, (int) i, &ph) == NULL)
-				continue;
-			if (ph.p_type == PT_INTERP)
-				has_interp = 1;
-			if (ph.p_type == PT_LOAD && info->nloads < ELF_MAX_LOADS)
-			{
-				info->loads[info->nloads].vaddr = ph.p_vaddr;
-				info->loads[info->nloads].memsz = ph.p_memsz;
-				info->loads[info->nloads].offset = ph.p_offset;
-				info->loads[info->nloads].filesz = ph.p_filesz;
-				info->nloads++;
-			}
-		}
-	}
-	info->is_pie = info->is_shared && has_interp;
+	read_program_headers(e, info);
 	if (elf_getshdrstrndx(e, &shstrndx) != 0)
 	{
 		snprintf(err, errlen, "%s: no section name table: %s", path, elf_errmsg(-1));
 		goto fail;
 	}
 	while ((scn = elf_nextscn(e, scn)) != NULL)
-	{
-		GElf_Shdr	sh;
-		const char *name;
-
-		if (gelf_getshdr(scn, &sh) == NULL)
-			continue;
-		name = elf_strptr(e, shstrndx, sh.sh_name);
-		if (name == NULL)
-			continue;
-		if (sh.sh_type == SHT_SYMTAB)
-			info->has_symtab = 1;
-		else if (sh.sh_type == SHT_DYNSYM)
-			info->has_dynsym = 1;
-		if (strcmp(name, ".debug_info") == 0 || strcmp(name, ".zdebug_info") == 0)
-			info->has_dwarf = 1;
-		else if (strcmp(name, ".note.gnu.build-id") == 0 && sh.sh_type == SHT_NOTE)
-		{
-			Elf_Data   *d = elf_getdata(scn, NULL);
-
-			if (d)
-				read_build_id(d, info);
-		}
-		else if (strcmp(name, ".gnu_debuglink") == 0)
-		{
-			Elf_Data   *d = elf_getdata(scn, NULL);
-
-			if (d)
-				read_debuglink(d, info);
-		}
-		else if (strcmp(name, ".stapsdt.base") == 0)
-			stapsdt_base = sh.sh_addr;
-		else if (strcmp(name, ".note.stapsdt") == 0 && sh.sh_type == SHT_NOTE)
-		{
-			info->has_stapsdt = 1;
-			notes = elf_rawdata(scn, NULL);
-		}
-	}
+		read_section(e, scn, shstrndx, info, &stapsdt_base, &notes);
 	if (notes != NULL && notes->d_buf != NULL &&
 		usdt_parse_notes(notes->d_buf, notes->d_size, stapsdt_base,
 						 &info->probes, &info->nprobes,

@@ -92,88 +92,90 @@ print_processes(const pm_info *pm, int json)
 }
 
 /*
- * print_elf
- *		ELF facts, USDT probes, wanted symbols, and the engine plan.
+ * print_elf_json
+ *		print_elf()'s facts as the members of a JSON object.
  */
 static void
-print_elf(const elf_info *e, int json)
+print_elf_json(const elf_info *e, const engine_choice *choices)
 {
-	engine_choice *choices = calloc(engine_npoints, sizeof(*choices));
 	size_t		i;
 
-	if (choices == NULL)
-		return;
-	engine_plan(e, choices);
-	if (json)
+	printf("\"binary\":");
+	json_str(e->path);
+	printf(",\"build_id\":");
+	json_str(e->build_id);
+	printf(",\"debuglink\":");
+	json_str(e->debuglink);
+	printf(",\"pie\":%s,\"dwarf\":%s,\"symtab\":%s,\"dynsym\":%s,"
+		   "\"usdt_notes\":%zu,\"usdt_distinct\":%zu,\"usdt_error\":",
+		   e->is_pie ? "true" : "false", e->has_dwarf ? "true" : "false",
+		   e->has_symtab ? "true" : "false", e->has_dynsym ? "true" : "false",
+		   e->nprobes, distinct_probes(e));
+	json_str(e->usdt_error);
+	printf(",\"usdt\":[");
+	for (i = 0; i < e->nprobes; i++)
 	{
-		printf("\"binary\":");
-		json_str(e->path);
-		printf(",\"build_id\":");
-		json_str(e->build_id);
-		printf(",\"debuglink\":");
-		json_str(e->debuglink);
-		printf(",\"pie\":%s,\"dwarf\":%s,\"symtab\":%s,\"dynsym\":%s,"
-			   "\"usdt_notes\":%zu,\"usdt_distinct\":%zu,\"usdt_error\":",
-			   e->is_pie ? "true" : "false", e->has_dwarf ? "true" : "false",
-			   e->has_symtab ? "true" : "false", e->has_dynsym ? "true" : "false",
-			   e->nprobes, distinct_probes(e));
-		json_str(e->usdt_error);
-		printf(",\"usdt\":[");
-		for (i = 0; i < e->nprobes; i++)
-		{
-			const usdt_probe *p = &e->probes[i];
+		const usdt_probe *p = &e->probes[i];
 
-			printf("%s{\"provider\":", i ? "," : "");
-			json_str(p->provider);
-			printf(",\"name\":");
-			json_str(p->name);
-			printf(",\"pc\":\"0x%llx\",\"semaphore\":\"0x%llx\",\"nargs\":%d,\"args\":",
-				   (unsigned long long) p->pc, (unsigned long long) p->semaphore, p->nargs);
-			json_str(p->args);
-			printf("}");
-		}
-		printf("],\"symbols\":[");
-		for (i = 0; i < engine_nwanted_symbols; i++)
-		{
-			elf_symbol	s;
-			int			ok = elf_find_symbol(e, engine_wanted_symbols[i], &s) == 0;
-
-			printf("%s{\"name\":", i ? "," : "");
-			json_str(engine_wanted_symbols[i]);
-			printf(",\"resolvable\":%s,\"table\":\"%s\",\"address\":\"0x%llx\"}",
-				   ok ? "true" : "false",
-				   s.table == ELF_SYM_SYMTAB ? "symtab" : s.table == ELF_SYM_DYNSYM ? "dynsym" : "none",
-				   (unsigned long long) s.addr);
-		}
-		printf("],\"probe_sets\":[");
-		for (i = 0; i < engine_nsets; i++)
-		{
-			char		mech[32];
-			char		reason[512];
-			uint32_t	st = engine_set_state(engine_sets[i].name, choices, NULL,
-											  mech, sizeof(mech), reason, sizeof(reason));
-
-			printf("%s{\"name\":\"%s\",\"state\":\"%s\",\"mechanism\":\"%s\","
-				   "\"default\":%s,\"reason\":", i ? "," : "", engine_sets[i].name,
-				   pgt_probe_state_name(st), mech, engine_sets[i].default_on ? "true" : "false");
-			json_str(reason);
-			printf("}");
-		}
-		printf("],\"probe_points\":[");
-		for (i = 0; i < engine_npoints; i++)
-		{
-			const engine_point *p = &engine_points[i];
-
-			printf("%s{\"set\":\"%s\",\"point\":\"%s\",\"mechanism\":\"%s\",\"detail\":",
-				   i ? "," : "", p->set, p->usdt ? p->usdt : p->func,
-				   engine_mech_name(choices[i].mech));
-			json_str(choices[i].reason);
-			printf("}");
-		}
-		printf("]");
-		free(choices);
-		return;
+		printf("%s{\"provider\":", i ? "," : "");
+		json_str(p->provider);
+		printf(",\"name\":");
+		json_str(p->name);
+		printf(",\"pc\":\"0x%llx\",\"semaphore\":\"0x%llx\",\"nargs\":%d,\"args\":",
+			   (unsigned long long) p->pc, (unsigned long long) p->semaphore, p->nargs);
+		json_str(p->args);
+		printf("}");
 	}
+	printf("],\"symbols\":[");
+	for (i = 0; i < engine_nwanted_symbols; i++)
+	{
+		elf_symbol	s;
+		int			ok = elf_find_symbol(e, engine_wanted_symbols[i], &s) == 0;
+
+		printf("%s{\"name\":", i ? "," : "");
+		json_str(engine_wanted_symbols[i]);
+		printf(",\"resolvable\":%s,\"table\":\"%s\",\"address\":\"0x%llx\"}",
+			   ok ? "true" : "false",
+			   s.table == ELF_SYM_SYMTAB ? "symtab" : s.table == ELF_SYM_DYNSYM ? "dynsym" : "none",
+			   (unsigned long long) s.addr);
+	}
+	printf("],\"probe_sets\":[");
+	for (i = 0; i < engine_nsets; i++)
+	{
+		char		mech[32];
+		char		reason[512];
+		uint32_t	st = engine_set_state(engine_sets[i].name, choices, NULL,
+										  mech, sizeof(mech), reason, sizeof(reason));
+
+		printf("%s{\"name\":\"%s\",\"state\":\"%s\",\"mechanism\":\"%s\","
+			   "\"default\":%s,\"reason\":", i ? "," : "", engine_sets[i].name,
+			   pgt_probe_state_name(st), mech, engine_sets[i].default_on ? "true" : "false");
+		json_str(reason);
+		printf("}");
+	}
+	printf("],\"probe_points\":[");
+	for (i = 0; i < engine_npoints; i++)
+	{
+		const engine_point *p = &engine_points[i];
+
+		printf("%s{\"set\":\"%s\",\"point\":\"%s\",\"mechanism\":\"%s\",\"detail\":",
+			   i ? "," : "", p->set, p->usdt ? p->usdt : p->func,
+			   engine_mech_name(choices[i].mech));
+		json_str(choices[i].reason);
+		printf("}");
+	}
+	printf("]");
+}
+
+/*
+ * print_elf_text
+ *		print_elf()'s facts as text, a section each.
+ */
+static void
+print_elf_text(const elf_info *e, const engine_choice *choices)
+{
+	size_t		i;
+
 	printf("binary:      %s\n", e->path);
 	printf("build id:    %s\n", e->build_id[0] ? e->build_id : "(none)");
 	printf("debuglink:   %s\n", e->debuglink[0] ? e->debuglink : "(none)");
@@ -222,6 +224,24 @@ print_elf(const elf_info *e, int json)
 		printf("  %-14s %-32s %-10s %s\n", p->set, p->usdt ? p->usdt : p->func,
 			   engine_mech_name(choices[i].mech), choices[i].reason);
 	}
+}
+
+/*
+ * print_elf
+ *		ELF facts, USDT probes, wanted symbols, and the engine plan.
+ */
+static void
+print_elf(const elf_info *e, int json)
+{
+	engine_choice *choices = calloc(engine_npoints, sizeof(*choices));
+
+	if (choices == NULL)
+		return;
+	engine_plan(e, choices);
+	if (json)
+		print_elf_json(e, choices);
+	else
+		print_elf_text(e, choices);
 	free(choices);
 }
 
