@@ -1,13 +1,15 @@
 /*
  * test/unit/test_parse_num.c
  *	  The command line's strict numbers (helper/parse_num.c): decimals in a
- *	  range, durations with their units, and the name of a rejected option
- *	  as the user wrote it.
+ *	  range, durations with their units, options a module parses for
+ *	  itself, and the name of a rejected option as the user wrote it.
  */
 #include "parse_num.h"
 #include "unit.h"
 
 #include <getopt.h>
+#include <stdio.h>
+#include <string.h>
 
 static void
 test_decimal(void)
@@ -79,11 +81,45 @@ test_bad_option(void)
 	CHECK_STR(first_rejected(2, a3, buf), "--pid");
 }
 
+/* a module's configure function: takes "good", says what is wrong otherwise */
+static int	configured;
+
+static int
+configure_good(const char *arg, char *err, size_t errlen)
+{
+	if (strcmp(arg, "good") != 0)
+	{
+		snprintf(err, errlen, "\"%s\": use good", arg);
+		return -1;
+	}
+	configured++;
+	return 0;
+}
+
+static void
+test_module_option(void)
+{
+	static const module_option table[] = {{'a', "--alpha", configure_good},
+	{'b', "--beta", configure_good}};
+	char		msg[64] = "";
+
+	CHECK_INT(parse_module_option(table, 2, 'b', "good", msg, sizeof(msg)), 0);
+	CHECK_INT(configured, 1);
+	CHECK_INT(parse_module_option(table, 2, 'a', "bad", msg, sizeof(msg)), -1);
+	CHECK_STR(msg, "--alpha: \"bad\": use good");
+	CHECK_INT(configured, 1);
+	/* not a module's option (getopt's '?' among them): left to the caller */
+	CHECK_INT(parse_module_option(table, 2, '?', NULL, msg, sizeof(msg)), 1);
+	CHECK_INT(parse_module_option(table, 0, 'a', "good", msg, sizeof(msg)), 1);
+	CHECK_INT(configured, 1);
+}
+
 int
 main(void)
 {
 	test_decimal();
 	test_duration();
 	test_bad_option();
+	test_module_option();
 	UNIT_MAIN_END("test_parse_num");
 }
