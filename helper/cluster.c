@@ -546,6 +546,65 @@ scan_children(cluster *c)
 }
 
 /*
+ * forget_layout
+ *		Drop the loaded layout, if any.
+ */
+static void
+forget_layout(cluster *c)
+{
+	if (c->layout_loaded)
+		layout_free(&c->layout);
+	c->layout_loaded = 0;
+}
+
+/*
+ * layout_unchanged
+ *		Whether the file st describes is the one last looked at, for the
+ *		same postmaster: same inode, size and modification time.
+ */
+static int
+layout_unchanged(const cluster *c, const struct stat *st)
+{
+	return c->layout_checked && c->layout_pm == c->pm.pid &&
+		st->st_ino == c->layout_st.st_ino && st->st_dev == c->layout_st.st_dev &&
+		st->st_size == c->layout_st.st_size &&
+		st->st_mtim.tv_sec == c->layout_st.st_mtim.tv_sec &&
+		st->st_mtim.tv_nsec == c->layout_st.st_mtim.tv_nsec;
+}
+
+/*
+ * layout_stale
+ *		Whether a well-formed layout file is not this postmaster's: another
+ *		pid's, or the same pid's from an earlier start (a postmaster that is
+ *		pid 1 of its container at every start, or a file copied from another
+ *		server), whose addresses are not this one's.  The file's time
+ *		(PgStartTime, the end of startup) is never before postmaster.pid's
+ *		(the process's start, in whole seconds).  Says why in reason.
+ */
+static int
+layout_stale(const cluster *c, const pgt_layout *l, char *reason, size_t len)
+{
+	if (l->postmaster_pid != (uint32_t) c->pm.nspid)
+	{
+		snprintf(reason, len,
+				 "stale %s (postmaster_pid %u, running %d): extension not preloaded "
+				 "or not started yet", PGT_LAYOUT_FILENAME, l->postmaster_pid,
+				 (int) c->pm.nspid);
+		return 1;
+	}
+	if (c->pm.start_us > 0 && l->postmaster_start_us > 0 &&
+		l->postmaster_start_us < c->pm.start_us)
+	{
+		snprintf(reason, len,
+				 "stale %s (written by an earlier start of postmaster %u, %.0f s before "
+				 "this one): extension not started yet", PGT_LAYOUT_FILENAME,
+				 l->postmaster_pid, (double) (c->pm.start_us - l->postmaster_start_us) / 1e6);
+		return 1;
+	}
+	return 0;
+}
+
+/*
  * check_layout
  *		(Re)load the layout file when the postmaster or the file changed;
  *		keep layout_status saying why it is not usable otherwise.
@@ -561,9 +620,7 @@ check_layout(cluster *c)
 
 	if (!c->attached)
 	{
-		if (c->layout_loaded)
-			layout_free(&c->layout);
-		c->layout_loaded = 0;
+		forget_layout(c);
 		c->layout_checked = 0;
 		set_probe(&c->layout_status, PGT_PROBE_UNAVAILABLE, "layout file",
 				  "postmaster not running");
@@ -572,11 +629,7 @@ check_layout(cluster *c)
 	snprintf(path, sizeof(path), "/proc/%d/cwd/%s", (int) c->pm.pid, PGT_LAYOUT_FILENAME);
 	if (lstat(path, &st) < 0)
 	{
-		if (c->layout_loaded)
-		{
-			layout_free(&c->layout);
-			c->layout_loaded = 0;
-		}
+		forget_layout(c);
 		c->layout_checked = 0;
 		if (errno == ENOENT)
 			snprintf(reason, sizeof(reason),
@@ -588,18 +641,10 @@ check_layout(cluster *c)
 		set_probe(&c->layout_status, PGT_PROBE_UNAVAILABLE, "layout file", reason);
 		return;
 	}
-	if (c->layout_checked && c->layout_pm == c->pm.pid &&
-		st.st_ino == c->layout_st.st_ino && st.st_dev == c->layout_st.st_dev &&
-		st.st_size == c->layout_st.st_size &&
-		st.st_mtim.tv_sec == c->layout_st.st_mtim.tv_sec &&
-		st.st_mtim.tv_nsec == c->layout_st.st_mtim.tv_nsec)
-		return;					/* unchanged since the last look */
+	if (layout_unchanged(c, &st))
+		return;
 
-	if (c->layout_loaded)
-	{
-		layout_free(&c->layout);
-		c->layout_loaded = 0;
-	}
+	forget_layout(c);
 	c->layout_checked = 1;
 	c->layout_pm = c->pm.pid;
 	c->layout_st = st;
@@ -617,31 +662,8 @@ check_layout(cluster *c)
 		log_warn("%s: layout file rejected: %s", c->data_dir, reason);
 		return;
 	}
-	if (l.postmaster_pid != (uint32_t) c->pm.nspid)
+	if (layout_stale(c, &l, reason, sizeof(reason)))
 	{
-		snprintf(reason, sizeof(reason),
-				 "stale %s (postmaster_pid %u, running %d): extension not preloaded "
-				 "or not started yet", PGT_LAYOUT_FILENAME, l.postmaster_pid,
-				 (int) c->pm.nspid);
-		set_probe(&c->layout_status, PGT_PROBE_DEGRADED, "layout file", reason);
-		log_info("%s: %s", c->data_dir, reason);
-		layout_free(&l);
-		return;
-	}
-	/*
-	 * The same pid, an earlier start: a postmaster that is pid 1 of its
-	 * container at every start, or a file copied from another server.  Its
-	 * addresses are not this postmaster's.  The file's time (PgStartTime,
-	 * the end of startup) is never before postmaster.pid's (the process's
-	 * start, in whole seconds).
-	 */
-	if (c->pm.start_us > 0 && l.postmaster_start_us > 0 &&
-		l.postmaster_start_us < c->pm.start_us)
-	{
-		snprintf(reason, sizeof(reason),
-				 "stale %s (written by an earlier start of postmaster %u, %.0f s before "
-				 "this one): extension not started yet", PGT_LAYOUT_FILENAME,
-				 l.postmaster_pid, (double) (c->pm.start_us - l.postmaster_start_us) / 1e6);
 		set_probe(&c->layout_status, PGT_PROBE_DEGRADED, "layout file", reason);
 		log_info("%s: %s", c->data_dir, reason);
 		layout_free(&l);
@@ -1048,8 +1070,7 @@ cluster_close(cluster *c, uint32_t final_state)
 	if (c->ctl_ok)
 		control_server_close(&c->ctl);
 	seg_writer_close(&c->seg, final_state);
-	if (c->layout_loaded)
-		layout_free(&c->layout);
+	forget_layout(c);
 	if (c->forget_lock)
 		forget_lock_file(c);
 	if (c->lock_fd >= 0)

@@ -685,120 +685,148 @@ dev_str(uint32_t dev, char *buf, size_t len)
 }
 
 /*
+ * render_call
+ *		A timed system call (syscall and network sets).
+ */
+static void
+render_call(pset_inst *in, trace_out *out, const struct pgt_event_hdr *h,
+			const struct pgt_kev_call *c)
+{
+	char		dbuf[32];
+
+	trace_rec_begin(out, in->set->name, pgt_kop_name(c->op), h->pid, h->queryid, h->ts_ns);
+	trace_rec_u64(out, "tid", h->tid);
+	trace_rec_i64(out, "ret", c->ret);
+	if (c->ret > 0 && c->op != PGT_KOP_OPENAT && c->op != PGT_KOP_CLOSE &&
+		c->op != PGT_KOP_FSYNC && c->op != PGT_KOP_FDATASYNC &&
+		c->op != PGT_KOP_SYNC_FILE_RANGE)
+		trace_rec_u64(out, "bytes", (uint64_t) c->ret);
+	trace_rec_f64(out, "latency_us", (double) c->latency_ns / 1000.0);
+	trace_rec_i64(out, "fd", (int32_t) c->fd);
+	if (h->set != PGT_SET_NETWORK)
+	{
+		trace_rec_str(out, "file_class", pgt_kfile_name(c->file_class));
+		if (c->file_class == PGT_KFILE_DATA)
+		{
+			trace_rec_u64(out, "relfilenode", c->relfilenode);
+			trace_rec_u64(out, "database", c->dboid);
+		}
+		if (c->dev)
+			trace_rec_str(out, "dev", dev_str(c->dev, dbuf, sizeof(dbuf)));
+	}
+	trace_rec_end(out);
+}
+
+/*
+ * render_io
+ *		A block request or a page-cache miss.
+ */
+static void
+render_io(pset_inst *in, trace_out *out, const struct pgt_event_hdr *h,
+		  const struct pgt_kev_io *c)
+{
+	char		dbuf[32];
+	const char *name = h->event == PGT_KEV_BLOCK ? pgt_kop_name(c->op) :
+		c->op == PGT_KOP_CACHE_WRITE_MISS ? "cache_write_miss" :
+		c->op == PGT_KOP_CACHE_META_MISS ? "cache_meta_miss" : "cache_miss";
+
+	trace_rec_begin(out, in->set->name, name, h->pid, h->queryid, h->ts_ns);
+	trace_rec_u64(out, "bytes", c->bytes);
+	trace_rec_str(out, "dev", dev_str(c->dev, dbuf, sizeof(dbuf)));
+	if (h->event == PGT_KEV_BLOCK)
+	{
+		trace_rec_f64(out, "latency_us", (double) c->latency_ns / 1000.0);
+		trace_rec_u64(out, "sector", c->sector);
+	}
+	else
+	{
+		trace_rec_u64(out, "ino", c->ino);
+		trace_rec_u64(out, "page_index", c->sector);
+	}
+	trace_rec_end(out);
+}
+
+/*
+ * render_proc
+ *		A per-process event: a switch-in with its off-CPU and run-queue
+ *		time, a page fault, an OOM score change, a TCP retransmit.
+ */
+static void
+render_proc(pset_inst *in, trace_out *out, const struct pgt_event_hdr *h,
+			const struct pgt_kev_proc *c)
+{
+	char		abuf[32];
+	const char *name = h->event == PGT_KEV_ONCPU ? "oncpu"
+		: h->event == PGT_KEV_FAULT ? (c->kind ? "fault_kernel" : "fault_user")
+		: h->event == PGT_KEV_OOM_ADJ ? "oom_score_adj" : "tcp_retransmit";
+
+	trace_rec_begin(out, in->set->name, name, h->pid, h->queryid, h->ts_ns);
+	trace_rec_u64(out, "tid", h->tid);
+	trace_rec_u64(out, "cpu", c->cpu);
+	if (h->event == PGT_KEV_ONCPU)
+	{
+		trace_rec_f64(out, "offcpu_us", (double) c->a / 1000.0);
+		trace_rec_f64(out, "runq_us", (double) c->b / 1000.0);
+	}
+	else if (h->event == PGT_KEV_FAULT)
+	{
+		snprintf(abuf, sizeof(abuf), "0x%llx", (unsigned long long) c->a);
+		trace_rec_str(out, "address", abuf);
+	}
+	else if (h->event == PGT_KEV_OOM_ADJ)
+		trace_rec_i64(out, "oom_score_adj", (int64_t) c->a);
+	else
+	{
+		trace_rec_u64(out, "sport", c->a & 0xffff);
+		trace_rec_u64(out, "dport", (c->a >> 16) & 0xffff);
+		trace_rec_u64(out, "segments", c->b);
+	}
+	trace_rec_end(out);
+}
+
+/*
  * kset_event
  *		Render one ring-buffer record of a kernel set; -1 when it is
  *		malformed (a payload shorter than its kind's, an unknown kind).
+ *		The payload is copied out first: a record need not be aligned.
  */
 int
 kset_event(pset_inst *in, trace_out *out, const struct pgt_event_hdr *h,
 		   const void *data, size_t len)
 {
-	char		dbuf[32];
+	union
+	{
+		struct pgt_kev_call call;
+		struct pgt_kev_io io;
+		struct pgt_kev_proc proc;
+	}			c;
 
 	switch (h->event)
 	{
 		case PGT_KEV_CALL:
-			{
-				struct pgt_kev_call c;
-
-				if (len < sizeof(c))
-					return -1;
-				memcpy(&c, data, sizeof(c));
-				trace_rec_begin(out, in->set->name, pgt_kop_name(c.op), h->pid, h->queryid, h->ts_ns);
-				trace_rec_u64(out, "tid", h->tid);
-				trace_rec_i64(out, "ret", c.ret);
-				if (c.ret > 0 && c.op != PGT_KOP_OPENAT && c.op != PGT_KOP_CLOSE &&
-					c.op != PGT_KOP_FSYNC && c.op != PGT_KOP_FDATASYNC &&
-					c.op != PGT_KOP_SYNC_FILE_RANGE)
-					trace_rec_u64(out, "bytes", (uint64_t) c.ret);
-				trace_rec_f64(out, "latency_us", (double) c.latency_ns / 1000.0);
-				trace_rec_i64(out, "fd", (int32_t) c.fd);
-				if (h->set != PGT_SET_NETWORK)
-				{
-					trace_rec_str(out, "file_class", pgt_kfile_name(c.file_class));
-					if (c.file_class == PGT_KFILE_DATA)
-					{
-						trace_rec_u64(out, "relfilenode", c.relfilenode);
-						trace_rec_u64(out, "database", c.dboid);
-					}
-					if (c.dev)
-						trace_rec_str(out, "dev", dev_str(c.dev, dbuf, sizeof(dbuf)));
-				}
-				trace_rec_end(out);
-				break;
-			}
+			if (len < sizeof(c.call))
+				return -1;
+			memcpy(&c.call, data, sizeof(c.call));
+			render_call(in, out, h, &c.call);
+			return 0;
 		case PGT_KEV_BLOCK:
 		case PGT_KEV_CACHE_MISS:
-			{
-				struct pgt_kev_io c;
-
-				if (len < sizeof(c))
-					return -1;
-				memcpy(&c, data, sizeof(c));
-				trace_rec_begin(out, in->set->name,
-								h->event == PGT_KEV_BLOCK ? pgt_kop_name(c.op) :
-								c.op == PGT_KOP_CACHE_WRITE_MISS ? "cache_write_miss" :
-								c.op == PGT_KOP_CACHE_META_MISS ? "cache_meta_miss" : "cache_miss",
-								h->pid, h->queryid, h->ts_ns);
-				trace_rec_u64(out, "bytes", c.bytes);
-				trace_rec_str(out, "dev", dev_str(c.dev, dbuf, sizeof(dbuf)));
-				if (h->event == PGT_KEV_BLOCK)
-				{
-					trace_rec_f64(out, "latency_us", (double) c.latency_ns / 1000.0);
-					trace_rec_u64(out, "sector", c.sector);
-				}
-				else
-				{
-					trace_rec_u64(out, "ino", c.ino);
-					trace_rec_u64(out, "page_index", c.sector);
-				}
-				trace_rec_end(out);
-				break;
-			}
+			if (len < sizeof(c.io))
+				return -1;
+			memcpy(&c.io, data, sizeof(c.io));
+			render_io(in, out, h, &c.io);
+			return 0;
 		case PGT_KEV_ONCPU:
 		case PGT_KEV_FAULT:
 		case PGT_KEV_OOM_ADJ:
 		case PGT_KEV_RETRANSMIT:
-			{
-				struct pgt_kev_proc c;
-				const char *name = h->event == PGT_KEV_ONCPU ? "oncpu"
-					: h->event == PGT_KEV_OOM_ADJ ? "oom_score_adj" : "tcp_retransmit";
-
-				if (len < sizeof(c))
-					return -1;
-				memcpy(&c, data, sizeof(c));
-				if (h->event == PGT_KEV_FAULT)
-					name = c.kind ? "fault_kernel" : "fault_user";
-				trace_rec_begin(out, in->set->name, name, h->pid, h->queryid, h->ts_ns);
-				trace_rec_u64(out, "tid", h->tid);
-				trace_rec_u64(out, "cpu", c.cpu);
-				if (h->event == PGT_KEV_ONCPU)
-				{
-					trace_rec_f64(out, "offcpu_us", (double) c.a / 1000.0);
-					trace_rec_f64(out, "runq_us", (double) c.b / 1000.0);
-				}
-				else if (h->event == PGT_KEV_FAULT)
-				{
-					char		abuf[32];
-
-					snprintf(abuf, sizeof(abuf), "0x%llx", (unsigned long long) c.a);
-					trace_rec_str(out, "address", abuf);
-				}
-				else if (h->event == PGT_KEV_OOM_ADJ)
-					trace_rec_i64(out, "oom_score_adj", (int64_t) c.a);
-				else
-				{
-					trace_rec_u64(out, "sport", c.a & 0xffff);
-					trace_rec_u64(out, "dport", (c.a >> 16) & 0xffff);
-					trace_rec_u64(out, "segments", c.b);
-				}
-				trace_rec_end(out);
-				break;
-			}
-		default:
-			return -1;
+			if (len < sizeof(c.proc))
+				return -1;
+			memcpy(&c.proc, data, sizeof(c.proc));
+			render_proc(in, out, h, &c.proc);
+			return 0;
 	}
-	return 0;
+	return -1;
 }
 
 /*

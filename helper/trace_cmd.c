@@ -1108,67 +1108,68 @@ stop_on(int sig)
 }
 
 /*
- * trace_run
- *		Everything after option parsing.
+ * catch_stop_signals
+ *		SIGINT, SIGTERM and SIGHUP end the trace through a self-pipe, whose
+ *		read end the loop watches (t->sigfd).  Returns 0, or -1 after logging
+ *		why.
  */
 static int
-trace_run(trace_state *t, const probe_set *const *sets, size_t nsets)
+catch_stop_signals(trace_state *t)
 {
-	char		err[512];
-	char		detail[256];
-	int			streaming = !t->o.stats && !t->o.histogram;
-	int			ret = 1;
 	int			stop_pipe[2];
-	size_t		i;
 
-	t->sigfd = -1;
-	log_set_level(t->o.log_level);
-	pset_runtime_init(&t->rt);
-	if (privileges_check(err, sizeof(err)) < 0)
-	{
-		log_error("%s", err);
-		return 1;
-	}
-	/* before the slow start: a Ctrl-C meanwhile still ends it cleanly */
 	if (pipe2(stop_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
 	{
 		log_error("cannot set up signals: %s", strerror(errno));
-		return 1;
+		return -1;
 	}
 	t->sigfd = stop_pipe[0];
 	stop_pipe_w = stop_pipe[1];
 	if (stop_on(SIGINT) < 0 || stop_on(SIGTERM) < 0 || stop_on(SIGHUP) < 0)
 	{
 		log_error("cannot set up signals: %s", strerror(errno));
-		goto cleanup;
+		return -1;
 	}
-	if (tracefs_ensure(detail, sizeof(detail)) == TRACEFS_FAILED)
-		log_warn("tracefs: %s", detail);
-	if (find_targets(t) < 0)
-		goto cleanup;
-	for (i = 0; i < t->ntargets; i++)
-		load_layout(&t->targets[i]);
+	return 0;
+}
+
+/*
+ * prepare_output
+ *		The output's settings: format, the width of the set column, how an
+ *		exited process is named, and with --pid of a backend the one process
+ *		(and its parallel workers) whose records are printed.
+ */
+static void
+prepare_output(trace_state *t, const probe_set *const *sets, size_t nsets)
+{
+	size_t		i;
+
 	trace_out_init(&t->out, stdout, t->o.json);
-	if (note_postmasters(t) < 0)
-		goto cleanup;
-	/* text columns line up for the longest set name asked for */
 	for (i = 0; i < nsets; i++)
 		if ((int) strlen(sets[i]->name) > t->out.set_width)
 			t->out.set_width = (int) strlen(sets[i]->name);
 	t->out.exit_title = exit_title;
 	t->out.exit_title_arg = &t->bpf;
-	/* --pid of a backend: its records and its parallel workers' only */
 	if (t->ntargets == 1 && t->targets[0].single)
 	{
 		t->out.focus = (uint32_t) t->targets[0].pid;
 		t->out.focus_nspid = t->targets[0].nspid;
 	}
-	report_exit_titles();
+}
 
+/*
+ * start_sets
+ *		Load the pid filter, start the sets on it and track the targets;
+ *		when streaming, open the event ring buffer.  Returns 0, or -1 after
+ *		logging why.
+ */
+static int
+start_sets(trace_state *t, const probe_set *const *sets, size_t nsets, int streaming)
+{
 	if (bpf_probes_start(&t->bpf, TRACE_EXIT_TITLES, 0, 0) < 0)
 	{
 		log_error("cannot load the BPF pid filter: %s", t->bpf.process.reason);
-		goto cleanup;
+		return -1;
 	}
 	/*
 	 * One backend (--pid): its few rows stay its own, under its pid or its
@@ -1185,7 +1186,7 @@ trace_run(trace_state *t, const probe_set *const *sets, size_t nsets)
 						   bpf_probes_chain(&t->bpf), sets, nsets) < 0)
 	{
 		log_error("out of memory");
-		goto cleanup;
+		return -1;
 	}
 	track_targets(t);
 	t->started_ns = bpf_probes_boot_ns();
@@ -1195,9 +1196,48 @@ trace_run(trace_state *t, const probe_set *const *sets, size_t nsets)
 		if (t->rb == NULL)
 		{
 			log_error("cannot open the event ring buffer: %s", strerror(errno));
-			goto cleanup;
+			return -1;
 		}
 	}
+	return 0;
+}
+
+/*
+ * trace_run
+ *		Everything after option parsing.
+ */
+static int
+trace_run(trace_state *t, const probe_set *const *sets, size_t nsets)
+{
+	char		err[512];
+	char		detail[256];
+	int			streaming = !t->o.stats && !t->o.histogram;
+	int			ret = 1;
+	size_t		i;
+
+	t->sigfd = -1;
+	log_set_level(t->o.log_level);
+	pset_runtime_init(&t->rt);
+	if (privileges_check(err, sizeof(err)) < 0)
+	{
+		log_error("%s", err);
+		return 1;
+	}
+	/* before the slow start: a Ctrl-C meanwhile still ends it cleanly */
+	if (catch_stop_signals(t) < 0)
+		goto cleanup;
+	if (tracefs_ensure(detail, sizeof(detail)) == TRACEFS_FAILED)
+		log_warn("tracefs: %s", detail);
+	if (find_targets(t) < 0)
+		goto cleanup;
+	for (i = 0; i < t->ntargets; i++)
+		load_layout(&t->targets[i]);
+	prepare_output(t, sets, nsets);
+	if (note_postmasters(t) < 0)
+		goto cleanup;
+	report_exit_titles();
+	if (start_sets(t, sets, nsets, streaming) < 0)
+		goto cleanup;
 	print_status(t);
 	(void) trace_out_flush(&t->out);	/* a failure shows at the loop's first drain */
 	ret = run_loop(t);

@@ -49,6 +49,101 @@ take_string(const char **p, const char *end, char *dst, size_t dstlen)
 	return 0;
 }
 
+/* One ELF note, as next_note() finds it in the section. */
+typedef struct elf_note
+{
+	uint32_t	type;
+	uint32_t	namesz;
+	uint32_t	descsz;
+	const char *name;
+	const char *desc;
+} elf_note;
+
+/*
+ * next_note
+ *		The note at *off of a len-byte section into note, and *off past it
+ *		(name and desc padded to 4 bytes).  Returns -1 with err when the
+ *		header, name or desc runs past the section.
+ */
+static int
+next_note(const unsigned char *b, size_t len, size_t *off, elf_note *note,
+		  char *err, size_t errlen)
+{
+	if (len - *off < 12)
+	{
+		snprintf(err, errlen, "note header truncated at offset %zu", *off);
+		return -1;
+	}
+	memcpy(&note->namesz, b + *off, 4);
+	memcpy(&note->descsz, b + *off + 4, 4);
+	memcpy(&note->type, b + *off + 8, 4);
+	*off += 12;
+	if (note->namesz > len - *off || ALIGN4((size_t) note->namesz) > len - *off)
+	{
+		snprintf(err, errlen, "note name overruns the section at offset %zu", *off);
+		return -1;
+	}
+	note->name = (const char *) b + *off;
+	*off += ALIGN4((size_t) note->namesz);
+	if (note->descsz > len - *off)
+	{
+		snprintf(err, errlen, "note desc overruns the section at offset %zu", *off);
+		return -1;
+	}
+	note->desc = (const char *) b + *off;
+	*off += note->descsz;
+	*off = ALIGN4(*off) > len ? len : ALIGN4(*off);
+	return 0;
+}
+
+/*
+ * parse_stapsdt
+ *		The probe a stapsdt note (number idx) describes: three addresses,
+ *		then provider, name and argument strings.  Addresses move by how
+ *		far .stapsdt.base (base_addr) moved since the note was written
+ *		(a prelinked file).  Returns -1 with err when the note is malformed.
+ */
+static int
+parse_stapsdt(const elf_note *note, uint64_t base_addr, size_t idx, usdt_probe *pr,
+			  char *err, size_t errlen)
+{
+	const char *p;
+	const char *end = note->desc + note->descsz;
+	uint64_t	note_base;
+	usdt_arg	args[USDT_MAX_ARGS];
+
+	if (note->descsz < 24 + 3)
+	{
+		snprintf(err, errlen, "stapsdt note %zu too short (%u bytes)", idx, note->descsz);
+		return -1;
+	}
+	p = note->desc + 24;
+	memset(pr, 0, sizeof(*pr));
+	memcpy(&pr->pc, note->desc, 8);
+	memcpy(&note_base, note->desc + 8, 8);
+	memcpy(&pr->semaphore, note->desc + 16, 8);
+	if (take_string(&p, end, pr->provider, sizeof(pr->provider)) < 0 ||
+		take_string(&p, end, pr->name, sizeof(pr->name)) < 0 ||
+		take_string(&p, end, pr->args, sizeof(pr->args)) < 0)
+	{
+		snprintf(err, errlen, "stapsdt note %zu: unterminated string", idx);
+		return -1;
+	}
+	if (pr->provider[0] == '\0' || pr->name[0] == '\0')
+	{
+		snprintf(err, errlen, "stapsdt note %zu: empty provider or name", idx);
+		return -1;
+	}
+	if (base_addr != 0 && note_base != base_addr)
+	{
+		pr->pc += base_addr - note_base;
+		if (pr->semaphore != 0)
+			pr->semaphore += base_addr - note_base;
+	}
+	pr->nargs = usdt_parse_args(pr->args, args, USDT_MAX_ARGS);
+	return 0;
+}
+
 /*
  * usdt_parse_notes
  *		See usdt_notes.h.
@@ -67,75 +162,16 @@ usdt_parse_notes(const void *data, size_t len, uint64_t base_addr,
 	*n = 0;
 	while (off < len)
 	{
-		uint32_t	namesz;
-		uint32_t	descsz;
-		uint32_t	type;
-		const char *name;
-		const char *desc;
-		const char *p;
-		const char *end;
+		elf_note	note;
 		usdt_probe	pr;
-		uint64_t	note_base;
-		usdt_arg	args[USDT_MAX_ARGS];
 
-		if (len - off < 12)
-		{
-			snprintf(err, errlen, "note header truncated at offset %zu", off);
+		if (next_note(b, len, &off, &note, err, errlen) < 0)
 			goto fail;
-		}
-		memcpy(&namesz, b + off, 4);
-		memcpy(&descsz, b + off + 4, 4);
-		memcpy(&type, b + off + 8, 4);
-		off += 12;
-		if (namesz > len - off || ALIGN4((size_t) namesz) > len - off)
-		{
-			snprintf(err, errlen, "note name overruns the section at offset %zu", off);
-			goto fail;
-		}
-		name = (const char *) b + off;
-		off += ALIGN4((size_t) namesz);
-		if (descsz > len - off)
-		{
-			snprintf(err, errlen, "note desc overruns the section at offset %zu", off);
-			goto fail;
-		}
-		desc = (const char *) b + off;
-		off += descsz;
-		off = ALIGN4(off) > len ? len : ALIGN4(off);
-
-		if (type != NT_STAPSDT || namesz != 8 || memcmp(name, "stapsdt", 8) != 0)
+		if (note.type != NT_STAPSDT || note.namesz != 8 ||
+			memcmp(note.name, "stapsdt", 8) != 0)
 			continue;			/* another kind of note: not ours */
-		if (descsz < 24 + 3)
-		{
-			snprintf(err, errlen, "stapsdt note %zu too short (%u bytes)", cnt, descsz);
+		if (parse_stapsdt(&note, base_addr, cnt, &pr, err, errlen) < 0)
 			goto fail;
-		}
-		memset(&pr, 0, sizeof(pr));
-		memcpy(&pr.pc, desc, 8);
-		memcpy(&note_base, desc + 8, 8);
-		memcpy(&pr.semaphore, desc + 16, 8);
-		p = desc + 24;
-		end = desc + descsz;
-		if (take_string(&p, end, pr.provider, sizeof(pr.provider)) < 0 ||
-			take_string(&p, end, pr.name, sizeof(pr.name)) < 0 ||
-			take_string(&p, end, pr.args, sizeof(pr.args)) < 0)
-		{
-			snprintf(err, errlen, "stapsdt note %zu: unterminated string", cnt);
-			goto fail;
-		}
-		if (pr.provider[0] == '\0' || pr.name[0] == '\0')
-		{
-			snprintf(err, errlen, "stapsdt note %zu: empty provider or name", cnt);
-			goto fail;
-		}
-		/* prelinked file: move addresses by how far .stapsdt.base moved */
-		if (base_addr != 0 && note_base != base_addr)
-		{
-			pr.pc += base_addr - note_base;
-			if (pr.semaphore != 0)
-				pr.semaphore += base_addr - note_base;
-		}
-		pr.nargs = usdt_parse_args(pr.args, args, USDT_MAX_ARGS);
 		if (cnt == cap)
 		{
 			size_t		ncap = cap ? cap * 2 : 64;
