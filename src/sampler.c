@@ -199,25 +199,16 @@ pgt_register_sampler(void)
 }
 
 /*
- * pgt_sampler_main
- *		Entry point: tick at pg_tracer.sample_rate until told to stop.
+ * sampler_setup
+ *		Find the backend status array through this worker's own slot, and
+ *		allocate the per-slot state the ticks keep; then announce this
+ *		sampler in shared memory (its pid, start time, empty live rows).
  */
-void
-pgt_sampler_main(Datum main_arg)
+static void
+sampler_setup(void)
 {
-	instr_time	prev;
-	bool		have_prev = false;
-
-	pqsignal(SIGHUP, SignalHandlerForConfigReload);
-	/* a stop is seen in the loop: the held samples are given first */
-	pqsignal(SIGTERM, SignalHandlerForShutdownRequest);
-	BackgroundWorkerUnblockSignals();
-
-	/* no database; gives MyBackendId/MyBEEntry to find the status array */
-	BackgroundWorkerInitializeConnection(NULL, NULL, 0);
 	if (MyBEEntry == NULL || MyBackendId == InvalidBackendId || pgt_ash == NULL)
-		ereport(FATAL,
-				(errmsg("pg_tracer sampler: no backend status slot or shared memory")));
+		elog(FATAL, "pg_tracer sampler: no backend status slot or shared memory");
 	beentries = MyBEEntry - (MyBackendId - 1);
 	ask_short_slice();
 	nslots = pgt_ash->nslots;
@@ -236,6 +227,70 @@ pgt_sampler_main(Datum main_arg)
 	memset(pgt_ash_live(pgt_ash), 0, sizeof(PgtAshLive) * nslots);
 	adopt_directory(pgt_ash->sampler_started);
 	pgt_seq_end_write(&pgt_ash->seq);
+}
+
+/*
+ * timed_tick
+ *		One tick, weighted by the time since the previous one (*prev; a
+ *		whole period for the first), and its cost counted.  Returns the
+ *		milliseconds to wait for the next tick: the rest of the period,
+ *		which runs from this tick's start, at least 1.
+ */
+static long
+timed_tick(instr_time *prev, bool *have_prev)
+{
+	instr_time	now;
+	instr_time	spent;
+	uint64		weight;
+	uint64		period_us = 1000000 / Max(pgt_sample_rate, 1);
+	long		timeout_ms;
+
+	INSTR_TIME_SET_CURRENT(now);
+	if (*have_prev)
+	{
+		instr_time	d = now;
+
+		INSTR_TIME_SUBTRACT(d, *prev);
+		weight = INSTR_TIME_GET_MICROSEC(d);
+	}
+	else
+		weight = period_us;
+	*prev = now;
+	*have_prev = true;
+
+	sampler_tick(weight, GetCurrentTimestamp());
+
+	INSTR_TIME_SET_CURRENT(spent);
+	INSTR_TIME_SUBTRACT(spent, now);
+	pgt_ash->tick_cpu_us += INSTR_TIME_GET_MICROSEC(spent);	/* sampler-only field */
+	if (later_looks(period_us))
+	{
+		INSTR_TIME_SET_CURRENT(spent);
+		INSTR_TIME_SUBTRACT(spent, now);	/* the period runs from the tick */
+	}
+	timeout_ms = (long) ((period_us > (uint64) INSTR_TIME_GET_MICROSEC(spent) ?
+						  period_us - INSTR_TIME_GET_MICROSEC(spent) : 0) + 500) / 1000;
+	return Max(timeout_ms, 1);
+}
+
+/*
+ * pgt_sampler_main
+ *		Entry point: tick at pg_tracer.sample_rate until told to stop.
+ */
+void
+pgt_sampler_main(Datum main_arg)
+{
+	instr_time	prev;
+	bool		have_prev = false;
+
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	/* a stop is seen in the loop: the held samples are given first */
+	pqsignal(SIGTERM, SignalHandlerForShutdownRequest);
+	BackgroundWorkerUnblockSignals();
+
+	/* no database; gives MyBackendId/MyBEEntry to find the status array */
+	BackgroundWorkerInitializeConnection(NULL, NULL, 0);
+	sampler_setup();
 	before_shmem_exit(sampler_shutdown, (Datum) 0);
 
 	for (;;)
@@ -256,39 +311,7 @@ pgt_sampler_main(Datum main_arg)
 		}
 
 		if (pgt_sampler_enabled)
-		{
-			instr_time	now;
-			instr_time	spent;
-			uint64		weight;
-			uint64		period_us = 1000000 / Max(pgt_sample_rate, 1);
-
-			INSTR_TIME_SET_CURRENT(now);
-			if (have_prev)
-			{
-				instr_time	d = now;
-
-				INSTR_TIME_SUBTRACT(d, prev);
-				weight = INSTR_TIME_GET_MICROSEC(d);
-			}
-			else
-				weight = period_us;
-			prev = now;
-			have_prev = true;
-
-			sampler_tick(weight, GetCurrentTimestamp());
-
-			INSTR_TIME_SET_CURRENT(spent);
-			INSTR_TIME_SUBTRACT(spent, now);
-			pgt_ash->tick_cpu_us += INSTR_TIME_GET_MICROSEC(spent);	/* sampler-only field */
-			if (later_looks(period_us))
-			{
-				INSTR_TIME_SET_CURRENT(spent);
-				INSTR_TIME_SUBTRACT(spent, now);	/* the period runs from the tick */
-			}
-			timeout_ms = (long) ((period_us > (uint64) INSTR_TIME_GET_MICROSEC(spent) ?
-								  period_us - INSTR_TIME_GET_MICROSEC(spent) : 0) + 500) / 1000;
-			timeout_ms = Max(timeout_ms, 1);
-		}
+			timeout_ms = timed_tick(&prev, &have_prev);
 		else
 		{
 			/* time while disabled is not sampled time */

@@ -153,7 +153,8 @@ pgt_worker_write_layout(bool first_attempt)
 	pgt_link_set_layout(false, err);
 	if (first_attempt)
 		ereport(WARNING,
-				(errmsg("pg_tracer: could not write layout file \"%s\"", path),
+				(errcode(ERRCODE_IO_ERROR),
+				 errmsg("pg_tracer: could not write layout file \"%s\"", path),
 				 errdetail_internal("%s", err),
 				 errhint("The helper cannot read backend state without it; the background worker retries every %d seconds.",
 						 PGT_IMPORT_INTERVAL_MS * PGT_LAYOUT_RETRY_ITERATIONS / 1000)));
