@@ -229,6 +229,27 @@ print_unreadable(const status_opts *o, const char *path, int first,
 		printf("segment %s: %s: %s\n\n", path, pgt_seg_result_name(r), err);
 }
 
+/* A probe-set row's text fields, each NUL-terminated. */
+typedef struct probeset_strings
+{
+	char		name[sizeof(((struct pgt_probeset_entry *) 0)->name) + 1];
+	char		mech[sizeof(((struct pgt_probeset_entry *) 0)->mechanism) + 1];
+	char		reason[sizeof(((struct pgt_probeset_entry *) 0)->reason) + 1];
+} probeset_strings;
+
+/*
+ * copy_probeset_strings
+ *		The row's fixed-width fields as C strings (the segment's may fill
+ *		their field without a NUL).
+ */
+static void
+copy_probeset_strings(const struct pgt_probeset_entry *e, probeset_strings *t)
+{
+	pgt_copy_string(t->name, sizeof(t->name), e->name, sizeof(e->name));
+	pgt_copy_string(t->mech, sizeof(t->mech), e->mechanism, sizeof(e->mechanism));
+	pgt_copy_string(t->reason, sizeof(t->reason), e->reason, sizeof(e->reason));
+}
+
 /*
  * print_probesets_json
  *		The segment's probe-set table as a JSON array.
@@ -242,20 +263,16 @@ print_probesets_json(const pgt_seg_view *v)
 	for (i = 0; i < pgt_view_count(v, PGT_SEC_PROBESETS); i++)
 	{
 		const struct pgt_probeset_entry *e = pgt_view_probeset(v, i);
-		char		name[sizeof(e->name) + 1];
-		char		mech[sizeof(e->mechanism) + 1];
-		char		reason[sizeof(e->reason) + 1];
+		probeset_strings t;
 
-		pgt_copy_string(name, sizeof(name), e->name, sizeof(e->name));
-		pgt_copy_string(mech, sizeof(mech), e->mechanism, sizeof(e->mechanism));
-		pgt_copy_string(reason, sizeof(reason), e->reason, sizeof(e->reason));
+		copy_probeset_strings(e, &t);
 		printf("%s{\"name\": ", i ? ", " : "");
-		json_str(name);
+		json_str(t.name);
 		printf(", \"state\": \"%s\", \"events\": %" PRIu64 ", \"mechanism\": ",
 			   pgt_probe_state_name(e->state), e->events);
-		json_str(mech);
+		json_str(t.mech);
 		printf(", \"reason\": ");
-		json_str(reason);
+		json_str(t.reason);
 		printf("}");
 	}
 	printf("]");
@@ -333,13 +350,11 @@ print_tables_text(const pgt_seg_view *v)
 	for (i = 0; i < pgt_view_count(v, PGT_SEC_PROBESETS); i++)
 	{
 		const struct pgt_probeset_entry *e = pgt_view_probeset(v, i);
-		char		name[sizeof(e->name) + 1];
-		char		reason[sizeof(e->reason) + 1];
+		probeset_strings t;
 
-		pgt_copy_string(name, sizeof(name), e->name, sizeof(e->name));
-		pgt_copy_string(reason, sizeof(reason), e->reason, sizeof(e->reason));
-		printf("    %-14s %-11s events %-10" PRIu64 " %s\n", name,
-			   pgt_probe_state_name(e->state), e->events, reason);
+		copy_probeset_strings(e, &t);
+		printf("    %-14s %-11s events %-10" PRIu64 " %s\n", t.name,
+			   pgt_probe_state_name(e->state), e->events, t.reason);
 	}
 	printf("  backends     %u\n", pgt_view_count(v, PGT_SEC_BACKENDS));
 	for (i = 0; i < pgt_view_count(v, PGT_SEC_BACKENDS); i++)
