@@ -843,10 +843,11 @@ start_probe_sets(daemon_state *d)
 
 /*
  * claim_target
- *		Before anything that must be undone: the privileges, the runtime
- *		directory and, with --pgdata or --pid, the data directory to serve
- *		(data_dir, its owner in *uid and *gid) and the lock that makes this
- *		helper its only one (*lock_fd).  Returns 0, or -1 after logging why.
+ *		What is checked before anything is set up: the privileges, the
+ *		runtime directory and, with --pgdata or --pid, the data directory to
+ *		serve (data_dir, its owner in *uid and *gid); then that directory's
+ *		lock, which makes this helper its only one (*lock_fd, for the caller
+ *		to hand on or close).  Returns 0, or -1 after logging why.
  */
 static int
 claim_target(daemon_state *d, char *data_dir, size_t dlen, uid_t *uid, gid_t *gid,
@@ -1088,6 +1089,7 @@ daemon_run(const daemon_opts *opts)
 
 	if (claim_target(&d, data_dir, sizeof(data_dir), &uid, &gid, &lock_fd) < 0)
 		return 1;
+	/* signals before anything that must be undone */
 	if (open_event_loop(&d) < 0)
 		goto cleanup;
 	log_info("pg-tracer %s starting (%s, runtime directory %s)", PGT_VERSION,
