@@ -197,6 +197,121 @@ attach_exec_notes(bpf_probes *p)
 }
 
 /*
+ * mark_unusable
+ *		Both foundation probes unavailable: "process" (on process_tp) with
+ *		process_reason, "syscall-count" with syscall_reason.
+ */
+static void
+mark_unusable(bpf_probes *p, const char *process_tp, const char *process_reason,
+			  const char *syscall_reason)
+{
+	set_status(&p->process, PGT_PROBE_UNAVAILABLE, process_tp, "%s", process_reason);
+	set_status(&p->syscall_count, PGT_PROBE_UNAVAILABLE, "tp_btf/sys_enter", "%s",
+			   syscall_reason);
+}
+
+/*
+ * load_foundation
+ *		Open and load the skeleton, with the hook chains or, should that
+ *		fail, without.  Returns 0, or marks both probes unusable and returns
+ *		the error.
+ */
+static int
+load_foundation(bpf_probes *p, uint32_t exec_miss_every)
+{
+	char		ebuf[128];
+	char		reason[160];
+	int			err;
+
+	err = open_and_load(p, 1, exec_miss_every);
+	if (err != 0)
+	{
+		log_warn("BPF: load with the hook chains failed (%s): retrying without",
+				 errstr(err, ebuf, sizeof(ebuf)));
+		err = open_and_load(p, 0, exec_miss_every);
+	}
+	if (err == 0)
+		return 0;
+	snprintf(reason, sizeof(reason), "BPF load failed: %s", errstr(err, ebuf, sizeof(ebuf)));
+	mark_unusable(p, "tp_btf/sched_process_fork", reason, reason);
+	log_error("BPF: load failed: %s (probe sets unavailable)", ebuf);
+	return err;
+}
+
+/*
+ * open_maps
+ *		The foundation's maps and the buffers their copies are read into.
+ *		Returns 0, or -1 (probes marked unusable, everything stopped) when
+ *		out of memory.
+ */
+static int
+open_maps(bpf_probes *p)
+{
+	p->postmasters_fd = bpf_map__fd(p->skel->maps.postmasters);
+	p->tracked_fd = bpf_map__fd(p->skel->maps.tracked);
+	p->keys = calloc(PGT_BPF_MAX_TRACKED, sizeof(*p->keys));
+	p->values = calloc(PGT_BPF_MAX_TRACKED, sizeof(*p->values));
+	p->rows = calloc(PGT_BPF_MAX_TRACKED, sizeof(*p->rows));
+	if (p->keys == NULL || p->values == NULL || p->rows == NULL)
+	{
+		log_error("BPF: out of memory for map buffers");
+		mark_unusable(p, "tp_btf/sched_process_fork", "out of memory", "out of memory");
+		bpf_probes_stop(p);
+		return -1;
+	}
+	p->maps_ok = 1;
+	return 0;
+}
+
+/*
+ * attach_process_probes
+ *		"process": fork and exit, both or neither.
+ */
+static void
+attach_process_probes(bpf_probes *p)
+{
+	char		ebuf[128];
+	int			err;
+
+	err = attach_one(p->skel->progs.pgt_process_fork, &p->skel->links.pgt_process_fork);
+	if (err == 0)
+		err = attach_one(p->skel->progs.pgt_process_exit, &p->skel->links.pgt_process_exit);
+	if (err == 0)
+	{
+		set_status(&p->process, PGT_PROBE_AVAILABLE, "tp_btf/sched_process_fork+exit",
+				   "processes enter at fork");
+		return;
+	}
+	set_status(&p->process, PGT_PROBE_UNAVAILABLE, "tp_btf/sched_process_fork+exit",
+			   "attach failed: %s (backends found by /proc scan only)",
+			   errstr(err, ebuf, sizeof(ebuf)));
+	log_warn("BPF: process probes did not attach: %s", ebuf);
+}
+
+/*
+ * attach_syscall_count
+ *		"syscall-count": the sys_enter dispatcher, the head of its chain.
+ */
+static void
+attach_syscall_count(bpf_probes *p)
+{
+	char		ebuf[128];
+	int			err;
+
+	err = attach_one(p->skel->progs.pgt_sys_enter, &p->skel->links.pgt_sys_enter);
+	if (err == 0)
+	{
+		set_status(&p->syscall_count, PGT_PROBE_AVAILABLE, "tp_btf/sys_enter",
+				   "system calls counted per process");
+		p->chain.link[PGT_CHAIN_ENTER] = p->skel->links.pgt_sys_enter;
+		return;
+	}
+	set_status(&p->syscall_count, PGT_PROBE_UNAVAILABLE, "tp_btf/sys_enter",
+			   "attach failed: %s", errstr(err, ebuf, sizeof(ebuf)));
+	log_warn("BPF: sys_enter did not attach: %s", ebuf);
+}
+
+/*
  * bpf_probes_start
  *		Open, load and attach the skeleton, keeping the titles of up to
  *		exit_titles processes as they exit (0: none; see
@@ -209,9 +324,6 @@ int
 bpf_probes_start(bpf_probes *p, uint32_t exit_titles, int exec_notes,
 				 uint32_t exec_miss_every)
 {
-	char		ebuf[128];
-	int			err;
-
 	memset(p, 0, sizeof(*p));
 	p->postmasters_fd = -1;
 	p->tracked_fd = -1;
@@ -225,75 +337,16 @@ bpf_probes_start(bpf_probes *p, uint32_t exit_titles, int exec_notes,
 	/* for tests of the degraded path: behave as if BPF were missing */
 	if (getenv("PGT_HELPER_DISABLE_BPF") != NULL)
 	{
-		set_status(&p->process, PGT_PROBE_UNAVAILABLE, "tp_btf/sched_process_fork+exit",
-				   "BPF disabled by PGT_HELPER_DISABLE_BPF (backends found by /proc scan)");
-		set_status(&p->syscall_count, PGT_PROBE_UNAVAILABLE, "tp_btf/sys_enter",
-				   "BPF disabled by PGT_HELPER_DISABLE_BPF");
+		mark_unusable(p, "tp_btf/sched_process_fork+exit",
+					  "BPF disabled by PGT_HELPER_DISABLE_BPF (backends found by /proc scan)",
+					  "BPF disabled by PGT_HELPER_DISABLE_BPF");
 		log_warn("BPF disabled by PGT_HELPER_DISABLE_BPF");
 		return -1;
 	}
-
-	err = open_and_load(p, 1, exec_miss_every);
-	if (err != 0)
-	{
-		log_warn("BPF: load with the hook chains failed (%s): retrying without",
-				 errstr(err, ebuf, sizeof(ebuf)));
-		err = open_and_load(p, 0, exec_miss_every);
-	}
-	if (err != 0)
-	{
-		set_status(&p->process, PGT_PROBE_UNAVAILABLE, "tp_btf/sched_process_fork",
-				   "BPF load failed: %s", errstr(err, ebuf, sizeof(ebuf)));
-		set_status(&p->syscall_count, PGT_PROBE_UNAVAILABLE, "tp_btf/sys_enter",
-				   "BPF load failed: %s", errstr(err, ebuf, sizeof(ebuf)));
-		log_error("BPF: load failed: %s (probe sets unavailable)", ebuf);
+	if (load_foundation(p, exec_miss_every) != 0 || open_maps(p) != 0)
 		return -1;
-	}
-	p->postmasters_fd = bpf_map__fd(p->skel->maps.postmasters);
-	p->tracked_fd = bpf_map__fd(p->skel->maps.tracked);
-	p->keys = calloc(PGT_BPF_MAX_TRACKED, sizeof(*p->keys));
-	p->values = calloc(PGT_BPF_MAX_TRACKED, sizeof(*p->values));
-	p->rows = calloc(PGT_BPF_MAX_TRACKED, sizeof(*p->rows));
-	if (p->keys == NULL || p->values == NULL || p->rows == NULL)
-	{
-		log_error("BPF: out of memory for map buffers");
-		set_status(&p->process, PGT_PROBE_UNAVAILABLE, "tp_btf/sched_process_fork",
-				   "out of memory");
-		set_status(&p->syscall_count, PGT_PROBE_UNAVAILABLE, "tp_btf/sys_enter",
-				   "out of memory");
-		bpf_probes_stop(p);
-		return -1;
-	}
-	p->maps_ok = 1;
-
-	/* "process": both fork and exit must attach */
-	err = attach_one(p->skel->progs.pgt_process_fork, &p->skel->links.pgt_process_fork);
-	if (err == 0)
-		err = attach_one(p->skel->progs.pgt_process_exit, &p->skel->links.pgt_process_exit);
-	if (err == 0)
-		set_status(&p->process, PGT_PROBE_AVAILABLE, "tp_btf/sched_process_fork+exit",
-				   "processes enter at fork");
-	else
-	{
-		set_status(&p->process, PGT_PROBE_UNAVAILABLE, "tp_btf/sched_process_fork+exit",
-				   "attach failed: %s (backends found by /proc scan only)",
-				   errstr(err, ebuf, sizeof(ebuf)));
-		log_warn("BPF: process probes did not attach: %s", ebuf);
-	}
-
-	err = attach_one(p->skel->progs.pgt_sys_enter, &p->skel->links.pgt_sys_enter);
-	if (err == 0)
-	{
-		set_status(&p->syscall_count, PGT_PROBE_AVAILABLE, "tp_btf/sys_enter",
-				   "system calls counted per process");
-		p->chain.link[PGT_CHAIN_ENTER] = p->skel->links.pgt_sys_enter;
-	}
-	else
-	{
-		set_status(&p->syscall_count, PGT_PROBE_UNAVAILABLE, "tp_btf/sys_enter",
-				   "attach failed: %s", errstr(err, ebuf, sizeof(ebuf)));
-		log_warn("BPF: sys_enter did not attach: %s", ebuf);
-	}
+	attach_process_probes(p);
+	attach_syscall_count(p);
 	attach_exec_notes(p);
 	log_info("BPF: loaded; process %s, syscall-count %s, hook chains %s",
 			 pgt_probe_state_name(p->process.state),

@@ -401,76 +401,74 @@ new_proc(cluster *c, cluster_proc *out, const tracked_row *r, int64_t now_ms, in
 }
 
 /*
- * sync_procs
- *		Bring the procs table in line with the rows of our postmaster in
- *		`rows` (a map snapshot or the /proc fallback): new pids start,
- *		known ones get their counters, missing ones retire (their syscalls
- *		stay in the cumulative total).
+ * update_known
+ *		Row r is of the known process procs[k]: take its counters, or, when
+ *		the pid was reused, retire the old process and start anew.
  */
 static void
-sync_procs(cluster *c, const tracked_row *rows, size_t n)
+update_known(cluster *c, size_t k, const tracked_row *r, int64_t now_ms, int64_t now_us)
 {
-	int64_t		now_ms = control_now_ms();
-	int64_t		now_us = procfs_realtime_us();
-	size_t		added = 0;
+	cluster_proc *p = &c->procs[k];
+
+	if (p->attached_ns != r->v.attached_ns)
+	{
+		c->retired_syscalls += p->syscalls;
+		p->syscalls = 0;
+		if (new_proc(c, p, r, now_ms, now_us) == 0)
+			p->seen = 1;		/* else gone again: the stale entry is dropped */
+		return;
+	}
+	if (r->v.syscalls >= p->syscalls)
+		p->syscalls = r->v.syscalls;
+	p->seen = 1;
+	if (now_ms >= p->next_classify_ms)
+		classify(c, p, now_ms, now_us);
+}
+
+/*
+ * append_proc
+ *		Start a process for row r at procs[nprocs + added], past the sorted
+ *		part (invisible to find_proc until sorted in).  Returns 1 when it
+ *		was added, 0 when the process is gone, -1 when out of memory.
+ */
+static int
+append_proc(cluster *c, size_t added, const tracked_row *r, int64_t now_ms, int64_t now_us)
+{
+	cluster_proc *p;
+
+	if (c->nprocs + added == c->capprocs)
+	{
+		size_t		ncap = c->capprocs ? c->capprocs * 2 : 64;
+		cluster_proc *np = realloc(c->procs, ncap * sizeof(*np));
+
+		if (np == NULL)
+		{
+			log_error("out of memory tracking processes of %s", c->data_dir);
+			return -1;
+		}
+		c->procs = np;
+		c->capprocs = ncap;
+	}
+	p = &c->procs[c->nprocs + added];
+	if (new_proc(c, p, r, now_ms, now_us) != 0)
+		return 0;
+	p->seen = 1;
+	log_debug("%s: tracking pid %u (%s)", c->data_dir, p->nspid, pgt_role_name(p->role));
+	return 1;
+}
+
+/*
+ * drop_unseen
+ *		Retire the processes (of the first nprocs + added) that no row named
+ *		(exited: their syscalls stay in the cumulative total) and close the
+ *		gaps.  Leaves nprocs at what is kept, the new ones still unsorted.
+ */
+static void
+drop_unseen(cluster *c, size_t added)
+{
 	size_t		i;
 	size_t		j;
 
-	for (i = 0; i < c->nprocs; i++)
-		c->procs[i].seen = 0;
-	for (i = 0; i < n; i++)
-	{
-		const tracked_row *r = &rows[i];
-		ssize_t		k;
-
-		if (r->v.postmaster != (uint32_t) c->pm.pid)
-			continue;
-		k = find_proc(c, r->pid);
-		if (k >= 0 && c->procs[k].attached_ns != r->v.attached_ns)
-		{
-			/* the pid was reused: retire the old process, start anew */
-			c->retired_syscalls += c->procs[k].syscalls;
-			c->procs[k].syscalls = 0;
-			if (new_proc(c, &c->procs[k], r, now_ms, now_us) < 0)
-				continue;		/* gone again: the stale entry is dropped below */
-			c->procs[k].seen = 1;
-			continue;
-		}
-		if (k >= 0)
-		{
-			cluster_proc *p = &c->procs[k];
-
-			if (r->v.syscalls >= p->syscalls)
-				p->syscalls = r->v.syscalls;
-			p->seen = 1;
-			if (now_ms >= p->next_classify_ms)
-				classify(c, p, now_ms, now_us);
-			continue;
-		}
-		if (c->nprocs + added == c->capprocs)
-		{
-			size_t		ncap = c->capprocs ? c->capprocs * 2 : 64;
-			cluster_proc *np = realloc(c->procs, ncap * sizeof(*np));
-
-			if (np == NULL)
-			{
-				log_error("out of memory tracking processes of %s", c->data_dir);
-				break;
-			}
-			c->procs = np;
-			c->capprocs = ncap;
-		}
-		/* appended past nprocs: invisible to find_proc until sorted in */
-		if (new_proc(c, &c->procs[c->nprocs + added], r, now_ms, now_us) == 0)
-		{
-			c->procs[c->nprocs + added].seen = 1;
-			log_debug("%s: tracking pid %u (%s)", c->data_dir,
-					  c->procs[c->nprocs + added].nspid,
-					  pgt_role_name(c->procs[c->nprocs + added].role));
-			added++;
-		}
-	}
-	/* drop the unseen (exited) ones, keep the new ones, re-sort */
 	for (i = 0, j = 0; i < c->nprocs + added; i++)
 	{
 		if (!c->procs[i].seen)
@@ -486,16 +484,66 @@ sync_procs(cluster *c, const tracked_row *rows, size_t n)
 		j++;
 	}
 	c->nprocs = j;
-	if (added > 0)
+}
+
+/*
+ * sort_procs
+ *		Sort the table by pid, keeping one entry of each (a map read racing
+ *		with updates may list a key twice).
+ */
+static void
+sort_procs(cluster *c)
+{
+	size_t		i;
+	size_t		j;
+
+	qsort(c->procs, c->nprocs, sizeof(*c->procs), cmp_proc);
+	for (i = 1, j = 1; i < c->nprocs; i++)
+		if (c->procs[i].pid != c->procs[j - 1].pid)
+			c->procs[j++] = c->procs[i];
+	if (c->nprocs > 0)
+		c->nprocs = j;
+}
+
+/*
+ * sync_procs
+ *		Bring the procs table in line with the rows of our postmaster in
+ *		`rows` (a map snapshot or the /proc fallback): new pids start,
+ *		known ones get their counters, missing ones retire (their syscalls
+ *		stay in the cumulative total).
+ */
+static void
+sync_procs(cluster *c, const tracked_row *rows, size_t n)
+{
+	int64_t		now_ms = control_now_ms();
+	int64_t		now_us = procfs_realtime_us();
+	size_t		added = 0;
+	size_t		i;
+
+	for (i = 0; i < c->nprocs; i++)
+		c->procs[i].seen = 0;
+	for (i = 0; i < n; i++)
 	{
-		qsort(c->procs, c->nprocs, sizeof(*c->procs), cmp_proc);
-		/* a map read racing with updates may list a key twice */
-		for (i = 1, j = 1; i < c->nprocs; i++)
-			if (c->procs[i].pid != c->procs[j - 1].pid)
-				c->procs[j++] = c->procs[i];
-		if (c->nprocs > 0)
-			c->nprocs = j;
+		const tracked_row *r = &rows[i];
+		ssize_t		k;
+		int			rc;
+
+		if (r->v.postmaster != (uint32_t) c->pm.pid)
+			continue;
+		k = find_proc(c, r->pid);
+		if (k >= 0)
+		{
+			update_known(c, (size_t) k, r, now_ms, now_us);
+			continue;
+		}
+		rc = append_proc(c, added, r, now_ms, now_us);
+		if (rc < 0)
+			break;
+		added += (size_t) rc;
 	}
+	drop_unseen(c, added);
+	if (added > 0)
+		sort_procs(c);
 }
 
 /*
@@ -921,49 +969,47 @@ report_overflow(cluster *c, uint64_t procs_dropped)
 }
 
 /*
- * cluster_publish
- *		Update the process table from a map snapshot (rows, n; ignored when
- *		BPF is unavailable) and write everything into the segment.
+ * grow_rows
+ *		Make room in c->rows for every process tracked (it stays smaller
+ *		when memory is short: the rows that do not fit are reported).
  */
-void
-cluster_publish(cluster *c, const tracked_row *rows, size_t n)
+static void
+grow_rows(cluster *c)
 {
-	struct pgt_probeset_entry ps[8 + PSET_MAX_ROWS];
-	seg_publish p;
-	bpf_probes *bpf = c->env->bpf;
-	char		reason[PATH_MAX + 256];
-	uint64_t	syscalls = 0;
+	size_t		ncap = c->nprocs + 64;
+	struct pgt_backend_entry *nr;
+
+	if (c->caprows >= c->nprocs)
+		return;
+	nr = realloc(c->rows, ncap * sizeof(*nr));
+	if (nr != NULL)
+	{
+		c->rows = nr;
+		c->caprows = ncap;
+	}
+}
+
+/*
+ * fill_backend_rows
+ *		The segment's backend rows in c->rows, the postmaster first, then
+ *		by pid, as many as fit.  Returns their count; *syscalls gets the
+ *		system calls of every process tracked, those that exited included.
+ */
+static size_t
+fill_backend_rows(cluster *c, uint64_t *syscalls)
+{
 	int64_t		boot_to_real = procfs_boot_to_real_us();
 	size_t		nrows = 0;
 	size_t		i;
-	int			nps = 0;
 
-	if (c->attached)
-	{
-		if (bpf->maps_ok)
-			sync_procs(c, rows, n);
-		else
-			sync_procs(c, c->fallback_rows, c->nfallback);
-	}
-	if (c->caprows < c->nprocs)
-	{
-		size_t		ncap = c->nprocs + 64;
-		struct pgt_backend_entry *nr = realloc(c->rows, ncap * sizeof(*nr));
-
-		if (nr != NULL)
-		{
-			c->rows = nr;
-			c->caprows = ncap;
-		}
-	}
-	/* postmaster first, then by pid */
+	*syscalls = c->retired_syscalls;
 	for (i = 0; c->attached && i < c->nprocs && nrows < c->caprows; i++)
 	{
 		cluster_proc *pr = &c->procs[i];
 		struct pgt_backend_entry *e;
 		size_t		slot;
 
-		syscalls += pr->syscalls;
+		*syscalls += pr->syscalls;
 		if (pr->role == PGT_ROLE_POSTMASTER && nrows > 0)
 		{
 			memmove(&c->rows[1], &c->rows[0], nrows * sizeof(*c->rows));
@@ -982,7 +1028,21 @@ cluster_publish(cluster *c, const tracked_row *rows, size_t n)
 		e->syscalls = pr->syscalls;
 		snprintf(e->backend_type, sizeof(e->backend_type), "%s", pgt_role_name(pr->role));
 	}
-	syscalls += c->retired_syscalls;
+	return nrows;
+}
+
+/*
+ * fill_probe_rows
+ *		The segment's probe-set rows into ps (room for 8 + PSET_MAX_ROWS):
+ *		the foundation's, the host's mechanisms, the layout, then every
+ *		probe set's.  Returns their count.
+ */
+static int
+fill_probe_rows(cluster *c, struct pgt_probeset_entry *ps, uint64_t syscalls)
+{
+	bpf_probes *bpf = c->env->bpf;
+	char		reason[PATH_MAX + 256];
+	int			nps = 0;
 
 	if (c->attached)
 	{
@@ -1005,6 +1065,33 @@ cluster_publish(cluster *c, const tracked_row *rows, size_t n)
 	fill_probe(&ps[nps++], "layout", &c->layout_status,
 			   c->layout_loaded ? c->layout.nevents : 0, NULL);
 	nps += (int) cluster_psets_rows(c, &ps[nps], PSET_MAX_ROWS);
+	return nps;
+}
+
+/*
+ * cluster_publish
+ *		Update the process table from a map snapshot (rows, n; ignored when
+ *		BPF is unavailable) and write everything into the segment.
+ */
+void
+cluster_publish(cluster *c, const tracked_row *rows, size_t n)
+{
+	struct pgt_probeset_entry ps[8 + PSET_MAX_ROWS];
+	seg_publish p;
+	uint64_t	syscalls;
+	size_t		nrows;
+	int			nps;
+
+	if (c->attached)
+	{
+		if (c->env->bpf->maps_ok)
+			sync_procs(c, rows, n);
+		else
+			sync_procs(c, c->fallback_rows, c->nfallback);
+	}
+	grow_rows(c);
+	nrows = fill_backend_rows(c, &syscalls);
+	nps = fill_probe_rows(c, ps, syscalls);
 
 	memset(&p, 0, sizeof(p));
 	p.state = c->attached ? PGT_WRITER_RUNNING : PGT_WRITER_WAITING;

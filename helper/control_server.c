@@ -177,6 +177,77 @@ finish_conn(control_server *s, ctl_conn *c, const char *msg, size_t len)
 }
 
 /*
+ * remove_stale_socket
+ *		Make way for a socket at path: unlink a socket left there, refuse
+ *		any other kind of file.  Returns 0 or -1 with err set.
+ */
+static int
+remove_stale_socket(const char *path, char *err, size_t errlen)
+{
+	struct stat st;
+
+	if (lstat(path, &st) < 0)
+	{
+		if (errno == ENOENT)
+			return 0;
+		snprintf(err, errlen, "cannot stat %s: %s", path, strerror(errno));
+		return -1;
+	}
+	if (!S_ISSOCK(st.st_mode))
+	{
+		snprintf(err, errlen, "%s exists and is not a socket: not replacing it", path);
+		return -1;
+	}
+	if (unlink(path) < 0)
+	{
+		snprintf(err, errlen, "cannot remove stale socket %s: %s", path, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * bind_private
+ *		Bind s->listen_fd at path with mode 0600: the umask in force at
+ *		bind() sets it, so no other user ever finds it open.  Returns the
+ *		result of bind().
+ */
+static int
+bind_private(control_server *s, const char *path)
+{
+	struct sockaddr_un addr;
+	mode_t		old_umask;
+	int			rc;
+
+	memset(&addr, 0, sizeof(addr));
+	addr.sun_family = AF_UNIX;
+	memcpy(addr.sun_path, path, strlen(path) + 1);
+	old_umask = umask(0177);
+	rc = bind(s->listen_fd, (struct sockaddr *) &addr, sizeof(addr));
+	umask(old_umask);
+	return rc;
+}
+
+/*
+ * watch_listen
+ *		Add the listening socket to the event loop.  Returns epoll_ctl's
+ *		result.
+ */
+static int
+watch_listen(control_server *s)
+{
+	struct epoll_event ev;
+
+	s->listen_ev.kind = EV_CTL_LISTEN;
+	s->listen_ev.owner = s;
+	s->listen_ev.index = -1;
+	memset(&ev, 0, sizeof(ev));
+	ev.events = EPOLLIN;
+	ev.data.ptr = &s->listen_ev;
+	return epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->listen_fd, &ev);
+}
+
+/*
  * control_server_open
  *		Bind the socket at path (replacing a stale socket, never another
  *		kind of file), give it to uid:gid with mode 0600, listen, and add it
@@ -189,11 +260,7 @@ control_server_open(control_server *s, const char *path, uid_t uid, gid_t gid,
 					char *err, size_t errlen)
 {
 	struct sockaddr_un addr;
-	struct epoll_event ev;
-	struct stat st;
-	mode_t		old_umask;
 	int			i;
-	int			rc;
 
 	memset(s, 0, sizeof(*s));
 	s->listen_fd = -1;
@@ -208,44 +275,21 @@ control_server_open(control_server *s, const char *path, uid_t uid, gid_t gid,
 		snprintf(err, errlen, "socket path %s is too long for a unix socket", path);
 		return -1;
 	}
-	if (lstat(path, &st) == 0)
-	{
-		if (!S_ISSOCK(st.st_mode))
-		{
-			snprintf(err, errlen, "%s exists and is not a socket: not replacing it", path);
-			return -1;
-		}
-		if (unlink(path) < 0)
-		{
-			snprintf(err, errlen, "cannot remove stale socket %s: %s", path, strerror(errno));
-			return -1;
-		}
-	}
-	else if (errno != ENOENT)
-	{
-		snprintf(err, errlen, "cannot stat %s: %s", path, strerror(errno));
+	if (remove_stale_socket(path, err, errlen) < 0)
 		return -1;
-	}
-
 	s->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (s->listen_fd < 0)
 	{
 		snprintf(err, errlen, "socket: %s", strerror(errno));
 		return -1;
 	}
-	memset(&addr, 0, sizeof(addr));
-	addr.sun_family = AF_UNIX;
-	memcpy(addr.sun_path, path, strlen(path) + 1);
-	old_umask = umask(0177);
-	rc = bind(s->listen_fd, (struct sockaddr *) &addr, sizeof(addr));
-	umask(old_umask);
-	if (rc < 0)
+	if (bind_private(s, path) < 0)
 	{
 		snprintf(err, errlen, "cannot bind %s: %s", path, strerror(errno));
 		goto fail;
 	}
 	snprintf(s->path, sizeof(s->path), "%s", path);
-	/* bind made it 0600 (umask); lchown never follows a swapped-in symlink */
+	/* lchown never follows a symlink swapped in since */
 	if (lchown(path, uid, gid) < 0)
 	{
 		snprintf(err, errlen, "cannot give %s to %d:%d: %s", path,
@@ -257,13 +301,7 @@ control_server_open(control_server *s, const char *path, uid_t uid, gid_t gid,
 		snprintf(err, errlen, "listen on %s: %s", path, strerror(errno));
 		goto fail;
 	}
-	s->listen_ev.kind = EV_CTL_LISTEN;
-	s->listen_ev.owner = s;
-	s->listen_ev.index = -1;
-	memset(&ev, 0, sizeof(ev));
-	ev.events = EPOLLIN;
-	ev.data.ptr = &s->listen_ev;
-	if (epoll_ctl(epfd, EPOLL_CTL_ADD, s->listen_fd, &ev) < 0)
+	if (watch_listen(s) < 0)
 	{
 		snprintf(err, errlen, "epoll add of %s: %s", path, strerror(errno));
 		goto fail;

@@ -77,43 +77,41 @@ kset_new(pset_inst *in, const kset_desc *desc)
 }
 
 /*
- * kset_load_attach
- *		Reuse the shared maps, load obj, attach each of its programs (a
- *		program that does not attach is counted with its error, the others
- *		still run; one on a chained hook joins the hook's chain instead when
- *		there are chains), and find the aggregate maps.  The skeleton is kept for
- *		kset_stop.  Returns 0, or a negative error when it did not load.
+ * note_attach_failure
+ *		Count prog as not attached: its section name into out's list, and
+ *		err's text as the set's first error when it is the first.
  */
-int
-kset_load_attach(pset_inst *in, const pset_ctx *ctx, struct bpf_object *obj,
-				 void *skel, void (*destroy) (void *), kset_attach *out)
+static void
+note_attach_failure(const pset_inst *in, struct bpf_program *prog, int err,
+					kset_attach *out)
+{
+	size_t		off = strlen(out->failed_names);
+	char		ebuf[128];
+
+	pset_errstr(err, ebuf, sizeof(ebuf));
+	out->failed++;
+	if (out->first_error[0] == '\0')
+		snprintf(out->first_error, sizeof(out->first_error), "%s", ebuf);
+	snprintf(out->failed_names + off, sizeof(out->failed_names) - off, "%s%s",
+			 off ? "," : "", bpf_program__section_name(prog));
+	log_debug("probe set %s: %s did not attach: %s", in->set->name,
+			  bpf_program__section_name(prog), ebuf);
+}
+
+/*
+ * attach_programs
+ *		Attach each program obj loads (one on a chained hook joins the hook's
+ *		chain instead when there are chains); one that does not attach is
+ *		counted in out with its error, the others still run.  Keeps the
+ *		links, and the task and TCP iterators among them.
+ */
+static void
+attach_programs(pset_inst *in, struct bpf_object *obj, kset_attach *out)
 {
 	kset	   *ks = in->priv;
 	struct bpf_program *prog;
-	struct bpf_map *m;
-	char		ebuf[128];
-	int			slot;
 	int			err;
 
-	memset(out, 0, sizeof(*out));
-	for (slot = 0; slot < KSET_MAX_OBJS && ks->skel[slot] != NULL; slot++)
-		;
-	if (slot == KSET_MAX_OBJS)
-		return -EINVAL;
-	ks->skel[slot] = skel;
-	ks->destroy[slot] = destroy;
-
-	err = pset_prepare_object(ctx, obj);
-	if (err == 0)
-		err = bpf_object__load(obj);
-	if (err != 0)
-	{
-		out->load_err = err;
-		snprintf(out->first_error, sizeof(out->first_error), "load failed: %s",
-				 pset_errstr(err, ebuf, sizeof(ebuf)));
-		return err;
-	}
-	ks->chain = ctx->chain;
 	bpf_object__for_each_program(prog, obj)
 	{
 		int			i = ks->nlinks;
@@ -128,16 +126,7 @@ kset_load_attach(pset_inst *in, const pset_ctx *ctx, struct bpf_object *obj,
 								&ks->links[i]);
 		if (err != 0)
 		{
-			size_t		off = strlen(out->failed_names);
-
-			out->failed++;
-			if (out->first_error[0] == '\0')
-				snprintf(out->first_error, sizeof(out->first_error), "%s",
-						 pset_errstr(err, ebuf, sizeof(ebuf)));
-			snprintf(out->failed_names + off, sizeof(out->failed_names) - off, "%s%s",
-					 off ? "," : "", bpf_program__section_name(prog));
-			log_debug("probe set %s: %s did not attach: %s", in->set->name,
-					  bpf_program__section_name(prog), ebuf);
+			note_attach_failure(in, prog, err, out);
 			continue;
 		}
 		if (bpf_program__expected_attach_type(prog) == BPF_TRACE_ITER)
@@ -153,6 +142,19 @@ kset_load_attach(pset_inst *in, const pset_ctx *ctx, struct bpf_object *obj,
 		if (ks->members[i].hook >= 0)
 			out->chained++;
 	}
+}
+
+/*
+ * find_maps
+ *		Note the descriptors (and sizes) of the maps of obj the set reads:
+ *		the aggregates, the socket owners, the task accumulators' counters,
+ *		and the object's resume generation (at slot, its place in the set).
+ */
+static void
+find_maps(kset *ks, struct bpf_object *obj, int slot)
+{
+	struct bpf_map *m;
+
 	bpf_object__for_each_map(m, obj)
 	{
 		const char *name = bpf_map__name(m);
@@ -181,6 +183,45 @@ kset_load_attach(pset_inst *in, const pset_ctx *ctx, struct bpf_object *obj,
 		else if (strcmp(name, "kresume") == 0)
 			ks->resume_fd[slot] = bpf_map__fd(m);
 	}
+}
+
+/*
+ * kset_load_attach
+ *		Reuse the shared maps, load obj, attach its programs
+ *		(attach_programs) and find the maps the set reads.  The skeleton is
+ *		kept for kset_stop.  Returns 0, or a negative error when it did not
+ *		load.
+ */
+int
+kset_load_attach(pset_inst *in, const pset_ctx *ctx, struct bpf_object *obj,
+				 void *skel, void (*destroy) (void *), kset_attach *out)
+{
+	kset	   *ks = in->priv;
+	char		ebuf[128];
+	int			slot;
+	int			err;
+
+	memset(out, 0, sizeof(*out));
+	for (slot = 0; slot < KSET_MAX_OBJS && ks->skel[slot] != NULL; slot++)
+		;
+	if (slot == KSET_MAX_OBJS)
+		return -EINVAL;
+	ks->skel[slot] = skel;
+	ks->destroy[slot] = destroy;
+
+	err = pset_prepare_object(ctx, obj);
+	if (err == 0)
+		err = bpf_object__load(obj);
+	if (err != 0)
+	{
+		out->load_err = err;
+		snprintf(out->first_error, sizeof(out->first_error), "load failed: %s",
+				 pset_errstr(err, ebuf, sizeof(ebuf)));
+		return err;
+	}
+	ks->chain = ctx->chain;
+	attach_programs(in, obj, out);
+	find_maps(ks, obj, slot);
 	return 0;
 }
 

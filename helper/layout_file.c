@@ -782,6 +782,77 @@ layout_free(pgt_layout *layout)
 }
 
 /*
+ * open_regular
+ *		Open path for reading when it is a regular file, never through a
+ *		symlink; *lst gets its lstat.  Returns the descriptor, or -1 with err
+ *		set and errno that of the failed call (EINVAL for another kind of
+ *		file).
+ */
+static int
+open_regular(const char *path, struct stat *lst, char *err, size_t errlen)
+{
+	int			fd;
+	int			saved;
+
+	if (lstat(path, lst) < 0)
+	{
+		saved = errno;
+		snprintf(err, errlen, "cannot stat %s: %s", path, strerror(errno));
+		errno = saved;
+		return -1;
+	}
+	if (!S_ISREG(lst->st_mode))
+	{
+		snprintf(err, errlen, "%s is not a regular file", path);
+		errno = EINVAL;
+		return -1;
+	}
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+	{
+		saved = errno;
+		snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
+		errno = saved;
+	}
+	return fd;
+}
+
+/*
+ * check_opened
+ *		The file open at fd must be the one lstat saw at path, owned by
+ *		owner, not writable by group or others, at most
+ *		PGT_LAYOUT_MAX_BYTES.  *st_out gets its fstat.  Returns 0, or -1
+ *		with err set.
+ */
+static int
+check_opened(const char *path, int fd, const struct stat *lst, uid_t owner,
+			 struct stat *st_out, char *err, size_t errlen)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) < 0)
+	{
+		snprintf(err, errlen, "cannot fstat %s: %s", path, strerror(errno));
+		return -1;
+	}
+	*st_out = st;
+	if (!S_ISREG(st.st_mode) || st.st_ino != lst->st_ino || st.st_dev != lst->st_dev)
+		snprintf(err, errlen, "%s changed while it was opened", path);
+	else if (st.st_uid != owner)
+		snprintf(err, errlen, "%s is owned by uid %d, not by the cluster owner %d",
+				 path, (int) st.st_uid, (int) owner);
+	else if (st.st_mode & (S_IWGRP | S_IWOTH))
+		snprintf(err, errlen, "%s is writable by group or others (mode %04o)",
+				 path, (unsigned) (st.st_mode & 07777));
+	else if (st.st_size > PGT_LAYOUT_MAX_BYTES)
+		snprintf(err, errlen, "%s is %lld bytes, at most %d allowed", path,
+				 (long long) st.st_size, PGT_LAYOUT_MAX_BYTES);
+	else
+		return 0;
+	return -1;
+}
+
+/*
  * layout_load
  *		Open, check and parse the layout file at path.  The file must be a
  *		regular file (lstat and O_NOFOLLOW: no symlink), owned by `owner`,
@@ -795,65 +866,18 @@ layout_load(const char *path, uid_t owner, pgt_layout *out, struct stat *st_out,
 			char *err, size_t errlen)
 {
 	struct stat lst;
-	struct stat st;
 	char	   *buf = NULL;
 	ssize_t		len;
-	int			fd = -1;
+	int			fd;
 	int			ret = -1;
-	int			saved;
 
 	memset(out, 0, sizeof(*out));
 	memset(st_out, 0, sizeof(*st_out));
-	if (lstat(path, &lst) < 0)
-	{
-		saved = errno;
-		snprintf(err, errlen, "cannot stat %s: %s", path, strerror(errno));
-		errno = saved;
-		return -1;
-	}
-	if (!S_ISREG(lst.st_mode))
-	{
-		snprintf(err, errlen, "%s is not a regular file", path);
-		errno = EINVAL;
-		return -1;
-	}
-	fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	fd = open_regular(path, &lst, err, errlen);
 	if (fd < 0)
-	{
-		saved = errno;
-		snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
-		errno = saved;
 		return -1;
-	}
-	if (fstat(fd, &st) < 0)
-	{
-		snprintf(err, errlen, "cannot fstat %s: %s", path, strerror(errno));
+	if (check_opened(path, fd, &lst, owner, st_out, err, errlen) < 0)
 		goto cleanup;
-	}
-	*st_out = st;
-	if (!S_ISREG(st.st_mode) || st.st_ino != lst.st_ino || st.st_dev != lst.st_dev)
-	{
-		snprintf(err, errlen, "%s changed while it was opened", path);
-		goto cleanup;
-	}
-	if (st.st_uid != owner)
-	{
-		snprintf(err, errlen, "%s is owned by uid %d, not by the cluster owner %d",
-				 path, (int) st.st_uid, (int) owner);
-		goto cleanup;
-	}
-	if (st.st_mode & (S_IWGRP | S_IWOTH))
-	{
-		snprintf(err, errlen, "%s is writable by group or others (mode %04o)",
-				 path, (unsigned) (st.st_mode & 07777));
-		goto cleanup;
-	}
-	if (st.st_size > PGT_LAYOUT_MAX_BYTES)
-	{
-		snprintf(err, errlen, "%s is %lld bytes, at most %d allowed", path,
-				 (long long) st.st_size, PGT_LAYOUT_MAX_BYTES);
-		goto cleanup;
-	}
 	buf = malloc((size_t) PGT_LAYOUT_MAX_BYTES + 1);
 	if (buf == NULL)
 	{
@@ -872,8 +896,7 @@ layout_load(const char *path, uid_t owner, pgt_layout *out, struct stat *st_out,
 
 cleanup:
 	free(buf);
-	if (fd >= 0)
-		close(fd);
+	close(fd);
 	if (ret < 0)
 		errno = EINVAL;
 	return ret;

@@ -1156,45 +1156,33 @@ keep_old_slot(pset_runtime *rt, const pid_slot *old, size_t nold, uint32_t pid,
 }
 
 /*
- * pset_qid_refresh
- *		Read the cluster's BackendStatusArray from the postmaster's memory
- *		(shared memory sits at the same address in every process) and point
- *		each pid's `pgt_qid` slot at its PgBackendStatus.  Entries of the
- *		given pids that are not found are removed.  Returns the number of
- *		pids mapped, or -1 when the array cannot be read.
+ * layout_has_beentries
+ *		Does the layout describe a BackendStatusArray that can be indexed
+ *		(its entries large enough for the fields read)?
  */
-int
-pset_qid_refresh(pset_runtime *rt, pid_t postmaster, const pgt_layout *layout,
-				 const uint32_t *pids, const uint32_t *nspids, size_t npids)
+static int
+layout_has_beentries(const pgt_layout *layout)
 {
-	unsigned char *buf;
-	pid_slot   *be = NULL;
-	pid_slot   *procs = NULL;
-	pid_slot   *old = NULL;
-	size_t		nprocs;
-	size_t		nold;
-	ssize_t		nbe;
-	size_t		len;
-	ssize_t		got;
-	int			mapped = 0;
-	size_t		i;
+	return layout != NULL && layout->beentry_array != 0 && layout->beentry_stride != 0 &&
+		layout->beentry_count != 0 && layout->beentry_count <= 1000000 &&
+		layout->beentry_off_procpid + 4 <= layout->beentry_stride &&
+		layout->beentry_off_query_id + 8 <= layout->beentry_stride;
+}
 
-	if (rt->ctx.qid_fd < 0)
-		return -1;
-	if (layout != NULL)
-		install_indirect(rt, postmaster, layout);
-	if (layout == NULL || layout->beentry_array == 0 || layout->beentry_stride == 0 ||
-		layout->beentry_count == 0 || layout->beentry_count > 1000000 ||
-		layout->beentry_off_procpid + 4 > layout->beentry_stride ||
-		layout->beentry_off_query_id + 8 > layout->beentry_stride)
-	{
-		rt->qid_state = PGT_PROBE_UNAVAILABLE;
-		snprintf(rt->qid_reason, sizeof(rt->qid_reason),
-				 "no usable layout file (extension not preloaded): query ids are 0");
-		return -1;
-	}
-	len = (size_t) layout->beentry_count * layout->beentry_stride;
-	buf = malloc(len);
+/*
+ * read_beentries
+ *		Read the postmaster's BackendStatusArray and index its slots by pid
+ *		into *be.  Returns their count, or -1 (qid state set when the memory
+ *		cannot be read).
+ */
+static ssize_t
+read_beentries(pset_runtime *rt, pid_t postmaster, const pgt_layout *layout, pid_slot **be)
+{
+	size_t		len = (size_t) layout->beentry_count * layout->beentry_stride;
+	unsigned char *buf = malloc(len);
+	ssize_t		got;
+	ssize_t		nbe;
+
 	if (buf == NULL)
 		return -1;
 	got = procfs_mem_pread(postmaster, layout->beentry_array, buf, len);
@@ -1208,8 +1196,72 @@ pset_qid_refresh(pset_runtime *rt, pid_t postmaster, const pgt_layout *layout,
 		return -1;
 	}
 	nbe = index_slots(buf, layout->beentry_count, layout->beentry_stride,
-					  layout->beentry_off_procpid, &be);
+					  layout->beentry_off_procpid, be);
 	free(buf);
+	return nbe;
+}
+
+/*
+ * build_slot
+ *		The `pgt_qid` slot of the process nspid: the addresses of its
+ *		PgBackendStatus fields (be: the array's slots by pid) and of its
+ *		PGPROC's wait_event_info (procs, when found).  Returns -1 when it
+ *		has no PgBackendStatus.
+ */
+static int
+build_slot(const pgt_layout *layout, const pid_slot *be, size_t nbe, const pid_slot *procs,
+		   size_t nprocs, uint32_t nspid, struct pgt_qid_slot *slot)
+{
+	int64_t		s = find_slot(be, nbe, nspid);
+	uint64_t	entry;
+
+	if (s < 0)
+		return -1;
+	entry = layout->beentry_array + (uint64_t) s * layout->beentry_stride;
+	memset(slot, 0, sizeof(*slot));
+	slot->procpid_addr = entry + layout->beentry_off_procpid;
+	slot->queryid_addr = entry + layout->beentry_off_query_id;
+	slot->nspid = nspid;
+	s = find_slot(procs, nprocs, nspid);
+	if (s >= 0)
+		slot->wait_addr = layout->proc_array + (uint64_t) s * layout->proc_stride +
+			layout->proc_off_wait_event_info;
+	return 0;
+}
+
+/*
+ * pset_qid_refresh
+ *		Read the cluster's BackendStatusArray from the postmaster's memory
+ *		(shared memory sits at the same address in every process) and point
+ *		each pid's `pgt_qid` slot at its PgBackendStatus.  Entries of the
+ *		given pids that are not found are removed.  Returns the number of
+ *		pids mapped, or -1 when the array cannot be read.
+ */
+int
+pset_qid_refresh(pset_runtime *rt, pid_t postmaster, const pgt_layout *layout,
+				 const uint32_t *pids, const uint32_t *nspids, size_t npids)
+{
+	pid_slot   *be = NULL;
+	pid_slot   *procs = NULL;
+	pid_slot   *old = NULL;
+	size_t		nprocs;
+	size_t		nold;
+	ssize_t		nbe;
+	int			mapped = 0;
+	size_t		i;
+
+	if (rt->ctx.qid_fd < 0)
+		return -1;
+	if (layout != NULL)
+		install_indirect(rt, postmaster, layout);
+	if (!layout_has_beentries(layout))
+	{
+		rt->qid_state = PGT_PROBE_UNAVAILABLE;
+		snprintf(rt->qid_reason, sizeof(rt->qid_reason),
+				 "no usable layout file (extension not preloaded): query ids are 0");
+		return -1;
+	}
+	nbe = read_beentries(rt, postmaster, layout, &be);
 	if (nbe < 0)
 		return -1;
 	nprocs = index_procs(postmaster, layout, &procs);
@@ -1217,26 +1269,14 @@ pset_qid_refresh(pset_runtime *rt, pid_t postmaster, const pgt_layout *layout,
 	for (i = 0; i < npids; i++)
 	{
 		struct pgt_qid_slot slot;
-		int64_t		s;
 
 		if (pids[i] == (uint32_t) postmaster)
 			continue;			/* its key holds the MyBEEntry slot */
-		s = find_slot(be, (size_t) nbe, nspids[i]);
-		if (s < 0)
+		if (build_slot(layout, be, (size_t) nbe, procs, nprocs, nspids[i], &slot) < 0)
 		{
 			(void) bpf_map_delete_elem(rt->ctx.qid_fd, &pids[i]);
 			continue;
 		}
-		memset(&slot, 0, sizeof(slot));
-		slot.procpid_addr = layout->beentry_array + (uint64_t) s * layout->beentry_stride +
-			layout->beentry_off_procpid;
-		slot.queryid_addr = layout->beentry_array + (uint64_t) s * layout->beentry_stride +
-			layout->beentry_off_query_id;
-		slot.nspid = nspids[i];
-		s = find_slot(procs, nprocs, nspids[i]);
-		if (s >= 0)
-			slot.wait_addr = layout->proc_array + (uint64_t) s * layout->proc_stride +
-				layout->proc_off_wait_event_info;
 		if (keep_old_slot(rt, old, nold, pids[i], &slot))
 			continue;
 		if (bpf_map_update_elem(rt->ctx.qid_fd, &pids[i], &slot, BPF_ANY) == 0)

@@ -472,63 +472,53 @@ read_beentry(int slot, Sample *s, bool *torn)
 }
 
 /*
- * sampler_tick
- *		Take one sample of every process and account it with weight_us.
+ * sample_slot
+ *		Read backend status slot i and its process's wait event into
+ *		samples[i]; seen[i] says whether it holds a live process other than
+ *		this one, torn[i] whether the slot was mid-update.  Runs before the
+ *		write section: a new background worker's type is looked up here.
  */
 static void
-sampler_tick(uint64 weight_us, TimestampTz now)
+sample_slot(int i, int nprocs)
 {
-	int			nprocs = read_procs();
-	int64		second = now / USECS_PER_SEC;
-	uint64		lost = 0;
-	PgtAshBucket *fb;
-	PgtAshBucket *cb;
+	Sample	   *s = &samples[i];
+	ProcWait	key;
+	ProcWait   *pw;
+
+	seen[i] = false;
+	torn[i] = false;
+	if (!read_beentry(i, s, &torn[i]) || s->pid == MyProcPid)
+		return;
+	key.pid = s->pid;
+	pw = bsearch(&key, procwaits, nprocs, sizeof(ProcWait), cmp_procwait);
+	if (pw == NULL)
+		return;
+	/* right after the state: the two must describe the same moment */
+	s->event = pw->proc->wait_event_info;
+	if (pw->proc->pid != s->pid)
+		return;
+	seen[i] = true;
+
+	if (s->bt == B_BG_WORKER &&
+		(trackers[i].pid != s->pid || trackers[i].proc_start != s->proc_start))
+	{
+		const char *bgw = GetBackgroundWorkerTypeByPid(s->pid);
+
+		strlcpy(typenames[i], bgw ? bgw : GetBackendTypeDesc(s->bt),
+				sizeof(typenames[i]));
+	}
+}
+
+/*
+ * account_samples
+ *		Inside the write sections: end the sessions whose slot now holds
+ *		another process or none, begin new ones, and account each sample
+ *		with weight_us into the buckets fb and cb.
+ */
+static void
+account_samples(uint64 weight_us, TimestampTz now, PgtAshBucket *fb, PgtAshBucket *cb)
+{
 	int			i;
-
-	if (weight_us > PGT_TICK_CAP_US)
-	{
-		lost = weight_us - PGT_TICK_CAP_US;
-		weight_us = PGT_TICK_CAP_US;
-	}
-
-	for (i = 0; i < nslots; i++)
-	{
-		Sample	   *s = &samples[i];
-		ProcWait	key;
-		ProcWait   *pw;
-
-		seen[i] = false;
-		torn[i] = false;
-		if (!read_beentry(i, s, &torn[i]) || s->pid == MyProcPid)
-			continue;
-		key.pid = s->pid;
-		pw = bsearch(&key, procwaits, nprocs, sizeof(ProcWait), cmp_procwait);
-		if (pw == NULL)
-			continue;
-		/* right after the state: the two must describe the same moment */
-		s->event = pw->proc->wait_event_info;
-		if (pw->proc->pid != s->pid)
-			continue;
-		seen[i] = true;
-
-		/* a new background worker: learn its type before the write section */
-		if (s->bt == B_BG_WORKER &&
-			(trackers[i].pid != s->pid || trackers[i].proc_start != s->proc_start))
-		{
-			const char *bgw = GetBackgroundWorkerTypeByPid(s->pid);
-
-			strlcpy(typenames[i], bgw ? bgw : GetBackendTypeDesc(s->bt),
-					sizeof(typenames[i]));
-		}
-	}
-
-	pgt_seq_begin_write(&pgt_ash->seq);
-	if (pg_atomic_read_u32(&pgt_ash->reset_requests) != pgt_ash->reset_served)
-		handle_reset();
-	fb = rotate(true, second, now);
-	cb = rotate(false, second / PGT_ASH_COARSE_SECS, now);
-	pgt_seq_begin_write(&fb->seq);
-	pgt_seq_begin_write(&cb->seq);
 
 	for (i = 0; i < nslots; i++)
 	{
@@ -550,7 +540,38 @@ sampler_tick(uint64 weight_us, TimestampTz now)
 		if (t->npending > 0)
 			pending_resolve(i, &samples[i], false, fb, cb);
 	}
+}
 
+/*
+ * sampler_tick
+ *		Take one sample of every process and account it with weight_us.
+ */
+static void
+sampler_tick(uint64 weight_us, TimestampTz now)
+{
+	int			nprocs = read_procs();
+	int64		second = now / USECS_PER_SEC;
+	uint64		lost = 0;
+	PgtAshBucket *fb;
+	PgtAshBucket *cb;
+	int			i;
+
+	if (weight_us > PGT_TICK_CAP_US)
+	{
+		lost = weight_us - PGT_TICK_CAP_US;
+		weight_us = PGT_TICK_CAP_US;
+	}
+	for (i = 0; i < nslots; i++)
+		sample_slot(i, nprocs);
+
+	pgt_seq_begin_write(&pgt_ash->seq);
+	if (pg_atomic_read_u32(&pgt_ash->reset_requests) != pgt_ash->reset_served)
+		handle_reset();
+	fb = rotate(true, second, now);
+	cb = rotate(false, second / PGT_ASH_COARSE_SECS, now);
+	pgt_seq_begin_write(&fb->seq);
+	pgt_seq_begin_write(&cb->seq);
+	account_samples(weight_us, now, fb, cb);
 	fb->last_tick = now;
 	fb->elapsed_us += weight_us;
 	cb->last_tick = now;
@@ -744,35 +765,33 @@ session_end(int slot, TimestampTz now, PgtAshBucket *fb, PgtAshBucket *cb)
 }
 
 /*
- * account
- *		Add one sample of the process in `slot`, weighing w microseconds.
+ * sample_event
+ *		The event a sample counts under: its wait event, or, when it waits
+ *		on nothing, CPU (idle CPU for a client backend between statements).
  */
-static void
-account(int slot, const Sample *s, uint64 w, PgtAshBucket *fb, PgtAshBucket *cb,
-		TimestampTz now)
+static uint32
+sample_event(const Sample *s)
 {
-	Tracker    *t = &trackers[slot];
-	PgtAshLive *live = &pgt_ash_live(pgt_ash)[slot];
-	uint32		ev = s->event;
-	bool		running = (s->state == STATE_RUNNING || s->state == STATE_FASTPATH);
-	bool		new_run;
-	bool		idle;
-	PgtAshRow	d;
-	uint64		run;
+	if (s->event != 0)
+		return s->event;
+	return (s->bt == B_BACKEND &&
+			(s->state == STATE_IDLE || s->state == STATE_IDLEINTRANSACTION ||
+			 s->state == STATE_IDLEINTRANSACTION_ABORTED)) ?
+		PGT_EV_IDLE_CPU : PGT_EV_CPU;
+}
 
-	if (ev == 0)
-		ev = (s->bt == B_BACKEND &&
-			  (s->state == STATE_IDLE || s->state == STATE_IDLEINTRANSACTION ||
-			   s->state == STATE_IDLEINTRANSACTION_ABORTED)) ?
-			PGT_EV_IDLE_CPU : PGT_EV_CPU;
-	idle = pgt_event_is_idle(ev);
+/*
+ * advance_run
+ *		Extend the tracker's run of event ev by w microseconds, or start a
+ *		new run.  Returns whether this sample starts a wait (a new run, or
+ *		the first since a reset); *run gets the run's length since the
+ *		reset (what max_us sees).
+ */
+static bool
+advance_run(Tracker *t, uint32 ev, uint64 w, uint64 *run)
+{
+	bool		new_run = (ev != t->event);
 
-	/* a process that started since the last tick weighs its own age */
-	if (t->event == PG_UINT32_MAX && s->proc_start > 0 &&
-		now > s->proc_start && (uint64) (now - s->proc_start) < w)
-		w = (uint64) (now - s->proc_start);
-
-	new_run = (ev != t->event);
 	if (new_run)
 	{
 		t->event = ev;
@@ -783,7 +802,77 @@ account(int slot, const Sample *s, uint64 w, PgtAshBucket *fb, PgtAshBucket *cb,
 		new_run = true;			/* in the counters since the reset: a new wait */
 	t->run_recount = false;
 	t->run_us += w;
-	run = t->run_us - t->run_cut_us;	/* max_us: the run since the reset */
+	*run = t->run_us - t->run_cut_us;
+	return new_run;
+}
+
+/*
+ * attribute_query
+ *		Query attribution of a non-idle sample (row d, DB time only): to its
+ *		query id, or, for a running statement whose id is not known yet,
+ *		pending until it is; else to query id 0.
+ */
+static void
+attribute_query(int slot, const Sample *s, const PgtAshRow *d, bool new_run,
+				uint64 run, PgtAshBucket *fb, PgtAshBucket *cb, TimestampTz now)
+{
+	Tracker    *t = &trackers[slot];
+	bool		running = (s->state == STATE_RUNNING || s->state == STATE_FASTPATH);
+
+	if (s->qid != 0)
+	{
+		add_query(fb, cb, s->qid, t->userid, d->event, d->time_us,
+				  (new_run || t->run_qid != s->qid) ? 1 : 0, 1, run, false);
+		t->run_qid = s->qid;
+	}
+	else if (running && slot < MaxBackends && may_get_query_id(s))
+		pending_add(slot, s, d->event, d->time_us, new_run, now, fb, cb);
+	else
+		add_query(fb, cb, 0, t->userid, d->event, d->time_us, new_run ? 1 : 0, 1,
+				  run, false);
+}
+
+/*
+ * publish_live
+ *		The process's row of the live array (and its session's DB time).
+ */
+static void
+publish_live(int slot, const Sample *s, uint32 ev, bool idle)
+{
+	Tracker    *t = &trackers[slot];
+	PgtAshLive *live = &pgt_ash_live(pgt_ash)[slot];
+
+	live->pid = s->pid;
+	live->session = t->session;
+	live->event = ev;
+	live->state = idle ? PGT_LIVE_IDLE :
+		(ev == PGT_EV_CPU ? PGT_LIVE_ON_CPU : PGT_LIVE_WAITING);
+	live->state_us = t->run_us;
+	live->db_time_us = t->db_time_us;
+	if (t->session >= 0)
+		pgt_ash_directory(pgt_ash)[t->session].db_time_us = t->db_time_us;
+}
+
+/*
+ * account
+ *		Add one sample of the process in `slot`, weighing w microseconds.
+ */
+static void
+account(int slot, const Sample *s, uint64 w, PgtAshBucket *fb, PgtAshBucket *cb,
+		TimestampTz now)
+{
+	Tracker    *t = &trackers[slot];
+	uint32		ev = sample_event(s);
+	bool		idle = pgt_event_is_idle(ev);
+	bool		new_run;
+	PgtAshRow	d;
+	uint64		run;
+
+	/* a process that started since the last tick weighs its own age */
+	if (t->event == PG_UINT32_MAX && s->proc_start > 0 &&
+		now > s->proc_start && (uint64) (now - s->proc_start) < w)
+		w = (uint64) (now - s->proc_start);
+	new_run = advance_run(t, ev, w, &run);
 
 	memset(&d, 0, sizeof(d));
 	d.event = ev;
@@ -809,32 +898,14 @@ account(int slot, const Sample *s, uint64 w, PgtAshBucket *fb, PgtAshBucket *cb,
 		pgt_ash_table_add(pgt_ash_sessions_tab(pgt_ash), &d, run);
 	}
 
-	/* query attribution: DB time only */
 	if (idle)
 		t->run_qid = 0;
-	else if (s->qid != 0)
-	{
-		add_query(fb, cb, s->qid, t->userid, ev, w,
-				  (new_run || t->run_qid != s->qid) ? 1 : 0, 1, run, false);
-		t->run_qid = s->qid;
-	}
-	else if (running && slot < MaxBackends && may_get_query_id(s))
-		pending_add(slot, s, ev, w, new_run, now, fb, cb);
 	else
-		add_query(fb, cb, 0, t->userid, ev, w, new_run ? 1 : 0, 1,
-				  run, false);
-
-	if (!idle)
+	{
+		attribute_query(slot, s, &d, new_run, run, fb, cb, now);
 		t->db_time_us += w;
-	live->pid = s->pid;
-	live->session = t->session;
-	live->event = ev;
-	live->state = idle ? PGT_LIVE_IDLE :
-		(ev == PGT_EV_CPU ? PGT_LIVE_ON_CPU : PGT_LIVE_WAITING);
-	live->state_us = t->run_us;
-	live->db_time_us = t->db_time_us;
-	if (t->session >= 0)
-		pgt_ash_directory(pgt_ash)[t->session].db_time_us = t->db_time_us;
+	}
+	publish_live(slot, s, ev, idle);
 }
 
 /*

@@ -109,6 +109,101 @@ window_seconds(FunctionCallInfo fcinfo)
 }
 
 /*
+ * snap_copy_cumulative
+ *		Copy the three regions in reg (header, directory, live array) and
+ *		the cumulative tables in one consistent read; the tables' copies go
+ *		to parts.  Returns their count.
+ */
+static int
+snap_copy_cumulative(AshSnap *snap, PgtCopyRegion *reg, PgtAshTable **parts)
+{
+	PgtAshShared *a = pgt_ash;
+	PgtAshTable *src[3];
+	int			i;
+
+	src[0] = pgt_ash_events(a);
+	src[1] = pgt_ash_sessions_tab(a);
+	src[2] = pgt_ash_queries_tab(a);
+	for (i = 0; i < 3; i++)
+	{
+		Size		len = pgt_ash_table_bytes(src[i]->size);
+
+		parts[i] = palloc(len);
+		reg[3 + i].dst = parts[i];
+		reg[3 + i].src = src[i];
+		reg[3 + i].len = len;
+	}
+	pgt_seq_copy(&a->seq, reg, 6);
+	snap->covered_us = snap->hdr.sampled_us;
+	return 3;
+}
+
+/*
+ * snap_copy_window
+ *		Copy the three regions in reg, then each history bucket (fine ones
+ *		for a window shorter than their span, else coarse ones) that covers
+ *		part of the last window_s seconds, each in a consistent read of its
+ *		own; their tables go to parts.  Returns their count.
+ */
+static int
+snap_copy_window(AshSnap *snap, PgtCopyRegion *reg, int window_s, PgtAshTable **parts)
+{
+	PgtAshShared *a = pgt_ash;
+	int64		now_s = GetCurrentTimestamp() / USECS_PER_SEC;
+	bool		fine = window_s <= PGT_ASH_FINE_BUCKETS - 1;
+	int			nb = fine ? PGT_ASH_FINE_BUCKETS : PGT_ASH_COARSE_BUCKETS;
+	int64		lo = fine ? now_s - window_s + 1 :
+	(now_s - window_s) / PGT_ASH_COARSE_SECS;
+	int64		hi = fine ? now_s : now_s / PGT_ASH_COARSE_SECS;
+	Size		stride = fine ? a->fine_stride : a->coarse_stride;
+	int			nparts = 0;
+	int			i;
+
+	pgt_seq_copy(&a->seq, reg, 3);
+	for (i = 0; i < nb; i++)
+	{
+		PgtAshBucket *b = fine ? pgt_ash_fine(a, i) : pgt_ash_coarse(a, i);
+		PgtAshBucket *copy = palloc(stride);
+		PgtCopyRegion r;
+
+		r.dst = copy;
+		r.src = b;
+		r.len = stride;
+		pgt_seq_copy(&b->seq, &r, 1);
+		if (copy->period < lo || copy->period > hi || copy->period == 0)
+		{
+			pfree(copy);
+			continue;
+		}
+		parts[nparts++] = &copy->table;
+		snap->covered_us += copy->elapsed_us;
+	}
+	return nparts;
+}
+
+/*
+ * snap_merge
+ *		Aggregate the rows of the copied tables into one table, sized for
+ *		them all at most half full.
+ */
+static void
+snap_merge(AshSnap *snap, PgtAshTable **parts, int nparts)
+{
+	uint64		total = 0;
+	uint32		size = 16;
+	int			i;
+
+	for (i = 0; i < nparts; i++)
+		total += parts[i]->used;
+	while (size < total * 2 + 2)
+		size <<= 1;
+	snap->rows = palloc(pgt_ash_table_bytes(size));
+	pgt_ash_table_init(snap->rows, size, size - 1);
+	for (i = 0; i < nparts; i++)
+		snap_add_table(snap->rows, parts[i]);
+}
+
+/*
  * snap_take
  *		Copy the header, directory and live array, and aggregate the rows
  *		of the cumulative tables (window_s = 0) or of the history buckets
@@ -122,9 +217,7 @@ snap_take(AshSnap *snap, int window_s)
 	Size		dir_len;
 	Size		live_len;
 	PgtAshTable *parts[PGT_ASH_FINE_BUCKETS + PGT_ASH_COARSE_BUCKETS + 3];
-	int			nparts = 0;
-	uint64		total = 0;
-	int			i;
+	int			nparts;
 
 	pgt_ash_require();
 	snap->see_all = has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS);
@@ -147,68 +240,10 @@ snap_take(AshSnap *snap, int window_s)
 	reg[2].len = live_len;
 
 	if (window_s == 0)
-	{
-		PgtAshTable *src[3];
-
-		src[0] = pgt_ash_events(a);
-		src[1] = pgt_ash_sessions_tab(a);
-		src[2] = pgt_ash_queries_tab(a);
-		for (i = 0; i < 3; i++)
-		{
-			Size		len = pgt_ash_table_bytes(src[i]->size);
-
-			parts[nparts] = palloc(len);
-			reg[3 + i].dst = parts[nparts];
-			reg[3 + i].src = src[i];
-			reg[3 + i].len = len;
-			nparts++;
-		}
-		pgt_seq_copy(&a->seq, reg, 6);
-		snap->covered_us = snap->hdr.sampled_us;
-	}
+		nparts = snap_copy_cumulative(snap, reg, parts);
 	else
-	{
-		int64		now_s = GetCurrentTimestamp() / USECS_PER_SEC;
-		bool		fine = window_s <= PGT_ASH_FINE_BUCKETS - 1;
-		int			nb = fine ? PGT_ASH_FINE_BUCKETS : PGT_ASH_COARSE_BUCKETS;
-		int64		lo = fine ? now_s - window_s + 1 :
-		(now_s - window_s) / PGT_ASH_COARSE_SECS;
-		int64		hi = fine ? now_s : now_s / PGT_ASH_COARSE_SECS;
-
-		pgt_seq_copy(&a->seq, reg, 3);
-		for (i = 0; i < nb; i++)
-		{
-			PgtAshBucket *b = fine ? pgt_ash_fine(a, i) : pgt_ash_coarse(a, i);
-			Size		stride = fine ? a->fine_stride : a->coarse_stride;
-			PgtAshBucket *copy = palloc(stride);
-			PgtCopyRegion r;
-
-			r.dst = copy;
-			r.src = b;
-			r.len = stride;
-			pgt_seq_copy(&b->seq, &r, 1);
-			if (copy->period < lo || copy->period > hi || copy->period == 0)
-			{
-				pfree(copy);
-				continue;
-			}
-			parts[nparts++] = &copy->table;
-			snap->covered_us += copy->elapsed_us;
-		}
-	}
-
-	for (i = 0; i < nparts; i++)
-		total += parts[i]->used;
-	{
-		uint32		size = 16;
-
-		while (size < total * 2 + 2)
-			size <<= 1;
-		snap->rows = palloc(pgt_ash_table_bytes(size));
-		pgt_ash_table_init(snap->rows, size, size - 1);
-	}
-	for (i = 0; i < nparts; i++)
-		snap_add_table(snap->rows, parts[i]);
+		nparts = snap_copy_window(snap, reg, window_s, parts);
+	snap_merge(snap, parts, nparts);
 }
 
 /*
@@ -456,6 +491,106 @@ tm_put(ReturnSetInfo *rsinfo, const AshSnap *snap, const char *name, int depth,
 }
 
 /*
+ * tm_class_totals
+ *		The non-idle time of each wait class among rows, one OutRow per
+ *		class byte (event = class | 0), longest first; *nclasses gets their
+ *		count and *idle_total the idle events' time.
+ */
+static OutRow *
+tm_class_totals(const OutRow *rows, int n, int *nclasses, uint64 *idle_total)
+{
+	OutRow	   *classes = palloc0(sizeof(OutRow) * (n + 1));
+	int			i;
+	int			j;
+
+	*nclasses = 0;
+	*idle_total = 0;
+	for (i = 0; i < n; i++)
+	{
+		uint32		cls = rows[i].r.event & 0xFF000000;
+
+		if (rows[i].r.idle)
+		{
+			*idle_total += rows[i].r.time_us;
+			continue;
+		}
+		for (j = 0; j < *nclasses; j++)
+			if (classes[j].r.event == cls)
+				break;
+		if (j == *nclasses)
+		{
+			classes[j].r.event = cls;
+			(*nclasses)++;
+		}
+		classes[j].r.time_us += rows[i].r.time_us;
+	}
+	qsort(classes, *nclasses, sizeof(OutRow), cmp_time_desc);
+	return classes;
+}
+
+/*
+ * tm_put_class
+ *		A wait class's row (CPU* for class byte 0), then its events of at
+ *		least PGT_TM_MIN_PCT of DB time db, at most PGT_TM_MAX_EVENTS.
+ */
+static void
+tm_put_class(ReturnSetInfo *rsinfo, const AshSnap *snap, const OutRow *cls_row,
+			 const OutRow *rows, int n, uint64 db)
+{
+	uint32		cls = cls_row->r.event;
+	const char *type;
+	const char *name;
+	int			shown = 0;
+	int			i;
+
+	if (cls == 0)
+	{
+		/* class byte 0 holds CPU* only among non-idle events */
+		tm_put(rsinfo, snap, "CPU*", 1, cls_row->r.time_us, db, false);
+		return;
+	}
+	pgt_event_names(cls, &type, &name);
+	tm_put(rsinfo, snap, type, 1, cls_row->r.time_us, db, false);
+	for (i = 0; i < n && shown < PGT_TM_MAX_EVENTS; i++)
+	{
+		char		label[NAMEDATALEN * 2 + 2];
+
+		if (rows[i].r.idle || (rows[i].r.event & 0xFF000000) != cls ||
+			db == 0 || 100.0 * rows[i].r.time_us / db < PGT_TM_MIN_PCT)
+			continue;
+		pgt_event_names(rows[i].r.event, &type, &name);
+		snprintf(label, sizeof(label), "%s:%s", type, name);
+		tm_put(rsinfo, snap, label, 2, rows[i].r.time_us, db, false);
+		shown++;
+	}
+}
+
+/*
+ * tm_put_idle
+ *		The Idle row (idle_total), then each idle event.
+ */
+static void
+tm_put_idle(ReturnSetInfo *rsinfo, const AshSnap *snap, const OutRow *rows, int n,
+			uint64 idle_total, uint64 db)
+{
+	int			i;
+
+	tm_put(rsinfo, snap, "Idle", 0, idle_total, db, true);
+	for (i = 0; i < n; i++)
+	{
+		const char *type;
+		const char *name;
+		char		label[NAMEDATALEN * 2 + 2];
+
+		if (!rows[i].r.idle)
+			continue;
+		pgt_event_names(rows[i].r.event, &type, &name);
+		snprintf(label, sizeof(label), "%s:%s", type, name);
+		tm_put(rsinfo, snap, label, 1, rows[i].r.time_us, db, true);
+	}
+}
+
+/*
  * pg_tracer_time_model_since(window interval)
  *		DB Time; CPU* and each wait class under it, each class followed by
  *		its events of at least 1% of DB time (at most 5); then Idle, apart,
@@ -470,11 +605,10 @@ pg_tracer_time_model_since(PG_FUNCTION_ARGS)
 	PgtAshTable *ev;
 	OutRow	   *rows;
 	OutRow	   *classes;
-	int			nclasses = 0;
+	int			nclasses;
 	uint64		db;
-	uint64		idle_total = 0;
+	uint64		idle_total;
 	int			n;
-	int			i;
 	int			j;
 
 	InitMaterializedSRF(fcinfo, 0);
@@ -482,73 +616,12 @@ pg_tracer_time_model_since(PG_FUNCTION_ARGS)
 	ev = snap_events(&snap);
 	db = db_time_of(ev);
 	rows = collect(ev, PGT_ASH_EVENT, &n);
-
-	/* class totals: one OutRow per class byte, event = class | 0 */
-	classes = palloc0(sizeof(OutRow) * (n + 1));
-	for (i = 0; i < n; i++)
-	{
-		uint32		cls = rows[i].r.event & 0xFF000000;
-
-		if (rows[i].r.idle)
-		{
-			idle_total += rows[i].r.time_us;
-			continue;
-		}
-		for (j = 0; j < nclasses; j++)
-			if (classes[j].r.event == cls)
-				break;
-		if (j == nclasses)
-		{
-			classes[nclasses].r.event = cls;
-			nclasses++;
-		}
-		classes[j].r.time_us += rows[i].r.time_us;
-	}
-	qsort(classes, nclasses, sizeof(OutRow), cmp_time_desc);
+	classes = tm_class_totals(rows, n, &nclasses, &idle_total);
 
 	tm_put(rsinfo, &snap, "DB Time", 0, db, db, false);
 	for (j = 0; j < nclasses; j++)
-	{
-		uint32		cls = classes[j].r.event;
-		const char *type;
-		const char *name;
-		int			shown = 0;
-
-		if (cls == 0)
-		{
-			/* class byte 0 holds CPU* only among non-idle events */
-			tm_put(rsinfo, &snap, "CPU*", 1, classes[j].r.time_us, db, false);
-			continue;
-		}
-		pgt_event_names(cls, &type, &name);
-		tm_put(rsinfo, &snap, type, 1, classes[j].r.time_us, db, false);
-		for (i = 0; i < n && shown < PGT_TM_MAX_EVENTS; i++)
-		{
-			char		label[NAMEDATALEN * 2 + 2];
-
-			if (rows[i].r.idle || (rows[i].r.event & 0xFF000000) != cls ||
-				db == 0 || 100.0 * rows[i].r.time_us / db < PGT_TM_MIN_PCT)
-				continue;
-			pgt_event_names(rows[i].r.event, &type, &name);
-			snprintf(label, sizeof(label), "%s:%s", type, name);
-			tm_put(rsinfo, &snap, label, 2, rows[i].r.time_us, db, false);
-			shown++;
-		}
-	}
-
-	tm_put(rsinfo, &snap, "Idle", 0, idle_total, db, true);
-	for (i = 0; i < n; i++)
-	{
-		const char *type;
-		const char *name;
-		char		label[NAMEDATALEN * 2 + 2];
-
-		if (!rows[i].r.idle)
-			continue;
-		pgt_event_names(rows[i].r.event, &type, &name);
-		snprintf(label, sizeof(label), "%s:%s", type, name);
-		tm_put(rsinfo, &snap, label, 1, rows[i].r.time_us, db, true);
-	}
+		tm_put_class(rsinfo, &snap, &classes[j], rows, n, db);
+	tm_put_idle(rsinfo, &snap, rows, n, idle_total, db);
 	return (Datum) 0;
 }
 
