@@ -71,28 +71,17 @@ copy_field(char *dst, size_t dstlen, const char *s, size_t len)
 }
 
 /*
- * pidfile_parse
- *		Parse the contents of a postmaster.pid (buf, len bytes).  Returns 0
- *		and fills out, or -1 with a one-line reason in err.
+ * split_lines
+ *		Point lines[] and lens[] at the first (at most max) lines of buf,
+ *		without their newlines.  Returns how many there are.
  */
-int
-pidfile_parse(const char *buf, size_t len, pg_pidfile *out, char *err, size_t errlen)
+static int
+split_lines(const char *buf, size_t len, const char **lines, size_t *lens, int max)
 {
-	const char *lines[8] = {0};
-	size_t		lens[8] = {0};
 	size_t		pos = 0;
 	int			n = 0;
-	int64_t		v;
 
-	memset(out, 0, sizeof(*out));
-	out->port = -1;
-	if (len > PIDFILE_MAX_BYTES)
-	{
-		snprintf(err, errlen, "postmaster.pid is %zu bytes, larger than %d",
-				 len, PIDFILE_MAX_BYTES);
-		return -1;
-	}
-	while (pos < len && n < 8)
+	while (pos < len && n < max)
 	{
 		const char *nl = memchr(buf + pos, '\n', len - pos);
 		size_t		l = nl ? (size_t) (nl - (buf + pos)) : len - pos;
@@ -102,13 +91,21 @@ pidfile_parse(const char *buf, size_t len, pg_pidfile *out, char *err, size_t er
 		n++;
 		pos += l + (nl ? 1 : 0);
 	}
-	out->nlines = n;
-	if (n < 3)
-	{
-		snprintf(err, errlen, "postmaster.pid has %d line(s), need at least 3", n);
-		return -1;
-	}
-	if (parse_decimal(lines[0], lens[0], &v) < 0)
+	return n;
+}
+
+/*
+ * parse_pid_line
+ *		The postmaster's pid from postmaster.pid's first line: a positive
+ *		32-bit number (a standalone backend writes its pid negated).
+ *		Returns 0, or -1 with err set.
+ */
+static int
+parse_pid_line(const char *line, size_t len, int32_t *pid, char *err, size_t errlen)
+{
+	int64_t		v;
+
+	if (parse_decimal(line, len, &v) < 0)
 	{
 		snprintf(err, errlen, "postmaster.pid line 1 is not a pid");
 		return -1;
@@ -125,7 +122,40 @@ pidfile_parse(const char *buf, size_t len, pg_pidfile *out, char *err, size_t er
 				 (long long) v);
 		return -1;
 	}
-	out->pid = (int32_t) v;
+	*pid = (int32_t) v;
+	return 0;
+}
+
+/*
+ * pidfile_parse
+ *		Parse the contents of a postmaster.pid (buf, len bytes).  Returns 0
+ *		and fills out, or -1 with a one-line reason in err.
+ */
+int
+pidfile_parse(const char *buf, size_t len, pg_pidfile *out, char *err, size_t errlen)
+{
+	const char *lines[8] = {0};
+	size_t		lens[8] = {0};
+	int			n;
+	int64_t		v;
+
+	memset(out, 0, sizeof(*out));
+	out->port = -1;
+	if (len > PIDFILE_MAX_BYTES)
+	{
+		snprintf(err, errlen, "postmaster.pid is %zu bytes, larger than %d",
+				 len, PIDFILE_MAX_BYTES);
+		return -1;
+	}
+	n = split_lines(buf, len, lines, lens, 8);
+	out->nlines = n;
+	if (n < 3)
+	{
+		snprintf(err, errlen, "postmaster.pid has %d line(s), need at least 3", n);
+		return -1;
+	}
+	if (parse_pid_line(lines[0], lens[0], &out->pid, err, errlen) < 0)
+		return -1;
 	if (lens[1] == 0 || copy_field(out->data_dir, sizeof(out->data_dir),
 								   lines[1], lens[1]) < 0)
 	{

@@ -53,36 +53,26 @@ mono_ms(void)
 }
 
 /*
- * ping
- *		Send "PGT/1 PING" to the socket at path and wait up to the protocol
- *		timeout for the answer.
+ * connect_socket
+ *		A stream socket connected to the unix socket at path.  Returns it,
+ *		or -1 with the reason in res->text.
  */
-static void
-ping(const char *path, ping_result *res)
+static int
+connect_socket(const char *path, ping_result *res)
 {
-	static const char req[] = PGT_PROTO_TAG " PING\n";
 	struct sockaddr_un addr;
-	char		buf[PGT_PROTO_MAX_RESPONSE + 1];
-	const char *text;
-	size_t		tlen;
-	size_t		len = 0;
-	double		t0 = mono_ms();
-	double		deadline = t0 + PGT_PROTO_TIMEOUT_MS;
 	int			fd;
-	int			r;
 
-	memset(res, 0, sizeof(*res));
-	res->ok = -1;
 	if (strlen(path) >= sizeof(addr.sun_path))
 	{
 		snprintf(res->text, sizeof(res->text), "socket path too long");
-		return;
+		return -1;
 	}
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 	{
 		snprintf(res->text, sizeof(res->text), "socket: %s", strerror(errno));
-		return;
+		return -1;
 	}
 	memset(&addr, 0, sizeof(addr));
 	addr.sun_family = AF_UNIX;
@@ -90,14 +80,25 @@ ping(const char *path, ping_result *res)
 	if (connect(fd, (struct sockaddr *) &addr, sizeof(addr)) < 0)
 	{
 		snprintf(res->text, sizeof(res->text), "cannot connect: %s", strerror(errno));
-		goto cleanup;
+		close(fd);
+		return -1;
 	}
-	if (send(fd, req, sizeof(req) - 1, MSG_NOSIGNAL) != (ssize_t) (sizeof(req) - 1))
-	{
-		snprintf(res->text, sizeof(res->text), "cannot send: %s", strerror(errno));
-		goto cleanup;
-	}
-	while (len < sizeof(buf) - 1 && memchr(buf, '\n', len) == NULL)
+	return fd;
+}
+
+/*
+ * read_answer
+ *		Read from fd into buf (cap bytes, one kept free) until a newline,
+ *		the end of the stream or the deadline (mono_ms).  Returns the bytes
+ *		read, or -1 with the reason in res->text.
+ */
+static ssize_t
+read_answer(int fd, char *buf, size_t cap, double deadline, ping_result *res)
+{
+	size_t		len = 0;
+	int			r;
+
+	while (len < cap - 1 && memchr(buf, '\n', len) == NULL)
 	{
 		struct pollfd pfd = {.fd = fd,.events = POLLIN};
 		double		left = deadline - mono_ms();
@@ -107,27 +108,60 @@ ping(const char *path, ping_result *res)
 		{
 			snprintf(res->text, sizeof(res->text), "no answer within %d ms",
 					 PGT_PROTO_TIMEOUT_MS);
-			goto cleanup;
+			return -1;
 		}
 		if (r < 0)
 		{
 			if (errno == EINTR)
 				continue;
 			snprintf(res->text, sizeof(res->text), "poll: %s", strerror(errno));
-			goto cleanup;
+			return -1;
 		}
-		n = read(fd, buf + len, sizeof(buf) - 1 - len);
+		n = read(fd, buf + len, cap - 1 - len);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
 			break;
 		len += (size_t) n;
 	}
+	return (ssize_t) len;
+}
+
+/*
+ * ping
+ *		Send "PGT/1 PING" to the socket at path and wait up to the protocol
+ *		timeout for the answer.
+ */
+static void
+ping(const char *path, ping_result *res)
+{
+	static const char req[] = PGT_PROTO_TAG " PING\n";
+	char		buf[PGT_PROTO_MAX_RESPONSE + 1];
+	const char *text;
+	size_t		tlen;
+	ssize_t		len;
+	double		t0 = mono_ms();
+	int			fd;
+	int			r;
+
+	memset(res, 0, sizeof(*res));
+	res->ok = -1;
+	fd = connect_socket(path, res);
+	if (fd < 0)
+		return;
+	if (send(fd, req, sizeof(req) - 1, MSG_NOSIGNAL) != (ssize_t) (sizeof(req) - 1))
+	{
+		snprintf(res->text, sizeof(res->text), "cannot send: %s", strerror(errno));
+		goto cleanup;
+	}
+	len = read_answer(fd, buf, sizeof(buf), t0 + PGT_PROTO_TIMEOUT_MS, res);
+	if (len < 0)
+		goto cleanup;
 	res->rtt_ms = mono_ms() - t0;
-	r = pgt_parse_response(buf, len, &text, &tlen);
+	r = pgt_parse_response(buf, (size_t) len, &text, &tlen);
 	if (r < 0)
 	{
-		snprintf(res->text, sizeof(res->text), "malformed answer (%zu bytes)", len);
+		snprintf(res->text, sizeof(res->text), "malformed answer (%zd bytes)", len);
 		goto cleanup;
 	}
 	res->ok = r;
