@@ -82,6 +82,53 @@ lock_file_current(const char *path, int fd)
 }
 
 /*
+ * lock_file_ours
+ *		Is the file open at fd a plain file with one link, owned by us?
+ *		Never write through a file someone else planted (a hard link, a
+ *		FIFO).
+ */
+static int
+lock_file_ours(int fd)
+{
+	struct stat st;
+
+	return fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink == 1 &&
+		st.st_uid == geteuid();
+}
+
+/*
+ * lock_holder
+ *		The pid the helper holding the lock file at fd wrote into it, 0 if
+ *		none can be read.
+ */
+static pid_t
+lock_holder(int fd)
+{
+	char		buf[32];
+	ssize_t		n = pread(fd, buf, sizeof(buf) - 1, 0);
+
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	return (pid_t) strtol(buf, NULL, 10);
+}
+
+/*
+ * record_pid
+ *		Write our pid into the lock file we hold (for `status` and for a
+ *		helper that finds it locked); a failure is only logged.
+ */
+static void
+record_pid(int fd, const char *path)
+{
+	char		buf[32];
+	int			n = snprintf(buf, sizeof(buf), "%d\n", (int) getpid());
+
+	if (ftruncate(fd, 0) < 0 || pwrite(fd, buf, (size_t) n, 0) != n)
+		log_warn("cannot record our pid in %s: %s", path, strerror(errno));
+}
+
+/*
  * cluster_lock_try
  *		cluster_lock, with retries_left more tries when the file is
  *		replaced while we lock it.
@@ -92,9 +139,7 @@ cluster_lock_try(const char *runtime_dir, uint64_t dev, uint64_t ino,
 				 int retries_left)
 {
 	char		path[PATH_MAX];
-	char		buf[32];
 	struct stat st;
-	ssize_t		n;
 	int			fd;
 
 	*lock_fd = -1;
@@ -117,9 +162,7 @@ cluster_lock_try(const char *runtime_dir, uint64_t dev, uint64_t ino,
 		return cluster_lock_try(runtime_dir, dev, ino, lock_fd, holder, err, errlen,
 								retries_left - 1);
 	}
-	/* never write through a file someone else planted (hard link, FIFO) */
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1 ||
-		st.st_uid != geteuid())
+	if (!lock_file_ours(fd))
 	{
 		snprintf(err, errlen, "lock file %s is not a plain file of ours: refusing to use it",
 				 path);
@@ -130,12 +173,7 @@ cluster_lock_try(const char *runtime_dir, uint64_t dev, uint64_t ino,
 	{
 		if (errno == EWOULDBLOCK)
 		{
-			n = pread(fd, buf, sizeof(buf) - 1, 0);
-			if (n > 0)
-			{
-				buf[n] = '\0';
-				*holder = (pid_t) strtol(buf, NULL, 10);
-			}
+			*holder = lock_holder(fd);
 			close(fd);
 			return 1;
 		}
@@ -157,9 +195,7 @@ cluster_lock_try(const char *runtime_dir, uint64_t dev, uint64_t ino,
 		snprintf(err, errlen, "lock file %s keeps being replaced", path);
 		return -1;
 	}
-	n = snprintf(buf, sizeof(buf), "%d\n", (int) getpid());
-	if (ftruncate(fd, 0) < 0 || pwrite(fd, buf, (size_t) n, 0) != n)
-		log_warn("cannot record our pid in %s: %s", path, strerror(errno));
+	record_pid(fd, path);
 	*lock_fd = fd;
 	return 0;
 }

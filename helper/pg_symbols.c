@@ -20,6 +20,57 @@
 #include <unistd.h>
 
 /*
+ * first_load_vaddr
+ *		The vaddr of e's first PT_LOAD segment at file offset 0, 0 if none.
+ */
+static uint64_t
+first_load_vaddr(Elf *e, size_t nph)
+{
+	size_t		i;
+
+	for (i = 0; i < nph; i++)
+	{
+		GElf_Phdr	ph;
+
+		if (gelf_getphdr(e, (int) i, &ph) != NULL && ph.p_type == PT_LOAD && ph.p_offset == 0)
+			return ph.p_vaddr;
+	}
+	return 0;
+}
+
+/*
+ * dynsym_find
+ *		Look name up among the defined symbols of the dynamic symbol table
+ *		scn (header sh); 1 with *value set when found, else 0.
+ */
+static int
+dynsym_find(Elf *e, Elf_Scn *scn, const GElf_Shdr *sh, const char *name, uint64_t *value)
+{
+	Elf_Data   *data = elf_getdata(scn, NULL);
+	size_t		n;
+	size_t		k;
+
+	if (data == NULL)
+		return 0;
+	n = sh->sh_size / sh->sh_entsize;
+	for (k = 0; k < n; k++)
+	{
+		GElf_Sym	sym;
+		const char *s;
+
+		if (gelf_getsym(data, (int) k, &sym) == NULL || sym.st_shndx == SHN_UNDEF)
+			continue;
+		s = elf_strptr(e, sh->sh_link, sym.st_name);
+		if (s != NULL && strcmp(s, name) == 0)
+		{
+			*value = sym.st_value;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/*
  * elf_lookup
  *		st_value of name in path's .dynsym and the vaddr of its first
  *		PT_LOAD (offset 0).  Returns 0 or -1 with err.
@@ -31,7 +82,6 @@ elf_lookup(const char *path, const char *name, uint64_t *value, uint64_t *load_v
 	Elf		   *e = NULL;
 	Elf_Scn    *scn = NULL;
 	size_t		nph;
-	size_t		i;
 	int			fd;
 	int			found = 0;
 
@@ -52,45 +102,13 @@ elf_lookup(const char *path, const char *name, uint64_t *value, uint64_t *load_v
 		snprintf(err, errlen, "%s is not an ELF file", path);
 		goto done;
 	}
-	*load_vaddr = 0;
-	for (i = 0; i < nph; i++)
-	{
-		GElf_Phdr	ph;
-
-		if (gelf_getphdr(e, (int) i, &ph) != NULL && ph.p_type == PT_LOAD && ph.p_offset == 0)
-		{
-			*load_vaddr = ph.p_vaddr;
-			break;
-		}
-	}
+	*load_vaddr = first_load_vaddr(e, nph);
 	while (!found && (scn = elf_nextscn(e, scn)) != NULL)
 	{
 		GElf_Shdr	sh;
-		Elf_Data   *data;
-		size_t		n;
-		size_t		k;
 
-		if (gelf_getshdr(scn, &sh) == NULL || sh.sh_type != SHT_DYNSYM || sh.sh_entsize == 0)
-			continue;
-		data = elf_getdata(scn, NULL);
-		if (data == NULL)
-			continue;
-		n = sh.sh_size / sh.sh_entsize;
-		for (k = 0; k < n; k++)
-		{
-			GElf_Sym	sym;
-			const char *s;
-
-			if (gelf_getsym(data, (int) k, &sym) == NULL || sym.st_shndx == SHN_UNDEF)
-				continue;
-			s = elf_strptr(e, sh.sh_link, sym.st_name);
-			if (s != NULL && strcmp(s, name) == 0)
-			{
-				*value = sym.st_value;
-				found = 1;
-				break;
-			}
-		}
+		if (gelf_getshdr(scn, &sh) != NULL && sh.sh_type == SHT_DYNSYM && sh.sh_entsize != 0)
+			found = dynsym_find(e, scn, &sh, name, value);
 	}
 	if (!found)
 		snprintf(err, errlen, "%s does not export %s", path, name);

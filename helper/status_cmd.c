@@ -478,39 +478,39 @@ show_one(const status_opts *o, const char *path, int first)
 }
 
 /*
- * status_run
- *		`pg-tracer status`.  Returns the exit status: 0 when a helper is
- *		live, 3 when none is (or the runtime directory cannot be read).
+ * print_no_dir
+ *		Say that the runtime directory cannot be read (errno tells why).
  */
-int
-status_run(const status_opts *o)
+static void
+print_no_dir(const status_opts *o)
 {
-	char	  **names = NULL;
+	const char *e = strerror(errno);
+
+	if (o->json)
+	{
+		printf("{\"runtime_dir\": ");
+		json_str(o->runtime_dir);
+		printf(", \"clusters\": [], \"live_helpers\": 0, \"error\": ");
+		json_str(e);
+		printf("}\n");
+	}
+	else
+		printf("no pg-tracer runtime directory %s: %s\n", o->runtime_dir, e);
+}
+
+/*
+ * list_segments
+ *		The paths of the segments (pgt-*.seg) in dir, sorted, into *names.
+ *		Returns their count (as many as memory allowed).
+ */
+static size_t
+list_segments(DIR *dir, const char *runtime_dir, char ***names)
+{
+	struct dirent *de;
 	size_t		n = 0;
 	size_t		cap = 0;
-	struct dirent *de;
-	DIR		   *dir;
-	int			live = 0;
-	size_t		i;
 
-	dir = opendir(o->runtime_dir);
-	if (dir == NULL)
-	{
-		if (o->json)
-		{
-			const char *e = strerror(errno);
-
-			printf("{\"runtime_dir\": ");
-			json_str(o->runtime_dir);
-			printf(", \"clusters\": [], \"live_helpers\": 0, \"error\": ");
-			json_str(e);
-			printf("}\n");
-		}
-		else
-			printf("no pg-tracer runtime directory %s: %s\n", o->runtime_dir,
-				   strerror(errno));
-		return 3;
-	}
+	*names = NULL;
 	while ((de = readdir(dir)) != NULL)
 	{
 		size_t		l = strlen(de->d_name);
@@ -519,25 +519,49 @@ status_run(const status_opts *o)
 		if (l < 5 || strcmp(de->d_name + l - 4, ".seg") != 0 ||
 			strncmp(de->d_name, "pgt-", 4) != 0)
 			continue;
-		if (snprintf(path, sizeof(path), "%s/%s", o->runtime_dir, de->d_name) >= (int) sizeof(path))
+		if (snprintf(path, sizeof(path), "%s/%s", runtime_dir, de->d_name) >= (int) sizeof(path))
 			continue;
 		if (n == cap)
 		{
 			size_t		ncap = cap ? cap * 2 : 8;
-			char	  **nn = realloc(names, ncap * sizeof(*nn));
+			char	  **nn = realloc(*names, ncap * sizeof(*nn));
 
 			if (nn == NULL)
 				break;
-			names = nn;
+			*names = nn;
 			cap = ncap;
 		}
-		names[n] = strdup(path);
-		if (names[n] != NULL)
+		(*names)[n] = strdup(path);
+		if ((*names)[n] != NULL)
 			n++;
 	}
-	closedir(dir);
 	if (n > 1)
-		qsort(names, n, sizeof(*names), cmp_str);
+		qsort(*names, n, sizeof(**names), cmp_str);
+	return n;
+}
+
+/*
+ * status_run
+ *		`pg-tracer status`.  Returns the exit status: 0 when a helper is
+ *		live, 3 when none is (or the runtime directory cannot be read).
+ */
+int
+status_run(const status_opts *o)
+{
+	char	  **names;
+	size_t		n;
+	DIR		   *dir;
+	int			live = 0;
+	size_t		i;
+
+	dir = opendir(o->runtime_dir);
+	if (dir == NULL)
+	{
+		print_no_dir(o);
+		return 3;
+	}
+	n = list_segments(dir, o->runtime_dir, &names);
+	closedir(dir);
 
 	if (o->json)
 	{
