@@ -471,6 +471,30 @@ sub check_busy_stream_ends
 	like($out, qr/^\S+ trace\s+summary .* final=true /m, '... with its final summary');
 }
 
+# folded_total(OUTPUT, SET, FIELD)
+#	The largest sum of FIELD over SET's folded rows (pid null) in any
+#	summary of a JSON trace's OUTPUT so far (summaries are cumulative; a
+#	line still being written is left out).
+sub folded_total
+{
+	my ($out, $set, $field) = @_;
+	my ($best, $cur) = (0, 0);
+	for my $line (split /\n/, $out =~ s/[^\n]*\z//r)
+	{
+		if ($line =~ /"event":"summary"/)
+		{
+			($best, $cur) = ($cur > $best ? $cur : $best, 0);
+			next;
+		}
+		$cur += $1
+		  if $line =~ /"event":"stats"/
+		  && $line =~ /"set":"\Q$set\E"/
+		  && $line =~ /"pid":null/
+		  && $line =~ /"\Q$field\E":(\d+)/;
+	}
+	return $cur > $best ? $cur : $best;
+}
+
 # Connection churn: pgbench opens a connection per transaction, each
 # fetching a 100,000-byte value.  With --keep-exited 0 each backend's rows
 # fold, about a second after it exits, into the cluster's row of exited
@@ -495,7 +519,16 @@ sub check_exited_rows_fold
 			'-h', $node->host, '-p', $node->port, 'postgres' ],
 		'<', \undef, '>', \$lout, '2>', \$lerr) or die "pgbench: $lerr";
 	note(sprintf('pgbench -C: %d connections in %.1f s', $conns, time() - $t0));
-	sleep(2.5);    # a row folds at the first copy (each second) that finds its pid gone
+	# a row folds at the first copy (each second) that finds its pid gone:
+	# wait for a summary whose folded rows hold the connections' work
+	my $folded = wait_until(
+		sub {
+			$h->pump_nb;
+			folded_total($$out, 'network', 'send_bytes') >= 0.95 * $conns * $payload
+			  && folded_total($$out, 'pg-query', 'calls') >= 0.95 * $conns;
+		},
+		15);
+	note(defined $folded ? "rows folded within ${folded} s" : 'rows not folded within 15 s');
 	end_trace($h);
 	my @recs = map { JSON::PP::decode_json($_) } grep { /^\{/ } split /\n/, $$out;
 	# the final summary's records: those after its `summary` record
