@@ -217,7 +217,17 @@ ok(defined wait_until(sub { $th->pump_nb; $$terr =~ /layout file written: query 
 	'restart: the new layout file is taken up when it is there') or diag($$terr);
 my $q = $node->background_psql('postgres');
 my $q_pid = $q->query_safe('SELECT pg_backend_pid()');
-sleep(1.5);    # the trace maps a new backend's query-id slot at its next look
+# the trace maps a new backend's query-id slot at its next look (each
+# second): until then its calls carry 0.  A statement that reads a file
+# at every run shows when they carry ids.
+ok(defined wait_until(
+		sub {
+			$q->query_safe("SELECT length(pg_read_file('PG_VERSION'))");
+			$th->pump_nb;
+			$$tout =~ /"pid":$q_pid,[^\n]*"queryid":-?[1-9]/;
+		},
+		10),
+	'restart: a new backend\'s calls carry query ids once the trace maps it');
 my $explain = $q->query_safe('EXPLAIN (VERBOSE, FORMAT JSON) SELECT count(*) FROM qt');
 my ($qid) = $explain =~ /"Query Identifier": (-?\d+)/;
 $q->query_safe('SELECT count(*) FROM qt');
