@@ -27,7 +27,8 @@
 #   helper                pg-tracer itself (reading the maps), all modes
 #
 # It prints each category's CPU per transaction and share of the busy CPU
-# (medians of the rounds), on and off, and the symbols that grew most.  The
+# (medians of the rounds), on and off, the symbols that grew most, and
+# round by round how user-mode time a transaction changed.  The
 # figure to read is the sets' direct share (the first three categories): it
 # moved by about half a point between rounds whose TPS ratios moved by
 # twenty, since a slower host stretches the whole run alike.  From it, a
@@ -208,6 +209,15 @@ def categories():
     print("\nbusy CPU per transaction, off / on: %.3f (rounds %s)"
           % (b_off / b_on, " ".join("%.3f" % (a / b) for a, b in zip(busy["off"], busy["on"]))))
     tps_line()
+    # User-mode time a transaction drifts between blocks on a shared VM by
+    # more than the sets could cost it (+13, +6 and -18 % by round with
+    # empty programs on the hooks: bench/RESULTS.md, 2026-12-06 late
+    # night), so each round's own change is printed: rounds that disagree
+    # in sign say a median difference is drift.
+    for c in ("postgres", "pgbench"):
+        print("%s user mode a transaction, on / off by round: %s"
+              % (c, " ".join("%+.1f %%" % (100 * (a[0][c] / b[0][c] - 1)) if b[0][c] else "n/a"
+                             for a, b in zip(runs["on"], runs["off"]))))
     # The direct categories' shares within a run do not depend on how fast
     # the host ran it.  If nothing else changed per transaction, the
     # on-runs' CPU per transaction is the off-runs' times
