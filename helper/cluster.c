@@ -21,6 +21,7 @@
 #include "log.h"
 #include "pid_retire.h"
 #include "procfs.h"
+#include "sampler_priority.h"
 #include "cluster_psets.h"
 
 #include <errno.h>
@@ -365,6 +366,28 @@ cmp_proc(const void *a, const void *b)
 }
 
 /*
+ * prioritize_sampler
+ *		When p, a background worker whose title is buf (len), is the
+ *		cluster's pg_tracer sampler, raise its priority (--sampler-nice,
+ *		helper/sampler_priority.c says why).  Once per process, whatever
+ *		the outcome.
+ */
+static void
+prioritize_sampler(cluster *c, cluster_proc *p, const char *buf, size_t len)
+{
+	int			r = sampler_priority_apply(p->pid, buf, len);
+
+	p->prioritized = 1;
+	if (r > 0)
+		log_info("%s: the sampler (pid %u) runs at nice %d", c->data_dir, p->nspid,
+				 sampler_priority_nice());
+	else if (r < 0)
+		log_warn("%s: cannot raise the sampler's priority (pid %u, nice %d): %s; its "
+				 "samples lean towards the starts of blocking waits on a busy host",
+				 c->data_dir, p->nspid, sampler_priority_nice(), strerror(errno));
+}
+
+/*
  * classify
  *		(Re)read a process's title and set its role.
  */
@@ -404,6 +427,8 @@ classify(cluster *c, cluster_proc *p, int64_t now_ms, int64_t now_us)
 				  pgt_role_name(role), pgt_role_name(p->role));
 	p->role = role;
 	p->next_classify_ms = now_ms + RECLASSIFY_MS;
+	if (role == PGT_ROLE_BGWORKER && !p->prioritized)
+		prioritize_sampler(c, p, buf, len);
 }
 
 /*

@@ -44,6 +44,7 @@ typedef struct cluster_proc
 	uint64_t	syscalls;
 	int			seen;
 	int			alive_checked;	/* found alive after it entered the map */
+	int			prioritized;	/* prioritize_sampler looked at it */
 } cluster_proc;
 
 typedef struct cluster

@@ -16,6 +16,7 @@
 #include "parse_num.h"
 #include "pid_retire.h"
 #include "pgt_segment.h"
+#include "sampler_priority.h"
 #include "status_cmd.h"
 #include "syscall_exit.h"
 #include "trace_cmd.h"
@@ -57,7 +58,7 @@ static const char daemon_usage[] =
 "                        [--sched-clock auto|ktime] [--keep-exited S]\n"
 "                        [--kernel-sets always|escalated] [--query-id on|off]\n"
 "                        [--syscall-exit auto|fexit|tracepoint] [--miss-events N]\n"
-"                        [--forget-after S]\n"
+"                        [--forget-after S] [--sampler-nice N]\n"
 "\n"
 "Run the helper in the foreground until SIGTERM or SIGINT.  Without a\n"
 "target it serves every PostgreSQL cluster on the host as it appears;\n"
@@ -105,7 +106,9 @@ SYSCALL_EXIT_HELP
 "                     rows of exited processes (pid NULL in SQL)\n"
 "  --forget-after S   host-wide: a cluster whose postmaster is gone S seconds\n"
 "                     (1..86400, default 60) is dropped and its segment and\n"
-"                     lock file removed\n"
+"                     lock file removed\n""  --sampler-nice N   nice value the helper gives each served cluster's\n"
+"                     pg_tracer sampler, -20..0 (default -15; 0 leaves it\n"
+"                     alone), so that it samples when its timer fires\n"
 "  --miss-events N    testing: act as a kernel that leaves events unreported\n"
 "                     (the sched set ignores every Nth switch-in it sees, the\n"
 "                     network set attaches no retransmit program, discovery\n"
@@ -267,6 +270,7 @@ static const module_option daemon_module_options[] = {
 	{'m', "--miss-events", kset_configure_miss_events},
 	{'q', "--query-id", pset_configure_query_ids},
 	{'x', "--syscall-exit", syscall_exit_configure},
+	{'N', "--sampler-nice", sampler_priority_configure},
 };
 #define N_DAEMON_MODULE_OPTIONS \
 	(sizeof(daemon_module_options) / sizeof(daemon_module_options[0]))
@@ -298,6 +302,7 @@ cmd_daemon(int argc, char **argv)
 		{"query-id", required_argument, NULL, 'q'},
 		{"syscall-exit", required_argument, NULL, 'x'},
 		{"forget-after", required_argument, NULL, 'F'},
+		{"sampler-nice", required_argument, NULL, 'N'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0}
 	};

@@ -310,6 +310,37 @@ procfs_classify_title(const char *buf, size_t len)
 }
 
 /*
+ * procfs_title_is
+ *		Does a PostgreSQL child's title (its /proc/<pid>/cmdline: buf, len)
+ *		name the process `what` exactly: "postgres: <what>" or "postgres:
+ *		<cluster_name>: <what>"?  A background worker's title is its
+ *		bgw_name, so this finds one worker by name.
+ */
+bool
+procfs_title_is(const char *buf, size_t len, const char *what)
+{
+	static const char tag[] = "postgres: ";
+	const char *nul = memchr(buf, '\0', len);
+	size_t		wl = strlen(what);
+	const char *t;
+	size_t		tlen;
+
+	if (nul != NULL)
+		len = (size_t) (nul - buf);
+	while (len > 0 && (buf[len - 1] == ' ' || buf[len - 1] == '\n'))
+		len--;
+	if (len < sizeof(tag) - 1 || memcmp(buf, tag, sizeof(tag) - 1) != 0)
+		return false;
+	t = buf + sizeof(tag) - 1;
+	tlen = len - (sizeof(tag) - 1);
+	if (tlen == wl && memcmp(t, what, wl) == 0)
+		return true;
+	/* "<cluster_name>: <what>": the name comes last */
+	return tlen > wl + 2 && memcmp(t + tlen - wl, what, wl) == 0 &&
+		memcmp(t + tlen - wl - 2, ": ", 2) == 0;
+}
+
+/*
  * procfs_parallel_leader
  *		The leader's pid a parallel worker's title names ("postgres:
  *		[<cluster_name>: ]parallel worker for PID 123"), else 0.

@@ -7,6 +7,7 @@
 #ifndef PGT_HELPER_PROCFS_H
 #define PGT_HELPER_PROCFS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -41,6 +42,7 @@ typedef enum procfs_map_kind
 extern int	procfs_parse_stat(const char *buf, size_t len, proc_stat *out);
 extern uint32_t procfs_classify_title(const char *buf, size_t len);
 extern uint32_t procfs_parallel_leader(const char *buf, size_t len);
+extern bool procfs_title_is(const char *buf, size_t len, const char *what);
 extern int	procfs_parse_nspid(const char *buf, size_t len, int32_t *inner);
 extern int64_t procfs_ticks_to_realtime_us(uint64_t ticks, long hz,
 										   int64_t boot_to_real_us);

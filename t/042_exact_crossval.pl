@@ -57,6 +57,14 @@ $node->command_ok([ 'pgbench', '-i', '-s', '5', '-q', '-h', $node->host, '-p', $
 my $helper = start_helper($node, $rt, '--mode', 'full', '--probes', 'exact', '--exact-source', $source);
 ok(defined wait_until(sub { q1('SELECT helper_connected FROM pg_tracer_status()') eq 't' }, 20),
 	'helper connected (full mode)');
+# the helper raises the sampler's priority (--sampler-nice, default -15):
+# without it the sampler samples when a CPU frees up, which is when a
+# backend starts a blocking wait, and lock waits' shares lean by up to 2
+# points on a busy 2-vCPU host (helper/sampler_priority.c)
+my $sampler = q1("SELECT pid FROM pg_stat_activity WHERE backend_type = 'pg_tracer sampler'");
+my $nice;
+wait_until(sub { $nice = (split ' ', (slurp_file("/proc/$sampler/stat") =~ s/^.*\) //sr))[16]; $nice == -15 }, 10);
+is($nice, -15, "the helper runs the sampler (pid $sampler) at nice -15");
 my $mech = q1("SELECT mechanism || ': ' || reason FROM pg_tracer_probes WHERE probe_set = 'exact'");
 note "exact source: $mech";
 if ($source eq 'watchpoint' && $mech !~ /^hardware watchpoints/)

@@ -35,6 +35,9 @@ classify_title(const char *buf, size_t len)
 
 	FUZZ_EXPECT(role <= PGT_ROLE_OTHER);
 	FUZZ_EXPECT(leader == 0 || role == PGT_ROLE_PARALLEL_WORKER);
+	/* a title that names the sampler is a server child's (the daemon also checks its role) */
+	FUZZ_EXPECT(!procfs_title_is(buf, len, "pg_tracer sampler") ||
+				(len >= 10 && memcmp(buf, "postgres: ", 10) == 0 && role != PGT_ROLE_UNKNOWN));
 }
 
 /* /proc/<pid>/status */
