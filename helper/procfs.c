@@ -245,6 +245,29 @@ classify_aux(const char *t, size_t len)
 }
 
 /*
+ * title_text
+ *		The text of a PostgreSQL child's title (its /proc/<pid>/cmdline:
+ *		buf, len) after "postgres: ", up to the first NUL and without
+ *		trailing blanks, its length in *tlen; NULL when the process has no
+ *		such title (yet) or it is empty.
+ */
+static const char *
+title_text(const char *buf, size_t len, size_t *tlen)
+{
+	static const char tag[] = "postgres: ";
+	const char *nul = memchr(buf, '\0', len);
+
+	if (nul != NULL)
+		len = (size_t) (nul - buf);
+	while (len > 0 && (buf[len - 1] == ' ' || buf[len - 1] == '\n'))
+		len--;
+	if (len <= sizeof(tag) - 1 || memcmp(buf, tag, sizeof(tag) - 1) != 0)
+		return NULL;
+	*tlen = len - (sizeof(tag) - 1);
+	return buf + sizeof(tag) - 1;
+}
+
+/*
  * procfs_classify_title
  *		Role of a PostgreSQL child from its /proc/<pid>/cmdline (buf, len).
  *
@@ -260,22 +283,13 @@ classify_aux(const char *t, size_t len)
 uint32_t
 procfs_classify_title(const char *buf, size_t len)
 {
-	static const char tag[] = "postgres: ";
-	const char *nul = memchr(buf, '\0', len);
 	const char *t;
 	const char *colon;
 	size_t		tlen;
 	uint32_t	role;
 
-	if (nul != NULL)
-		len = (size_t) (nul - buf);
-	while (len > 0 && (buf[len - 1] == ' ' || buf[len - 1] == '\n'))
-		len--;
-	if (len < sizeof(tag) - 1 || memcmp(buf, tag, sizeof(tag) - 1) != 0)
-		return PGT_ROLE_UNKNOWN;
-	t = buf + sizeof(tag) - 1;
-	tlen = len - (sizeof(tag) - 1);
-	if (tlen == 0)
+	t = title_text(buf, len, &tlen);
+	if (t == NULL)
 		return PGT_ROLE_UNKNOWN;
 
 	/* walsenders carry a client address too: their prefix decides first */
@@ -319,20 +333,12 @@ procfs_classify_title(const char *buf, size_t len)
 bool
 procfs_title_is(const char *buf, size_t len, const char *what)
 {
-	static const char tag[] = "postgres: ";
-	const char *nul = memchr(buf, '\0', len);
 	size_t		wl = strlen(what);
-	const char *t;
 	size_t		tlen;
+	const char *t = title_text(buf, len, &tlen);
 
-	if (nul != NULL)
-		len = (size_t) (nul - buf);
-	while (len > 0 && (buf[len - 1] == ' ' || buf[len - 1] == '\n'))
-		len--;
-	if (len < sizeof(tag) - 1 || memcmp(buf, tag, sizeof(tag) - 1) != 0)
+	if (t == NULL)
 		return false;
-	t = buf + sizeof(tag) - 1;
-	tlen = len - (sizeof(tag) - 1);
 	if (tlen == wl && memcmp(t, what, wl) == 0)
 		return true;
 	/* "<cluster_name>: <what>": the name comes last */

@@ -13,8 +13,9 @@
  * share of Lock:transactionid was the smaller by 0.5-2.1 points in seven
  * runs of t/042, whose criterion is 2.  With the sampler at nice -15 the
  * scheduler runs it as soon as it wakes: the largest difference of any
- * event read 0.4-0.6 points in three runs, Lock:transactionid 0.2-0.4
- * (at -10: 0.7-1.3, and 0.1-0.7; README, "Sampled vs exact").  Its CPU
+ * event read 0.4-0.6 points in three runs, Lock:transactionid's 0.2-0.4
+ * (at -10: 0.7-1.3 points, Lock:transactionid's 0.1-0.7; README,
+ * "Sampled vs exact").  Its CPU
  * is a fraction of a percent of one core at the default 100 Hz, so the
  * priority takes nothing from the server worth counting.
  *
