@@ -43,14 +43,16 @@ static int	sampler_nice = SAMPLER_NICE_DEFAULT;
 int
 sampler_priority_configure(const char *arg, char *err, size_t errlen)
 {
+	int			negative = arg[0] == '-';
 	long		v;
 
-	if (arg[0] == '-' ? parse_decimal(arg + 1, 0, 20, &v) < 0 : parse_decimal(arg, 0, 0, &v) < 0)
+	/* "0", or "-" and 0..20 */
+	if (parse_decimal(arg + negative, 0, negative ? 20 : 0, &v) < 0)
 	{
 		snprintf(err, errlen, "\"%s\" is not a nice value from -20 to 0", arg);
 		return -1;
 	}
-	sampler_nice = arg[0] == '-' ? (int) -v : 0;
+	sampler_nice = (int) -v;
 	return 0;
 }
 
