@@ -276,6 +276,103 @@ static const module_option daemon_module_options[] = {
 #define N_DAEMON_MODULE_OPTIONS \
 	(sizeof(daemon_module_options) / sizeof(daemon_module_options[0]))
 
+static const struct option daemon_longopts[] = {
+	{"pgdata", required_argument, NULL, 'D'},
+	{"pid", required_argument, NULL, 'p'},
+	{"runtime-dir", required_argument, NULL, 'r'},
+	{"log-level", required_argument, NULL, 'l'},
+	{"engine-probes", required_argument, NULL, 'E'},
+	{"slow-ms", required_argument, NULL, 'S'},
+	{"probes", required_argument, NULL, 'P'},
+	{"mode", required_argument, NULL, 'M'},
+	{"exact-budget", required_argument, NULL, 'B'},
+	{"anomaly", required_argument, NULL, 'A'},
+	{"anomaly-cooldown", required_argument, NULL, 'C'},
+	{"exact-source", required_argument, NULL, 'X'},
+	{"keep-exited", required_argument, NULL, 'K'},
+	{"sched-clock", required_argument, NULL, 'c'},
+	{"kernel-sets", required_argument, NULL, 'k'},
+	{"miss-events", required_argument, NULL, 'm'},
+	{"query-id", required_argument, NULL, 'q'},
+	{"syscall-exit", required_argument, NULL, 'x'},
+	{"forget-after", required_argument, NULL, 'F'},
+	{"sampler-nice", required_argument, NULL, 'N'},
+	{"help", no_argument, NULL, 'h'},
+	{NULL, 0, NULL, 0}
+};
+
+/*
+ * daemon_option
+ *		Apply the `daemon` option getopt_long returned as c (its value in
+ *		optarg) to o, or to the module it configures.  -1: go on parsing;
+ *		otherwise the exit status (0 after --help, 2 for a bad option or
+ *		value).
+ */
+static int
+daemon_option(daemon_opts *o, int c, char **argv)
+{
+	char		eerr[600];
+	long		forget_s;
+	pid_t		slow;
+	int			r;
+
+	switch (c)
+	{
+		case 'D':
+			if (optarg[0] == '\0')
+				return usage_error(daemon_usage, "--pgdata needs a directory%s", "");
+			o->pgdata = optarg;
+			return -1;
+		case 'p':
+			if (parse_pid(optarg, &o->pid) < 0)
+				return usage_error(daemon_usage, "--pid %s is not a pid", optarg);
+			return -1;
+		case 'r':
+			if (optarg[0] != '/')
+				return usage_error(daemon_usage,
+								   "--runtime-dir %s must be an absolute path", optarg);
+			o->runtime_dir = optarg;
+			return -1;
+		case 'l':
+			if (log_parse_level(optarg, &o->log_level) < 0)
+				return usage_error(daemon_usage,
+								   "--log-level %s: use error, warn, info or debug", optarg);
+			return -1;
+		case 'S':
+			if (parse_pid(optarg, &slow) < 0)
+				return usage_error(daemon_usage, "--slow-ms %s is not a positive number",
+								   optarg);
+			engine_set_slow_ms((uint64_t) slow);
+			return -1;
+		case 'P':
+			o->probes = optarg;
+			return -1;
+		case 'F':
+			if (parse_decimal(optarg, 1, DAEMON_FORGET_AFTER_MAX_S, &forget_s) < 0)
+				return usage_error(daemon_usage,
+								   "--forget-after %s is not a number of seconds from 1 to "
+								   "86400", optarg);
+			o->forget_after_s = (int) forget_s;
+			return -1;
+		case 'k':
+			if (strcmp(optarg, "escalated") != 0 && strcmp(optarg, "always") != 0)
+				return usage_error(daemon_usage,
+								   "--kernel-sets %s: use always or escalated", optarg);
+			o->kernel_escalated = strcmp(optarg, "escalated") == 0;
+			return -1;
+		case 'h':
+			fputs(daemon_usage, stdout);
+			return 0;
+	}
+	r = parse_module_option(daemon_module_options, N_DAEMON_MODULE_OPTIONS,
+							c, optarg, eerr, sizeof(eerr));
+	if (r < 0)
+		return usage_error(daemon_usage, "%s", eerr);
+	if (r > 0)
+		return bad_option(daemon_usage, argv, c);
+	return -1;
+}
+
 /*
  * cmd_daemon
  *		Parse `daemon` options and run it.
@@ -283,33 +380,6 @@ static const module_option daemon_module_options[] = {
 static int
 cmd_daemon(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{"pgdata", required_argument, NULL, 'D'},
-		{"pid", required_argument, NULL, 'p'},
-		{"runtime-dir", required_argument, NULL, 'r'},
-		{"log-level", required_argument, NULL, 'l'},
-		{"engine-probes", required_argument, NULL, 'E'},
-		{"slow-ms", required_argument, NULL, 'S'},
-		{"probes", required_argument, NULL, 'P'},
-		{"mode", required_argument, NULL, 'M'},
-		{"exact-budget", required_argument, NULL, 'B'},
-		{"anomaly", required_argument, NULL, 'A'},
-		{"anomaly-cooldown", required_argument, NULL, 'C'},
-		{"exact-source", required_argument, NULL, 'X'},
-		{"keep-exited", required_argument, NULL, 'K'},
-		{"sched-clock", required_argument, NULL, 'c'},
-		{"kernel-sets", required_argument, NULL, 'k'},
-		{"miss-events", required_argument, NULL, 'm'},
-		{"query-id", required_argument, NULL, 'q'},
-		{"syscall-exit", required_argument, NULL, 'x'},
-		{"forget-after", required_argument, NULL, 'F'},
-		{"sampler-nice", required_argument, NULL, 'N'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0}
-	};
-	char		eerr[600];
-	long		forget_s;
-	pid_t		slow;
 	daemon_opts o;
 	int			c;
 	int			r;
@@ -320,66 +390,9 @@ cmd_daemon(int argc, char **argv)
 	o.forget_after_s = DAEMON_FORGET_AFTER_DEFAULT_S;
 	opterr = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+:h", longopts, NULL)) != -1)
-	{
-		switch (c)
-		{
-			case 'D':
-				if (optarg[0] == '\0')
-					return usage_error(daemon_usage, "--pgdata needs a directory%s", "");
-				o.pgdata = optarg;
-				break;
-			case 'p':
-				if (parse_pid(optarg, &o.pid) < 0)
-					return usage_error(daemon_usage, "--pid %s is not a pid", optarg);
-				break;
-			case 'r':
-				if (optarg[0] != '/')
-					return usage_error(daemon_usage,
-									   "--runtime-dir %s must be an absolute path", optarg);
-				o.runtime_dir = optarg;
-				break;
-			case 'l':
-				if (log_parse_level(optarg, &o.log_level) < 0)
-					return usage_error(daemon_usage,
-									   "--log-level %s: use error, warn, info or debug",
-									   optarg);
-				break;
-			case 'S':
-				if (parse_pid(optarg, &slow) < 0)
-					return usage_error(daemon_usage, "--slow-ms %s is not a positive number",
-									   optarg);
-				engine_set_slow_ms((uint64_t) slow);
-				break;
-			case 'P':
-				o.probes = optarg;
-				break;
-			case 'F':
-				if (parse_decimal(optarg, 1, DAEMON_FORGET_AFTER_MAX_S, &forget_s) < 0)
-					return usage_error(daemon_usage,
-									   "--forget-after %s is not a number of seconds from 1 to "
-									   "86400", optarg);
-				o.forget_after_s = (int) forget_s;
-				break;
-			case 'k':
-				if (strcmp(optarg, "escalated") != 0 && strcmp(optarg, "always") != 0)
-					return usage_error(daemon_usage,
-									   "--kernel-sets %s: use always or escalated", optarg);
-				o.kernel_escalated = strcmp(optarg, "escalated") == 0;
-				break;
-			case 'h':
-				fputs(daemon_usage, stdout);
-				return 0;
-			default:
-				r = parse_module_option(daemon_module_options, N_DAEMON_MODULE_OPTIONS,
-										c, optarg, eerr, sizeof(eerr));
-				if (r < 0)
-					return usage_error(daemon_usage, "%s", eerr);
-				if (r > 0)
-					return bad_option(daemon_usage, argv, c);
-				break;
-		}
-	}
+	while ((c = getopt_long(argc, argv, "+:h", daemon_longopts, NULL)) != -1)
+		if ((r = daemon_option(&o, c, argv)) >= 0)
+			return r;
 	if (optind < argc)
 		return usage_error(daemon_usage, "unexpected argument %s", argv[optind]);
 	if (o.pgdata != NULL && o.pid != 0)

@@ -1309,6 +1309,108 @@ static const module_option trace_module_options[] = {
 #define N_TRACE_MODULE_OPTIONS \
 	(sizeof(trace_module_options) / sizeof(trace_module_options[0]))
 
+static const struct option trace_longopts[] = {
+	{"probes", required_argument, NULL, 'P'},
+	{"pid", required_argument, NULL, 'p'},
+	{"pgdata", required_argument, NULL, 'D'},
+	{"stats", no_argument, NULL, 's'},
+	{"histogram", no_argument, NULL, 'H'},
+	{"interval", required_argument, NULL, 'i'},
+	{"duration", required_argument, NULL, 'd'},
+	{"format", required_argument, NULL, 'f'},
+	{"log-level", required_argument, NULL, 'l'},
+	{"sched-clock", required_argument, NULL, 'c'},
+	{"query-id", required_argument, NULL, 'q'},
+	{"syscall-exit", required_argument, NULL, 'x'},
+	{"assume-fexit", no_argument, NULL, 'F'},
+	{"hide-tracepoint", required_argument, NULL, 'T'},
+	{"no-storage-in-switch", no_argument, NULL, 'S'},
+	{"buffer", required_argument, NULL, 'b'},
+	{"keep-exited", required_argument, NULL, 'K'},
+	{"help", no_argument, NULL, 'h'},
+	{NULL, 0, NULL, 0}
+};
+
+/*
+ * trace_option
+ *		Apply the `trace` option getopt_long returned as c (its value in
+ *		optarg) to o, or to the module it configures.  -1: go on parsing;
+ *		otherwise the exit status (0 after --help, 2 for a bad option or
+ *		value).
+ */
+static int
+trace_option(trace_opts *o, int c, char **argv)
+{
+	char		err[600];
+	char		badopt[3];
+	long		v;
+	int			r;
+
+	switch (c)
+	{
+		case 'P':
+			o->probes = optarg;
+			return -1;
+		case 'p':
+			if (parse_decimal(optarg, 1, INT_MAX, &v) < 0)
+				return usage_error("--pid %s is not a pid", optarg);
+			o->pid = (pid_t) v;
+			return -1;
+		case 'D':
+			if (optarg[0] == '\0')
+				return usage_error("--pgdata needs a directory%s", "");
+			o->pgdata = optarg;
+			return -1;
+		case 's':
+			o->stats = 1;
+			return -1;
+		case 'H':
+			o->histogram = 1;
+			return -1;
+		case 'i':
+			/* a summary copies every map: not more often than 10 times a second */
+			if (parse_duration_ms(optarg, &o->interval_ms) < 0 ||
+				o->interval_ms < MIN_INTERVAL_MS)
+				return usage_error("--interval %s: use e.g. 500ms, 2s, 1m (100ms at least)", optarg);
+			return -1;
+		case 'd':
+			if (parse_duration_ms(optarg, &o->duration_ms) < 0)
+				return usage_error("--duration %s: use e.g. 500ms, 30s, 1m", optarg);
+			return -1;
+		case 'f':
+			if (trace_parse_format(optarg, &o->json) < 0)
+				return usage_error("--format %s: use text or json", optarg);
+			return -1;
+		case 'l':
+			if (log_parse_level(optarg, &o->log_level) < 0)
+				return usage_error("--log-level %s: use error, warn, info or debug", optarg);
+			return -1;
+		case 'F':
+			syscall_exit_assume_fexit();
+			return -1;
+		case 'S':
+			kernel_sched_no_storage_in_switch();
+			return -1;
+		case 'K':
+			if (pid_retire_configure(optarg, err, sizeof(err)) < 0)
+				return usage_error("--keep-exited: %s", err);
+			o->keep_exited_set = 1;
+			return -1;
+		case 'h':
+			fputs(trace_usage, stdout);
+			return 0;
+		case ':':
+			return usage_error("option %s needs a value", parse_bad_option(argv, badopt));
+	}
+	r = parse_module_option(trace_module_options, N_TRACE_MODULE_OPTIONS, c,
+							optarg, err, sizeof(err));
+	if (r < 0)
+		return usage_error("%s", err);
+	if (r > 0)
+		return usage_error("unknown option %s", parse_bad_option(argv, badopt));
+	return -1;
+}
+
 /*
  * trace_main
  *		Parse `trace` options and run it.
@@ -1316,33 +1418,10 @@ static const module_option trace_module_options[] = {
 int
 trace_main(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{"probes", required_argument, NULL, 'P'},
-		{"pid", required_argument, NULL, 'p'},
-		{"pgdata", required_argument, NULL, 'D'},
-		{"stats", no_argument, NULL, 's'},
-		{"histogram", no_argument, NULL, 'H'},
-		{"interval", required_argument, NULL, 'i'},
-		{"duration", required_argument, NULL, 'd'},
-		{"format", required_argument, NULL, 'f'},
-		{"log-level", required_argument, NULL, 'l'},
-		{"sched-clock", required_argument, NULL, 'c'},
-		{"query-id", required_argument, NULL, 'q'},
-		{"syscall-exit", required_argument, NULL, 'x'},
-		{"assume-fexit", no_argument, NULL, 'F'},
-		{"hide-tracepoint", required_argument, NULL, 'T'},
-		{"no-storage-in-switch", no_argument, NULL, 'S'},
-		{"buffer", required_argument, NULL, 'b'},
-		{"keep-exited", required_argument, NULL, 'K'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0}
-	};
 	static trace_state t;
 	const probe_set *sets[MAX_SETS];
 	size_t		nsets = 0;
 	char		err[600];
-	char		badopt[3];
-	long		v;
 	int			c;
 	int			r;
 
@@ -1351,73 +1430,9 @@ trace_main(int argc, char **argv)
 	t.o.log_level = LOG_LEVEL_WARN;
 	opterr = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+:h", longopts, NULL)) != -1)
-	{
-		switch (c)
-		{
-			case 'P':
-				t.o.probes = optarg;
-				break;
-			case 'p':
-				if (parse_decimal(optarg, 1, INT_MAX, &v) < 0)
-					return usage_error("--pid %s is not a pid", optarg);
-				t.o.pid = (pid_t) v;
-				break;
-			case 'D':
-				if (optarg[0] == '\0')
-					return usage_error("--pgdata needs a directory%s", "");
-				t.o.pgdata = optarg;
-				break;
-			case 's':
-				t.o.stats = 1;
-				break;
-			case 'H':
-				t.o.histogram = 1;
-				break;
-			case 'i':
-				/* a summary copies every map: not more often than 10 times a second */
-				if (parse_duration_ms(optarg, &t.o.interval_ms) < 0 ||
-					t.o.interval_ms < MIN_INTERVAL_MS)
-					return usage_error("--interval %s: use e.g. 500ms, 2s, 1m (100ms at least)", optarg);
-				break;
-			case 'd':
-				if (parse_duration_ms(optarg, &t.o.duration_ms) < 0)
-					return usage_error("--duration %s: use e.g. 500ms, 30s, 1m", optarg);
-				break;
-			case 'f':
-				if (trace_parse_format(optarg, &t.o.json) < 0)
-					return usage_error("--format %s: use text or json", optarg);
-				break;
-			case 'l':
-				if (log_parse_level(optarg, &t.o.log_level) < 0)
-					return usage_error("--log-level %s: use error, warn, info or debug", optarg);
-				break;
-			case 'F':
-				syscall_exit_assume_fexit();
-				break;
-			case 'S':
-				kernel_sched_no_storage_in_switch();
-				break;
-			case 'K':
-				if (pid_retire_configure(optarg, err, sizeof(err)) < 0)
-					return usage_error("--keep-exited: %s", err);
-				t.o.keep_exited_set = 1;
-				break;
-			case 'h':
-				fputs(trace_usage, stdout);
-				return 0;
-			case ':':
-				return usage_error("option %s needs a value", parse_bad_option(argv, badopt));
-			default:
-				r = parse_module_option(trace_module_options, N_TRACE_MODULE_OPTIONS, c,
-										optarg, err, sizeof(err));
-				if (r < 0)
-					return usage_error("%s", err);
-				if (r > 0)
-					return usage_error("unknown option %s", parse_bad_option(argv, badopt));
-				break;
-		}
-	}
+	while ((c = getopt_long(argc, argv, "+:h", trace_longopts, NULL)) != -1)
+		if ((r = trace_option(&t.o, c, argv)) >= 0)
+			return r;
 	if (optind < argc)
 		return usage_error("unexpected argument %s", argv[optind]);
 	if (t.o.probes == NULL)
