@@ -93,6 +93,49 @@ typedef struct daemon_state
 } daemon_state;
 
 /*
+ * make_dirs
+ *		mkdir -p dir (absolute): each directory it makes gets mode 0755.
+ *		0, or -1 with the reason in err.
+ */
+static int
+make_dirs(const char *dir, char *err, size_t errlen)
+{
+	char		tmp[PATH_MAX];
+	char	   *p;
+	char		saved;
+
+	if (snprintf(tmp, sizeof(tmp), "%s", dir) >= (int) sizeof(tmp))
+	{
+		snprintf(err, errlen, "runtime directory path too long");
+		return -1;
+	}
+	for (p = tmp + 1;; p++)
+	{
+		if (*p != '/' && *p != '\0')
+			continue;
+		saved = *p;
+		*p = '\0';
+		/* umask(077) is in force: a directory made here is chmod'ed 0755 */
+		if (mkdir(tmp, 0755) == 0)
+		{
+			if (chmod(tmp, 0755) < 0)
+			{
+				snprintf(err, errlen, "cannot chmod %s: %s", tmp, strerror(errno));
+				return -1;
+			}
+		}
+		else if (errno != EEXIST)
+		{
+			snprintf(err, errlen, "cannot create %s: %s", tmp, strerror(errno));
+			return -1;
+		}
+		*p = saved;
+		if (saved == '\0')
+			return 0;
+	}
+}
+
+/*
  * runtime_dir_check
  *		The runtime directory must be a real directory (no symlink), not
  *		writable by its group or the world (/run/postgresql is 2775:
@@ -115,45 +158,13 @@ runtime_dir_check(const char *dir, int create, char *err, size_t errlen)
 	}
 	if (lstat(dir, &st) < 0)
 	{
-		char		tmp[PATH_MAX];
-		char	   *p;
-
 		if (errno != ENOENT || !create)
 		{
 			snprintf(err, errlen, "runtime directory %s: %s", dir, strerror(errno));
 			return -1;
 		}
-		if (snprintf(tmp, sizeof(tmp), "%s", dir) >= (int) sizeof(tmp))
-		{
-			snprintf(err, errlen, "runtime directory path too long");
+		if (make_dirs(dir, err, errlen) < 0)
 			return -1;
-		}
-		for (p = tmp + 1;; p++)
-		{
-			if (*p == '/' || *p == '\0')
-			{
-				char		saved = *p;
-
-				*p = '\0';
-				/* umask(077) is in force: a parent made here is chmod'ed 0755 */
-				if (mkdir(tmp, 0755) == 0)
-				{
-					if (chmod(tmp, 0755) < 0)
-					{
-						snprintf(err, errlen, "cannot chmod %s: %s", tmp, strerror(errno));
-						return -1;
-					}
-				}
-				else if (errno != EEXIST)
-				{
-					snprintf(err, errlen, "cannot create %s: %s", tmp, strerror(errno));
-					return -1;
-				}
-				*p = saved;
-				if (saved == '\0')
-					break;
-			}
-		}
 		log_info("created runtime directory %s (0755)", dir);
 		if (lstat(dir, &st) < 0)
 		{

@@ -644,26 +644,20 @@ typedef struct SessIndex
 } SessIndex;
 
 /*
- * pg_tracer_sessions_since(window interval)
- *		One row per visible session: DB time, CPU and wait shares of it,
- *		its top wait event (non-idle, not CPU), idle time.
+ * sess_totals
+ *		Sum the snapshot's rows per visible session: DB, CPU and idle time
+ *		and the largest wait event.  Returns the totals (palloc'd) and
+ *		their number in *ntot.
  */
-Datum
-pg_tracer_sessions_since(PG_FUNCTION_ARGS)
+static SessTotal *
+sess_totals(const AshSnap *snap, int *ntot)
 {
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	int			window_s = window_seconds(fcinfo);
-	AshSnap		snap;
-	SessTotal  *tot;
-	int			ntot = 0;
+	SessTotal  *tot = palloc0(sizeof(SessTotal) * (snap->rows->used + 1));
 	HASHCTL		ctl;
 	HTAB	   *index;
 	uint32		i;
-	int			j;
 
-	InitMaterializedSRF(fcinfo, 0);
-	snap_take(&snap, window_s);
-	tot = palloc0(sizeof(SessTotal) * (snap.rows->used + 1));
+	*ntot = 0;
 	/* rows x sessions would be quadratic: a hash finds each session's total */
 	memset(&ctl, 0, sizeof(ctl));
 	ctl.keysize = sizeof(uint64);
@@ -671,19 +665,19 @@ pg_tracer_sessions_since(PG_FUNCTION_ARGS)
 	ctl.hcxt = CurrentMemoryContext;
 	index = hash_create("pg_tracer session totals", 256, &ctl,
 						HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
-	for (i = 0; i < snap.rows->size; i++)
+	for (i = 0; i < snap->rows->size; i++)
 	{
-		const PgtAshRow *r = &snap.rows->rows[i];
+		const PgtAshRow *r = &snap->rows->rows[i];
 		SessIndex  *e;
 		SessTotal  *t;
 		bool		found;
 
-		if (r->kind != PGT_ASH_SESSION || !snap_session_visible(&snap, r->key))
+		if (r->kind != PGT_ASH_SESSION || !snap_session_visible(snap, r->key))
 			continue;
 		e = hash_search(index, &r->key, HASH_ENTER, &found);
 		if (!found)
 		{
-			e->idx = ntot++;
+			e->idx = (*ntot)++;
 			tot[e->idx].key = r->key;
 		}
 		t = &tot[e->idx];
@@ -701,51 +695,82 @@ pg_tracer_sessions_since(PG_FUNCTION_ARGS)
 			}
 		}
 	}
+	hash_destroy(index);
+	return tot;
+}
+
+/*
+ * sess_put_row
+ *		One row of pg_tracer_sessions_since: session s and its totals t.
+ */
+static void
+sess_put_row(ReturnSetInfo *rsinfo, const PgtAshSession *s, const SessTotal *t)
+{
+	Datum		values[11];
+	bool		nulls[11];
+	char	   *db = OidIsValid(s->dbid) ? get_database_name(s->dbid) : NULL;
+	char	   *user = OidIsValid(s->userid) ? GetUserNameFromId(s->userid, true) : NULL;
+
+	memset(nulls, 0, sizeof(nulls));
+	values[0] = Int32GetDatum((int32) (t->key >> 32));
+	values[1] = CStringGetTextDatum(s->type_name);
+	/* a role dropped since: an empty name, as before; no role: NULL */
+	if (OidIsValid(s->userid))
+		values[2] = CStringGetTextDatum(user != NULL ? user : "");
+	else
+		nulls[2] = true;
+	nulls[3] = (db == NULL);
+	if (db != NULL)
+		values[3] = CStringGetTextDatum(db);
+	values[4] = Float8GetDatum(us_to_ms(t->db_us));
+	values[5] = pct_datum(t->cpu_us, t->db_us, &nulls[5]);
+	values[6] = pct_datum(t->db_us - t->cpu_us, t->db_us, &nulls[6]);
+	if (t->top_us > 0)
+	{
+		const char *type;
+		const char *name;
+		char		label[NAMEDATALEN * 2 + 2];
+
+		pgt_event_names(t->top_event, &type, &name);
+		snprintf(label, sizeof(label), "%s:%s", type, name);
+		values[7] = CStringGetTextDatum(label);
+	}
+	else
+		nulls[7] = true;
+	values[8] = Float8GetDatum(us_to_ms(t->idle_us));
+	values[9] = TimestampTzGetDatum(s->proc_start);
+	values[10] = BoolGetDatum(s->exited);
+	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+}
+
+/*
+ * pg_tracer_sessions_since(window interval)
+ *		One row per visible session: DB time, CPU and wait shares of it,
+ *		its top wait event (non-idle, not CPU), idle time.
+ */
+Datum
+pg_tracer_sessions_since(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	int			window_s = window_seconds(fcinfo);
+	AshSnap		snap;
+	SessTotal  *tot;
+	int			ntot;
+	int			j;
+
+	InitMaterializedSRF(fcinfo, 0);
+	snap_take(&snap, window_s);
+	tot = sess_totals(&snap, &ntot);
 	for (j = 0; j < ntot; j++)
 	{
-		Datum		values[11];
-		bool		nulls[11];
 		PgtAshSession *s = snap_session(&snap, tot[j].key);
-		SessTotal  *t = &tot[j];
-		char	   *db;
 
 		/*
 		 * Rows of a session whose entry went to a new one (a connection
 		 * storm): nobody's any more; the sampler drops them within a second.
 		 */
-		if (s == NULL)
-			continue;
-		memset(nulls, 0, sizeof(nulls));
-		values[0] = Int32GetDatum((int32) (t->key >> 32));
-		db = OidIsValid(s->dbid) ? get_database_name(s->dbid) : NULL;
-		values[1] = CStringGetTextDatum(s->type_name);
-		if (OidIsValid(s->userid))
-			values[2] = CStringGetTextDatum(GetUserNameFromId(s->userid, true) ?
-											GetUserNameFromId(s->userid, true) : "");
-		else
-			nulls[2] = true;
-		nulls[3] = (db == NULL);
-		if (db != NULL)
-			values[3] = CStringGetTextDatum(db);
-		values[9] = TimestampTzGetDatum(s->proc_start);
-		values[10] = BoolGetDatum(s->exited);
-		values[4] = Float8GetDatum(us_to_ms(t->db_us));
-		values[5] = pct_datum(t->cpu_us, t->db_us, &nulls[5]);
-		values[6] = pct_datum(t->db_us - t->cpu_us, t->db_us, &nulls[6]);
-		if (t->top_us > 0)
-		{
-			const char *type;
-			const char *name;
-			char		label[NAMEDATALEN * 2 + 2];
-
-			pgt_event_names(t->top_event, &type, &name);
-			snprintf(label, sizeof(label), "%s:%s", type, name);
-			values[7] = CStringGetTextDatum(label);
-		}
-		else
-			nulls[7] = true;
-		values[8] = Float8GetDatum(us_to_ms(t->idle_us));
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+		if (s != NULL)
+			sess_put_row(rsinfo, s, &tot[j]);
 	}
 	return (Datum) 0;
 }
