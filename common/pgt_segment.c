@@ -376,6 +376,61 @@ read_tables(int fd, uint64_t kinds, unsigned char *buf, size_t file_len,
 	return PGT_SEG_OK;
 }
 
+/* The open segment file and the buffer snapshot copies it into */
+typedef struct snap_file
+{
+	int			fd;				/* -1: not open */
+	void	   *buf;			/* NULL: not allocated */
+	size_t		file_len;		/* the file's size, at most PGT_SEG_MAX_SIZE */
+	size_t		cap;			/* the buffer's size */
+	size_t		read_len;		/* what an attempt reads first */
+} snap_file;
+
+/*
+ * snapshot_open
+ *		Open the segment at path and allocate the buffer for a copy of the
+ *		parts kinds asks for (see snapshot).  The sizes come from the file
+ *		(fstat), never from its header.  PGT_SEG_OK, or the error with err
+ *		set; f->fd is -1 when the file could not be opened.
+ */
+static pgt_seg_result
+snapshot_open(const char *path, uint64_t kinds, pgt_alloc_fn alloc_fn, void *alloc_arg,
+			  snap_file *f, char *err, size_t errlen)
+{
+	bool		whole = kinds == PGT_SEG_ALL_TABLES;
+	struct stat st;
+	int			open_errno;
+
+	f->buf = NULL;
+	f->fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	if (f->fd < 0)
+	{
+		open_errno = errno;
+		snprintf(err, errlen, "cannot open \"%s\": %s", path, strerror(open_errno));
+		return open_errno == ENOENT ? PGT_SEG_MISSING : PGT_SEG_IO_ERROR;
+	}
+	if (fstat(f->fd, &st) < 0 || !S_ISREG(st.st_mode))
+	{
+		snprintf(err, errlen, "\"%s\" is not a regular file", path);
+		return PGT_SEG_IO_ERROR;
+	}
+	f->file_len = (uint64_t) st.st_size > PGT_SEG_MAX_SIZE ?
+		PGT_SEG_MAX_SIZE : (size_t) st.st_size;
+	f->cap = f->file_len;
+	if (kinds == 0 && f->cap > sizeof(struct pgt_seg_header))
+		f->cap = sizeof(struct pgt_seg_header);
+	/* some tables: room for all, at their offsets; only what is read is touched */
+	f->read_len = whole || f->cap < sizeof(struct pgt_seg_header) ?
+		f->cap : sizeof(struct pgt_seg_header);
+	f->buf = alloc_fn(f->cap > 0 ? f->cap : 1, alloc_arg);
+	if (f->buf == NULL)
+	{
+		snprintf(err, errlen, "cannot allocate %zu bytes for the segment copy", f->cap);
+		return PGT_SEG_NO_MEMORY;
+	}
+	return PGT_SEG_OK;
+}
+
 /*
  * snapshot
  *		Copy the segment at path consistently and validate it: the whole
@@ -399,13 +454,8 @@ snapshot(const char *path, uint64_t kinds, pgt_alloc_fn alloc_fn,
 		 char *err, size_t errlen)
 {
 	bool		whole = kinds == PGT_SEG_ALL_TABLES;
-	size_t		read_len;
-	pgt_seg_result r = PGT_SEG_BUSY;
-	struct stat st;
-	void	   *buf = NULL;
-	size_t		file_len;
-	size_t		cap;
-	int			fd;
+	pgt_seg_result r;
+	snap_file	f;
 	int			attempt;
 	int			stuck = 0;		/* attempts that saw the same odd seq */
 	uint64_t	stuck_seq = 0;
@@ -414,32 +464,11 @@ snapshot(const char *path, uint64_t kinds, pgt_alloc_fn alloc_fn,
 	*bufp = NULL;
 	*lenp = 0;
 	memset(view, 0, sizeof(*view));
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-	if (fd < 0)
-	{
-		snprintf(err, errlen, "cannot open \"%s\": %s", path, strerror(errno));
-		return errno == ENOENT ? PGT_SEG_MISSING : PGT_SEG_IO_ERROR;
-	}
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
-	{
-		snprintf(err, errlen, "\"%s\" is not a regular file", path);
-		r = PGT_SEG_IO_ERROR;
+	r = snapshot_open(path, kinds, alloc_fn, alloc_arg, &f, err, errlen);
+	if (f.fd < 0)
+		return r;
+	if (r != PGT_SEG_OK)
 		goto cleanup;
-	}
-	file_len = (uint64_t) st.st_size > PGT_SEG_MAX_SIZE ?
-		PGT_SEG_MAX_SIZE : (size_t) st.st_size;
-	cap = file_len;
-	if (kinds == 0 && cap > sizeof(struct pgt_seg_header))
-		cap = sizeof(struct pgt_seg_header);
-	/* some tables: room for all, at their offsets; only what is read is touched */
-	read_len = whole || cap < sizeof(struct pgt_seg_header) ? cap : sizeof(struct pgt_seg_header);
-	buf = alloc_fn(cap > 0 ? cap : 1, alloc_arg);
-	if (buf == NULL)
-	{
-		snprintf(err, errlen, "cannot allocate %zu bytes for the segment copy", cap);
-		r = PGT_SEG_NO_MEMORY;
-		goto cleanup;
-	}
 
 	for (attempt = 0; attempt < SNAPSHOT_RETRIES; attempt++)
 	{
@@ -447,7 +476,7 @@ snapshot(const char *path, uint64_t kinds, pgt_alloc_fn alloc_fn,
 		uint64_t	seq_now = 0;
 		ssize_t		n;
 
-		n = read_full(fd, buf, read_len, 0);
+		n = read_full(f.fd, f.buf, f.read_len, 0);
 		if (n < 0)
 		{
 			snprintf(err, errlen, "cannot read \"%s\": %s", path, strerror(errno));
@@ -456,14 +485,14 @@ snapshot(const char *path, uint64_t kinds, pgt_alloc_fn alloc_fn,
 		}
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);
 		/* a file that shrank since fstat is judged by what was read */
-		r = validate_layout(buf, n, (size_t) n < read_len ? (size_t) n : file_len,
+		r = validate_layout(f.buf, n, (size_t) n < f.read_len ? (size_t) n : f.file_len,
 							view, err, errlen);
 		if (r == PGT_SEG_OK && !whole && kinds != 0)
-			r = read_tables(fd, kinds, buf, file_len, view, err, errlen);
+			r = read_tables(f.fd, kinds, f.buf, f.file_len, view, err, errlen);
 		if (r == PGT_SEG_BUSY)
 		{
 			/* the same odd seq at every attempt: nobody is writing */
-			if (read_seq(fd, &seq_now) == 0 && (seq_now & 1) &&
+			if (read_seq(f.fd, &seq_now) == 0 && (seq_now & 1) &&
 				(attempt == 0 || seq_now == stuck_seq))
 				stuck++;
 			else
@@ -476,7 +505,7 @@ snapshot(const char *path, uint64_t kinds, pgt_alloc_fn alloc_fn,
 			goto cleanup;		/* damaged, not merely mid-write */
 		/* the tables' loads before the second seq's (a seqlock reader) */
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);
-		if (read_seq(fd, &seq_after) < 0)
+		if (read_seq(f.fd, &seq_after) < 0)
 		{
 			snprintf(err, errlen, "segment shrank while it was read");
 			r = PGT_SEG_TRUNCATED;
@@ -484,9 +513,9 @@ snapshot(const char *path, uint64_t kinds, pgt_alloc_fn alloc_fn,
 		}
 		if (seq_after == view->hdr->seq)
 		{
-			*bufp = buf;
+			*bufp = f.buf;
 			*lenp = n;
-			close(fd);
+			close(f.fd);
 			return PGT_SEG_OK;
 		}
 retry:
@@ -507,8 +536,8 @@ retry:
 
 cleanup:
 	memset(view, 0, sizeof(*view));
-	close(fd);
-	*bufp = buf;				/* the caller frees it, success or not */
+	close(f.fd);
+	*bufp = f.buf;				/* the caller frees it, success or not */
 	return r;
 }
 

@@ -399,6 +399,39 @@ open_checked(engine_binary *b, const char *path, const struct stat *exe,
 }
 
 /*
+ * attach_points
+ *		Attach binary b's planned points of the started sets; a point that
+ *		does not attach is logged, and its reason kept for the status.
+ */
+static void
+attach_points(engine_binary *b)
+{
+	char		eb[128];
+	size_t		i;
+
+	for (i = 0; i < engine_npoints; i++)
+	{
+		int			si = engine_set_index(engine_points[i].set);
+		int			r;
+
+		if (si < 0 || core.insts[si] == NULL || b->choices[i].mech == ENGINE_MECH_NONE)
+			continue;
+		r = attach_point(b, i);
+		if (r == 0)
+		{
+			b->attached[i] = 1;
+			continue;
+		}
+		libbpf_strerror(r, eb, sizeof(eb));
+		log_warn("engine: %s %s (%s) did not attach: %s", engine_points[i].set,
+				 engine_points[i].usdt ? engine_points[i].usdt : engine_points[i].func,
+				 engine_mech_name(b->choices[i].mech), eb);
+		snprintf(b->choices[i].reason, sizeof(b->choices[i].reason),
+				 "%s attach failed: %.100s", engine_mech_name(b->choices[i].mech), eb);
+	}
+}
+
+/*
  * binary_for
  *		The attached binary of postmaster pm, attaching it first when new.
  *		NULL when it cannot be inspected (logged).
@@ -409,10 +442,8 @@ binary_for(uint32_t pm)
 	char		path[PATH_MAX + 64];
 	char		exe_link[64];
 	char		err[512];
-	char		eb[128];
 	struct stat st;
 	engine_binary *b;
-	size_t		i;
 	int			k;
 
 	snprintf(exe_link, sizeof(exe_link), "/proc/%u/exe", pm);
@@ -453,26 +484,7 @@ binary_for(uint32_t pm)
 	}
 	engine_plan(&b->elf, b->choices);
 	core.nbins++;
-	for (i = 0; i < engine_npoints; i++)
-	{
-		int			si = engine_set_index(engine_points[i].set);
-		int			r;
-
-		if (si < 0 || core.insts[si] == NULL || b->choices[i].mech == ENGINE_MECH_NONE)
-			continue;
-		r = attach_point(b, i);
-		if (r == 0)
-		{
-			b->attached[i] = 1;
-			continue;
-		}
-		libbpf_strerror(r, eb, sizeof(eb));
-		log_warn("engine: %s %s (%s) did not attach: %s", engine_points[i].set,
-				 engine_points[i].usdt ? engine_points[i].usdt : engine_points[i].func,
-				 engine_mech_name(b->choices[i].mech), eb);
-		snprintf(b->choices[i].reason, sizeof(b->choices[i].reason),
-				 "%s attach failed: %.100s", engine_mech_name(b->choices[i].mech), eb);
-	}
+	attach_points(b);
 	log_info("engine: attached to %s (%d links in all)", path, core.nlinks);
 	update_status();
 	return b;

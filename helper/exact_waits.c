@@ -618,6 +618,60 @@ exact_switch(int on)
 }
 
 /*
+ * start_watchpoints
+ *		The loaded object's hardware-watchpoint source: made, and handed the
+ *		escalation switch.  0, or -ENOMEM.
+ */
+static int
+start_watchpoints(pset_inst *in, exact_priv *p)
+{
+	p->w = exact_watch_new(p->skel->progs.pgt_exact_watch_hit,
+						   bpf_map__fd(p->skel->maps.exact_watch), p->qid_fd);
+	if (p->w == NULL)
+		return -ENOMEM;
+	running = p;
+	pset_set_status(in, PGT_PROBE_AVAILABLE, "hardware watchpoints",
+					"mode %s, budget %d s/h; %s", escalation_mode_name(),
+					escalation_budget(), p->why);
+	escalation_attach(exact_switch, NULL);
+	escalation_set_reset(exact_reset);
+	return 0;
+}
+
+/*
+ * start_tagging
+ *		The syscall-tagging source, of an object whose load (or watchpoint
+ *		source) returned err: attached once to prove it works (tiered mode
+ *		attaches again per window), and handed the escalation switch; or
+ *		reported unavailable with the reason.
+ */
+static void
+start_tagging(pset_inst *in, exact_priv *p, int err)
+{
+	char		ebuf[128];
+
+	if (err == 0)
+		err = attach_progs(p);
+	if (err == 0 && escalation_mode() != ESC_MODE_FULL)
+		detach_progs(p);
+	if (err != 0)
+	{
+		pset_set_status(in, PGT_PROBE_UNAVAILABLE, "syscall tagging",
+						"tp_btf/sys_enter+sys_exit+sched_switch: %s; %s",
+						pset_errstr(err, ebuf, sizeof(ebuf)), p->why);
+		escalation_attach(NULL, in->status.reason);
+		return;
+	}
+	running = p;
+	pset_set_status(in, PGT_PROBE_AVAILABLE, "syscall tagging",
+					"mode %s, budget %d s/h; %s; %s", escalation_mode_name(),
+					escalation_budget(), p->why,
+					p->chain ? "programs in the hook chains" : "programs attached on their own");
+	escalation_attach(exact_switch, NULL);
+	escalation_set_reset(exact_reset);
+}
+
+/*
  * start
  *		open -> shared maps -> load -> attach; watchpoint self-test; hand
  *		the switch to the escalation state.
@@ -626,7 +680,6 @@ static int
 start(pset_inst *in, const pset_ctx *ctx)
 {
 	exact_priv *p = calloc(1, sizeof(*p));
-	char		ebuf[128];
 	int			err;
 	int			h;
 
@@ -659,41 +712,11 @@ start(pset_inst *in, const pset_ctx *ctx)
 		err = exact_waits_bpf__load(p->skel);
 	if (err == 0 && p->source == EXACT_SOURCE_WATCHPOINT)
 	{
-		p->w = exact_watch_new(p->skel->progs.pgt_exact_watch_hit,
-							   bpf_map__fd(p->skel->maps.exact_watch), p->qid_fd);
-		if (p->w == NULL)
-			err = -ENOMEM;
+		err = start_watchpoints(in, p);
 		if (err == 0)
-		{
-			running = p;
-			pset_set_status(in, PGT_PROBE_AVAILABLE, "hardware watchpoints",
-							"mode %s, budget %d s/h; %s", escalation_mode_name(),
-							escalation_budget(), p->why);
-			escalation_attach(exact_switch, NULL);
-			escalation_set_reset(exact_reset);
 			return 0;
-		}
 	}
-	/* attach once to prove it works; tiered mode re-attaches per window */
-	if (err == 0)
-		err = attach_progs(p);
-	if (err == 0 && escalation_mode() != ESC_MODE_FULL)
-		detach_progs(p);
-	if (err != 0)
-	{
-		pset_set_status(in, PGT_PROBE_UNAVAILABLE, "syscall tagging",
-						"tp_btf/sys_enter+sys_exit+sched_switch: %s; %s",
-						pset_errstr(err, ebuf, sizeof(ebuf)), p->why);
-		escalation_attach(NULL, in->status.reason);
-		return 0;
-	}
-	running = p;
-	pset_set_status(in, PGT_PROBE_AVAILABLE, "syscall tagging",
-					"mode %s, budget %d s/h; %s; %s", escalation_mode_name(),
-					escalation_budget(), p->why,
-					p->chain ? "programs in the hook chains" : "programs attached on their own");
-	escalation_attach(exact_switch, NULL);
-	escalation_set_reset(exact_reset);
+	start_tagging(in, p, err);
 	return 0;
 }
 

@@ -142,6 +142,44 @@ resolve_event(const char *arg)
 }
 
 /*
+ * event_slots
+ *		The exact latency histogram of event, summed over the processes in
+ *		the segment link shows, into slots.  Returns the total count; the
+ *		first and last non-empty slot in *first and *last (-1: none).
+ */
+static uint64
+event_slots(const PgtLink *link, uint32 event, uint64 *slots, int *first, int *last)
+{
+	uint64		total = 0;
+	uint32		r;
+	int			i;
+
+	memset(slots, 0, sizeof(uint64) * PGT_EXACT_HIST_SLOTS);
+	*first = *last = -1;
+	for (r = 0; link->connected && r < pgt_view_count(&link->view, PGT_SEC_EXACT_HIST); r++)
+	{
+		const struct pgt_exact_hist_entry *h =
+			pgt_view_row(&link->view, PGT_SEC_EXACT_HIST, r);
+
+		if (h->event != event || h->nslots != PGT_EXACT_HIST_SLOTS)
+			continue;
+		for (i = 0; i < PGT_EXACT_HIST_SLOTS; i++)
+			slots[i] += h->slots[i];
+	}
+	for (i = 0; i < PGT_EXACT_HIST_SLOTS; i++)
+	{
+		total += slots[i];
+		if (slots[i] != 0)
+		{
+			if (*first < 0)
+				*first = i;
+			*last = i;
+		}
+	}
+	return total;
+}
+
+/*
  * pg_tracer_histogram(wait_event text)
  *		The exact latency histogram of one event: bucket_lo_us,
  *		bucket_hi_us (NULL for the open-ended last bucket), waits, pct,
@@ -154,13 +192,12 @@ pg_tracer_histogram(PG_FUNCTION_ARGS)
 	char	   *arg;
 	uint32		event;
 	uint64		slots[PGT_EXACT_HIST_SLOTS];
-	uint64		total = 0;
+	uint64		total;
 	uint64		cum = 0;
 	PgtLink		link;
-	int			first = -1;
-	int			last = -1;
+	int			first;
+	int			last;
 	int			i;
-	uint32		r;
 
 	pgt_require_preload();
 	if (PG_ARGISNULL(0))
@@ -171,31 +208,8 @@ pg_tracer_histogram(PG_FUNCTION_ARGS)
 	arg = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	event = resolve_event(arg);
 	InitMaterializedSRF(fcinfo, 0);
-	memset(slots, 0, sizeof(slots));
 	pgt_link_read(&link, PGT_SEG_TABLE(PGT_SEC_EXACT_HIST));
-	if (link.connected)
-	{
-		for (r = 0; r < pgt_view_count(&link.view, PGT_SEC_EXACT_HIST); r++)
-		{
-			const struct pgt_exact_hist_entry *h =
-				pgt_view_row(&link.view, PGT_SEC_EXACT_HIST, r);
-
-			if (h->event != event || h->nslots != PGT_EXACT_HIST_SLOTS)
-				continue;
-			for (i = 0; i < PGT_EXACT_HIST_SLOTS; i++)
-				slots[i] += h->slots[i];
-		}
-	}
-	for (i = 0; i < PGT_EXACT_HIST_SLOTS; i++)
-	{
-		total += slots[i];
-		if (slots[i] != 0)
-		{
-			if (first < 0)
-				first = i;
-			last = i;
-		}
-	}
+	total = event_slots(&link, event, slots, &first, &last);
 	if (total == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
