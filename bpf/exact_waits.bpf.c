@@ -608,6 +608,10 @@ pgt_exact_watch_hit(struct bpf_perf_event_data *ctx)
 	w = bpf_map_lookup_elem(&exact_watch, &tgid);
 	if (!w)
 		return 0;
+	/* not tracked (any more): it exec'd, and its new memory is not ours to read */
+	pm = pgt_tracked_pm(tgid);
+	if (!pm)
+		return 0;
 	if (bpf_probe_read_user(&wei, sizeof(wei), (void *) w->wait_addr) != 0)
 		return 0;
 	__sync_fetch_and_add(&w->hits, 1);
@@ -619,11 +623,7 @@ pgt_exact_watch_hit(struct bpf_perf_event_data *ctx)
 		return 0;
 	now = bpf_ktime_get_ns();
 	if (w->event != 0 && w->gen == exact_gen && now > w->since_ns)
-	{
-		pm = pgt_tracked_pm(tgid);
-		if (pm)
-			record_wait(tgid, pm, w->event, w->queryid, now - w->since_ns);
-	}
+		record_wait(tgid, pm, w->event, w->queryid, now - w->since_ns);
 	w->event = wei;
 	w->since_ns = now;
 	if (wei != 0)

@@ -291,6 +291,7 @@ struct pgt_qid_cache
 {
 	__u64		addr;			/* the task's st_query_id, once its slot is checked */
 	__u64		last;			/* the slot's last_qid as this task last saw it */
+	__u64		mm;				/* the address space addr was checked in */
 };
 
 /*
@@ -307,16 +308,24 @@ struct pgt_qid_cache
  *		the owner's last send, so only sends publish.  Publishing costs a
  *		hash lookup and a store to a line other CPUs read: 40 ns a context
  *		switch when sched did it (bench/RESULTS.md, 2026-12-03).
+ *
+ *		task is the current task.  The cached address holds only in the
+ *		address space it was checked in: a task that execs keeps its task
+ *		storage, but not the PostgreSQL memory the address pointed into
+ *		(the new program may be set-uid, and its memory is none of ours),
+ *		so a new mm sends the task back to its slot, which the foundation
+ *		no longer backs once the task left `tracked` at the exec.
  */
 static __always_inline __u64
-pgt_task_qid(__u32 tgid, struct pgt_qid_cache *c, const int publish)
+pgt_task_qid(struct task_struct *task, __u32 tgid, struct pgt_qid_cache *c, const int publish)
 {
 	struct pgt_qid_slot *slot;
+	__u64		mm = (__u64) task->mm;
 	__u64		qid = 0;
 
 	if (pgt_qid_off)
 		return 0;
-	if (c->addr)
+	if (c->addr && c->mm == mm)
 	{
 		if (bpf_probe_read_user(&qid, sizeof(qid), (void *) c->addr) != 0)
 			return 0;
@@ -329,12 +338,16 @@ pgt_task_qid(__u32 tgid, struct pgt_qid_cache *c, const int publish)
 		}
 		return qid;
 	}
+	c->addr = 0;
+	if (!pgt_tracked_pm(tgid))
+		return 0;				/* left `tracked`: an exec (or its exit) */
 	slot = bpf_map_lookup_elem(&pgt_qid, &tgid);
 	if (!slot)
 		return pgt_current_qid(tgid);	/* maps the slot when it can */
 	if (pgt_read_qid(slot->procpid_addr, slot->nspid, slot->queryid_addr, &qid) != 0)
 		return 0;
 	c->addr = slot->queryid_addr;
+	c->mm = mm;
 	if (publish)
 		slot->last_qid = qid;
 	c->last = slot->last_qid;	/* what the slot holds: compared at the next publish */

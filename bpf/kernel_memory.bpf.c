@@ -95,7 +95,7 @@ fault(unsigned long address, int kernel)
 		return 0;
 	task = bpf_get_current_task_btf();
 	fs = bpf_task_storage_get(&fstate, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	qid = fs ? pgt_task_qid(tgid, &fs->qc, 0) : pgt_current_qid(tgid);
+	qid = fs ? pgt_task_qid(task, tgid, &fs->qc, 0) : pgt_current_qid(tgid);
 	v = pgt_kproc_get(&kproc, tgid, qid, pm);
 	if (v)
 		__sync_fetch_and_add(&v->v[kernel ? PGT_KMEM_FAULTS_KERNEL : PGT_KMEM_FAULTS_USER], 1);

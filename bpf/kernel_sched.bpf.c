@@ -346,7 +346,7 @@ ksched_switch(bool preempt, struct task_struct *prev, struct task_struct *next,
 		if (s->out_clock)
 			close_from_record(prev, s, gen);
 		/* prev is current: its own query id (not published: see pgt_task_qid) */
-		s->qid = pgt_task_qid(prev->tgid, &s->qc, 0);
+		s->qid = pgt_task_qid(prev, prev->tgid, &s->qc, 0);
 		s->out_clock = now;
 		if (kclock)
 			s->out_run_delay = prev->sched_info.run_delay;

@@ -367,9 +367,9 @@ ksys_enter(struct pt_regs *regs, long id)
 	 * instead of reading user memory again.
 	 */
 	if (op == PGT_KOP_SEND)
-		s->qid = pgt_task_qid(tgid, &s->qc, 1);	/* a retransmit's id */
+		s->qid = pgt_task_qid(task, tgid, &s->qc, 1);	/* a retransmit's id */
 	else if (op != PGT_KOP_RECV)
-		s->qid = pgt_task_qid(tgid, &s->qc, 0);
+		s->qid = pgt_task_qid(task, tgid, &s->qc, 0);
 	s->fd = (__u32) PT_REGS_PARM1_SYSCALL(regs);
 	s->file.relfilenode = 0;
 	s->file.dboid = 0;

@@ -83,9 +83,12 @@ struct
 __u64		pgt_tracked_bits[PGT_TRACKED_WORDS];
 
 /*
- * Set by the helper before load (--miss-events N, testing): one note in N
- * of pgt_process_exec (which only the daemon loads) is dropped as lost.
+ * Set by the helper before load: note_execs, whether pgt_process_exec notes
+ * the execs of server binaries (the daemon's discovery; the program runs
+ * in every helper, for the pid filter); exec_miss_every (--miss-events N,
+ * testing), one note in N dropped as lost.
  */
+const volatile __u8 note_execs = 0;
 const volatile __u32 exec_miss_every = 0;
 
 struct
@@ -252,10 +255,10 @@ is_server_name(const char *n)
 }
 
 /*
- * A process execs a new program: when the program is a PostgreSQL server
- * (its command name, which exec has just set from the name it was run by,
- * or the name of the file itself, as /proc/<pid>/exe shows it), note its
- * tgid for the daemon.  Execs are rare, so this costs nothing that
+ * A process execs a new program: a tracked one leaves `tracked`; when the
+ * program is a PostgreSQL server (its command name, which exec has just set
+ * from the name it was run by, or the name of the file itself, as
+ * /proc/<pid>/exe shows it), note its tgid for the daemon.  Execs are rare, so this costs nothing that
  * matters; the daemon in turn no longer reads a /proc file of every
  * process of the host each second.
  */
@@ -268,6 +271,21 @@ int BPF_PROG(pgt_process_exec, struct task_struct *p, pid_t old_pid,
 	__u32		zero = 0;
 	const unsigned char *file_name;
 
+	/*
+	 * A tracked process that execs is no longer the PostgreSQL process the
+	 * helper mapped (PostgreSQL's processes do not exec on Linux): the new
+	 * program, perhaps a set-uid one, leaves `tracked` and `postmasters`,
+	 * so that no program reads its memory at the addresses of the old one's
+	 * query-id slot.  A server it runs is noted below, like any other.
+	 */
+	if (bpf_map_lookup_elem(&tracked, &tgid))
+	{
+		set_tracked(tgid, false);
+		bpf_map_delete_elem(&tracked, &tgid);
+		bpf_map_delete_elem(&postmasters, &tgid);
+	}
+	if (!note_execs)
+		return 0;
 	if (bpf_get_current_comm(name, sizeof(name)) != 0 || !is_server_name(name))
 	{
 		file_name = BPF_CORE_READ(bprm, file, f_path.dentry, d_name.name);

@@ -126,6 +126,7 @@ open_and_load(bpf_probes *p, int chains, uint32_t exec_miss_every)
 	skel->rodata->pgt_dispatch = (uint8_t) chains;
 	skel->rodata->keep_exit_titles = p->exit_titles_max > 0;
 	skel->rodata->exec_miss_every = exec_miss_every;
+	skel->rodata->note_execs = p->exec_notes != 0;
 	err = bpf_map__set_max_entries(skel->maps.exit_titles,
 								   p->exit_titles_max > 0 ? p->exit_titles_max : 1);
 	if (err != 0)
@@ -135,7 +136,6 @@ open_and_load(bpf_probes *p, int chains, uint32_t exec_miss_every)
 	}
 	(void) bpf_program__set_autoload(skel->progs.pgt_sys_exit, chains);
 	(void) bpf_program__set_autoload(skel->progs.pgt_sched_switch, chains);
-	(void) bpf_program__set_autoload(skel->progs.pgt_process_exec, p->exec_notes);
 	err = pg_tracer_bpf__load(skel);
 	if (err != 0)
 	{
@@ -172,8 +172,10 @@ attach_one(struct bpf_program *prog, struct bpf_link **link)
 
 /*
  * attach_exec_notes
- *		Attach pgt_process_exec when the caller asked for exec notes; else,
- *		or when it does not attach, say why in p->exec_reason.
+ *		Attach pgt_process_exec, which takes a tracked process that execs
+ *		out of the pid filter (always) and notes the execs of server binaries
+ *		(when the caller asked for exec notes: else, or when it does not
+ *		attach, p->exec_reason says why).
  */
 static void
 attach_exec_notes(bpf_probes *p)
@@ -181,16 +183,19 @@ attach_exec_notes(bpf_probes *p)
 	char		ebuf[128];
 	int			err;
 
-	if (!p->exec_notes)
-	{
-		snprintf(p->exec_reason, sizeof(p->exec_reason), "not asked for");
-		return;
-	}
 	err = attach_one(p->skel->progs.pgt_process_exec, &p->skel->links.pgt_process_exec);
 	if (err != 0)
 	{
 		snprintf(p->exec_reason, sizeof(p->exec_reason),
 				 "sched_process_exec did not attach: %s", errstr(err, ebuf, sizeof(ebuf)));
+		log_warn("BPF: sched_process_exec did not attach (%s): a tracked process that "
+				 "execs stays in the pid filter until it exits (the helper's reads of its "
+				 "memory are still checked)", ebuf);
+		return;
+	}
+	if (!p->exec_notes)
+	{
+		snprintf(p->exec_reason, sizeof(p->exec_reason), "not asked for");
 		return;
 	}
 	p->execs_fd = bpf_map__fd(p->skel->maps.pg_execs);

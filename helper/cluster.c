@@ -369,19 +369,39 @@ cmp_proc(const void *a, const void *b)
  * prioritize_sampler
  *		When p, a background worker whose title is buf (len), is the
  *		cluster's pg_tracer sampler, raise its priority (--sampler-nice,
- *		helper/sampler_priority.c says why).  Once per process, whatever
- *		the outcome.
+ *		helper/sampler_priority.c says why and for whom).  Once per
+ *		process, whatever the outcome, and one process of the cluster at a
+ *		time: a second that calls itself the sampler while the first lives
+ *		is left as it is.
  */
 static void
 prioritize_sampler(cluster *c, cluster_proc *p, const char *buf, size_t len)
 {
-	int			r = sampler_priority_apply(p->pid, buf, len);
+	int			r;
 
 	p->prioritized = 1;
-	if (r > 0)
+	if (c->sampler_pid != 0 && c->sampler_pid != p->pid &&
+		procfs_title_is(buf, len, SAMPLER_PRIORITY_TITLE) &&
+		procfs_alive((pid_t) c->sampler_pid, c->sampler_start))
+	{
+		log_warn("%s: pid %u calls itself the sampler while pid %u is raised already: "
+				 "its priority is left as it is", c->data_dir, p->nspid, c->sampler_pid);
+		return;
+	}
+	r = sampler_priority_apply(p->pid, buf, len, (uint32_t) c->uid);
+	if (r == SAMPLER_PRIORITY_RAISED)
+	{
+		c->sampler_pid = p->pid;
+		c->sampler_start = p->starttime;
 		log_info("%s: the sampler (pid %u) runs at nice %d", c->data_dir, p->nspid,
 				 sampler_priority_nice());
-	else if (r < 0)
+	}
+	else if (r == SAMPLER_PRIORITY_NOT_SYSTEM)
+		log_info("%s: the sampler (pid %u) keeps its priority: the cluster runs as uid %u, "
+				 "not a system account (uid %d at most); its samples may lean towards the "
+				 "starts of blocking waits on a busy host", c->data_dir, p->nspid,
+				 (unsigned) c->uid, SAMPLER_PRIORITY_MAX_OWNER);
+	else if (r == SAMPLER_PRIORITY_REFUSED)
 		log_warn("%s: cannot raise the sampler's priority (pid %u, nice %d): %s; its "
 				 "samples lean towards the starts of blocking waits on a busy host",
 				 c->data_dir, p->nspid, sampler_priority_nice(), strerror(errno));

@@ -29,6 +29,7 @@ typedef struct cluster_env
 	probe_status fexit;			/* syscall_exit.h */
 	probe_status tracefs;
 	struct pset_runtime *psets;	/* always-on probe sets (probe_set.h) */
+	size_t		nclusters;		/* clusters served, kept by the daemon */
 } cluster_env;
 
 /* One process of the cluster (the postmaster or a child). */
@@ -68,6 +69,8 @@ typedef struct cluster
 	int			attach_count;
 	pm_info		pm;
 	int64_t		attached_us;
+	uint32_t	sampler_pid;	/* the process prioritize_sampler raised, 0: none */
+	uint64_t	sampler_start;	/* its start time (/proc ticks) */
 	int64_t		waiting_since_ms;
 	uint64_t	pending_generation; /* to publish with the next update */
 

@@ -127,8 +127,9 @@ cluster_psets_publish(cluster *c, seg_publish *p)
  * cluster_psets_reset
  *		PROBERESET (pg_tracer_reset()): the running sets drop this cluster's
  *		rows and copy their aggregates again, so that the next publication
- *		counts from now.  Other clusters' rows stay; the kernel's own (pid
- *		0, shown to every cluster) go.
+ *		counts from now.  Other clusters' rows stay, and so do the kernel's
+ *		own (pid 0, shown to every cluster) unless this is the one cluster
+ *		served.
  */
 size_t
 cluster_psets_reset(void *arg, int *nsets)
@@ -139,5 +140,5 @@ cluster_psets_reset(void *arg, int *nsets)
 	*nsets = 0;
 	if (rt == NULL || rt->ninsts == 0 || !c->attached)
 		return 0;
-	return pset_runtime_reset(rt, (uint32_t) c->pm.pid, nsets);
+	return pset_runtime_reset(rt, (uint32_t) c->pm.pid, c->env->nclusters <= 1, nsets);
 }

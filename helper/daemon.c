@@ -291,6 +291,7 @@ add_cluster(daemon_state *d, cluster *c)
 		d->capclusters = ncap;
 	}
 	d->clusters[d->nclusters++] = c;
+	d->env.nclusters = d->nclusters;
 	return 0;
 }
 
@@ -325,52 +326,100 @@ find_skip(daemon_state *d, uint64_t dev, uint64_t ino)
 }
 
 /*
+ * note_skip
+ *		A found cluster is not served, for reason: warn once per cluster
+ *		(until it is served).
+ */
+static void
+note_skip(daemon_state *d, const pm_info *pm, const char *reason)
+{
+	skipped    *sk = find_skip(d, pm->dev, pm->ino);
+
+	if (sk == NULL)
+	{
+		skipped    *n = realloc(d->skips, (d->nskips + 1) * sizeof(*n));
+
+		if (n == NULL)
+			return;
+		d->skips = n;
+		sk = &d->skips[d->nskips++];
+		sk->dev = pm->dev;
+		sk->ino = pm->ino;
+		sk->seen = 0;
+	}
+	if (!sk->seen)
+		log_warn("not serving %s: %s", pm->data_dir, reason);
+	sk->seen = 1;
+}
+
+/*
+ * over_cluster_limits
+ *		Would serving one more cluster of owner uid pass --max-clusters, or
+ *		DAEMON_MAX_USER_CLUSTERS for an owner that is no system account?
+ *		Each cluster costs a segment in the runtime directory (a tmpfs,
+ *		shared with the host's other services) and three descriptors, and
+ *		any user of the host can start clusters.  1 with the reason in why.
+ */
+static int
+over_cluster_limits(const daemon_state *d, uid_t uid, char *why, size_t whylen)
+{
+	size_t		same = 0;
+	size_t		i;
+
+	if (d->nclusters >= (size_t) d->opts->max_clusters)
+	{
+		snprintf(why, whylen, "%zu clusters are served already (--max-clusters)",
+				 d->nclusters);
+		return 1;
+	}
+	for (i = 0; i < d->nclusters; i++)
+		same += d->clusters[i]->uid == uid;
+	if (uid > PGT_SYSTEM_MAX_UID && same >= DAEMON_MAX_USER_CLUSTERS)
+	{
+		snprintf(why, whylen, "uid %u, not a system account, has %d served already",
+				 (unsigned) uid, DAEMON_MAX_USER_CLUSTERS);
+		return 1;
+	}
+	return 0;
+}
+
+/*
  * open_found_cluster
  *		Host-wide mode: a postmaster of a cluster we do not serve yet.
- *		Take its lock (skip it, warning once, when another helper has it)
- *		and open it.
+ *		Within the limits (over_cluster_limits), take its lock (skip it,
+ *		warning once, when another helper has it) and open it.
  */
 static cluster *
 open_found_cluster(daemon_state *d, const pm_info *pm)
 {
 	char		err[512];
-	skipped    *sk = find_skip(d, pm->dev, pm->ino);
+	char		why[600];
+	skipped    *sk;
 	cluster    *c;
 	pid_t		holder;
 	int			lock_fd;
 	int			r;
 
+	if (over_cluster_limits(d, pm->uid, why, sizeof(why)))
+	{
+		note_skip(d, pm, why);
+		return NULL;
+	}
 	r = cluster_lock(d->opts->runtime_dir, pm->dev, pm->ino, &lock_fd, &holder,
 					 err, sizeof(err));
 	if (r != 0)
 	{
-		if (sk == NULL)
-		{
-			skipped    *n = realloc(d->skips, (d->nskips + 1) * sizeof(*n));
-
-			if (n != NULL)
-			{
-				d->skips = n;
-				sk = &d->skips[d->nskips++];
-				sk->dev = pm->dev;
-				sk->ino = pm->ino;
-				sk->seen = 0;
-			}
-		}
-		if (sk != NULL && !sk->seen)
-		{
-			if (r == 1)
-				log_warn("another pg-tracer (pid %d) already serves %s: skipping it",
-						 (int) holder, pm->data_dir);
-			else
-				log_warn("cannot serve %s: %s", pm->data_dir, err);
-			sk->seen = 1;
-		}
+		if (r == 1)
+			snprintf(why, sizeof(why), "another pg-tracer (pid %d) serves it", (int) holder);
+		else
+			snprintf(why, sizeof(why), "%s", err);
+		note_skip(d, pm, why);
 		return NULL;
 	}
+	sk = find_skip(d, pm->dev, pm->ino);
 	if (sk != NULL)
 	{
-		log_info("%s: the other helper is gone, serving it now", pm->data_dir);
+		log_info("%s: serving it now", pm->data_dir);
 		*sk = d->skips[--d->nskips];
 	}
 	c = cluster_open(&d->env, pm->dev, pm->ino, pm->uid, pm->gid, pm->data_dir,
@@ -601,6 +650,7 @@ discover(daemon_state *d)
 				log_info("%s: postmaster gone for %d s, forgetting it and its segment",
 						 c->data_dir, d->opts->forget_after_s);
 				d->clusters[i] = d->clusters[--d->nclusters];
+				d->env.nclusters = d->nclusters;
 				cluster_forget(c);
 				continue;
 			}

@@ -19,10 +19,15 @@ typedef struct daemon_opts
 	int			kernel_escalated;	/* --kernel-sets escalated */
 	int			forget_after_s;	/* --forget-after: host-wide mode drops a
 								 * cluster whose postmaster is gone this long */
+	int			max_clusters;	/* --max-clusters: host-wide mode serves no more */
 } daemon_opts;
 
 #define DAEMON_FORGET_AFTER_DEFAULT_S	60
 #define DAEMON_FORGET_AFTER_MAX_S		86400
+#define DAEMON_MAX_CLUSTERS_DEFAULT		64
+#define DAEMON_MAX_CLUSTERS_MAX			1024
+/* clusters served at once for one owner that is no system account */
+#define DAEMON_MAX_USER_CLUSTERS		4
 
 extern int	daemon_run(const daemon_opts *opts);
 extern int	runtime_dir_check(const char *dir, int create, char *err, size_t errlen);

@@ -412,21 +412,41 @@ discovery_check_pids(pid_t *pids, size_t *npids, int filter, uint64_t dev, uint6
 }
 
 /*
+ * exe_of
+ *		The device and inode of the file process pid runs (/proc/<pid>/exe).
+ *		0, or -1 when it cannot be told (gone, a kernel thread).
+ */
+static int
+exe_of(pid_t pid, struct stat *st)
+{
+	char		path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int) pid);
+	return stat(path, st);
+}
+
+/*
  * discovery_children
- *		Pids of the processes whose parent is `pm`.  *out is malloc'd
- *		(caller frees).  Returns 0 or -1.
+ *		Pids of the processes whose parent is `pm` and that run pm's own
+ *		executable (the same file: PostgreSQL forks its children and never
+ *		execs them, so a child that runs another program, set-uid perhaps,
+ *		is no PostgreSQL process to follow).  *out is malloc'd (caller
+ *		frees).  Returns 0 or -1.
  */
 int
 discovery_children(pid_t pm, pid_t **out, size_t *nout)
 {
 	candidate  *kids;
+	struct stat pm_exe;
+	struct stat kid_exe;
 	size_t		n;
 	size_t		i;
+	size_t		kept = 0;
 	pid_t	   *pids;
 
 	*out = NULL;
 	*nout = 0;
-	if (pm <= 0)
+	if (pm <= 0 || exe_of(pm, &pm_exe) < 0)
 		return 0;				/* no postmaster: no children to look for */
 	if (scan_proc(&(proc_filter) {.parent = pm}, &kids, &n) < 0)
 		return -1;
@@ -438,10 +458,12 @@ discovery_children(pid_t pm, pid_t **out, size_t *nout)
 		return -1;
 	}
 	for (i = 0; i < n; i++)
-		pids[i] = kids[i].pid;
+		if (exe_of(kids[i].pid, &kid_exe) == 0 && kid_exe.st_dev == pm_exe.st_dev &&
+			kid_exe.st_ino == pm_exe.st_ino)
+			pids[kept++] = kids[i].pid;
 	free(kids);
 	*out = pids;
-	*nout = n;
+	*nout = kept;
 	return 0;
 }
 

@@ -173,6 +173,7 @@ elf_inspect_open(const char *path, elf_info *info, char *err, size_t errlen)
 	size_t		shstrndx;
 	uint64_t	stapsdt_base = 0;
 	Elf_Data   *notes = NULL;
+	struct stat st;
 
 	memset(info, 0, sizeof(*info));
 	info->fd = -1;
@@ -182,11 +183,17 @@ elf_inspect_open(const char *path, elf_info *info, char *err, size_t errlen)
 		snprintf(err, errlen, "libelf initialization failed");
 		return -1;
 	}
-	info->fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* non-blocking: a FIFO put in the file's place must not hang the helper */
+	info->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (info->fd < 0)
 	{
 		snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
 		return -1;
+	}
+	if (fstat(info->fd, &st) < 0 || !S_ISREG(st.st_mode))
+	{
+		snprintf(err, errlen, "%s is not a regular file", path);
+		goto fail;
 	}
 	e = elf_begin(info->fd, ELF_C_READ, NULL);
 	if (e == NULL || elf_kind(e) != ELF_K_ELF || gelf_getehdr(e, &eh) == NULL)

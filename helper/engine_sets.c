@@ -81,9 +81,10 @@ eng_collect(pset_inst *inst)
  *		core for every engine set: the first set's call does the work).
  */
 static size_t
-eng_reset(pset_inst *inst, uint32_t postmaster)
+eng_reset(pset_inst *inst, uint32_t postmaster, int shared)
 {
 	(void) inst;
+	(void) shared;				/* every engine row is one cluster's */
 	return engine_core_reset(postmaster);
 }
 

@@ -113,7 +113,15 @@ exact_source_name(int source)
 /*
  * open_bp
  *		A disabled 4-byte write breakpoint on addr in process pid (0: the
- *		calling process), user-space writes only; fd or -errno.
+ *		calling process), user-space writes only; fd or -errno (-EPERM: pid
+ *		is not a plain process, procfs_plain_process).
+ *
+ * The breakpoint goes away when the process execs (remove_on_exec, from
+ * Linux 5.13; older kernels refuse the flag and get the breakpoint without
+ * it, where the BPF program's `tracked` test, which an exec fails, stands
+ * in), and pid is checked after the open: a process that ran a set-uid
+ * program before it is refused, one that runs it after loses the
+ * breakpoint.
  */
 static int
 open_bp(pid_t pid, uint64_t addr)
@@ -131,8 +139,21 @@ open_bp(pid_t pid, uint64_t addr)
 	attr.disabled = 1;
 	attr.exclude_kernel = 1;
 	attr.exclude_hv = 1;
+	attr.remove_on_exec = 1;
 	fd = (int) syscall(SYS_perf_event_open, &attr, pid, -1, -1, PERF_FLAG_FD_CLOEXEC);
-	return fd < 0 ? -errno : fd;
+	if (fd < 0 && errno == EINVAL)
+	{
+		attr.remove_on_exec = 0;
+		fd = (int) syscall(SYS_perf_event_open, &attr, pid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	}
+	if (fd < 0)
+		return -errno;
+	if (pid != 0 && !procfs_plain_process(pid))
+	{
+		close(fd);
+		return -EPERM;
+	}
+	return fd;
 }
 
 /*

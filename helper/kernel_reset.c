@@ -10,8 +10,9 @@
  * first, through the object's task iterator with `tacc_forget` naming the
  * postmaster, then the maps: a row a task evicts into a map between the two
  * is one from before the reset, and goes with the map's.  The kernel's own
- * rows (pm 0: writeback, shown to every cluster) go too.  Nothing else is
- * touched: a call, request or off-CPU period under way counts whole when it
+ * rows (pm 0: writeback, shown to every cluster) go too, but only when the
+ * cluster is the one the daemon serves: a reset is one cluster's, and the
+ * others' views must not lose rows to it.  Nothing else is touched: a call, request or off-CPU period under way counts whole when it
  * ends, and the network set's retransmit baselines stay (they are counts
  * the kernel keeps, not the view's).
  *
@@ -61,10 +62,11 @@ forget_tasks(kset *ks, uint32_t pm)
 /*
  * forget_map_rows
  *		Delete the rows of map fd (up to max, key then value) whose value's
- *		postmaster at pm_off is pm or 0.  Returns how many went.
+ *		postmaster at pm_off is pm, or 0 with shared.  Returns how many went.
  */
 static size_t
-forget_map_rows(int fd, size_t ksize, size_t vsize, size_t pm_off, size_t max, uint32_t pm)
+forget_map_rows(int fd, size_t ksize, size_t vsize, size_t pm_off, size_t max, uint32_t pm,
+				int shared)
 {
 	unsigned char *rows;
 	size_t		n;
@@ -83,7 +85,7 @@ forget_map_rows(int fd, size_t ksize, size_t vsize, size_t pm_off, size_t max, u
 		uint32_t	rpm;
 
 		memcpy(&rpm, row + ksize + pm_off, sizeof(rpm));
-		if (rpm != pm && rpm != 0)
+		if (rpm != pm && !(shared && rpm == 0))
 			continue;
 		if (bpf_map_delete_elem(fd, row) == 0)
 			gone++;
@@ -92,15 +94,16 @@ forget_map_rows(int fd, size_t ksize, size_t vsize, size_t pm_off, size_t max, u
 	return gone;
 }
 
-#define FORGET_ROWS(fd_, ktype, vtype, max_, pm_) \
-	forget_map_rows((fd_), sizeof(ktype), sizeof(vtype), offsetof(vtype, pm), (max_), (pm_))
+#define FORGET_ROWS(fd_, ktype, vtype, max_, pm_, shared_) \
+	forget_map_rows((fd_), sizeof(ktype), sizeof(vtype), offsetof(vtype, pm), (max_), (pm_), \
+					(shared_))
 
 /*
  * kset_reset
  *		See kernel_set.h.
  */
 size_t
-kset_reset(pset_inst *in, uint32_t pm)
+kset_reset(pset_inst *in, uint32_t pm, int shared)
 {
 	kset	   *ks = in->priv;
 	size_t		gone;
@@ -108,11 +111,12 @@ kset_reset(pset_inst *in, uint32_t pm)
 	if (ks == NULL || pm == 0)
 		return 0;
 	forget_tasks(ks, pm);
-	gone = FORGET_ROWS(ks->kio_fd, struct pgt_kio_key, struct pgt_kio_val, ks->kio_max, pm);
+	gone = FORGET_ROWS(ks->kio_fd, struct pgt_kio_key, struct pgt_kio_val, ks->kio_max, pm,
+					   shared);
 	gone += FORGET_ROWS(ks->kproc_fd, struct pgt_kproc_key, struct pgt_kproc_val,
-						ks->kproc_max, pm);
+						ks->kproc_max, pm, shared);
 	gone += FORGET_ROWS(ks->khist_fd, struct pgt_khist_key, struct pgt_khist_val,
-						ks->khist_max, pm);
+						ks->khist_max, pm, shared);
 	log_info("probe set %s: reset for postmaster %u (%zu rows dropped)", in->set->name,
 			 pm, gone);
 	return gone;

@@ -185,7 +185,7 @@ extern void kset_publish(pset_inst *in, pset_pub *pub);
  * its rows of the set's aggregates, and the kernel's own; returns the map
  * rows dropped (kernel_reset.c).
  */
-extern size_t kset_reset(pset_inst *in, uint32_t pm);
+extern size_t kset_reset(pset_inst *in, uint32_t pm, int shared);
 extern int	kset_event(pset_inst *in, struct trace_out *out,
 					   const struct pgt_event_hdr *hdr, const void *data, size_t len);
 extern void kset_stats(pset_inst *in, struct trace_out *out);

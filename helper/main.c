@@ -58,7 +58,7 @@ static const char daemon_usage[] =
 "                        [--sched-clock auto|ktime] [--keep-exited S]\n"
 "                        [--kernel-sets always|escalated] [--query-id on|off]\n"
 "                        [--syscall-exit auto|fexit|tracepoint] [--miss-events N]\n"
-"                        [--forget-after S] [--sampler-nice N]\n"
+"                        [--forget-after S] [--max-clusters N] [--sampler-nice N]\n"
 "\n"
 "Run the helper in the foreground until SIGTERM or SIGINT.  Without a\n"
 "target it serves every PostgreSQL cluster on the host as it appears;\n"
@@ -107,9 +107,13 @@ SYSCALL_EXIT_HELP
 "  --forget-after S   host-wide: a cluster whose postmaster is gone S seconds\n"
 "                     (1..86400, default 60) is dropped and its segment and\n"
 "                     lock file removed\n"
+"  --max-clusters N   host-wide: serve at most N clusters (1..1024, default\n"
+"                     64), and at most 4 of one owner that is not a system\n"
+"                     account (uid 1000 and up)\n"
 "  --sampler-nice N   nice value the helper gives each served cluster's\n"
 "                     pg_tracer sampler, -20..0 (default -15; 0 leaves it\n"
-"                     alone), so that it samples when its timer fires\n"
+"                     alone), so that it samples when its timer fires; only\n"
+"                     for clusters a system account (uid below 1000) runs\n"
 "  --miss-events N    testing: act as a kernel that leaves events unreported\n"
 "                     (the sched set ignores every Nth switch-in it sees, the\n"
 "                     network set attaches no retransmit program, discovery\n"
@@ -297,6 +301,7 @@ static const struct option daemon_longopts[] = {
 	{"syscall-exit", required_argument, NULL, 'x'},
 	{"forget-after", required_argument, NULL, 'F'},
 	{"sampler-nice", required_argument, NULL, 'N'},
+	{"max-clusters", required_argument, NULL, 'L'},
 	{"help", no_argument, NULL, 'h'},
 	{NULL, 0, NULL, 0}
 };
@@ -312,7 +317,7 @@ static int
 daemon_option(daemon_opts *o, int c, char **argv)
 {
 	char		eerr[600];
-	long		forget_s;
+	long		v;
 	pid_t		slow;
 	int			r;
 
@@ -348,11 +353,17 @@ daemon_option(daemon_opts *o, int c, char **argv)
 			o->probes = optarg;
 			return -1;
 		case 'F':
-			if (parse_decimal(optarg, 1, DAEMON_FORGET_AFTER_MAX_S, &forget_s) < 0)
+			if (parse_decimal(optarg, 1, DAEMON_FORGET_AFTER_MAX_S, &v) < 0)
 				return usage_error(daemon_usage,
 								   "--forget-after %s is not a number of seconds from 1 to "
 								   "86400", optarg);
-			o->forget_after_s = (int) forget_s;
+			o->forget_after_s = (int) v;
+			return -1;
+		case 'L':
+			if (parse_decimal(optarg, 1, DAEMON_MAX_CLUSTERS_MAX, &v) < 0)
+				return usage_error(daemon_usage,
+								   "--max-clusters %s is not a number from 1 to 1024", optarg);
+			o->max_clusters = (int) v;
 			return -1;
 		case 'k':
 			if (strcmp(optarg, "escalated") != 0 && strcmp(optarg, "always") != 0)
@@ -388,6 +399,7 @@ cmd_daemon(int argc, char **argv)
 	o.runtime_dir = PGT_DEFAULT_RUNTIME_DIR;
 	o.log_level = LOG_LEVEL_INFO;
 	o.forget_after_s = DAEMON_FORGET_AFTER_DEFAULT_S;
+	o.max_clusters = DAEMON_MAX_CLUSTERS_DEFAULT;
 	opterr = 0;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "+:h", daemon_longopts, NULL)) != -1)

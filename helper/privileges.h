@@ -7,6 +7,15 @@
 
 #include <stddef.h>
 
+/*
+ * The highest uid of a system account: useradd gives people uids from
+ * UID_MIN (1000 in login.defs on Debian and Red Hat alike) on, and the
+ * packages' postgres is a system account.  The daemon serves the clusters
+ * of any user of the host, but grants what costs the host (a raised
+ * priority, many clusters) only to clusters system accounts run.
+ */
+#define PGT_SYSTEM_MAX_UID	999
+
 extern int	privileges_not_setuid(char *err, size_t errlen);
 extern int	privileges_check(char *err, size_t errlen);
 

@@ -658,12 +658,13 @@ pset_runtime_tracked(pset_runtime *rt)
 /*
  * pset_runtime_reset
  *		pg_tracer_reset() of the cluster whose postmaster is postmaster
- *		(host pid): every running set that can drops that cluster's rows,
- *		then all copy their aggregates again, so that the next publication
- *		counts from now.  Returns the rows dropped; *nsets, the sets told.
+ *		(host pid): every running set that can drops that cluster's rows
+ *		(and with shared, the rows every cluster shows), then all copy their
+ *		aggregates again, so that the next publication counts from now.
+ *		Returns the rows dropped; *nsets, the sets told.
  */
 size_t
-pset_runtime_reset(pset_runtime *rt, uint32_t postmaster, int *nsets)
+pset_runtime_reset(pset_runtime *rt, uint32_t postmaster, int shared, int *nsets)
 {
 	size_t		rows = 0;
 	size_t		i;
@@ -674,7 +675,7 @@ pset_runtime_reset(pset_runtime *rt, uint32_t postmaster, int *nsets)
 	for (i = 0; i < rt->ninsts; i++)
 		if (rt->insts[i].status.state != PGT_PROBE_UNAVAILABLE && rt->insts[i].set->reset)
 		{
-			rows += rt->insts[i].set->reset(&rt->insts[i], postmaster);
+			rows += rt->insts[i].set->reset(&rt->insts[i], postmaster, shared);
 			(*nsets)++;
 		}
 	if (*nsets > 0)

@@ -52,11 +52,14 @@
  *						hooks (hold 1) outside escalation windows, attach
  *						them again (0) when one opens; its maps, counts
  *						and status row stay.
- *	  reset(inst, pm)	daemon, pg_tracer_reset() of the cluster whose
- *						postmaster is pm (host pid): drop that cluster's
- *						rows of the set's aggregates, so its views count
- *						from now on; returns the rows dropped.  The daemon
- *						collects again right after (pset_runtime_reset).
+ *	  reset(inst, pm, shared)	daemon, pg_tracer_reset() of the
+ *						cluster whose postmaster is pm (host pid): drop
+ *						that cluster's rows of the set's aggregates, so its
+ *						views count from now on, and with shared the rows
+ *						every cluster shows (the kernel's own, pm 0): only
+ *						when it is the one cluster served; returns the rows
+ *						dropped.  The daemon collects again right after
+ *						(pset_runtime_reset).
  *
  * STREAMING EVENTS
  * ----------------
@@ -180,7 +183,7 @@ typedef struct probe_set
 	void		(*stats) (pset_inst *inst, struct trace_out *out);
 	void		(*histograms) (pset_inst *inst, struct trace_out *out);
 	void		(*hold) (pset_inst *inst, int hold);
-	size_t		(*reset) (pset_inst *inst, uint32_t postmaster);
+	size_t		(*reset) (pset_inst *inst, uint32_t postmaster, int shared);
 	/* the pid filter took in processes found in /proc (optional) */
 	void		(*tracked) (pset_inst *inst);
 } probe_set;
@@ -222,7 +225,8 @@ extern void pset_runtime_sweep(pset_runtime *rt);
 extern void pset_runtime_tracked(pset_runtime *rt);
 extern pset_inst *pset_runtime_find(pset_runtime *rt, uint16_t id);
 extern int	pset_runtime_hold(pset_runtime *rt, int hold);
-extern size_t pset_runtime_reset(pset_runtime *rt, uint32_t postmaster, int *nsets);
+extern size_t pset_runtime_reset(pset_runtime *rt, uint32_t postmaster, int shared,
+								 int *nsets);
 
 /*
  * --query-id on|off: with off, no BPF program reads a backend's query id

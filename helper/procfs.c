@@ -19,6 +19,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
@@ -376,6 +377,67 @@ procfs_parallel_leader(const char *buf, size_t len)
 }
 
 /*
+ * status_line
+ *		The value of the line "key" (with its colon) of /proc/<pid>/status
+ *		text: *val and *vend bound what follows the key.  0, or -1 when the
+ *		text has no such line.
+ */
+static int
+status_line(const char *buf, size_t len, const char *key, const char **val, const char **vend)
+{
+	const char *p = buf;
+	const char *end = buf + len;
+	size_t		klen = strlen(key);
+
+	while (p < end)
+	{
+		const char *nl = memchr(p, '\n', (size_t) (end - p));
+		const char *le = nl ? nl : end;
+
+		if ((size_t) (le - p) > klen && memcmp(p, key, klen) == 0)
+		{
+			*val = p + klen;
+			*vend = le;
+			return 0;
+		}
+		p = le + 1;
+	}
+	return -1;
+}
+
+/*
+ * status_numbers
+ *		The whitespace-separated decimal numbers of a status line's value
+ *		[q, le), at most max of them, into out.  Returns how many, or -1 when
+ *		one is not a number or there are more than max.
+ */
+static int
+status_numbers(const char *q, const char *le, uint64_t *out, int max)
+{
+	int			n = 0;
+
+	while (q < le)
+	{
+		const char *tok;
+
+		while (q < le && (*q == ' ' || *q == '\t'))
+			q++;
+		tok = q;
+		while (q < le && *q != ' ' && *q != '\t')
+			q++;
+		if (q == tok)
+			continue;
+		if (n == max || parse_u64(tok, (size_t) (q - tok), &out[n]) < 0)
+			return -1;
+		n++;
+	}
+	return n;
+}
+
+/* An NSpid line's numbers: the kernel nests pid namespaces 32 deep at most */
+#define NSPID_MAX_LEVELS 33
+
+/*
  * procfs_parse_nspid
  *		From the text of /proc/<pid>/status, the pid in the innermost pid
  *		namespace (last number of the "NSpid:" line).  Returns 0 or -1.
@@ -383,45 +445,47 @@ procfs_parallel_leader(const char *buf, size_t len)
 int
 procfs_parse_nspid(const char *buf, size_t len, int32_t *inner)
 {
-	const char *p = buf;
-	const char *end = buf + len;
+	const char *val;
+	const char *vend;
+	uint64_t	v[NSPID_MAX_LEVELS];
+	int			n;
+	int			i;
 
-	while (p < end)
+	if (status_line(buf, len, "NSpid:", &val, &vend) < 0)
+		return -1;
+	n = status_numbers(val, vend, v, NSPID_MAX_LEVELS);
+	if (n <= 0)
+		return -1;
+	for (i = 0; i < n; i++)
+		if (v[i] == 0 || v[i] > INT32_MAX)
+			return -1;
+	*inner = (int32_t) v[n - 1];
+	return 0;
+}
+
+/*
+ * procfs_parse_uids
+ *		From the text of /proc/<pid>/status, the four uids of the "Uid:"
+ *		line: real, effective, saved set, file system.  Returns 0 or -1.
+ */
+int
+procfs_parse_uids(const char *buf, size_t len, uint32_t uids[4])
+{
+	const char *val;
+	const char *vend;
+	uint64_t	v[4];
+	int			i;
+
+	if (status_line(buf, len, "Uid:", &val, &vend) < 0 ||
+		status_numbers(val, vend, v, 4) != 4)
+		return -1;
+	for (i = 0; i < 4; i++)
 	{
-		const char *nl = memchr(p, '\n', (size_t) (end - p));
-		const char *le = nl ? nl : end;
-
-		if ((size_t) (le - p) > 6 && memcmp(p, "NSpid:", 6) == 0)
-		{
-			const char *q = p + 6;
-			uint64_t	v = 0;
-			int			found = 0;
-
-			while (q < le)
-			{
-				const char *tok;
-
-				while (q < le && (*q == ' ' || *q == '\t'))
-					q++;
-				tok = q;
-				while (q < le && *q != ' ' && *q != '\t')
-					q++;
-				if (q > tok)
-				{
-					if (parse_u64(tok, (size_t) (q - tok), &v) < 0 || v == 0 ||
-						v > INT32_MAX)
-						return -1;
-					found = 1;
-				}
-			}
-			if (!found)
-				return -1;
-			*inner = (int32_t) v;
-			return 0;
-		}
-		p = le + 1;
+		if (v[i] > UINT32_MAX)
+			return -1;
+		uids[i] = (uint32_t) v[i];
 	}
-	return -1;
+	return 0;
 }
 
 /*
@@ -618,13 +682,45 @@ procfs_start_us(const proc_stat *st)
 }
 
 /*
- * procfs_mem_pread
- *		Up to len bytes at addr of process pid's memory, through
- *		/proc/<pid>/mem (ptrace access: root or CAP_SYS_PTRACE).  Returns the
- *		bytes read, or -1 with errno set (process gone, address unmapped).
+ * procfs_plain_process
+ *		Is pid an ordinary process whose memory the helper may read for the
+ *		cluster that lists it: one uid for all four (real, effective, saved,
+ *		file system), not root's, and dumpable (its /proc files belong to
+ *		that uid)?  The kernel hands the /proc files of a process that ran a
+ *		set-uid or set-gid program to root (or to its user namespace's
+ *		root), and leaves them there after the program dropped the
+ *		privilege, so such a program's memory fails the test.  (Not the
+ *		/proc/<pid> directory itself: it shows the effective uid always.)
  */
-ssize_t
-procfs_mem_pread(pid_t pid, uint64_t addr, void *buf, size_t len)
+bool
+procfs_plain_process(pid_t pid)
+{
+	char		path[64];
+	char		buf[4096];
+	struct stat st;
+	uint32_t	uids[4];
+	ssize_t		n;
+	int			fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int) pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = fstat(fd, &st) == 0 ? fd_read_full(fd, buf, sizeof(buf)) : -1;
+	close(fd);
+	if (n <= 0 || st.st_uid == 0 || procfs_parse_uids(buf, (size_t) n, uids) < 0)
+		return false;
+	return uids[0] == (uint32_t) st.st_uid && uids[1] == uids[0] &&
+		uids[2] == uids[0] && uids[3] == uids[0];
+}
+
+/*
+ * mem_pread
+ *		Up to len bytes at addr of process pid's memory, through
+ *		/proc/<pid>/mem: the bytes read, or -1 with errno set.
+ */
+static ssize_t
+mem_pread(pid_t pid, uint64_t addr, void *buf, size_t len)
 {
 	char		path[64];
 	ssize_t		got;
@@ -643,9 +739,44 @@ procfs_mem_pread(pid_t pid, uint64_t addr, void *buf, size_t len)
 }
 
 /*
+ * discard_unless_plain
+ *		got bytes were read from pid's memory into buf: keep them (return
+ *		got) when pid is a plain process (procfs_plain_process), else wipe
+ *		them and return -1 with errno EPERM.
+ *
+ * Checked after the read, not before: a read that raced an exec into a
+ * set-uid program either read the old program's memory or, when the exec
+ * had committed (the kernel serializes the two), reads a process that now
+ * fails the test.
+ */
+static ssize_t
+discard_unless_plain(pid_t pid, void *buf, size_t len, ssize_t got)
+{
+	if (got < 0 || procfs_plain_process(pid))
+		return got;
+	memset(buf, 0, len);
+	errno = EPERM;
+	return -1;
+}
+
+/*
+ * procfs_mem_pread
+ *		Up to len bytes at addr of process pid's memory, through
+ *		/proc/<pid>/mem (ptrace access: root or CAP_SYS_PTRACE), provided
+ *		pid is a plain process (procfs_plain_process).  Returns the bytes
+ *		read, or -1 with errno set (process gone, address unmapped, EPERM:
+ *		not a plain process).
+ */
+ssize_t
+procfs_mem_pread(pid_t pid, uint64_t addr, void *buf, size_t len)
+{
+	return discard_unless_plain(pid, buf, len, mem_pread(pid, addr, buf, len));
+}
+
+/*
  * procfs_mem_read
- *		Exactly len bytes at addr of process pid's memory: 0, or -1 when
- *		fewer could be read.
+ *		Exactly len bytes at addr of process pid's memory, provided pid is a
+ *		plain process: 0, or -1 when fewer could be read.
  *
  * One process_vm_readv() (the same ptrace access check as /proc/<pid>/mem)
  * instead of an open, a pread and a close: the helper reads a word of every
@@ -662,7 +793,8 @@ procfs_mem_read(pid_t pid, uint64_t addr, void *buf, size_t len)
 	ssize_t		got = process_vm_readv(pid, &local, 1, &remote, 1, 0);
 
 	if (got < 0 && (errno == ENOSYS || errno == EFAULT))
-		got = procfs_mem_pread(pid, addr, buf, len);
+		got = mem_pread(pid, addr, buf, len);
+	got = discard_unless_plain(pid, buf, len, got);
 	return got == (ssize_t) len ? 0 : -1;
 }
 

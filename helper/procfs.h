@@ -44,6 +44,7 @@ extern uint32_t procfs_classify_title(const char *buf, size_t len);
 extern uint32_t procfs_parallel_leader(const char *buf, size_t len);
 extern bool procfs_title_is(const char *buf, size_t len, const char *what);
 extern int	procfs_parse_nspid(const char *buf, size_t len, int32_t *inner);
+extern int	procfs_parse_uids(const char *buf, size_t len, uint32_t uids[4]);
 extern int64_t procfs_ticks_to_realtime_us(uint64_t ticks, long hz,
 										   int64_t boot_to_real_us);
 extern int	procfs_parse_map_line(const char *line, uint64_t addr, procfs_map_kind *kind);
@@ -59,6 +60,7 @@ extern int64_t procfs_start_us(const proc_stat *st);
 extern int64_t procfs_realtime_us(void);
 extern int64_t procfs_monotonic_us(void);
 extern int64_t procfs_boottime_us(void);
+extern bool procfs_plain_process(pid_t pid);
 extern ssize_t procfs_mem_pread(pid_t pid, uint64_t addr, void *buf, size_t len);
 extern int	procfs_mem_read(pid_t pid, uint64_t addr, void *buf, size_t len);
 extern procfs_map_kind procfs_map_kind_at(pid_t pid, uint64_t addr);

@@ -24,6 +24,13 @@
  * is pg_tracer's own process and ends with its server.  Needs
  * CAP_SYS_NICE (root has it); where the kernel refuses, the sampler runs
  * as before and the helper logs why once per process.
+ *
+ * Who gets it.  A process names itself (its title), and the daemon serves
+ * the cluster of any user of the host, so the priority, a privilege, goes
+ * only to clusters that system accounts run (SAMPLER_PRIORITY_MAX_OWNER),
+ * and to one process of a cluster at a time (helper/cluster.c): else any
+ * user could start a cluster, or a process that calls itself a postmaster,
+ * and have the daemon raise busy loops above everyone else's work.
  */
 #include "sampler_priority.h"
 
@@ -71,11 +78,13 @@ sampler_priority_nice(void)
  *		See sampler_priority.h.
  */
 int
-sampler_priority_apply(uint32_t pid, const char *buf, size_t len)
+sampler_priority_apply(uint32_t pid, const char *buf, size_t len, uint32_t owner)
 {
 	if (sampler_nice == 0 || !procfs_title_is(buf, len, SAMPLER_PRIORITY_TITLE))
-		return 0;
+		return SAMPLER_PRIORITY_NONE;
+	if (owner > SAMPLER_PRIORITY_MAX_OWNER)
+		return SAMPLER_PRIORITY_NOT_SYSTEM;
 	if (setpriority(PRIO_PROCESS, (id_t) pid, sampler_nice) < 0)
-		return -1;
-	return 1;
+		return SAMPLER_PRIORITY_REFUSED;
+	return SAMPLER_PRIORITY_RAISED;
 }

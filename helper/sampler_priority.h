@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "privileges.h"
+
 /* The sampler's bgw_name (src/sampler.c registers it) */
 #define SAMPLER_PRIORITY_TITLE		"pg_tracer sampler"
 #define SAMPLER_NICE_DEFAULT		(-15)
@@ -21,11 +23,27 @@ extern int	sampler_priority_configure(const char *arg, char *err, size_t errlen)
 extern int	sampler_priority_nice(void);
 
 /*
- * Give process pid, whose title (its /proc cmdline: buf, len) was just
- * read, the configured nice value when it is the sampler.  Returns 1 when
- * it was set, 0 when pid is not the sampler or nothing is configured, -1
- * (errno set) when the kernel refused.
+ * Owners whose samplers may be raised: system accounts (PGT_SYSTEM_MAX_UID),
+ * such as the packages' postgres.  A cluster a person runs under their own
+ * account is served all the same, its sampler left at its nice value: a
+ * raised priority is a privilege (CAP_SYS_NICE), and the title that names
+ * the sampler is the process's own to write.
  */
-extern int	sampler_priority_apply(uint32_t pid, const char *buf, size_t len);
+#define SAMPLER_PRIORITY_MAX_OWNER	PGT_SYSTEM_MAX_UID
+
+/* sampler_priority_apply's results */
+#define SAMPLER_PRIORITY_RAISED		1	/* the nice value was set */
+#define SAMPLER_PRIORITY_NONE		0	/* not the sampler, or none configured */
+#define SAMPLER_PRIORITY_REFUSED	(-1)	/* the kernel refused: errno set */
+#define SAMPLER_PRIORITY_NOT_SYSTEM	(-2)	/* owner is no system account */
+
+/*
+ * Give process pid, whose title (its /proc cmdline: buf, len) was just
+ * read and whose cluster runs as owner, the configured nice value when it
+ * is the sampler and owner a system account (SAMPLER_PRIORITY_MAX_OWNER).
+ * Returns one of the results above.
+ */
+extern int	sampler_priority_apply(uint32_t pid, const char *buf, size_t len,
+								   uint32_t owner);
 
 #endif							/* PGT_HELPER_SAMPLER_PRIORITY_H */

@@ -328,7 +328,9 @@ exact_share(TimestampTz since, int64 until_us)
 	if (since_us >= until_us)
 		return -1;
 	pgt_link_read(&link, PGT_SEG_TABLE(PGT_SEC_EXACT_WINDOWS));
-	for (i = 0; link.connected && i < pgt_view_count(&link.view, PGT_SEC_EXACT_WINDOWS); i++)
+	/* stop at the whole span: the share is capped at 1, and the sum cannot overflow */
+	for (i = 0; link.connected && i < pgt_view_count(&link.view, PGT_SEC_EXACT_WINDOWS) &&
+		 covered < until_us - since_us; i++)
 	{
 		const struct pgt_exact_window_entry *w =
 			pgt_view_row(&link.view, PGT_SEC_EXACT_WINDOWS, i);

@@ -59,6 +59,8 @@ typedef struct AshSnap
 	PgtAshSession *dir;			/* hdr.nsessions entries */
 	PgtAshLive *live;			/* hdr.nslots entries */
 	PgtAshTable *rows;			/* aggregated rows of all kinds */
+	PgtAshSession **bykey;		/* the directory's used entries, by key */
+	int			nbykey;
 	bool		see_all;
 	bool		cumulative;		/* since the reset, not a window */
 	uint64		covered_us;		/* wall time the sampled rows stand for */
@@ -74,6 +76,7 @@ typedef struct OutRow
 static int	window_seconds(FunctionCallInfo fcinfo);
 static void snap_take(AshSnap *snap, int window_s);
 static void snap_add_table(PgtAshTable *dst, const PgtAshTable *src);
+static void snap_index(AshSnap *snap);
 static PgtAshSession *snap_session(const AshSnap *snap, uint64 key);
 static bool snap_session_visible(const AshSnap *snap, uint64 key);
 static PgtAshTable *snap_events(const AshSnap *snap);
@@ -244,6 +247,39 @@ snap_take(AshSnap *snap, int window_s)
 	else
 		nparts = snap_copy_window(snap, reg, window_s, parts);
 	snap_merge(snap, parts, nparts);
+	snap_index(snap);
+}
+
+/*
+ * cmp_session_key
+ *		qsort/bsearch comparator of directory entries (pointers) by key.
+ */
+static int
+cmp_session_key(const void *a, const void *b)
+{
+	uint64		x = (*(PgtAshSession *const *) a)->key;
+	uint64		y = (*(PgtAshSession *const *) b)->key;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * snap_index
+ *		Sort the copied directory's used entries by key, so that finding a
+ *		row's session (snap_session, once or twice per row) is a binary
+ *		search, not a scan of the directory.
+ */
+static void
+snap_index(AshSnap *snap)
+{
+	int			i;
+
+	snap->bykey = palloc(sizeof(PgtAshSession *) * (snap->hdr.nsessions + 1));
+	snap->nbykey = 0;
+	for (i = 0; i < snap->hdr.nsessions; i++)
+		if (snap->dir[i].key != 0)
+			snap->bykey[snap->nbykey++] = &snap->dir[i];
+	qsort(snap->bykey, snap->nbykey, sizeof(PgtAshSession *), cmp_session_key);
 }
 
 /*
@@ -274,12 +310,15 @@ snap_add_table(PgtAshTable *dst, const PgtAshTable *src)
 static PgtAshSession *
 snap_session(const AshSnap *snap, uint64 key)
 {
-	int			i;
+	PgtAshSession probe;
+	PgtAshSession *p = &probe;
+	PgtAshSession **hit;
 
-	for (i = 0; i < snap->hdr.nsessions; i++)
-		if (snap->dir[i].key == key)
-			return &snap->dir[i];
-	return NULL;
+	if (key == 0)
+		return NULL;
+	probe.key = key;
+	hit = bsearch(&p, snap->bykey, snap->nbykey, sizeof(PgtAshSession *), cmp_session_key);
+	return hit != NULL ? *hit : NULL;
 }
 
 /*
@@ -672,6 +711,7 @@ sess_totals(const AshSnap *snap, int *ntot)
 		SessTotal  *t;
 		bool		found;
 
+		CHECK_FOR_INTERRUPTS();
 		if (r->kind != PGT_ASH_SESSION || !snap_session_visible(snap, r->key))
 			continue;
 		e = hash_search(index, &r->key, HASH_ENTER, &found);

@@ -13,6 +13,8 @@
 # (--miss-events 1), the helper says so, scans /proc, and still finds a
 # cluster that starts.  A cluster stopped for --forget-after seconds is
 # dropped, with its segment and lock file; started again, it is served.
+# The kernel's own rows stay when another cluster resets; --max-clusters
+# caps what a host-wide helper serves.
 use strict;
 use warnings;
 use FindBin;
@@ -75,6 +77,13 @@ my $b_readers = "pid IS DISTINCT FROM $pids[1] AND pid IS DISTINCT FROM 0";
 my $b_session = io_calls($node_b, "pid = $pids[1]");
 my $b_others = io_calls($node_b, $b_readers);
 cmp_ok($b_others, '>', 0, "the other cluster's exited readers have rows ($b_others calls)");
+# the kernel's own rows (pid 0: writeback by kernel threads) are every
+# cluster's: with two served, a's reset must leave them to b
+$node_b->safe_psql('postgres', 'CREATE TABLE wb AS SELECT g FROM generate_series(1, 200000) g');
+system('sync');
+ok(defined wait_until(sub { io_calls($node_b, 'pid = 0') > 0 }, 10),
+	"the kernel's own writeback shows in b");
+my $b_kernel = io_calls($node_b, 'pid = 0');
 $node_a->safe_psql('postgres', 'SELECT pg_tracer_reset()');
 is(io_calls($node_a, "pid = $pids[0]"), '0',
 	"pg_tracer_reset() on one cluster empties its session's rows");
@@ -84,6 +93,8 @@ cmp_ok(io_calls($node_b, "pid = $pids[1]"), '>=', $b_session,
 	"the other cluster's session keeps its rows ($b_session calls)");
 cmp_ok(io_calls($node_b, $b_readers), '>=', $b_others,
 	"and so do its exited readers ($b_others calls)");
+cmp_ok(io_calls($node_b, 'pid = 0'), '>=', $b_kernel,
+	"and the kernel's own rows stay ($b_kernel calls)");
 $_->quit for @bgs;
 
 # Escalation windows: one at a time for the host (the probes are
@@ -191,5 +202,18 @@ is(scalar(grep { /\.(seg|lock)$/ } cluster_files($node_a)), 2,
 unlike(slurp_file($log), qr/ error: /, 'the helper logged no error');
 
 signal_helper($helper, 'TERM');
-$node_a->stop;
+
+# --max-clusters 1: of two running clusters one is served, the other not,
+# with a warning that names the limit
+$node_b->start;
+$log_len = length(slurp_file($log));
+$helper = start_host_helper($rt, $log, '--max-clusters', '1');
+ok(defined wait_until(sub { served_pm($node_a) || served_pm($node_b) }, 20),
+	'with --max-clusters 1 a cluster is served');
+ok(defined wait_until(sub {
+	substr(slurp_file($log), $log_len) =~ /not serving \S+: 1 clusters are served already \(--max-clusters\)/ }, 10),
+	'the other is not, and the helper says why');
+ok(!(served_pm($node_a) && served_pm($node_b)), 'only one of the two is served');
+signal_helper($helper, 'TERM');
+$_->stop for ($node_a, $node_b);
 done_testing();

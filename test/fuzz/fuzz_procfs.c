@@ -40,14 +40,17 @@ classify_title(const char *buf, size_t len)
 				(len >= 10 && memcmp(buf, "postgres: ", 10) == 0 && role != PGT_ROLE_UNKNOWN));
 }
 
-/* /proc/<pid>/status */
+/* /proc/<pid>/status: the NSpid and Uid lines */
 static void
 parse_nspid(const char *buf, size_t len)
 {
 	int32_t		inner = 0;
+	uint32_t	uids[4];
 
 	if (procfs_parse_nspid(buf, len, &inner) == 0)
 		FUZZ_EXPECT(inner > 0);
+	if (procfs_parse_uids(buf, len, uids) == 0)
+		FUZZ_EXPECT(memmem(buf, len, "Uid:", 4) != NULL);
 }
 
 /* postmaster.pid */

@@ -8,6 +8,7 @@
 #include "procfs.h"
 #include "unit.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -111,6 +112,29 @@ test_nspid(void)
 	CHECK_INT(procfs_parse_nspid(s4, strlen(s4), &inner), -1);
 	CHECK_INT(procfs_read_nspid(getpid(), &inner), 0);
 	CHECK(inner > 0);
+}
+
+static void
+test_uids(void)
+{
+	uint32_t	u[4] = {0};
+	const char *s1 = "Name:\tpostgres\nUid:\t104\t104\t104\t104\nGid:\t110\t110\t110\t110\n";
+	const char *s2 = "Name:\tpasswd\nUid:\t1000\t0\t0\t0\n";
+	const char *s3 = "Name:\tx\nUid:\t1\t2\t3\n";
+	const char *s4 = "Name:\tx\nUid:\t1\t2\t3\t4\t5\n";
+	const char *s5 = "Name:\tx\nUid:\t1\t2\tz\t4\n";
+	const char *s6 = "Name:\tx\nUid:\t1\t2\t3\t4294967296\n";
+	const char *s7 = "Name:\tx\nGid:\t1\t1\t1\t1\n";
+
+	CHECK_INT(procfs_parse_uids(s1, strlen(s1), u), 0);
+	CHECK(u[0] == 104 && u[1] == 104 && u[2] == 104 && u[3] == 104, "four uids");
+	CHECK_INT(procfs_parse_uids(s2, strlen(s2), u), 0);
+	CHECK(u[0] == 1000 && u[1] == 0 && u[2] == 0 && u[3] == 0, "a set-uid program's");
+	CHECK_INT(procfs_parse_uids(s3, strlen(s3), u), -1);
+	CHECK_INT(procfs_parse_uids(s4, strlen(s4), u), -1);
+	CHECK_INT(procfs_parse_uids(s5, strlen(s5), u), -1);
+	CHECK_INT(procfs_parse_uids(s6, strlen(s6), u), -1);
+	CHECK_INT(procfs_parse_uids(s7, strlen(s7), u), -1);
 }
 
 static void
@@ -224,9 +248,34 @@ test_classify(void)
 }
 
 /*
+ * mem_child_loop
+ *		The child of test_mem_read: drop root (to nobody, dumpable again, as
+ *		an exec of PostgreSQL after su would leave it), then obey the
+ *		parent's commands: 'd' makes it non-dumpable, anything else ends it.
+ *		Each step is acknowledged on `ack`.
+ */
+static void
+mem_child_loop(int go, int ack)
+{
+	char		c = 0;
+
+	if (unit_drop_root() != 0)
+		_exit(1);
+	(void) write(ack, "r", 1);
+	while (read(go, &c, 1) == 1 && c == 'd')
+	{
+		(void) prctl(PR_SET_DUMPABLE, 0);
+		(void) write(ack, "d", 1);
+	}
+	_exit(0);
+}
+
+/*
  * procfs_mem_read of another process: a word of its data, a PROT_NONE page
  * (process_vm_readv refuses it with EFAULT; /proc/<pid>/mem reads it, as
- * the helper's reads of a backend did before), an unmapped address.
+ * the helper's reads of a backend did before), an unmapped address; and
+ * refused once the process is no longer plain (non-dumpable, as a set-uid
+ * program leaves it), and for a root process.
  */
 static void
 test_mem_read(void)
@@ -236,20 +285,19 @@ test_mem_read(void)
 	unsigned char *guard = mmap(NULL, page, PROT_READ | PROT_WRITE,
 								MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	int			go[2];
+	int			ack[2];
 	pid_t		child;
 	uint64_t	got = 0;
 	char		c = 0;
 
-	CHECK(guard != MAP_FAILED && pipe(go) == 0, "set up");
+	CHECK(guard != MAP_FAILED && pipe(go) == 0 && pipe(ack) == 0, "set up");
 	guard[0] = 0x5a;
 	CHECK(mprotect(guard, page, PROT_NONE) == 0, "guard page");
 	child = fork();
 	if (child == 0)
-	{
-		/* wait until the parent has read, then go */
-		(void) read(go[0], &c, 1);
-		_exit(0);
-	}
+		mem_child_loop(go[0], ack[1]);
+	CHECK(read(ack[0], &c, 1) == 1 && c == 'r', "the child dropped root");
+	CHECK(procfs_plain_process(child), "the child is a plain process");
 	CHECK(procfs_mem_read(child, (uint64_t) (uintptr_t) &word, &got, sizeof(got)) == 0 &&
 		  got == 0x1122334455667788ULL, "a word of the child's memory: %llx",
 		  (unsigned long long) got);
@@ -257,10 +305,20 @@ test_mem_read(void)
 	CHECK(procfs_mem_read(child, (uint64_t) (uintptr_t) guard, &c, 1) == 0 && c == 0x5a,
 		  "a PROT_NONE page through the /proc fallback: %x", c);
 	CHECK(procfs_mem_read(child, 8, &got, sizeof(got)) == -1, "an unmapped address fails");
+	(void) write(go[1], "d", 1);
+	CHECK(read(ack[0], &c, 1) == 1 && c == 'd', "the child is no longer dumpable");
+	CHECK(!procfs_plain_process(child), "a non-dumpable process is not plain");
+	got = 0;
+	CHECK(procfs_mem_read(child, (uint64_t) (uintptr_t) &word, &got, sizeof(got)) == -1 &&
+		  errno == EPERM && got == 0, "its memory is refused, and nothing of it kept");
+	CHECK(procfs_mem_pread(child, (uint64_t) (uintptr_t) &word, &got, sizeof(got)) == -1 &&
+		  got == 0, "through /proc/<pid>/mem too");
 	(void) write(go[1], "x", 1);
 	(void) waitpid(child, NULL, 0);
 	CHECK(procfs_mem_read(child, (uint64_t) (uintptr_t) &word, &got, sizeof(got)) == -1,
 		  "a process that is gone fails");
+	if (geteuid() == 0)
+		CHECK(!procfs_plain_process(getpid()), "a root process is not plain");
 }
 
 /*
@@ -328,6 +386,7 @@ main(void)
 	test_stat_parse();
 	test_self_stat();
 	test_nspid();
+	test_uids();
 	test_ticks();
 	test_classify();
 	test_parallel_leader();

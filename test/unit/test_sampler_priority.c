@@ -82,10 +82,14 @@ test_apply(void)
 	}
 	CHECK(child > 0, "fork");
 	CHECK_INT(sampler_priority_configure("-7", err, sizeof(err)), 0);
-	CHECK_INT(sampler_priority_apply((uint32_t) child, other, sizeof(other)), 0);
+	CHECK_INT(sampler_priority_apply((uint32_t) child, other, sizeof(other), 104),
+			  SAMPLER_PRIORITY_NONE);
+	/* a cluster a person runs (uid 1000 and up): left alone */
+	CHECK_INT(sampler_priority_apply((uint32_t) child, sampler, sizeof(sampler), 1000),
+			  SAMPLER_PRIORITY_NOT_SYSTEM);
 	errno = 0;
 	CHECK_INT(getpriority(PRIO_PROCESS, (id_t) child), 0);
-	r = sampler_priority_apply((uint32_t) child, sampler, sizeof(sampler));
+	r = sampler_priority_apply((uint32_t) child, sampler, sizeof(sampler), 104);
 	if (geteuid() == 0)
 	{
 		CHECK_INT(r, 1);
@@ -94,7 +98,8 @@ test_apply(void)
 	else
 		CHECK(r == -1 && (errno == EACCES || errno == EPERM), "refused: %d", r);
 	CHECK_INT(sampler_priority_configure("0", err, sizeof(err)), 0);
-	CHECK_INT(sampler_priority_apply((uint32_t) child, sampler, sizeof(sampler)), 0);
+	CHECK_INT(sampler_priority_apply((uint32_t) child, sampler, sizeof(sampler), 104),
+			  SAMPLER_PRIORITY_NONE);
 	kill(child, SIGKILL);
 	waitpid(child, NULL, 0);
 }

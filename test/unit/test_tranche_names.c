@@ -108,6 +108,7 @@ test_child_names(void)
 int
 main(void)
 {
+	CHECK(unit_drop_root() == 0, "runs as a plain process");
 	test_child_names();
 	return UNIT_DONE("test_tranche_names");
 }

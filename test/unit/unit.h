@@ -12,9 +12,29 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <unistd.h>
 
 static int	unit_passed __attribute__((unused));
 static int	unit_failed __attribute__((unused));
+
+/*
+ * unit_drop_root
+ *		When root, become nobody (65534), dumpable again as an exec after su
+ *		leaves a server: the helper reads only the memory of plain processes
+ *		(procfs_plain_process), and PostgreSQL never runs as root.  For the
+ *		tests that read the memory of their own children.  0, or -1.
+ */
+static int __attribute__((unused))
+unit_drop_root(void)
+{
+	if (geteuid() != 0)
+		return 0;
+	if (setresgid(65534, 65534, 65534) != 0 || setresuid(65534, 65534, 65534) != 0 ||
+		prctl(PR_SET_DUMPABLE, 1) != 0)
+		return -1;
+	return 0;
+}
 
 /* The optional printf-style description of a CHECK (not format-checked). */
 static void __attribute__((unused))
