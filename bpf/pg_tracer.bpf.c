@@ -258,9 +258,9 @@ is_server_name(const char *n)
  * A process execs a new program: a tracked one leaves `tracked`; when the
  * program is a PostgreSQL server (its command name, which exec has just set
  * from the name it was run by, or the name of the file itself, as
- * /proc/<pid>/exe shows it), note its tgid for the daemon.  Execs are rare, so this costs nothing that
- * matters; the daemon in turn no longer reads a /proc file of every
- * process of the host each second.
+ * /proc/<pid>/exe shows it), note its tgid for the daemon.  Execs are
+ * rare, so this costs nothing that matters; the daemon in turn no longer
+ * reads a /proc file of every process of the host each second.
  */
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(pgt_process_exec, struct task_struct *p, pid_t old_pid,

@@ -278,6 +278,7 @@ typedef struct PgtCopyRegion
 
 extern bool pgt_seq_copy_quiet(pg_atomic_uint32 *seq, PgtCopyRegion *regions,
 							   int nregions);
+extern void pgt_seq_mixed_notice(void);
 extern void pgt_seq_copy(pg_atomic_uint32 *seq, PgtCopyRegion *regions,
 						 int nregions);
 

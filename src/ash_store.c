@@ -350,9 +350,10 @@ pgt_ash_table_add(PgtAshTable *t, const PgtAshRow *delta, uint64 run_us)
  *		time (copies included: a copy of large tables that takes longer than
  *		the time between two ticks never succeeds) it keeps its last copy,
  *		which may mix two ticks, and says so (quiet: the caller polls).
- *		Nothing in a
- *		copy is trusted structurally (sizes come from the reader's side),
- *		so a mixed copy can only be slightly off, never unsafe.
+ *		Nothing in a copy is trusted structurally (sizes come from the
+ *		reader's side), so a mixed copy can only be slightly off, never
+ *		unsafe to read; but who may see a session is decided from a copy of
+ *		the directory that is whole (sql_wait_events.c: snap_index).
  */
 bool
 pgt_seq_copy_quiet(pg_atomic_uint32 *seq, PgtCopyRegion *regions, int nregions)
@@ -395,6 +396,17 @@ pgt_seq_copy_quiet(pg_atomic_uint32 *seq, PgtCopyRegion *regions, int nregions)
 }
 
 /*
+ * pgt_seq_mixed_notice
+ *		Tell the caller that a copy may mix two samples.
+ */
+void
+pgt_seq_mixed_notice(void)
+{
+	ereport(NOTICE,
+			(errmsg("the pg_tracer sampler stayed inside an update; these figures may mix two samples")));
+}
+
+/*
  * pgt_seq_copy
  *		pgt_seq_copy_quiet, with a NOTICE when the copy may be mixed.
  */
@@ -402,8 +414,7 @@ void
 pgt_seq_copy(pg_atomic_uint32 *seq, PgtCopyRegion *regions, int nregions)
 {
 	if (!pgt_seq_copy_quiet(seq, regions, nregions))
-		ereport(NOTICE,
-				(errmsg("the pg_tracer sampler stayed inside an update; these figures may mix two samples")));
+		pgt_seq_mixed_notice();
 }
 
 /*

@@ -61,6 +61,7 @@ typedef struct AshSnap
 	PgtAshTable *rows;			/* aggregated rows of all kinds */
 	PgtAshSession **bykey;		/* the directory's used entries, by key */
 	int			nbykey;
+	bool		dir_whole;		/* the directory was copied in one tick */
 	bool		see_all;
 	bool		cumulative;		/* since the reset, not a window */
 	uint64		covered_us;		/* wall time the sampled rows stand for */
@@ -136,7 +137,18 @@ snap_copy_cumulative(AshSnap *snap, PgtCopyRegion *reg, PgtAshTable **parts)
 		reg[3 + i].src = src[i];
 		reg[3 + i].len = len;
 	}
-	pgt_seq_copy(&a->seq, reg, 6);
+	if (!pgt_seq_copy_quiet(&a->seq, reg, 6))
+	{
+		/*
+		 * The tables may mix two ticks, which blurs the figures; the
+		 * directory must not, for it says whose rows the caller may see (an
+		 * entry reused meanwhile, copied half old and half new, would give
+		 * one session another's role).  Alone it is small enough to copy
+		 * whole.
+		 */
+		snap->dir_whole = pgt_seq_copy_quiet(&a->seq, reg, 3);
+		pgt_seq_mixed_notice();
+	}
 	snap->covered_us = snap->hdr.sampled_us;
 	return 3;
 }
@@ -162,7 +174,9 @@ snap_copy_window(AshSnap *snap, PgtCopyRegion *reg, int window_s, PgtAshTable **
 	int			nparts = 0;
 	int			i;
 
-	pgt_seq_copy(&a->seq, reg, 3);
+	snap->dir_whole = pgt_seq_copy_quiet(&a->seq, reg, 3);
+	if (!snap->dir_whole)
+		pgt_seq_mixed_notice();
 	for (i = 0; i < nb; i++)
 	{
 		PgtAshBucket *b = fine ? pgt_ash_fine(a, i) : pgt_ash_coarse(a, i);
@@ -226,6 +240,7 @@ snap_take(AshSnap *snap, int window_s)
 	snap->see_all = has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS);
 	snap->cumulative = (window_s == 0);
 	snap->covered_us = 0;
+	snap->dir_whole = true;
 
 	/* sizes never change after startup */
 	dir_len = sizeof(PgtAshSession) * a->nsessions;
@@ -267,7 +282,10 @@ cmp_session_key(const void *a, const void *b)
  * snap_index
  *		Sort the copied directory's used entries by key, so that finding a
  *		row's session (snap_session, once or twice per row) is a binary
- *		search, not a scan of the directory.
+ *		search, not a scan of the directory.  A directory that may mix two
+ *		ticks (the sampler stalled inside an update) names no session for a
+ *		caller who may not see every one: who owns a session is what it
+ *		would get wrong.
  */
 static void
 snap_index(AshSnap *snap)
@@ -276,6 +294,8 @@ snap_index(AshSnap *snap)
 
 	snap->bykey = palloc(sizeof(PgtAshSession *) * (snap->hdr.nsessions + 1));
 	snap->nbykey = 0;
+	if (!snap->dir_whole && !snap->see_all)
+		return;
 	for (i = 0; i < snap->hdr.nsessions; i++)
 		if (snap->dir[i].key != 0)
 			snap->bykey[snap->nbykey++] = &snap->dir[i];
@@ -954,7 +974,13 @@ pg_tracer_active(PG_FUNCTION_ARGS)
 	reg[2].dst = snap.live;
 	reg[2].src = pgt_ash_live(pgt_ash);
 	reg[2].len = sizeof(PgtAshLive) * pgt_ash->nslots;
-	pgt_seq_copy(&pgt_ash->seq, reg, 3);
+	if (!pgt_seq_copy_quiet(&pgt_ash->seq, reg, 3))
+	{
+		pgt_seq_mixed_notice();
+		/* a mixed directory could give a session another's role: see snap_index */
+		if (!snap.see_all)
+			return (Datum) 0;
+	}
 
 	for (i = 0; i < snap.hdr.nslots; i++)
 	{
