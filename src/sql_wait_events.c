@@ -949,6 +949,44 @@ pg_tracer_query_events_since(PG_FUNCTION_ARGS)
 }
 
 /*
+ * active_put_row
+ *		One row of pg_tracer_active: live slot l of session s, as of the
+ *		sampler's tick last_tick.
+ */
+static void
+active_put_row(ReturnSetInfo *rsinfo, const PgtAshLive *l, const PgtAshSession *s,
+			   TimestampTz last_tick)
+{
+	static const char *const states[] = {"idle", "on cpu", "waiting"};
+	Datum		values[9];
+	bool		nulls[9];
+	char	   *user = OidIsValid(s->userid) ? GetUserNameFromId(s->userid, true) : NULL;
+
+	memset(nulls, 0, sizeof(nulls));
+	values[0] = Int32GetDatum(l->pid);
+	values[1] = CStringGetTextDatum(states[Min(l->state, 2)]);
+	if (l->state == PGT_LIVE_WAITING || l->state == PGT_LIVE_IDLE)
+	{
+		const char *type;
+		const char *name;
+
+		pgt_event_names(l->event, &type, &name);
+		values[2] = CStringGetTextDatum(type);
+		values[3] = CStringGetTextDatum(name);
+	}
+	else
+		nulls[2] = nulls[3] = true;
+	values[4] = Float8GetDatum(us_to_ms(l->state_us));
+	values[5] = Float8GetDatum(us_to_ms(l->db_time_us));
+	values[6] = CStringGetTextDatum(s->type_name);
+	nulls[7] = (user == NULL);
+	if (user != NULL)
+		values[7] = CStringGetTextDatum(user);
+	values[8] = TimestampTzGetDatum(last_tick);
+	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+}
+
+/*
  * pg_tracer_active()
  *		What every visible process was doing at the sampler's latest tick.
  */
@@ -986,9 +1024,6 @@ pg_tracer_active(PG_FUNCTION_ARGS)
 	{
 		PgtAshLive *l = &snap.live[i];
 		PgtAshSession *s;
-		Datum		values[9];
-		bool		nulls[9];
-		static const char *const states[] = {"idle", "on cpu", "waiting"};
 
 		if (l->pid == 0 || l->session < 0 || l->session >= snap.hdr.nsessions)
 			continue;
@@ -999,29 +1034,7 @@ pg_tracer_active(PG_FUNCTION_ARGS)
 			(!pgt_ash_role_visible_type(s->backend_type) || !OidIsValid(s->userid) ||
 			 !has_privs_of_role(GetUserId(), s->userid)))
 			continue;
-		memset(nulls, 0, sizeof(nulls));
-		values[0] = Int32GetDatum(l->pid);
-		values[1] = CStringGetTextDatum(states[Min(l->state, 2)]);
-		if (l->state == PGT_LIVE_WAITING || l->state == PGT_LIVE_IDLE)
-		{
-			const char *type;
-			const char *name;
-
-			pgt_event_names(l->event, &type, &name);
-			values[2] = CStringGetTextDatum(type);
-			values[3] = CStringGetTextDatum(name);
-		}
-		else
-			nulls[2] = nulls[3] = true;
-		values[4] = Float8GetDatum(us_to_ms(l->state_us));
-		values[5] = Float8GetDatum(us_to_ms(l->db_time_us));
-		values[6] = CStringGetTextDatum(s->type_name);
-		if (OidIsValid(s->userid) && GetUserNameFromId(s->userid, true) != NULL)
-			values[7] = CStringGetTextDatum(GetUserNameFromId(s->userid, true));
-		else
-			nulls[7] = true;
-		values[8] = TimestampTzGetDatum(snap.hdr.last_tick);
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+		active_put_row(rsinfo, l, s, snap.hdr.last_tick);
 	}
 	return (Datum) 0;
 }
