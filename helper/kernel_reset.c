@@ -12,9 +12,10 @@
  * is one from before the reset, and goes with the map's.  The kernel's own
  * rows (pm 0: writeback, shown to every cluster) go too, but only when the
  * cluster is the one the daemon serves: a reset is one cluster's, and the
- * others' views must not lose rows to it.  Nothing else is touched: a call, request or off-CPU period under way counts whole when it
- * ends, and the network set's retransmit baselines stay (they are counts
- * the kernel keeps, not the view's).
+ * others' views must not lose rows to it.  Nothing else is touched: a
+ * call, request or off-CPU period under way counts whole when it ends, and
+ * the network set's retransmit baselines stay (they are counts the kernel
+ * keeps, not the view's).
  *
  * Single-threaded (the daemon's loop); the programs run on meanwhile, so
  * an update that lands as its row is dropped is lost with it.
