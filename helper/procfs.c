@@ -785,9 +785,11 @@ procfs_mem_pread(pid_t pid, uint64_t addr, void *buf, size_t len)
  *		plain process: 0, or -1 when fewer could be read.
  *
  * One process_vm_readv() (the same ptrace access check as /proc/<pid>/mem)
- * instead of an open, a pread and a close: the helper reads a word of every
- * backend each second, and resolving the /proc path was most of that.
- * Where the call is missing (ENOSYS: no CONFIG_CROSS_MEMORY_ATTACH) or
+ * instead of an open, a pread and a close of the mem file.  The check that
+ * follows opens /proc/<pid>/status all the same (procfs_plain_process), so
+ * a read now costs five system calls where it cost one: the price of not
+ * handing a set-uid program's memory to a cluster owner, paid once a second
+ * per backend by the anomaly rules' sample.  Where the call is missing (ENOSYS: no CONFIG_CROSS_MEMORY_ATTACH) or
  * refuses the range (EFAULT: a page it cannot read, which /proc/<pid>/mem
  * may still), the file is read instead.
  */
