@@ -129,6 +129,12 @@ else
 	add 0 1
 fi
 [ "$pg_rc" -eq 0 ] || { [ "$failed" -gt 0 ] || failed=1; }
+# test cases per TAP file: some files' counts follow the data (a skip, a
+# loop over what the kernel reported), so a change of the total is named here
+echo "--- TAP test cases per file"
+for l in "$work"/tmp_check/log/regress_log_*; do
+	[ -f "$l" ] && printf '%s %s\n' "${l##*/regress_log_}" "$(grep -Ec '^(\[[^]]*\]\([^)]*\) )?(not )?ok [0-9]+' "$l")"
+done | paste - - - -
 if [ "$failed" -gt 0 ]; then
 	for l in "$work"/tmp_check/log/*; do
 		[ -f "$l" ] && { echo "--- $l (tail)"; tail -n 40 "$l"; }
