@@ -85,6 +85,8 @@ typedef struct exact_priv
 	uint64_t	last_sync_ns;
 	uint32_t   *qid_pids;		/* a copy of the pgt_qid map, for walks */
 	struct pgt_qid_slot *qid_slots;
+	uint32_t   *tracked_pids;	/* a copy of `tracked`, for the sample */
+	struct pgt_tracked *tracked_vals;
 	exact_open_set open;		/* waits in progress, as of copied_ns */
 	uint64_t	copied_ns;		/* monotonic time of the latest copy_rest */
 	uint64_t	fold_lost;		/* waits in progress the full map refused */
@@ -265,29 +267,150 @@ seed_waits(exact_priv *p)
 }
 
 /*
+ * A mapped process's wait event for the anomaly sample: where it is in its
+ * cluster's shared memory, and the postmaster it is read from.
+ */
+typedef struct sample_slot
+{
+	uint32_t	pm;
+	uint32_t	wei;
+	uint64_t	addr;
+} sample_slot;
+
+static int
+cmp_u32_pair(const void *a, const void *b)
+{
+	uint32_t	x = *(const uint32_t *) a;
+	uint32_t	y = *(const uint32_t *) b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * tracked_by_pid
+ *		A copy of `tracked` as (pid, postmaster) pairs sorted by pid, into
+ *		*out (malloc'd): how many, 0 when none or memory is short.
+ */
+static size_t
+tracked_by_pid(exact_priv *p, uint32_t (**out)[2])
+{
+	size_t		n = copy_map(p->tracked_fd, PGT_BPF_MAX_TRACKED, sizeof(uint32_t),
+							 sizeof(struct pgt_tracked), (void **) &p->tracked_pids,
+							 (void **) &p->tracked_vals);
+	uint32_t	(*pairs)[2] = malloc((n > 0 ? n : 1) * sizeof(*pairs));
+
+	*out = pairs;
+	if (pairs == NULL)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+	{
+		pairs[i][0] = p->tracked_pids[i];
+		pairs[i][1] = p->tracked_vals[i].postmaster;
+	}
+	qsort(pairs, n, sizeof(*pairs), cmp_u32_pair);
+	return n;
+}
+
+static int
+cmp_sample_pm(const void *a, const void *b)
+{
+	return cmp_u32_pair(&((const sample_slot *) a)->pm, &((const sample_slot *) b)->pm);
+}
+
+/*
+ * sample_slots
+ *		The mapped processes whose PGPROC.wait_event_info has an address in
+ *		shared memory (direct slots), each with its postmaster, sorted by
+ *		postmaster, into *out (malloc'd): how many.
+ */
+static size_t
+sample_slots(exact_priv *p, sample_slot **out)
+{
+	mapped_walk w;
+	uint32_t	(*pms)[2];
+	size_t		npms = tracked_by_pid(p, &pms);
+	size_t		n = 0;
+
+	mapped_start(&w, p);
+	*out = malloc((w.n > 0 ? w.n : 1) * sizeof(**out));
+	for (size_t i = 0; *out != NULL && pms != NULL && i < w.n; i++)
+	{
+		const struct pgt_qid_slot *slot = &p->qid_slots[i];
+		uint32_t	(*pm)[2];
+
+		if (slot->wait_addr == 0 || (slot->flags & PGT_QID_INDIRECT))
+			continue;
+		pm = bsearch(&p->qid_pids[i], pms, npms, sizeof(*pms), cmp_u32_pair);
+		if (pm != NULL && (*pm)[1] != 0)
+			(*out)[n++] = (sample_slot) {.pm = (*pm)[1], .addr = slot->wait_addr};
+	}
+	free(pms);
+	if (*out != NULL)
+		qsort(*out, n, sizeof(**out), cmp_sample_pm);
+	return n;
+}
+
+/*
+ * read_cluster_waits
+ *		The wait events of the n slots of one cluster (all of postmaster
+ *		pm), read from the postmaster's memory in one gather: the PGPROC
+ *		array is shared memory, at the same address in every process of the
+ *		cluster, so one process's plain-process check covers them all.  A
+ *		slot that cannot be read keeps wei 0 (on CPU) but is not counted:
+ *		returns the slots read.
+ */
+static size_t
+read_cluster_waits(uint32_t pm, sample_slot *slots, size_t n, procfs_span *spans)
+{
+	ssize_t		got;
+	size_t		k = 0;
+
+	for (size_t i = 0; i < n; i++)
+		spans[i] = (procfs_span) {.addr = slots[i].addr, .buf = &slots[i].wei,
+			.len = sizeof(slots[i].wei)};
+	got = procfs_mem_gather((pid_t) pm, spans, n);
+	for (size_t i = 0; got > 0 && i < n; i++)
+		if (spans[i].ok)
+			slots[k++] = slots[i];
+	return k;
+}
+
+/*
  * sample_sessions
  *		The anomaly rules' sample: mapped processes whose wait event is not
  *		idle (Activity class, Client:ClientRead) count as active (0, no
- *		event, is on CPU), those in the Lock class as locked.
+ *		event, is on CPU), those in the Lock class as locked.  One gather
+ *		per cluster (read_cluster_waits), not a read per process: it runs
+ *		every second over every backend.
  */
 static void
 sample_sessions(exact_priv *p, uint32_t *active, uint32_t *locked)
 {
-	mapped_walk w;
-	struct pgt_qid_slot slot;
-	uint32_t	pid;
-	uint32_t	wei;
+	sample_slot *slots;
+	size_t		n = sample_slots(p, &slots);
+	procfs_span *spans = malloc((n > 0 ? n : 1) * sizeof(*spans));
 
 	*active = *locked = 0;
-	mapped_start(&w, p);
-	while (mapped_next(&w, &pid, &slot, &wei))
+	for (size_t i = 0, j; slots != NULL && spans != NULL && i < n; i = j)
 	{
-		if ((wei & 0xFF000000) == 0x05000000 || wei == 0x06000000)
-			continue;			/* Activity, Client:ClientRead: idle */
-		(*active)++;
-		if ((wei & 0xFF000000) == 0x03000000)
-			(*locked)++;
+		size_t		got;
+
+		for (j = i; j < n && slots[j].pm == slots[i].pm; j++)
+			;
+		got = read_cluster_waits(slots[i].pm, slots + i, j - i, spans);
+		for (size_t k = i; k < i + got; k++)
+		{
+			uint32_t	wei = slots[k].wei;
+
+			if ((wei & 0xFF000000) == 0x05000000 || wei == 0x06000000)
+				continue;		/* Activity, Client:ClientRead: idle */
+			(*active)++;
+			if ((wei & 0xFF000000) == 0x03000000)
+				(*locked)++;
+		}
 	}
+	free(slots);
+	free(spans);
 }
 
 /*
@@ -747,6 +870,8 @@ stop(pset_inst *in)
 	free(p->hvals);
 	free(p->qid_pids);
 	free(p->qid_slots);
+	free(p->tracked_pids);
+	free(p->tracked_vals);
 	exact_open_free(&p->open);
 	free(p);
 	in->priv = NULL;

@@ -721,6 +721,19 @@ procfs_plain_process(pid_t pid)
 }
 
 /*
+ * mem_open
+ *		/proc/<pid>/mem, open for reading: an fd, or -1 with errno set.
+ */
+static int
+mem_open(pid_t pid)
+{
+	char		path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/mem", (int) pid);
+	return open(path, O_RDONLY | O_CLOEXEC);
+}
+
+/*
  * mem_pread
  *		Up to len bytes at addr of process pid's memory, through
  *		/proc/<pid>/mem: the bytes read, or -1 with errno set.
@@ -728,13 +741,10 @@ procfs_plain_process(pid_t pid)
 static ssize_t
 mem_pread(pid_t pid, uint64_t addr, void *buf, size_t len)
 {
-	char		path[64];
 	ssize_t		got;
-	int			fd;
+	int			fd = mem_open(pid);
 	int			save;
 
-	snprintf(path, sizeof(path), "/proc/%d/mem", (int) pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
 	got = pread(fd, buf, len, (off_t) addr);
@@ -745,24 +755,27 @@ mem_pread(pid_t pid, uint64_t addr, void *buf, size_t len)
 }
 
 /*
- * discard_unless_plain
- *		got bytes were read from pid's memory into buf: keep them (return
- *		got) when pid is a plain process (procfs_plain_process), else wipe
- *		them and return -1 with errno EPERM.
+ * wipe_unless_plain
+ *		The n spans were read from pid's memory: keep them (return true)
+ *		when pid is a plain process (procfs_plain_process), else wipe every
+ *		buffer, mark every span unread and return false.
  *
  * Checked after the read, not before: a read that raced an exec into a
  * set-uid program either read the old program's memory or, when the exec
  * had committed (the kernel serializes the two), reads a process that now
  * fails the test.
  */
-static ssize_t
-discard_unless_plain(pid_t pid, void *buf, size_t len, ssize_t got)
+static bool
+wipe_unless_plain(pid_t pid, procfs_span *spans, size_t n)
 {
-	if (got < 0 || procfs_plain_process(pid))
-		return got;
-	memset(buf, 0, len);
-	errno = EPERM;
-	return -1;
+	if (procfs_plain_process(pid))
+		return true;
+	for (size_t i = 0; i < n; i++)
+	{
+		memset(spans[i].buf, 0, spans[i].len);
+		spans[i].ok = false;
+	}
+	return false;
 }
 
 /*
@@ -776,34 +789,139 @@ discard_unless_plain(pid_t pid, void *buf, size_t len, ssize_t got)
 ssize_t
 procfs_mem_pread(pid_t pid, uint64_t addr, void *buf, size_t len)
 {
-	return discard_unless_plain(pid, buf, len, mem_pread(pid, addr, buf, len));
+	ssize_t		got = mem_pread(pid, addr, buf, len);
+	procfs_span span = {.addr = addr, .buf = buf, .len = len};
+
+	if (got < 0 || wipe_unless_plain(pid, &span, 1))
+		return got;
+	errno = EPERM;
+	return -1;
+}
+
+/* no process_vm_readv in this kernel (ENOSYS): every span by the mem file */
+static bool no_vm_readv;
+
+/*
+ * gather_batch
+ *		One process_vm_readv() for up to PROCFS_GATHER_BATCH of the n spans:
+ *		how many spans, from the first, were read in full (each marked ok),
+ *		or -1 with errno set when the call read nothing.  Fewer than it
+ *		asked for: the next span was not read in full (a page it could not
+ *		read), the rest not tried.
+ */
+#define PROCFS_GATHER_BATCH 128
+
+static ssize_t
+gather_batch(pid_t pid, procfs_span *spans, size_t n)
+{
+	struct iovec local[PROCFS_GATHER_BATCH];
+	struct iovec remote[PROCFS_GATHER_BATCH];
+	size_t		k = n < PROCFS_GATHER_BATCH ? n : PROCFS_GATHER_BATCH;
+	ssize_t		got;
+	size_t		i;
+
+	for (i = 0; i < k; i++)
+	{
+		local[i] = (struct iovec) {.iov_base = spans[i].buf, .iov_len = spans[i].len};
+		remote[i] = (struct iovec) {.iov_base = (void *) (uintptr_t) spans[i].addr,
+			.iov_len = spans[i].len};
+	}
+	got = process_vm_readv(pid, local, (unsigned long) k, remote, (unsigned long) k, 0);
+	if (got < 0)
+		return -1;
+	for (i = 0; i < k && (size_t) got >= spans[i].len; i++)
+	{
+		got -= (ssize_t) spans[i].len;
+		spans[i].ok = true;
+	}
+	return (ssize_t) i;
+}
+
+/*
+ * gather_one_by_file
+ *		Span s through /proc/<pid>/mem, opened on first use into *memfd:
+ *		where process_vm_readv is missing (ENOSYS: no
+ *		CONFIG_CROSS_MEMORY_ATTACH) or refused the span (EFAULT: a page it
+ *		cannot read, which the mem file may still).
+ */
+static void
+gather_one_by_file(pid_t pid, procfs_span *s, int *memfd)
+{
+	if (*memfd < 0)
+		*memfd = mem_open(pid);
+	if (*memfd >= 0)
+		s->ok = pread(*memfd, s->buf, s->len, (off_t) s->addr) == (ssize_t) s->len;
+}
+
+/*
+ * procfs_mem_gather
+ *		The n spans (each len bytes at addr into buf) of process pid's
+ *		memory, provided pid is a plain process (procfs_plain_process),
+ *		with as few system calls as the kernel allows: one
+ *		process_vm_readv() per PROCFS_GATHER_BATCH spans (the ptrace access
+ *		check of /proc/<pid>/mem) and one plain-process check for them all.
+ *		Each span's ok says whether it was read in full.  Returns how many
+ *		were, or -1 with errno EPERM (pid is not a plain process: every
+ *		buffer wiped).  0 with errno set when none could be read (process
+ *		gone, ...).
+ *
+ * A reader of many addresses in one cluster's shared memory reads them all
+ * from one process (it sits at the same address in each), so the
+ * plain-process check's four calls are paid once, not per address.
+ */
+ssize_t
+procfs_mem_gather(pid_t pid, procfs_span *spans, size_t n)
+{
+	size_t		i = 0;
+	size_t		ok = 0;
+	int			memfd = -1;
+	int			save = 0;
+
+	for (size_t j = 0; j < n; j++)
+		spans[j].ok = false;
+	while (i < n)
+	{
+		ssize_t		done = no_vm_readv ? -1 : gather_batch(pid, spans + i, n - i);
+
+		if (done < 0 && errno == ENOSYS)
+			no_vm_readv = true;
+		if (done < 0 && errno != ENOSYS && errno != EFAULT)
+		{
+			save = errno;		/* gone, or no access: no other span fares better */
+			break;
+		}
+		i += done > 0 ? (size_t) done : 0;
+		if (i < n && done < PROCFS_GATHER_BATCH)
+			gather_one_by_file(pid, &spans[i++], &memfd);
+	}
+	if (memfd >= 0)
+		close(memfd);
+	for (size_t j = 0; j < n; j++)
+		ok += spans[j].ok;
+	if (ok > 0 && !wipe_unless_plain(pid, spans, n))
+	{
+		errno = EPERM;
+		return -1;
+	}
+	if (ok == 0 && save != 0)
+		errno = save;
+	return (ssize_t) ok;
 }
 
 /*
  * procfs_mem_read
  *		Exactly len bytes at addr of process pid's memory, provided pid is a
- *		plain process: 0, or -1 when fewer could be read.
- *
- * One process_vm_readv() (the same ptrace access check as /proc/<pid>/mem)
- * instead of an open, a pread and a close of the mem file.  The check that
- * follows opens /proc/<pid>/status all the same (procfs_plain_process), so
- * a read now costs five system calls where it cost one: the price of not
- * handing a set-uid program's memory to a cluster owner, paid once a second
- * per backend by the anomaly rules' sample.  Where the call is missing (ENOSYS: no CONFIG_CROSS_MEMORY_ATTACH) or
- * refuses the range (EFAULT: a page it cannot read, which /proc/<pid>/mem
- * may still), the file is read instead.
+ *		plain process: 0, or -1 when fewer could be read (errno EPERM: not a
+ *		plain process).  A gather of one span (procfs_mem_gather): five
+ *		system calls, of which the plain-process check takes four; readers
+ *		of many addresses gather them.
  */
 int
 procfs_mem_read(pid_t pid, uint64_t addr, void *buf, size_t len)
 {
-	struct iovec local = {.iov_base = buf, .iov_len = len};
-	struct iovec remote = {.iov_base = (void *) (uintptr_t) addr, .iov_len = len};
-	ssize_t		got = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+	procfs_span span = {.addr = addr, .buf = buf, .len = len};
 
-	if (got < 0 && (errno == ENOSYS || errno == EFAULT))
-		got = mem_pread(pid, addr, buf, len);
-	got = discard_unless_plain(pid, buf, len, got);
-	return got == (ssize_t) len ? 0 : -1;
+	return procfs_mem_gather(pid, &span, 1) == 1 ? 0 : -1;
 }
 
 /*

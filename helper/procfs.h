@@ -38,6 +38,19 @@ typedef enum procfs_map_kind
 	PROCFS_MAP_FILE_RO			/* a file's read-only pages: code, constants */
 } procfs_map_kind;
 
+/*
+ * One piece of a gathered read of another process's memory
+ * (procfs_mem_gather): len bytes at addr into buf; ok says whether it was
+ * read in full.
+ */
+typedef struct procfs_span
+{
+	uint64_t	addr;
+	void	   *buf;
+	size_t		len;
+	bool		ok;
+} procfs_span;
+
 /* Pure parsers (unit-tested). */
 extern int	procfs_parse_stat(const char *buf, size_t len, proc_stat *out);
 extern uint32_t procfs_classify_title(const char *buf, size_t len);
@@ -63,6 +76,7 @@ extern int64_t procfs_boottime_us(void);
 extern bool procfs_plain_process(pid_t pid);
 extern ssize_t procfs_mem_pread(pid_t pid, uint64_t addr, void *buf, size_t len);
 extern int	procfs_mem_read(pid_t pid, uint64_t addr, void *buf, size_t len);
+extern ssize_t procfs_mem_gather(pid_t pid, procfs_span *spans, size_t n);
 extern procfs_map_kind procfs_map_kind_at(pid_t pid, uint64_t addr);
 
 #endif							/* PGT_HELPER_PROCFS_H */

@@ -270,6 +270,59 @@ mem_child_loop(int go, int ack)
 	_exit(0);
 }
 
+#define GATHER_SPANS 300			/* more than one process_vm_readv batch */
+
+/* what test_mem_gather reads: filled before the child is forked */
+static uint32_t gather_words[GATHER_SPANS];
+
+static void
+gather_words_fill(void)
+{
+	for (int i = 0; i < GATHER_SPANS; i++)
+		gather_words[i] = (uint32_t) i * 7 + 1;
+}
+
+/*
+ * test_mem_gather
+ *		procfs_mem_gather of GATHER_SPANS words of the child (fork'd: the
+ *		same addresses), one of them on a PROT_NONE page (the /proc
+ *		fallback reads it) and one at an unmapped address (not read, the
+ *		rest still are); when the child is not plain, nothing is kept.
+ */
+static void
+test_mem_gather(pid_t child, const unsigned char *guard, bool plain)
+{
+	static uint32_t got[GATHER_SPANS];
+	static procfs_span spans[GATHER_SPANS];
+	int			good = 0;
+	int			zero = 0;
+
+	for (int i = 0; i < GATHER_SPANS; i++)
+	{
+		got[i] = 0;
+		spans[i] = (procfs_span) {.addr = (uint64_t) (uintptr_t) &gather_words[i], .buf = &got[i],
+			.len = sizeof(got[i])};
+	}
+	spans[150].addr = (uint64_t) (uintptr_t) guard;
+	spans[151].addr = 8;
+	if (!plain)
+	{
+		CHECK(procfs_mem_gather(child, spans, GATHER_SPANS) == -1 && errno == EPERM,
+			  "gather: refused once the child is not plain");
+		for (int i = 0; i < GATHER_SPANS; i++)
+			zero += got[i] == 0 && !spans[i].ok;
+		CHECK(zero == GATHER_SPANS, "gather: nothing kept (%d of %d wiped)", zero,
+			  GATHER_SPANS);
+		return;
+	}
+	CHECK(procfs_mem_gather(child, spans, GATHER_SPANS) == GATHER_SPANS - 1,
+		  "gather: every span but the unmapped one");
+	for (int i = 0; i < GATHER_SPANS; i++)
+		good += i == 150 ? (spans[i].ok && got[i] == 0x5a) :
+			i == 151 ? !spans[i].ok : (spans[i].ok && got[i] == gather_words[i]);
+	CHECK(good == GATHER_SPANS, "gather: %d of %d spans as expected", good, GATHER_SPANS);
+}
+
 /*
  * procfs_mem_read of another process: a word of its data, a PROT_NONE page
  * (process_vm_readv refuses it with EFAULT; /proc/<pid>/mem reads it, as
@@ -293,6 +346,7 @@ test_mem_read(void)
 	CHECK(guard != MAP_FAILED && pipe(go) == 0 && pipe(ack) == 0, "set up");
 	guard[0] = 0x5a;
 	CHECK(mprotect(guard, page, PROT_NONE) == 0, "guard page");
+	gather_words_fill();
 	child = fork();
 	if (child == 0)
 		mem_child_loop(go[0], ack[1]);
@@ -305,9 +359,11 @@ test_mem_read(void)
 	CHECK(procfs_mem_read(child, (uint64_t) (uintptr_t) guard, &c, 1) == 0 && c == 0x5a,
 		  "a PROT_NONE page through the /proc fallback: %x", c);
 	CHECK(procfs_mem_read(child, 8, &got, sizeof(got)) == -1, "an unmapped address fails");
+	test_mem_gather(child, guard, true);
 	(void) write(go[1], "d", 1);
 	CHECK(read(ack[0], &c, 1) == 1 && c == 'd', "the child is no longer dumpable");
 	CHECK(!procfs_plain_process(child), "a non-dumpable process is not plain");
+	test_mem_gather(child, guard, false);
 	got = 0;
 	CHECK(procfs_mem_read(child, (uint64_t) (uintptr_t) &word, &got, sizeof(got)) == -1 &&
 		  errno == EPERM && got == 0, "its memory is refused, and nothing of it kept");
