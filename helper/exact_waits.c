@@ -16,7 +16,8 @@
  *
  * Once a second (collect) in tiered mode the sessions are sampled for the
  * anomaly rules (helper/escalation_anomaly.c): each mapped process's
- * wait_event_info, read like the seeds.  While timing is on, every
+ * wait_event_info, read from its cluster's postmaster in one gather per
+ * cluster (sample_sessions).  While timing is on, every
  * publication (4 a second) first copies the aggregates and then reads the
  * waits in progress, which it adds to their rows up to the time of that
  * read: the rows are all of one moment, just before the segment's
@@ -36,6 +37,7 @@
 #include "pid_retire.h"
 #include "procfs.h"
 #include "probe_set.h"
+#include "sort_u32.h"
 #include "exact_waits.h"
 #include "exact_waits.skel.h"
 
@@ -111,9 +113,10 @@ static exact_priv *running;
 /*
  * Walk over the mapped processes (direct `pgt_qid` slots) and their current
  * PGPROC.wait_event_info, read from each process's memory: what the seeds
- * and the anomaly rules' sample both need.  The map is copied in batches
- * first (two system calls per process fewer than walking it key by key),
- * which matters for the sample: it runs every second over every backend.
+ * need.  The map is copied in batches first (two system calls per process
+ * fewer than walking it key by key); the anomaly rules' sample, which runs
+ * every second over every backend, uses that copy too (mapped_start) but
+ * reads the wait events per cluster.
  */
 typedef struct mapped_walk
 {
@@ -272,19 +275,10 @@ seed_waits(exact_priv *p)
  */
 typedef struct sample_slot
 {
-	uint32_t	pm;
+	uint32_t	pm;				/* first: the sort key (sort_u32.h) */
 	uint32_t	wei;
 	uint64_t	addr;
 } sample_slot;
-
-static int
-cmp_u32_pair(const void *a, const void *b)
-{
-	uint32_t	x = *(const uint32_t *) a;
-	uint32_t	y = *(const uint32_t *) b;
-
-	return x < y ? -1 : x > y;
-}
 
 /*
  * tracked_by_pid
@@ -307,14 +301,8 @@ tracked_by_pid(exact_priv *p, uint32_t (**out)[2])
 		pairs[i][0] = p->tracked_pids[i];
 		pairs[i][1] = p->tracked_vals[i].postmaster;
 	}
-	qsort(pairs, n, sizeof(*pairs), cmp_u32_pair);
+	qsort(pairs, n, sizeof(*pairs), sort_cmp_u32);
 	return n;
-}
-
-static int
-cmp_sample_pm(const void *a, const void *b)
-{
-	return cmp_u32_pair(&((const sample_slot *) a)->pm, &((const sample_slot *) b)->pm);
 }
 
 /*
@@ -340,13 +328,13 @@ sample_slots(exact_priv *p, sample_slot **out)
 
 		if (slot->wait_addr == 0 || (slot->flags & PGT_QID_INDIRECT))
 			continue;
-		pm = bsearch(&p->qid_pids[i], pms, npms, sizeof(*pms), cmp_u32_pair);
+		pm = bsearch(&p->qid_pids[i], pms, npms, sizeof(*pms), sort_cmp_u32);
 		if (pm != NULL && (*pm)[1] != 0)
 			(*out)[n++] = (sample_slot) {.pm = (*pm)[1], .addr = slot->wait_addr};
 	}
 	free(pms);
 	if (*out != NULL)
-		qsort(*out, n, sizeof(**out), cmp_sample_pm);
+		qsort(*out, n, sizeof(**out), sort_cmp_u32);
 	return n;
 }
 

@@ -13,6 +13,7 @@
 #include "pg_symbols.h"
 #include "pid_retire.h"
 #include "procfs.h"
+#include "sort_u32.h"
 
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
@@ -531,19 +532,6 @@ pset_runtime_lost_events(const pset_runtime *rt)
 }
 
 /*
- * cmp_u32
- *		qsort/bsearch comparator of uint32_t.
- */
-static int
-cmp_u32(const void *a, const void *b)
-{
-	uint32_t	x = *(const uint32_t *) a;
-	uint32_t	y = *(const uint32_t *) b;
-
-	return x < y ? -1 : x > y;
-}
-
-/*
  * sweep_buffers
  *		Allocate (once; freed at stop) the copies of `pgt_qid` and `tracked`
  *		that the sweep and the refresh compare.  0 when memory is short.
@@ -596,13 +584,13 @@ sweep_qid_slots(pset_runtime *rt)
 				  rt->sweep_qpids, rt->sweep_slots, PGT_BPF_MAX_TRACKED);
 	nt = map_copy(rt->ctx.tracked_fd, sizeof(uint32_t), sizeof(struct pgt_tracked),
 				  rt->sweep_tpids, rt->sweep_tracked, PGT_BPF_MAX_TRACKED);
-	qsort(rt->sweep_tpids, nt, sizeof(uint32_t), cmp_u32);
+	qsort(rt->sweep_tpids, nt, sizeof(uint32_t), sort_cmp_u32);
 	for (i = 0; i < nq; i++)
 	{
 		uint32_t	pid = rt->sweep_qpids[i];
 		struct pgt_tracked t;
 
-		if (bsearch(&pid, rt->sweep_tpids, nt, sizeof(uint32_t), cmp_u32) != NULL)
+		if (bsearch(&pid, rt->sweep_tpids, nt, sizeof(uint32_t), sort_cmp_u32) != NULL)
 			continue;
 		if ((rt->sweep_slots[i].flags & PGT_QID_INDIRECT) &&
 			(kill((pid_t) pid, 0) == 0 || errno == EPERM))
@@ -931,15 +919,10 @@ pset_runtime_status_rows(pset_runtime *rt, struct pgt_probeset_entry *out, size_
 /* An entry of an array (PGPROC, BackendStatusArray, a map's copy) by pid. */
 typedef struct pid_slot
 {
-	uint32_t	pid;			/* PostgreSQL's in its arrays, the host's in pgt_qid */
+	uint32_t	pid;			/* PostgreSQL's in its arrays, the host's in pgt_qid;
+								 * first: the sort key (sort_u32.h) */
 	uint32_t	slot;			/* the entry's index */
 } pid_slot;
-
-static int
-cmp_pid_slot(const void *a, const void *b)
-{
-	return cmp_u32(&((const pid_slot *) a)->pid, &((const pid_slot *) b)->pid);
-}
 
 /*
  * index_slots
@@ -967,7 +950,7 @@ index_slots(const unsigned char *buf, uint32_t count, size_t stride, size_t pid_
 		if (pid > 0)
 			idx[n++] = (pid_slot) {(uint32_t) pid, s};
 	}
-	qsort(idx, n, sizeof(*idx), cmp_pid_slot);
+	qsort(idx, n, sizeof(*idx), sort_cmp_u32);
 	return (ssize_t) n;
 }
 
@@ -979,7 +962,7 @@ static int64_t
 find_slot(const pid_slot *idx, size_t n, uint32_t pid)
 {
 	pid_slot	key = {pid, 0};
-	const pid_slot *hit = n > 0 ? bsearch(&key, idx, n, sizeof(*idx), cmp_pid_slot) : NULL;
+	const pid_slot *hit = n > 0 ? bsearch(&key, idx, n, sizeof(*idx), sort_cmp_u32) : NULL;
 
 	return hit != NULL ? (int64_t) hit->slot : -1;
 }
@@ -1037,7 +1020,7 @@ index_old_slots(pset_runtime *rt, pid_slot **out)
 		return 0;
 	for (i = 0; i < n; i++)
 		(*out)[i] = (pid_slot) {rt->sweep_qpids[i], (uint32_t) i};
-	qsort(*out, n, sizeof(**out), cmp_pid_slot);
+	qsort(*out, n, sizeof(**out), sort_cmp_u32);
 	return n;
 }
 
