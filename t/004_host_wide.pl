@@ -115,9 +115,10 @@ is($node_a->safe_psql('postgres', 'SELECT pg_tracer_deescalate()'), 't', 'a clos
 
 # 300 processes that are not PostgreSQL's: a scan of /proc each second
 # would read each one's stat file three times in 3 s.  The helper's own
-# reads in 3 s without them first: each second it reads the status of every
-# process whose memory it reads (the anomaly rules' sample, the clusters'
-# status arrays), so its reads grow with the backends, not with the host.
+# reads in 3 s without them first: each second it reads the status of each
+# process whose memory it reads (each cluster's postmaster: the anomaly
+# rules' sample, the status arrays), and a backend's cmdline every 10 s, so
+# its reads follow the clusters and the backends, not the host.
 sleep(1);
 my $base0 = helper_read_calls($helper);
 sleep(3);
