@@ -16,8 +16,8 @@
  *
  * Once a second (collect) in tiered mode the sessions are sampled for the
  * anomaly rules (helper/escalation_anomaly.c): each mapped process's
- * wait_event_info, read from its cluster's postmaster in one gather per
- * cluster (sample_sessions).  While timing is on, every
+ * wait_event_info, read as the seeds read it: from the cluster's
+ * postmaster, one gather per cluster (read_mapped).  While timing is on, every
  * publication (4 a second) first copies the aggregates and then reads the
  * waits in progress, which it adds to their rows up to the time of that
  * read: the rows are all of one moment, just before the segment's
@@ -111,59 +111,6 @@ static void copy_waits(exact_priv *p);
 static exact_priv *running;
 
 /*
- * Walk over the mapped processes (direct `pgt_qid` slots) and their current
- * PGPROC.wait_event_info, read from each process's memory: what the seeds
- * need.  The map is copied in batches first (two system calls per process
- * fewer than walking it key by key); the anomaly rules' sample, which runs
- * every second over every backend, uses that copy too (mapped_start) but
- * reads the wait events per cluster.
- */
-typedef struct mapped_walk
-{
-	exact_priv *p;
-	size_t		n;				/* slots copied */
-	size_t		i;				/* next to look at */
-} mapped_walk;
-
-/*
- * mapped_start
- *		Copy the slots map into p's buffers for a walk.
- */
-static void
-mapped_start(mapped_walk *w, exact_priv *p)
-{
-	w->p = p;
-	w->i = 0;
-	w->n = p->qid_fd < 0 ? 0 :
-		copy_map(p->qid_fd, PGT_BPF_MAX_TRACKED, sizeof(uint32_t),
-				 sizeof(struct pgt_qid_slot), (void **) &p->qid_pids,
-				 (void **) &p->qid_slots);
-}
-
-/*
- * mapped_next
- *		The next mapped process whose wait_event_info could be read: its pid,
- *		slot and value (0: no event).  false at the end of the copy.
- */
-static bool
-mapped_next(mapped_walk *w, uint32_t *pid, struct pgt_qid_slot *slot, uint32_t *wei)
-{
-	while (w->i < w->n)
-	{
-		uint32_t	next = w->p->qid_pids[w->i];
-
-		*slot = w->p->qid_slots[w->i++];
-		*wei = 0;
-		if (slot->wait_addr == 0 || (slot->flags & PGT_QID_INDIRECT) ||
-			procfs_mem_read(next, slot->wait_addr, wei, sizeof(*wei)) != 0)
-			continue;
-		*pid = next;
-		return true;
-	}
-	return false;
-}
-
-/*
  * open_src
  *		Where p's source keeps its waits in progress (helper/exact_open.c).
  */
@@ -235,50 +182,18 @@ seed_one(exact_priv *p, uint32_t pid, uint32_t event, uint64_t qid, uint64_t now
 }
 
 /*
- * seed_waits
- *		Seed a wait starting now for every mapped process that is waiting
- *		now.  Returns how many.
+ * The state of a mapped process (a direct `pgt_qid` slot, with its
+ * PGPROC.wait_event_info's address), as read_mapped reads it.
  */
-static int
-seed_waits(exact_priv *p)
-{
-	mapped_walk w;
-	struct pgt_qid_slot slot;
-	uint64_t	now = exact_mono_ns();
-	uint32_t	pid;
-	uint32_t	wei;
-	int			n = 0;
-
-	if (p->tracked_fd < 0)
-		return 0;
-	mapped_start(&w, p);
-	while (mapped_next(&w, &pid, &slot, &wei))
-	{
-		uint64_t	qid = 0;
-		int32_t		procpid = 0;
-
-		if (wei == 0)
-			continue;
-		if (procfs_mem_read(pid, slot.procpid_addr, &procpid, sizeof(procpid)) == 0 &&
-			(uint32_t) procpid == slot.nspid)
-			(void) procfs_mem_read(pid, slot.queryid_addr, &qid, sizeof(qid));
-		/* backends are single-threaded: the process's task is its thread */
-		if (seed_one(p, pid, wei, qid, now) == 0)
-			n++;
-	}
-	return n;
-}
-
-/*
- * A mapped process's wait event for the anomaly sample: where it is in its
- * cluster's shared memory, and the postmaster it is read from.
- */
-typedef struct sample_slot
+typedef struct mapped_proc
 {
 	uint32_t	pm;				/* first: the sort key (sort_u32.h) */
-	uint32_t	wei;
-	uint64_t	addr;
-} sample_slot;
+	uint32_t	pid;
+	const struct pgt_qid_slot *slot;	/* in p's copy of `pgt_qid` */
+	uint32_t	wei;			/* wait_event_info, 0: none (on CPU) */
+	int32_t		procpid;		/* its BackendStatusArray entry's st_procpid */
+	uint64_t	qid;			/* ... and st_query_id */
+} mapped_proc;
 
 /*
  * tracked_by_pid
@@ -306,22 +221,25 @@ tracked_by_pid(exact_priv *p, uint32_t (**out)[2])
 }
 
 /*
- * sample_slots
- *		The mapped processes whose PGPROC.wait_event_info has an address in
- *		shared memory (direct slots), each with its postmaster, sorted by
- *		postmaster, into *out (malloc'd): how many.
+ * mapped_procs
+ *		The mapped processes whose wait_event_info has an address in shared
+ *		memory (direct slots of a batch copy of `pgt_qid`: two system calls
+ *		per process fewer than a walk key by key), each with its postmaster,
+ *		sorted by postmaster, into *out (malloc'd): how many.
  */
 static size_t
-sample_slots(exact_priv *p, sample_slot **out)
+mapped_procs(exact_priv *p, mapped_proc **out)
 {
-	mapped_walk w;
 	uint32_t	(*pms)[2];
 	size_t		npms = tracked_by_pid(p, &pms);
+	size_t		nslots = p->qid_fd < 0 ? 0 :
+		copy_map(p->qid_fd, PGT_BPF_MAX_TRACKED, sizeof(uint32_t),
+				 sizeof(struct pgt_qid_slot), (void **) &p->qid_pids,
+				 (void **) &p->qid_slots);
 	size_t		n = 0;
 
-	mapped_start(&w, p);
-	*out = malloc((w.n > 0 ? w.n : 1) * sizeof(**out));
-	for (size_t i = 0; *out != NULL && pms != NULL && i < w.n; i++)
+	*out = malloc((nslots > 0 ? nslots : 1) * sizeof(**out));
+	for (size_t i = 0; *out != NULL && pms != NULL && i < nslots; i++)
 	{
 		const struct pgt_qid_slot *slot = &p->qid_slots[i];
 		uint32_t	(*pm)[2];
@@ -330,7 +248,8 @@ sample_slots(exact_priv *p, sample_slot **out)
 			continue;
 		pm = bsearch(&p->qid_pids[i], pms, npms, sizeof(*pms), sort_cmp_u32);
 		if (pm != NULL && (*pm)[1] != 0)
-			(*out)[n++] = (sample_slot) {.pm = (*pm)[1], .addr = slot->wait_addr};
+			(*out)[n++] = (mapped_proc) {.pm = (*pm)[1], .pid = p->qid_pids[i],
+				.slot = slot};
 	}
 	free(pms);
 	if (*out != NULL)
@@ -339,66 +258,128 @@ sample_slots(exact_priv *p, sample_slot **out)
 }
 
 /*
- * read_cluster_waits
- *		The wait events of the n slots of one cluster (all of postmaster
- *		pm), read from the postmaster's memory in one gather: the PGPROC
- *		array is shared memory, at the same address in every process of the
- *		cluster, so one process's plain-process check covers them all.  A
- *		slot that cannot be read keeps wei 0 (on CPU) but is not counted:
- *		returns the slots read.
+ * read_cluster
+ *		The wait events of the n processes of one cluster (all of postmaster
+ *		pm), with their status entries' pid and query id when with_ids,
+ *		read from the postmaster's memory in one gather: PGPROC and
+ *		BackendStatusArray are shared memory, at the same address in every
+ *		process of the cluster, so one process's plain-process check covers
+ *		them all.  The processes whose wait event was read are moved to the
+ *		front: returns how many.
  */
 static size_t
-read_cluster_waits(uint32_t pm, sample_slot *slots, size_t n, procfs_span *spans)
+read_cluster(uint32_t pm, mapped_proc *procs, size_t n, bool with_ids, procfs_span *spans)
 {
-	ssize_t		got;
+	size_t		per = with_ids ? 3 : 1;
 	size_t		k = 0;
 
 	for (size_t i = 0; i < n; i++)
-		spans[i] = (procfs_span) {.addr = slots[i].addr, .buf = &slots[i].wei,
-			.len = sizeof(slots[i].wei)};
-	got = procfs_mem_gather((pid_t) pm, spans, n);
-	for (size_t i = 0; got > 0 && i < n; i++)
-		if (spans[i].ok)
-			slots[k++] = slots[i];
+	{
+		mapped_proc *m = &procs[i];
+
+		m->wei = 0;
+		m->procpid = 0;
+		m->qid = 0;
+		spans[i * per] = (procfs_span) {.addr = m->slot->wait_addr, .buf = &m->wei,
+			.len = sizeof(m->wei)};
+		if (!with_ids)
+			continue;
+		spans[i * per + 1] = (procfs_span) {.addr = m->slot->procpid_addr,
+			.buf = &m->procpid, .len = sizeof(m->procpid)};
+		spans[i * per + 2] = (procfs_span) {.addr = m->slot->queryid_addr,
+			.buf = &m->qid, .len = sizeof(m->qid)};
+	}
+	if (procfs_mem_gather((pid_t) pm, spans, n * per) <= 0)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+	{
+		if (!spans[i * per].ok)
+			continue;
+		/* a status entry that is not the process's: no query id */
+		if (with_ids && (!spans[i * per + 1].ok || !spans[i * per + 2].ok ||
+						 (uint32_t) procs[i].procpid != procs[i].slot->nspid))
+			procs[i].qid = 0;
+		procs[k++] = procs[i];
+	}
 	return k;
+}
+
+/*
+ * read_mapped
+ *		The mapped processes whose wait event could be read (see
+ *		read_cluster), into *out (malloc'd; free it): how many.  One gather
+ *		per cluster, not a read per process: the anomaly rules' sample runs
+ *		every second over every backend.
+ */
+static size_t
+read_mapped(exact_priv *p, bool with_ids, mapped_proc **out)
+{
+	size_t		n;
+	procfs_span *spans;
+	size_t		kept = 0;
+
+	*out = NULL;
+	if (p->tracked_fd < 0)
+		return 0;
+	n = mapped_procs(p, out);
+	spans = malloc((n > 0 ? n : 1) * (with_ids ? 3 : 1) * sizeof(*spans));
+	for (size_t i = 0, j; *out != NULL && spans != NULL && i < n; i = j)
+	{
+		size_t		got;
+
+		for (j = i; j < n && (*out)[j].pm == (*out)[i].pm; j++)
+			;
+		got = read_cluster((*out)[i].pm, *out + i, j - i, with_ids, spans);
+		memmove(*out + kept, *out + i, got * sizeof(**out));
+		kept += got;
+	}
+	free(spans);
+	return kept;
+}
+
+/*
+ * seed_waits
+ *		Seed a wait starting now for every mapped process that is waiting
+ *		now (backends are single-threaded: the process's task is its
+ *		thread).  Returns how many.
+ */
+static int
+seed_waits(exact_priv *p)
+{
+	uint64_t	now = exact_mono_ns();
+	mapped_proc *m;
+	size_t		n = read_mapped(p, true, &m);
+	int			seeded = 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (m[i].wei != 0 && seed_one(p, m[i].pid, m[i].wei, m[i].qid, now) == 0)
+			seeded++;
+	free(m);
+	return seeded;
 }
 
 /*
  * sample_sessions
  *		The anomaly rules' sample: mapped processes whose wait event is not
  *		idle (Activity class, Client:ClientRead) count as active (0, no
- *		event, is on CPU), those in the Lock class as locked.  One gather
- *		per cluster (read_cluster_waits), not a read per process: it runs
- *		every second over every backend.
+ *		event, is on CPU), those in the Lock class as locked.
  */
 static void
 sample_sessions(exact_priv *p, uint32_t *active, uint32_t *locked)
 {
-	sample_slot *slots;
-	size_t		n = sample_slots(p, &slots);
-	procfs_span *spans = malloc((n > 0 ? n : 1) * sizeof(*spans));
+	mapped_proc *m;
+	size_t		n = read_mapped(p, false, &m);
 
 	*active = *locked = 0;
-	for (size_t i = 0, j; slots != NULL && spans != NULL && i < n; i = j)
+	for (size_t i = 0; i < n; i++)
 	{
-		size_t		got;
-
-		for (j = i; j < n && slots[j].pm == slots[i].pm; j++)
-			;
-		got = read_cluster_waits(slots[i].pm, slots + i, j - i, spans);
-		for (size_t k = i; k < i + got; k++)
-		{
-			uint32_t	wei = slots[k].wei;
-
-			if ((wei & 0xFF000000) == 0x05000000 || wei == 0x06000000)
-				continue;		/* Activity, Client:ClientRead: idle */
-			(*active)++;
-			if ((wei & 0xFF000000) == 0x03000000)
-				(*locked)++;
-		}
+		if ((m[i].wei & 0xFF000000) == 0x05000000 || m[i].wei == 0x06000000)
+			continue;			/* Activity, Client:ClientRead: idle */
+		(*active)++;
+		if ((m[i].wei & 0xFF000000) == 0x03000000)
+			(*locked)++;
 	}
-	free(slots);
-	free(spans);
+	free(m);
 }
 
 /*

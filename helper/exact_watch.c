@@ -216,15 +216,20 @@ seed_state(exact_watch *w, uint32_t pid, const struct pgt_qid_slot *slot, uint32
 {
 	struct pgt_exact_watch st;
 	int32_t		procpid = 0;
+	procfs_span spans[3];
 
 	memset(&st, 0, sizeof(st));
 	st.wait_addr = slot->wait_addr;
 	st.gen = gen;
-	if (procfs_mem_read(pid, slot->wait_addr, &st.event, sizeof(st.event)) != 0)
+	/* one gather, one plain-process check, for the three */
+	spans[0] = (procfs_span) {.addr = slot->wait_addr, .buf = &st.event, .len = sizeof(st.event)};
+	spans[1] = (procfs_span) {.addr = slot->procpid_addr, .buf = &procpid, .len = sizeof(procpid)};
+	spans[2] = (procfs_span) {.addr = slot->queryid_addr, .buf = &st.queryid,
+		.len = sizeof(st.queryid)};
+	if (procfs_mem_gather(pid, spans, 3) <= 0 || !spans[0].ok)
 		return -1;
-	if (st.event != 0 && procfs_mem_read(pid, slot->procpid_addr, &procpid, sizeof(procpid)) == 0 &&
-		(uint32_t) procpid == slot->nspid)
-		(void) procfs_mem_read(pid, slot->queryid_addr, &st.queryid, sizeof(st.queryid));
+	if (st.event == 0 || !spans[1].ok || !spans[2].ok || (uint32_t) procpid != slot->nspid)
+		st.queryid = 0;			/* no wait, or a status entry that is not the process's */
 	st.since_ns = exact_mono_ns();
 	return bpf_map_update_elem(w->state_fd, &pid, &st, BPF_ANY);
 }
