@@ -85,9 +85,9 @@ typedef struct exact_priv
 	char		why[224];		/* why that source */
 	exact_watch *w;				/* watchpoint source: the breakpoints */
 	uint64_t	last_sync_ns;
-	uint32_t   *qid_pids;		/* a copy of the pgt_qid map, for walks */
+	uint32_t   *qid_pids;		/* a copy of the pgt_qid map (mapped_procs) */
 	struct pgt_qid_slot *qid_slots;
-	uint32_t   *tracked_pids;	/* a copy of `tracked`, for the sample */
+	uint32_t   *tracked_pids;	/* a copy of `tracked`: each process's postmaster */
 	struct pgt_tracked *tracked_vals;
 	exact_open_set open;		/* waits in progress, as of copied_ns */
 	uint64_t	copied_ns;		/* monotonic time of the latest copy_rest */
