@@ -247,30 +247,8 @@ test_classify(void)
 	CHECK_STR(pgt_role_name(PGT_ROLE_BGWORKER), "background worker");
 }
 
-/*
- * mem_child_loop
- *		The child of test_mem_read: drop root (to nobody, dumpable again, as
- *		an exec of PostgreSQL after su would leave it), then obey the
- *		parent's commands: 'd' makes it non-dumpable, anything else ends it.
- *		Each step is acknowledged on `ack`.
- */
-static void
-mem_child_loop(int go, int ack)
-{
-	char		c = 0;
-
-	if (unit_drop_root() != 0)
-		_exit(1);
-	(void) write(ack, "r", 1);
-	while (read(go, &c, 1) == 1 && c == 'd')
-	{
-		(void) prctl(PR_SET_DUMPABLE, 0);
-		(void) write(ack, "d", 1);
-	}
-	_exit(0);
-}
-
 #define GATHER_SPANS 300			/* more than one process_vm_readv batch */
+#define GATHER_CHILD_ADDS 1000		/* the child's words differ from the parent's */
 
 /* what test_mem_gather reads: filled before the child is forked */
 static uint32_t gather_words[GATHER_SPANS];
@@ -283,9 +261,35 @@ gather_words_fill(void)
 }
 
 /*
+ * mem_child_loop
+ *		The child of test_mem_read: drop root (to nobody, dumpable again, as
+ *		an exec of PostgreSQL after su would leave it), make its gather
+ *		words its own (test_mem_gather), then obey the
+ *		parent's commands: 'd' makes it non-dumpable, anything else ends it.
+ *		Each step is acknowledged on `ack`.
+ */
+static void
+mem_child_loop(int go, int ack)
+{
+	char		c = 0;
+
+	if (unit_drop_root() != 0)
+		_exit(1);
+	for (int i = 0; i < GATHER_SPANS; i++)
+		gather_words[i] += GATHER_CHILD_ADDS;	/* a read of the parent would not match */
+	(void) write(ack, "r", 1);
+	while (read(go, &c, 1) == 1 && c == 'd')
+	{
+		(void) prctl(PR_SET_DUMPABLE, 0);
+		(void) write(ack, "d", 1);
+	}
+	_exit(0);
+}
+
+/*
  * test_mem_gather
  *		procfs_mem_gather of GATHER_SPANS words of the child (fork'd: the
- *		same addresses), one of them on a PROT_NONE page (the /proc
+ *		same addresses, other values), one of them on a PROT_NONE page (the /proc
  *		fallback reads it) and one at an unmapped address (not read, the
  *		rest still are); when the child is not plain, nothing is kept.
  */
@@ -319,7 +323,7 @@ test_mem_gather(pid_t child, const unsigned char *guard, bool plain)
 		  "gather: every span but the unmapped one");
 	for (int i = 0; i < GATHER_SPANS; i++)
 		good += i == 150 ? (spans[i].ok && got[i] == 0x5a) :
-			i == 151 ? !spans[i].ok : (spans[i].ok && got[i] == gather_words[i]);
+			i == 151 ? !spans[i].ok : (spans[i].ok && got[i] == gather_words[i] + GATHER_CHILD_ADDS);
 	CHECK(good == GATHER_SPANS, "gather: %d of %d spans as expected", good, GATHER_SPANS);
 }
 
