@@ -20,6 +20,7 @@
 #include "layout_file.h"
 #include "log.h"
 #include "pid_retire.h"
+#include "pm_owner.h"
 #include "procfs.h"
 #include "sampler_priority.h"
 #include "cluster_psets.h"
@@ -867,6 +868,9 @@ cluster_attach(cluster *c, const pm_info *pm)
 	c->nprocs = 0;
 	if (pm->uid != c->uid || pm->gid != c->gid)
 		change_owner(c, pm->uid, pm->gid);
+	if (pm_owner_set((uint32_t) pm->pid, pm->uid) < 0)
+		log_error("%s: out of memory: its processes' memory will not be read",
+				  c->data_dir);
 
 	now_ns = bpf_probes_boot_ns();
 	if (bpf_probes_add_postmaster(bpf, (uint32_t) pm->pid) < 0)
@@ -929,6 +933,7 @@ cluster_detach(cluster *c, const char *why)
 
 	if (!c->attached)
 		return;
+	pm_owner_forget((uint32_t) c->pm.pid);
 	if (bpf_probes_remove_postmaster(bpf, (uint32_t) c->pm.pid) < 0)
 		log_warn("%s: cannot remove postmaster %d from the BPF filter: %s",
 				 c->data_dir, (int) c->pm.pid, strerror(errno));

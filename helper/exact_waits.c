@@ -35,6 +35,7 @@
 #include "log.h"
 #include "map_copy.h"
 #include "pid_retire.h"
+#include "pm_owner.h"
 #include "procfs.h"
 #include "probe_set.h"
 #include "sort_u32.h"
@@ -265,14 +266,17 @@ mapped_procs(exact_priv *p, mapped_proc **out)
  *		BackendStatusArray are shared memory, at the same address in every
  *		process of the cluster, so one process's plain-process check covers
  *		them all.  The processes whose wait event was read are moved to the
- *		front: returns how many.
+ *		front: returns how many (none when pm is not served).
  */
 static size_t
 read_cluster(uint32_t pm, mapped_proc *procs, size_t n, bool with_ids, procfs_span *spans)
 {
 	size_t		per = with_ids ? 3 : 1;
 	size_t		k = 0;
+	uid_t		owner;
 
+	if (!pm_owner_get(pm, &owner))
+		return 0;
 	for (size_t i = 0; i < n; i++)
 	{
 		mapped_proc *m = &procs[i];
@@ -289,7 +293,7 @@ read_cluster(uint32_t pm, mapped_proc *procs, size_t n, bool with_ids, procfs_sp
 		spans[i * per + 2] = (procfs_span) {.addr = m->slot->queryid_addr,
 			.buf = &m->qid, .len = sizeof(m->qid)};
 	}
-	if (procfs_mem_gather((pid_t) pm, spans, n * per) <= 0)
+	if (procfs_mem_gather((pid_t) pm, owner, spans, n * per) <= 0)
 		return 0;
 	for (size_t i = 0; i < n; i++)
 	{
@@ -718,7 +722,8 @@ static int
 start_watchpoints(pset_inst *in, exact_priv *p)
 {
 	p->w = exact_watch_new(p->skel->progs.pgt_exact_watch_hit,
-						   bpf_map__fd(p->skel->maps.exact_watch), p->qid_fd);
+						   bpf_map__fd(p->skel->maps.exact_watch), p->qid_fd,
+						   p->tracked_fd);
 	if (p->w == NULL)
 		return -ENOMEM;
 	running = p;

@@ -15,8 +15,10 @@
  * differs, seed again.  Backends forked later get their breakpoint when
  * exact_watch_sync() sees their `pgt_qid` slot (the cluster refresh maps
  * them within one publication interval, 250 ms); waits before that are
- * not seen.  Processes that left `pgt_qid` (exited) lose their breakpoint
- * and state.
+ * not seen.  Processes that exited, or whose pid a later process holds
+ * (their `tracked` entry's attach time changed), lose their breakpoint and
+ * state.  Only a tracked process of a served cluster, running as the
+ * cluster's owner (procfs_plain_process), gets one.
  *
  * Limits: x86 has 4 debug registers per task; a debugger or another tool
  * holding them makes creation fail (ENOSPC), as do addresses the kernel
@@ -28,8 +30,10 @@
  */
 #include "exact_watch.h"
 #include "log.h"
+#include "pm_owner.h"
 #include "procfs.h"
 #include "exact_waits.h"
+#include "pg_tracer.h"
 #include "pgt_trace.h"
 
 #include <bpf/bpf.h>
@@ -53,6 +57,7 @@ typedef struct watch_ent
 {
 	uint32_t	pid;			/* tgid, helper's namespace */
 	uint64_t	addr;			/* watched address */
+	uint64_t	tracked_ns;		/* its `tracked` entry's attached_ns: the process */
 	struct bpf_link *link;		/* NULL: creation failed, not retried */
 } watch_ent;
 
@@ -61,6 +66,7 @@ struct exact_watch
 	struct bpf_program *prog;
 	int			state_fd;		/* `exact_watch` */
 	int			qid_fd;			/* `pgt_qid` */
+	int			tracked_fd;		/* `tracked`: each process's postmaster */
 	watch_ent  *ents;
 	size_t		n;
 	unsigned	failed;
@@ -114,7 +120,7 @@ exact_source_name(int source)
  * open_bp
  *		A disabled 4-byte write breakpoint on addr in process pid (0: the
  *		calling process), user-space writes only; fd or -errno (-EPERM: pid
- *		is not a plain process, procfs_plain_process).
+ *		is not a plain process of owner, procfs_plain_process).
  *
  * The breakpoint goes away when the process execs (remove_on_exec, from
  * Linux 5.13; older kernels refuse the flag and get the breakpoint without
@@ -124,7 +130,7 @@ exact_source_name(int source)
  * breakpoint.
  */
 static int
-open_bp(pid_t pid, uint64_t addr)
+open_bp(pid_t pid, uid_t owner, uint64_t addr)
 {
 	struct perf_event_attr attr;
 	int			fd;
@@ -148,7 +154,7 @@ open_bp(pid_t pid, uint64_t addr)
 	}
 	if (fd < 0)
 		return -errno;
-	if (pid != 0 && !procfs_plain_process(pid))
+	if (pid != 0 && !procfs_plain_process(pid, owner))
 	{
 		close(fd);
 		return -EPERM;
@@ -169,7 +175,7 @@ exact_watch_selftest(char *reason, size_t len)
 	int			fd;
 	int			i;
 
-	fd = open_bp(0, (uint64_t) (uintptr_t) &target);
+	fd = open_bp(0, 0, (uint64_t) (uintptr_t) &target);
 	if (fd < 0)
 	{
 		snprintf(reason, len, "watchpoints unavailable: perf_event_open(BREAKPOINT): %s",
@@ -212,7 +218,8 @@ exact_mono_ns(void)
  *		The process's current value as the open interval, from now.
  */
 static int
-seed_state(exact_watch *w, uint32_t pid, const struct pgt_qid_slot *slot, uint32_t gen)
+seed_state(exact_watch *w, uint32_t pid, uid_t owner, const struct pgt_qid_slot *slot,
+		   uint32_t gen)
 {
 	struct pgt_exact_watch st;
 	int32_t		procpid = 0;
@@ -226,7 +233,7 @@ seed_state(exact_watch *w, uint32_t pid, const struct pgt_qid_slot *slot, uint32
 	spans[1] = (procfs_span) {.addr = slot->procpid_addr, .buf = &procpid, .len = sizeof(procpid)};
 	spans[2] = (procfs_span) {.addr = slot->queryid_addr, .buf = &st.queryid,
 		.len = sizeof(st.queryid)};
-	if (procfs_mem_gather(pid, spans, 3) <= 0 || !spans[0].ok)
+	if (procfs_mem_gather(pid, owner, spans, 3) <= 0 || !spans[0].ok)
 		return -1;
 	if (st.event == 0 || !spans[1].ok || !spans[2].ok || (uint32_t) procpid != slot->nspid)
 		st.queryid = 0;			/* no wait, or a status entry that is not the process's */
@@ -235,7 +242,7 @@ seed_state(exact_watch *w, uint32_t pid, const struct pgt_qid_slot *slot, uint32
 }
 
 exact_watch *
-exact_watch_new(struct bpf_program *prog, int state_fd, int qid_fd)
+exact_watch_new(struct bpf_program *prog, int state_fd, int qid_fd, int tracked_fd)
 {
 	exact_watch *w = calloc(1, sizeof(*w));
 
@@ -250,6 +257,7 @@ exact_watch_new(struct bpf_program *prog, int state_fd, int qid_fd)
 	w->prog = prog;
 	w->state_fd = state_fd;
 	w->qid_fd = qid_fd;
+	w->tracked_fd = tracked_fd;
 	return w;
 }
 
@@ -265,8 +273,28 @@ find_ent(exact_watch *w, uint32_t pid)
 }
 
 /*
+ * tracked_owner
+ *		Is pid tracked, and of a served cluster?  Then its `tracked` entry's
+ *		attached_ns (which tells this process from a later one with its pid)
+ *		into *tracked_ns and its cluster's owner into *owner.
+ */
+static bool
+tracked_owner(const exact_watch *w, uint32_t pid, uint64_t *tracked_ns, uid_t *owner)
+{
+	struct pgt_tracked t;
+
+	if (bpf_map_lookup_elem(w->tracked_fd, &pid, &t) != 0 ||
+		!pm_owner_get(t.postmaster, owner))
+		return false;
+	*tracked_ns = t.attached_ns;
+	return true;
+}
+
+/*
  * add_watch
  *		Breakpoint for pid: open disabled, seed, enable (attach), re-check.
+ *		Only for a tracked process of a served cluster, and only when it
+ *		runs as the cluster's owner (open_bp).
  */
 static void
 add_watch(exact_watch *w, uint32_t pid, const struct pgt_qid_slot *slot, uint32_t gen)
@@ -274,14 +302,19 @@ add_watch(exact_watch *w, uint32_t pid, const struct pgt_qid_slot *slot, uint32_
 	watch_ent  *e = &w->ents[w->n];
 	struct pgt_exact_watch st;
 	uint32_t	now_val = 0;
+	uint64_t	tracked_ns;
+	uid_t		owner;
 	int			fd;
 	int			err;
 
+	if (!tracked_owner(w, pid, &tracked_ns, &owner))
+		return;					/* exited, or execed: not a backend any more */
 	memset(e, 0, sizeof(*e));
 	e->pid = pid;
 	e->addr = slot->wait_addr;
+	e->tracked_ns = tracked_ns;
 	w->n++;
-	fd = open_bp((pid_t) pid, slot->wait_addr);
+	fd = open_bp((pid_t) pid, owner, slot->wait_addr);
 	if (fd < 0)
 	{
 		if (fd == -ESRCH)
@@ -295,7 +328,7 @@ add_watch(exact_watch *w, uint32_t pid, const struct pgt_qid_slot *slot, uint32_
 		log_warn("exact: no watchpoint on pid %u: %s", pid, strerror(-fd));
 		return;
 	}
-	if (seed_state(w, pid, slot, gen) != 0)
+	if (seed_state(w, pid, owner, slot, gen) != 0)
 	{
 		close(fd);
 		w->n--;					/* gone (or unreadable): the next sync retries */
@@ -316,10 +349,10 @@ add_watch(exact_watch *w, uint32_t pid, const struct pgt_qid_slot *slot, uint32_
 	}
 	log_debug("exact: pid %u: watchpoint on 0x%llx", pid, (unsigned long long) slot->wait_addr);
 	/* a write between the seed and the enable was not seen: seed again */
-	if (procfs_mem_read(pid, slot->wait_addr, &now_val, sizeof(now_val)) == 0 &&
+	if (procfs_mem_read(pid, owner, slot->wait_addr, &now_val, sizeof(now_val)) == 0 &&
 		bpf_map_lookup_elem(w->state_fd, &pid, &st) == 0 && st.hits == 0 &&
 		st.event != now_val)
-		(void) seed_state(w, pid, slot, gen);
+		(void) seed_state(w, pid, owner, slot, gen);
 }
 
 /*
@@ -356,13 +389,18 @@ exact_watch_sync(exact_watch *w, uint32_t gen)
 	{
 		struct pgt_qid_slot slot;
 		watch_ent  *e = &w->ents[i];
+		uint64_t	tracked_ns;
+		uid_t		owner;
 
 		/*
-		 * A live process keeps its PGPROC: only its exit, or a different
-		 * address (the pid was reused), ends the watch.  A slot briefly
-		 * without an address (refresh in progress) does not.
+		 * A live process keeps its PGPROC: only its exit, its pid now
+		 * another process's (tracked since another time, or not at all: a
+		 * new backend on the same PGPROC must get a breakpoint of its own),
+		 * or a different address ends the watch.  A slot briefly without an
+		 * address (refresh in progress) does not.
 		 */
 		if ((kill((pid_t) e->pid, 0) != 0 && errno == ESRCH) ||
+			!tracked_owner(w, e->pid, &tracked_ns, &owner) || tracked_ns != e->tracked_ns ||
 			(bpf_map_lookup_elem(w->qid_fd, &e->pid, &slot) == 0 &&
 			 slot.wait_addr != 0 && slot.wait_addr != e->addr))
 		{

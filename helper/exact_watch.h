@@ -22,7 +22,8 @@ extern int	exact_source_requested(void);
 extern const char *exact_source_name(int source);
 extern int	exact_watch_selftest(char *reason, size_t len);
 
-extern exact_watch *exact_watch_new(struct bpf_program *prog, int state_fd, int qid_fd);
+extern exact_watch *exact_watch_new(struct bpf_program *prog, int state_fd, int qid_fd,
+									 int tracked_fd);
 extern size_t exact_watch_sync(exact_watch *w, uint32_t gen);
 extern void exact_watch_clear(exact_watch *w);
 extern size_t exact_watch_count(const exact_watch *w);

@@ -12,6 +12,7 @@
 #include "map_copy.h"
 #include "pg_symbols.h"
 #include "pid_retire.h"
+#include "pm_owner.h"
 #include "procfs.h"
 #include "sort_u32.h"
 
@@ -972,7 +973,8 @@ find_slot(const pid_slot *idx, size_t n, uint32_t pid)
  *		The cluster's PGPROC array (ProcGlobal->allProcs, from the layout
  *		file), read from the postmaster's memory and indexed by pid: where
  *		each process's wait_event_info is.  0 entries when the layout has no
- *		PGPROC array or it cannot be read (slots then have no wait address).
+ *		PGPROC array, it cannot be read or its postmaster is not served
+ *		(slots then have no wait address).
  */
 static size_t
 index_procs(pid_t postmaster, const pgt_layout *layout, pid_slot **out)
@@ -980,15 +982,16 @@ index_procs(pid_t postmaster, const pgt_layout *layout, pid_slot **out)
 	unsigned char *buf;
 	size_t		len;
 	ssize_t		n;
+	uid_t		owner;
 
 	*out = NULL;
-	if (layout->proc_array == 0 || layout->proc_stride == 0 || layout->proc_count == 0 ||
+	if (!pm_owner_get((uint32_t) postmaster, &owner) || layout->proc_array == 0 || layout->proc_stride == 0 || layout->proc_count == 0 ||
 		layout->proc_count > 1000000 || layout->proc_off_pid + 4 > layout->proc_stride ||
 		layout->proc_off_wait_event_info + 4 > layout->proc_stride)
 		return 0;
 	len = (size_t) layout->proc_count * layout->proc_stride;
 	buf = malloc(len);
-	if (buf == NULL || procfs_mem_read(postmaster, layout->proc_array, buf, len) != 0)
+	if (buf == NULL || procfs_mem_read(postmaster, owner, layout->proc_array, buf, len) != 0)
 	{
 		free(buf);
 		return 0;
@@ -1164,12 +1167,15 @@ read_beentries(pset_runtime *rt, pid_t postmaster, const pgt_layout *layout, pid
 {
 	size_t		len = (size_t) layout->beentry_count * layout->beentry_stride;
 	unsigned char *buf = malloc(len);
-	ssize_t		got;
+	ssize_t		got = -1;
 	ssize_t		nbe;
+	uid_t		owner;
 
 	if (buf == NULL)
 		return -1;
-	got = procfs_mem_pread(postmaster, layout->beentry_array, buf, len);
+	errno = ESRCH;				/* a postmaster the helper no longer serves */
+	if (pm_owner_get((uint32_t) postmaster, &owner))
+		got = procfs_mem_pread(postmaster, owner, layout->beentry_array, buf, len);
 	if (got != (ssize_t) len)
 	{
 		rt->qid_state = PGT_PROBE_DEGRADED;

@@ -25,14 +25,19 @@
 #include <unistd.h>
 
 /*
- * read_small
- *		Read up to buflen bytes of a /proc file.  Returns bytes read or -1.
+ * read_proc_file
+ *		Read up to buflen bytes of /proc/<pid>/<name>.  Returns bytes read
+ *		or -1.
  */
 static ssize_t
-read_small(const char *path, char *buf, size_t buflen)
+read_proc_file(pid_t pid, const char *name, char *buf, size_t buflen)
 {
-	int			fd = open(path, O_RDONLY | O_CLOEXEC);
+	char		path[64];
+	int			fd;
 	ssize_t		len;
+
+	snprintf(path, sizeof(path), "/proc/%d/%s", (int) pid, name);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
 
 	if (fd < 0)
 		return -1;
@@ -509,12 +514,9 @@ procfs_ticks_to_realtime_us(uint64_t ticks, long hz, int64_t boot_to_real_us)
 int
 procfs_read_stat(pid_t pid, proc_stat *out)
 {
-	char		path[64];
 	char		buf[1024];
-	ssize_t		n;
+	ssize_t		n = read_proc_file(pid, "stat", buf, sizeof(buf));
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int) pid);
-	n = read_small(path, buf, sizeof(buf));
 	if (n <= 0)
 		return -1;
 	return procfs_parse_stat(buf, (size_t) n, out);
@@ -527,11 +529,8 @@ procfs_read_stat(pid_t pid, proc_stat *out)
 int
 procfs_read_cmdline(pid_t pid, char *buf, size_t buflen, size_t *len)
 {
-	char		path[64];
-	ssize_t		n;
+	ssize_t		n = read_proc_file(pid, "cmdline", buf, buflen);
 
-	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int) pid);
-	n = read_small(path, buf, buflen);
 	if (n < 0)
 		return -1;
 	*len = (size_t) n;
@@ -546,12 +545,9 @@ procfs_read_cmdline(pid_t pid, char *buf, size_t buflen, size_t *len)
 int
 procfs_read_nspid(pid_t pid, int32_t *inner)
 {
-	char		path[64];
 	char		buf[4096];
-	ssize_t		n;
+	ssize_t		n = read_proc_file(pid, "status", buf, sizeof(buf));
 
-	snprintf(path, sizeof(path), "/proc/%d/status", (int) pid);
-	n = read_small(path, buf, sizeof(buf));
 	if (n <= 0)
 		return -1;
 	return procfs_parse_nspid(buf, (size_t) n, inner);
@@ -682,18 +678,37 @@ procfs_start_us(const proc_stat *st)
 }
 
 /*
+ * procfs_read_uids
+ *		The four uids of process pid (real, effective, saved set, file
+ *		system), from /proc/<pid>/status.  0, or -1.
+ */
+int
+procfs_read_uids(pid_t pid, uint32_t uids[4])
+{
+	char		buf[4096];
+	ssize_t		n = read_proc_file(pid, "status", buf, sizeof(buf));
+
+	if (n <= 0)
+		return -1;
+	return procfs_parse_uids(buf, (size_t) n, uids);
+}
+
+/*
  * procfs_plain_process
- *		Is pid an ordinary process whose memory the helper may read for the
- *		cluster that lists it: one uid for all four (real, effective, saved,
- *		file system), not root's, and dumpable (its /proc files belong to
- *		that uid)?  The kernel hands the /proc files of a process that ran a
- *		set-uid or set-gid program to root (or to its user namespace's
- *		root), and leaves them there after the program dropped the
- *		privilege, so such a program's memory fails the test.  (Not the
- *		/proc/<pid> directory itself: it shows the effective uid always.)
+ *		Is pid an ordinary process of user `owner` (the cluster's: whose
+ *		memory the helper reads for it): owner's uid for all four (real,
+ *		effective, saved, file system), not root's, and dumpable (its /proc
+ *		files belong to that uid)?  The kernel hands the /proc files of a
+ *		process that ran a set-uid or set-gid program to root (or to its
+ *		user namespace's root), and leaves them there after the program
+ *		dropped the privilege, so such a program's memory fails the test.
+ *		(Not the /proc/<pid> directory itself: it shows the effective uid
+ *		always.)  The owner test keeps a pid that another user's process
+ *		took (the cluster's process exited since the helper last looked)
+ *		from being read on the cluster's behalf.
  */
 bool
-procfs_plain_process(pid_t pid)
+procfs_plain_process(pid_t pid, uid_t owner)
 {
 	char		path[64];
 	char		buf[4096];
@@ -702,6 +717,8 @@ procfs_plain_process(pid_t pid)
 	ssize_t		n;
 	int			fd;
 
+	if (owner == 0)
+		return false;
 	snprintf(path, sizeof(path), "/proc/%d/status", (int) pid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
@@ -709,14 +726,14 @@ procfs_plain_process(pid_t pid)
 	/*
 	 * One read: the kernel renders the whole file into the first read that
 	 * has room (some 1.5 kB), and the Uid line is near its top.  This runs
-	 * after every read of another process's memory, each second for every
-	 * backend when the anomaly rules sample, so it stays at four calls.
+	 * after every gather of another process's memory, so it stays at four
+	 * calls.
 	 */
 	n = fstat(fd, &st) == 0 ? read(fd, buf, sizeof(buf)) : -1;
 	close(fd);
-	if (n <= 0 || st.st_uid == 0 || procfs_parse_uids(buf, (size_t) n, uids) < 0)
+	if (n <= 0 || st.st_uid != owner || procfs_parse_uids(buf, (size_t) n, uids) < 0)
 		return false;
-	return uids[0] == (uint32_t) st.st_uid && uids[1] == uids[0] &&
+	return uids[0] == (uint32_t) owner && uids[1] == uids[0] &&
 		uids[2] == uids[0] && uids[3] == uids[0];
 }
 
@@ -757,7 +774,7 @@ mem_pread(pid_t pid, uint64_t addr, void *buf, size_t len)
 /*
  * wipe_unless_plain
  *		The n spans were read from pid's memory: keep them (return true)
- *		when pid is a plain process (procfs_plain_process), else wipe every
+ *		when pid is a plain process of owner (procfs_plain_process), else wipe every
  *		buffer, mark every span unread and return false.
  *
  * Checked after the read, not before: a read that raced an exec into a
@@ -766,9 +783,9 @@ mem_pread(pid_t pid, uint64_t addr, void *buf, size_t len)
  * fails the test.
  */
 static bool
-wipe_unless_plain(pid_t pid, procfs_span *spans, size_t n)
+wipe_unless_plain(pid_t pid, uid_t owner, procfs_span *spans, size_t n)
 {
-	if (procfs_plain_process(pid))
+	if (procfs_plain_process(pid, owner))
 		return true;
 	for (size_t i = 0; i < n; i++)
 	{
@@ -782,17 +799,17 @@ wipe_unless_plain(pid_t pid, procfs_span *spans, size_t n)
  * procfs_mem_pread
  *		Up to len bytes at addr of process pid's memory, through
  *		/proc/<pid>/mem (ptrace access: root or CAP_SYS_PTRACE), provided
- *		pid is a plain process (procfs_plain_process).  Returns the bytes
+ *		pid is a plain process of owner (procfs_plain_process).  Returns the bytes
  *		read, or -1 with errno set (process gone, address unmapped, EPERM:
  *		not a plain process).
  */
 ssize_t
-procfs_mem_pread(pid_t pid, uint64_t addr, void *buf, size_t len)
+procfs_mem_pread(pid_t pid, uid_t owner, uint64_t addr, void *buf, size_t len)
 {
 	ssize_t		got = mem_pread(pid, addr, buf, len);
 	procfs_span span = {.addr = addr, .buf = buf, .len = len};
 
-	if (got < 0 || wipe_unless_plain(pid, &span, 1))
+	if (got < 0 || wipe_unless_plain(pid, owner, &span, 1))
 		return got;
 	errno = EPERM;
 	return -1;
@@ -856,7 +873,7 @@ gather_one_by_file(pid_t pid, procfs_span *s, int *memfd)
 /*
  * procfs_mem_gather
  *		The n spans (each len bytes at addr into buf) of process pid's
- *		memory, provided pid is a plain process (procfs_plain_process),
+ *		memory, provided pid is a plain process of owner (procfs_plain_process),
  *		with as few system calls as the kernel allows: one
  *		process_vm_readv() per PROCFS_GATHER_BATCH spans (the ptrace access
  *		check of /proc/<pid>/mem) and one plain-process check for them all.
@@ -870,7 +887,7 @@ gather_one_by_file(pid_t pid, procfs_span *s, int *memfd)
  * plain-process check's four calls are paid once, not per address.
  */
 ssize_t
-procfs_mem_gather(pid_t pid, procfs_span *spans, size_t n)
+procfs_mem_gather(pid_t pid, uid_t owner, procfs_span *spans, size_t n)
 {
 	size_t		i = 0;
 	size_t		ok = 0;
@@ -881,14 +898,17 @@ procfs_mem_gather(pid_t pid, procfs_span *spans, size_t n)
 		spans[j].ok = false;
 	while (i < n)
 	{
-		ssize_t		done = no_vm_readv ? -1 : gather_batch(pid, spans + i, n - i);
+		ssize_t		done = 0;	/* without the call: the next span by file */
 
-		if (done < 0 && errno == ENOSYS)
-			no_vm_readv = true;
-		if (done < 0 && errno != ENOSYS && errno != EFAULT)
+		if (!no_vm_readv && (done = gather_batch(pid, spans + i, n - i)) < 0)
 		{
-			save = errno;		/* gone, or no access: no other span fares better */
-			break;
+			if (errno == ENOSYS)
+				no_vm_readv = true;
+			else if (errno != EFAULT)
+			{
+				save = errno;	/* gone, or no access: no other span fares better */
+				break;
+			}
 		}
 		i += done > 0 ? (size_t) done : 0;
 		if (i < n && done < PROCFS_GATHER_BATCH)
@@ -898,7 +918,7 @@ procfs_mem_gather(pid_t pid, procfs_span *spans, size_t n)
 		close(memfd);
 	for (size_t j = 0; j < n; j++)
 		ok += spans[j].ok;
-	if (ok > 0 && !wipe_unless_plain(pid, spans, n))
+	if (ok > 0 && !wipe_unless_plain(pid, owner, spans, n))
 	{
 		errno = EPERM;
 		return -1;
@@ -911,17 +931,17 @@ procfs_mem_gather(pid_t pid, procfs_span *spans, size_t n)
 /*
  * procfs_mem_read
  *		Exactly len bytes at addr of process pid's memory, provided pid is a
- *		plain process: 0, or -1 when fewer could be read (errno EPERM: not a
- *		plain process).  A gather of one span (procfs_mem_gather): five
+ *		plain process of owner: 0, or -1 when fewer could be read (errno
+ *		EPERM: not such a process).  A gather of one span (procfs_mem_gather): five
  *		system calls, of which the plain-process check takes four; readers
  *		of many addresses gather them.
  */
 int
-procfs_mem_read(pid_t pid, uint64_t addr, void *buf, size_t len)
+procfs_mem_read(pid_t pid, uid_t owner, uint64_t addr, void *buf, size_t len)
 {
 	procfs_span span = {.addr = addr, .buf = buf, .len = len};
 
-	return procfs_mem_gather(pid, &span, 1) == 1 ? 0 : -1;
+	return procfs_mem_gather(pid, owner, &span, 1) == 1 ? 0 : -1;
 }
 
 /*

@@ -73,10 +73,12 @@ extern int64_t procfs_start_us(const proc_stat *st);
 extern int64_t procfs_realtime_us(void);
 extern int64_t procfs_monotonic_us(void);
 extern int64_t procfs_boottime_us(void);
-extern bool procfs_plain_process(pid_t pid);
-extern ssize_t procfs_mem_pread(pid_t pid, uint64_t addr, void *buf, size_t len);
-extern int	procfs_mem_read(pid_t pid, uint64_t addr, void *buf, size_t len);
-extern ssize_t procfs_mem_gather(pid_t pid, procfs_span *spans, size_t n);
+extern int	procfs_read_uids(pid_t pid, uint32_t uids[4]);
+extern bool procfs_plain_process(pid_t pid, uid_t owner);
+extern ssize_t procfs_mem_pread(pid_t pid, uid_t owner, uint64_t addr, void *buf,
+								size_t len);
+extern int	procfs_mem_read(pid_t pid, uid_t owner, uint64_t addr, void *buf, size_t len);
+extern ssize_t procfs_mem_gather(pid_t pid, uid_t owner, procfs_span *spans, size_t n);
 extern procfs_map_kind procfs_map_kind_at(pid_t pid, uint64_t addr);
 
 #endif							/* PGT_HELPER_PROCFS_H */

@@ -26,6 +26,7 @@
 #include "parse_num.h"
 #include "pid_retire.h"
 #include "privileges.h"
+#include "pm_owner.h"
 #include "probe_set.h"
 #include "procfs.h"
 #include "syscall_exit.h"
@@ -208,6 +209,8 @@ add_target(trace_state *t, const pm_info *pm, int single, pid_t pid)
 	if (n == NULL)
 		return -1;
 	t->targets = n;
+	if (pm_owner_set((uint32_t) pm->pid, pm->uid) < 0)
+		return -1;
 	memset(&n[t->ntargets], 0, sizeof(n[0]));
 	n[t->ntargets].pm = *pm;
 	n[t->ntargets].single = single;
@@ -601,6 +604,7 @@ let_go_exited(trace_state *t)
 		log_info("%s: postmaster %d exited", tg->pm.data_dir, (int) tg->pm.pid);
 		engine_core_untarget((uint32_t) tg->pm.pid);
 		(void) bpf_probes_remove_postmaster(&t->bpf, (uint32_t) tg->pm.pid);
+		pm_owner_forget((uint32_t) tg->pm.pid);
 		let_go++;
 	}
 	/* the printer no longer calls whoever has that pid next a postmaster */

@@ -16,6 +16,7 @@
 #include "engine.h"
 #include "pgt_segment.h"
 #include "pid_retire.h"
+#include "pm_owner.h"
 #include "procfs.h"
 
 #include <stdbool.h>
@@ -160,16 +161,20 @@ put_name(addr_name *names, size_t *n, size_t cap, int replace, uint32_t pm,
 
 /*
  * read_name
- *		The string at addr in pid's memory (/proc/<pid>/mem, which faults
- *		the page in where BPF cannot), as UTF-8; false when unreadable or
- *		empty (no tranche has an empty name: zeros are not one).
+ *		The string at addr in the memory of pid, a process of postmaster pm
+ *		(/proc/<pid>/mem, which faults the page in where BPF cannot), as
+ *		UTF-8; false when unreadable or empty (no tranche has an empty name:
+ *		zeros are not one), or pm is not served.
  */
 static bool
-read_name(uint32_t pid, uint64_t addr, char *name, size_t len)
+read_name(uint32_t pm, uint32_t pid, uint64_t addr, char *name, size_t len)
 {
 	char		buf[ENG_NAME_LEN];
-	ssize_t		n = procfs_mem_pread((pid_t) pid, addr, buf, sizeof(buf));
+	uid_t		owner;
+	ssize_t		n = -1;
 
+	if (pm_owner_get(pm, &owner))
+		n = procfs_mem_pread((pid_t) pid, owner, addr, buf, sizeof(buf));
 	if (n <= 0 || buf[0] == '\0')
 		return false;
 	pgt_copy_utf8(name, len, buf, (size_t) n);
@@ -202,7 +207,7 @@ keep_read_name(uint32_t pm, uint32_t pid, uint64_t addr, const char *own)
 {
 	char		pms[ENG_NAME_LEN];
 
-	if (pid != pm && read_name(pm, addr, pms, sizeof(pms)) && strcmp(own, pms) == 0)
+	if (pid != pm && read_name(pm, pm, addr, pms, sizeof(pms)) && strcmp(own, pms) == 0)
 		put_name(tranche_cache, &ntranche_cache, NAMES_CAP(tranche_cache), 0, pm, addr, own);
 	else if (pid != pm)
 		put_name(backend_names, &nbackend_names, NAMES_CAP(backend_names), 1, pm, addr, own);
@@ -219,7 +224,7 @@ keep_read_name(uint32_t pm, uint32_t pid, uint64_t addr, const char *own)
 static void
 postmaster_name(uint32_t pm, uint64_t addr, char *name, size_t len)
 {
-	if (shared_with_children(pm, addr) && read_name(pm, addr, name, len))
+	if (shared_with_children(pm, addr) && read_name(pm, pm, addr, name, len))
 		put_name(tranche_cache, &ntranche_cache, NAMES_CAP(tranche_cache), 0, pm, addr, name);
 	else
 	{
@@ -255,7 +260,7 @@ tranche_name_at(uint32_t pm, uint32_t pid, uint64_t addr, char *name, size_t len
 {
 	addr_name  *hit = find_name(tranche_cache, ntranche_cache, pm, addr);
 
-	if (hit == NULL && !PGT_IS_RETIRED(pid) && read_name(pid, addr, name, len))
+	if (hit == NULL && !PGT_IS_RETIRED(pid) && read_name(pm, pid, addr, name, len))
 		keep_read_name(pm, pid, addr, name);
 	else if (hit != NULL || (hit = find_name(backend_names, nbackend_names, pm, addr)) != NULL)
 		snprintf(name, len, "%s", hit->name);

@@ -1,16 +1,22 @@
 /*
  * test/unit/test_procfs.c
  *	  /proc parsing (helper/procfs.c): stat lines with hostile comm, this
- *	  process's own /proc/self/stat, NSpid, start-time conversion, and the
- *	  role classification of every PostgreSQL process title.
+ *	  process's own /proc/self/stat, NSpid, start-time conversion, the
+ *	  role classification of every PostgreSQL process title, and reads of
+ *	  a child's memory (only as its owner's, only while it is plain, with
+ *	  and without process_vm_readv).
  */
 #include "pgt_segment.h"
 #include "procfs.h"
 #include "unit.h"
 
 #include <errno.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -289,12 +295,13 @@ mem_child_loop(int go, int ack)
 /*
  * test_mem_gather
  *		procfs_mem_gather of GATHER_SPANS words of the child (fork'd: the
- *		same addresses, other values), one of them on a PROT_NONE page (the /proc
- *		fallback reads it) and one at an unmapped address (not read, the
- *		rest still are); when the child is not plain, nothing is kept.
+ *		same addresses, other values) as owner's, one of them on a PROT_NONE
+ *		page (the /proc fallback reads it) and one at an unmapped address
+ *		(not read, the rest still are); when the child is not a plain
+ *		process of owner, nothing is kept.
  */
 static void
-test_mem_gather(pid_t child, const unsigned char *guard, bool plain)
+test_mem_gather(pid_t child, uid_t owner, const unsigned char *guard, bool plain)
 {
 	static uint32_t got[GATHER_SPANS];
 	static procfs_span spans[GATHER_SPANS];
@@ -311,7 +318,7 @@ test_mem_gather(pid_t child, const unsigned char *guard, bool plain)
 	spans[151].addr = 8;
 	if (!plain)
 	{
-		CHECK(procfs_mem_gather(child, spans, GATHER_SPANS) == -1 && errno == EPERM,
+		CHECK(procfs_mem_gather(child, owner, spans, GATHER_SPANS) == -1 && errno == EPERM,
 			  "gather: refused once the child is not plain");
 		for (int i = 0; i < GATHER_SPANS; i++)
 			zero += got[i] == 0 && !spans[i].ok;
@@ -319,7 +326,7 @@ test_mem_gather(pid_t child, const unsigned char *guard, bool plain)
 			  GATHER_SPANS);
 		return;
 	}
-	CHECK(procfs_mem_gather(child, spans, GATHER_SPANS) == GATHER_SPANS - 1,
+	CHECK(procfs_mem_gather(child, owner, spans, GATHER_SPANS) == GATHER_SPANS - 1,
 		  "gather: every span but the unmapped one");
 	for (int i = 0; i < GATHER_SPANS; i++)
 		good += i == 150 ? (spans[i].ok && got[i] == 0x5a) :
@@ -328,11 +335,67 @@ test_mem_gather(pid_t child, const unsigned char *guard, bool plain)
 }
 
 /*
+ * refuse_vm_readv
+ *		From now on this process's process_vm_readv() fails with ENOSYS, as
+ *		on a kernel built without CONFIG_CROSS_MEMORY_ATTACH (a seccomp
+ *		filter; the process can never drop it).  0, or -1.
+ */
+static int
+refuse_vm_readv(void)
+{
+	struct sock_filter filter[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_process_vm_readv, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (ENOSYS & SECCOMP_RET_DATA)),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = {.len = sizeof(filter) / sizeof(filter[0]), .filter = filter};
+
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+		return -1;
+	return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog);
+}
+
+/*
+ * test_gather_by_file
+ *		test_mem_gather in a reader without process_vm_readv (every span
+ *		through /proc/<pid>/mem), twice: the second gather, with the
+ *		missing call already known, must not depend on what errno held
+ *		before it, nor stop at the unmapped span.  The reader exits with
+ *		its count of failed checks.
+ */
+static void
+test_gather_by_file(pid_t child, uid_t owner, const unsigned char *guard)
+{
+	pid_t		reader = fork();
+	int			status = 0;
+
+	if (reader == 0)
+	{
+		int			failed_before = unit_failed;
+
+		if (refuse_vm_readv() != 0 || syscall(SYS_process_vm_readv, child, NULL, 0, NULL, 0, 0) != -1 ||
+			errno != ENOSYS)
+			_exit(100);
+		test_mem_gather(child, owner, guard, true);
+		errno = EAGAIN;
+		test_mem_gather(child, owner, guard, true);
+		_exit(unit_failed - failed_before);
+	}
+	CHECK(reader > 0 && waitpid(reader, &status, 0) == reader && WIFEXITED(status) &&
+		  WEXITSTATUS(status) == 0,
+		  "gather without process_vm_readv (exit %d: failed checks, 100: no filter)",
+		  WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+}
+
+/*
  * procfs_mem_read of another process: a word of its data, a PROT_NONE page
  * (process_vm_readv refuses it with EFAULT; /proc/<pid>/mem reads it, as
- * the helper's reads of a backend did before), an unmapped address; and
- * refused once the process is no longer plain (non-dumpable, as a set-uid
- * program leaves it), and for a root process.
+ * the helper's reads of a backend did before), an unmapped address, a
+ * gather with and without process_vm_readv; refused for a reader that
+ * names another owner (a pid another user's process took), once the
+ * process is no longer plain (non-dumpable, as a set-uid program leaves
+ * it), and for a root process.
  */
 static void
 test_mem_read(void)
@@ -341,6 +404,7 @@ test_mem_read(void)
 	long		page = sysconf(_SC_PAGESIZE);
 	unsigned char *guard = mmap(NULL, page, PROT_READ | PROT_WRITE,
 								MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	uid_t		owner = geteuid() == 0 ? 65534 : geteuid();	/* unit_drop_root */
 	int			go[2];
 	int			ack[2];
 	pid_t		child;
@@ -355,30 +419,38 @@ test_mem_read(void)
 	if (child == 0)
 		mem_child_loop(go[0], ack[1]);
 	CHECK(read(ack[0], &c, 1) == 1 && c == 'r', "the child dropped root");
-	CHECK(procfs_plain_process(child), "the child is a plain process");
-	CHECK(procfs_mem_read(child, (uint64_t) (uintptr_t) &word, &got, sizeof(got)) == 0 &&
+	CHECK(procfs_plain_process(child, owner), "the child is a plain process of its owner");
+	CHECK(!procfs_plain_process(child, owner - 1), "... and not of another user");
+	CHECK(procfs_mem_read(child, owner, (uint64_t) (uintptr_t) &word, &got, sizeof(got)) == 0 &&
 		  got == 0x1122334455667788ULL, "a word of the child's memory: %llx",
 		  (unsigned long long) got);
+	got = 0;
+	CHECK(procfs_mem_read(child, owner - 1, (uint64_t) (uintptr_t) &word, &got, sizeof(got)) == -1 &&
+		  errno == EPERM && got == 0, "not for another owner, and nothing of it kept");
 	c = 0;
-	CHECK(procfs_mem_read(child, (uint64_t) (uintptr_t) guard, &c, 1) == 0 && c == 0x5a,
+	CHECK(procfs_mem_read(child, owner, (uint64_t) (uintptr_t) guard, &c, 1) == 0 && c == 0x5a,
 		  "a PROT_NONE page through the /proc fallback: %x", c);
-	CHECK(procfs_mem_read(child, 8, &got, sizeof(got)) == -1, "an unmapped address fails");
-	test_mem_gather(child, guard, true);
+	CHECK(procfs_mem_read(child, owner, 8, &got, sizeof(got)) == -1, "an unmapped address fails");
+	test_mem_gather(child, owner, guard, true);
+	test_mem_gather(child, owner - 1, guard, false);
+	test_gather_by_file(child, owner, guard);
 	(void) write(go[1], "d", 1);
 	CHECK(read(ack[0], &c, 1) == 1 && c == 'd', "the child is no longer dumpable");
-	CHECK(!procfs_plain_process(child), "a non-dumpable process is not plain");
-	test_mem_gather(child, guard, false);
+	CHECK(!procfs_plain_process(child, owner), "a non-dumpable process is not plain");
+	test_mem_gather(child, owner, guard, false);
 	got = 0;
-	CHECK(procfs_mem_read(child, (uint64_t) (uintptr_t) &word, &got, sizeof(got)) == -1 &&
+	CHECK(procfs_mem_read(child, owner, (uint64_t) (uintptr_t) &word, &got, sizeof(got)) == -1 &&
 		  errno == EPERM && got == 0, "its memory is refused, and nothing of it kept");
-	CHECK(procfs_mem_pread(child, (uint64_t) (uintptr_t) &word, &got, sizeof(got)) == -1 &&
+	CHECK(procfs_mem_pread(child, owner, (uint64_t) (uintptr_t) &word, &got, sizeof(got)) == -1 &&
 		  got == 0, "through /proc/<pid>/mem too");
 	(void) write(go[1], "x", 1);
 	(void) waitpid(child, NULL, 0);
-	CHECK(procfs_mem_read(child, (uint64_t) (uintptr_t) &word, &got, sizeof(got)) == -1,
+	CHECK(procfs_mem_read(child, owner, (uint64_t) (uintptr_t) &word, &got, sizeof(got)) == -1,
 		  "a process that is gone fails");
 	if (geteuid() == 0)
-		CHECK(!procfs_plain_process(getpid()), "a root process is not plain");
+		CHECK(!procfs_plain_process(getpid(), 0), "a root process is not plain");
+	else
+		CHECK(procfs_plain_process(getpid(), geteuid()), "this process is its user's");
 }
 
 /*

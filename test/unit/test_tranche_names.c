@@ -7,9 +7,11 @@
  *	  the same addresses, as a backend's library registered after the fork
  *	  would.  A constant (read-only file data) and a shared page hold the
  *	  same in both.  Then: what names the child's rows while it lives,
- *	  once it has gone, and what the postmaster's memory may name.
+ *	  once it has gone, and what the postmaster's memory may name; and
+ *	  that nothing is read for a postmaster the helper does not serve.
  */
 #include "pid_retire.h"
+#include "pm_owner.h"
 #include "tranche_names.h"
 #include "unit.h"
 
@@ -40,6 +42,7 @@ test_child_names(void)
 	char	   *named = malloc(32);		/* named while the child lives */
 	char	   *unnamed = malloc(32);	/* first named once it has gone */
 	char	   *zeros = calloc(1, 32);
+	char	   *unserved = calloc(1, 32);	/* read before the owner is known */
 	char	   *shared = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
 							  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	int			ready[2];
@@ -47,7 +50,7 @@ test_child_names(void)
 	pid_t		child;
 	char		c = 0;
 
-	CHECK(named && unnamed && zeros && shared != MAP_FAILED &&
+	CHECK(named && unnamed && zeros && unserved && shared != MAP_FAILED &&
 		  pipe(ready) == 0 && pipe(go) == 0, "set up");
 	strcpy(named, "PmHeapString");
 	strcpy(unnamed, "PmOtherString");
@@ -58,11 +61,19 @@ test_child_names(void)
 		strcpy(named, "ChildTranche");
 		strcpy(unnamed, "ChildOther");
 		strcpy(zeros, "ChildZeros");
+		strcpy(unserved, "ChildUnserved");
 		(void) write(ready[1], "r", 1);
 		(void) read(go[0], &c, 1);
 		_exit(0);
 	}
 	CHECK(read(ready[0], &c, 1) == 1, "child ready");
+
+	/* no cluster of this postmaster is served: none of its memory is read */
+	CHECK(strcmp(name_at(pm, child, unserved), "?") == 0, "unserved: %s",
+		  name_at(pm, child, unserved));
+	CHECK(pm_owner_set(pm, geteuid()) == 0, "served, as its user's");
+	CHECK(strcmp(name_at(pm, child, unserved), "ChildUnserved") == 0, "served: %s",
+		  name_at(pm, child, unserved));
 
 	/* while the child lives: its own memory, whatever the postmaster has */
 	CHECK(strcmp(name_at(pm, child, named), "ChildTranche") == 0, "live: %s", name_at(pm, child, named));
@@ -102,6 +113,8 @@ test_child_names(void)
 	free(named);
 	free(unnamed);
 	free(zeros);
+	free(unserved);
+	pm_owner_forget(pm);
 	munmap(shared, 4096);
 }
 
