@@ -229,6 +229,8 @@ link_read(PgtLink *link, uint64 tables)
 	}
 	if (r != PGT_SEG_OK)
 	{
+		if (link->buf != NULL)	/* the last failed copy, as above */
+			pfree(link->buf);
 		link->buf = NULL;
 		link->state = pgt_seg_result_name(r);
 		link->abandoned = (r == PGT_SEG_ABANDONED);

@@ -5,7 +5,10 @@
  *	  shared by every view that shows per-backend or per-query detail.
  *
  * Superusers and members of pg_read_all_stats see every row; any other role
- * sees the client backends of roles it has the privileges of, nothing else.
+ * sees the processes of roles it has the privileges of that pg_stat_activity
+ * shows it in detail (client backends, WAL senders, background workers:
+ * a parallel query's workers carry their leader's role), as the sampled
+ * views do (pgt_ash_role_visible_type), nothing else.
  * The list is taken once per call from the backend's local snapshot of the
  * backend status array (pgstat_fetch_stat_local_beentry), so it is as
  * consistent as pg_stat_activity's own view within a transaction.
@@ -38,6 +41,7 @@
 #include "utils/acl.h"
 #include "utils/backend_status.h"
 
+#include "ash.h"
 #include "pg_tracer.h"
 
 /*
@@ -94,7 +98,7 @@ listed_as(const pgt_seg_view *view, int32 pid, TimestampTz started)
 /*
  * pgt_visibility_init
  *		Decide what the current role may see; when it may not see
- *		everything, collect the pids of the client backends it may see
+ *		everything, collect the pids of the processes it may see
  *		(and the segment in view lists as the same processes), sorted for
  *		pgt_visible_pid.
  */
@@ -119,7 +123,7 @@ pgt_visibility_init(PgtVisibility *vis, const pgt_seg_view *view)
 		if (local == NULL)
 			continue;
 		be = &local->backendStatus;
-		if (be->st_backendType == B_BACKEND && be->st_procpid > 0 &&
+		if (pgt_ash_role_visible_type(be->st_backendType) && be->st_procpid > 0 &&
 			has_privs_of_role(GetUserId(), be->st_userid) &&
 			listed_as(view, be->st_procpid, be->st_proc_start_timestamp))
 		{

@@ -34,6 +34,8 @@
 #     the blocks pg_statio_user_tables counts
 #   - a parallel CREATE INDEX's workers (query id 0 in pg_stat_activity)
 #     read under the leader's query id; together the blocks statio counts
+#   - a role without pg_read_all_stats sees its own parallel worker's rows
+#     while it runs (pg_stat_activity's rule), another such role does not
 use strict;
 use warnings;
 use FindBin;
@@ -741,6 +743,35 @@ $node->safe_psql('postgres', 'CREATE ROLE plain_reader LOGIN');
 is($node->safe_psql('postgres',
 		"SET ROLE plain_reader; SELECT count(*) FROM pg_tracer_kernel_io WHERE pid IS NULL"),
 	'0', 'a role without pg_read_all_stats does not see the exited processes\' rows');
+
+# A role without pg_read_all_stats sees the rows of its own parallel
+# workers while they run, as pg_stat_activity shows it their details (a
+# worker runs as its leader's role), and another such role does not.
+$node->safe_psql('postgres', 'CREATE ROLE par_reader LOGIN');
+my $s_own = $node->background_psql('postgres', extra_params => [ '-U', 'par_reader' ]);
+$s_own->query_safe('SET force_parallel_mode = on');	# the whole query in one worker
+$s_own->query_until(qr/sleeping/, "\\echo sleeping\nSELECT pg_sleep(6);\n");
+my $wpid = '';
+wait_until(sub {
+	$wpid = $node->safe_psql('postgres',
+		"SELECT pid FROM pg_stat_activity
+		  WHERE backend_type = 'parallel worker' AND usename = 'par_reader'");
+	$wpid ne ''
+}, 5);
+my $worker_rows = "SELECT (SELECT count(*) FROM pg_tracer_kernel_memory WHERE pid = '$wpid')
+                        + (SELECT count(*) FROM pg_tracer_kernel_sched WHERE pid = '$wpid')";
+my ($all_rows, $own_rows, $other_rows) = (0, -1, -1);
+wait_until(sub {
+	$all_rows = $node->safe_psql('postgres', $worker_rows);
+	$own_rows = $node->safe_psql('postgres', "SET ROLE par_reader; $worker_rows");
+	$other_rows = $node->safe_psql('postgres', "SET ROLE plain_reader; $worker_rows");
+	$all_rows > 0 && $own_rows == $all_rows
+}, 5);
+ok($wpid ne '' && $all_rows > 0 && $own_rows == $all_rows,
+	"a role sees its parallel worker's rows (pid $wpid: $own_rows of $all_rows)");
+is($other_rows, '0', '... another role without pg_read_all_stats does not');
+$s_own->query_safe('SELECT 1');	# the sleep's end
+$s_own->quit;
 
 # --- sched on the monotonic clock ------------------------------------------------------
 # --sched-clock ktime takes the path of a kernel without per-task run-queue
