@@ -448,16 +448,22 @@ pgt_tacc_dump(struct seq_file *seq, struct pgt_tacc_io *io, struct pgt_tacc_proc
 /*
  * PGT_TACC_UNUSE
  *		Free the slots of table t (n rows) whose rows belong to postmaster
- *		owner: one store of `used`.
+ *		owner: one store of `used`, and none when no row does.  The store
+ *		races the task's own programs (a slot taken meanwhile on another
+ *		CPU is freed again, its row lost), which a reset of the task's own
+ *		cluster accepts; a task of another cluster, whose rows never match,
+ *		is not written at all.
  */
 #define PGT_TACC_UNUSE(t, n, owner) \
 	do { \
-		__u8		keep_ = (t)->used; \
+		__u8		was_ = (t)->used; \
+		__u8		keep_ = was_; \
 		int			i_; \
 		for (i_ = 0; i_ < (n); i_++) \
 			if ((t)->row[i_].v.pm == (owner)) \
 				keep_ &= ~(1 << i_); \
-		(t)->used = keep_; \
+		if (keep_ != was_) \
+			(t)->used = keep_; \
 	} while (0)
 
 /*
