@@ -507,45 +507,6 @@ watch_tick(pset_inst *in, exact_priv *p)
 }
 
 /*
- * clear_map_of
- *		Delete every entry of postmaster pm from a hash map of at most max
- *		entries (its __u32 postmaster at pm_off in the key, or in the value
- *		of vsz bytes when vsz > 0): collect the keys first (deleting while
- *		walking would restart the walk).
- */
-static void
-clear_map_of(int fd, size_t max, size_t ksz, size_t vsz, size_t pm_off, uint32_t pm)
-{
-	unsigned char *keys = malloc(max * ksz);
-	unsigned char cur[64];
-	unsigned char val[256];
-	void	   *prev = NULL;
-	size_t		n = 0;
-	size_t		i;
-	uint32_t	owner;
-
-	if (keys == NULL || ksz > sizeof(cur) || vsz > sizeof(val) ||
-		pm_off + sizeof(owner) > (vsz > 0 ? vsz : ksz))
-	{
-		free(keys);
-		return;
-	}
-	while (n < max && bpf_map_get_next_key(fd, prev, keys + n * ksz) == 0)
-	{
-		memcpy(cur, keys + n * ksz, ksz);
-		prev = cur;
-		if (vsz > 0 && bpf_map_lookup_elem(fd, cur, val) != 0)
-			continue;
-		memcpy(&owner, (vsz > 0 ? val : cur) + pm_off, sizeof(owner));
-		if (owner == pm)
-			n++;
-	}
-	for (i = 0; i < n; i++)
-		(void) bpf_map_delete_elem(fd, keys + i * ksz);
-	free(keys);
-}
-
-/*
  * note_reset
  *		Remember when cluster pm was reset (its slot, a free one, or the
  *		oldest reset's).
@@ -603,11 +564,13 @@ exact_reset(uint32_t pm)
 
 	if (p == NULL)
 		return;
-	clear_map_of(bpf_map__fd(p->skel->maps.exact_waits), PGT_EXACT_WAITS_MAX,
-				 sizeof(struct pgt_exact_key), sizeof(struct pgt_exact_val),
-				 offsetof(struct pgt_exact_val, pm), pm);
-	clear_map_of(bpf_map__fd(p->skel->maps.exact_hists), PGT_EXACT_HISTS_MAX,
-				 sizeof(struct pgt_exact_hkey), 0, offsetof(struct pgt_exact_hkey, pm), pm);
+	(void) map_delete_rows_of(bpf_map__fd(p->skel->maps.exact_waits),
+							  sizeof(struct pgt_exact_key), sizeof(struct pgt_exact_val),
+							  sizeof(struct pgt_exact_key) + offsetof(struct pgt_exact_val, pm),
+							  PGT_EXACT_WAITS_MAX, pm, 0);
+	(void) map_delete_rows_of(bpf_map__fd(p->skel->maps.exact_hists),
+							  sizeof(struct pgt_exact_hkey), sizeof(struct pgt_exact_hval),
+							  offsetof(struct pgt_exact_hkey, pm), PGT_EXACT_HISTS_MAX, pm, 0);
 	for (i = 0, j = 0; i < p->n; i++)
 		if (p->vals[i].pm != pm)
 		{

@@ -60,44 +60,10 @@ forget_tasks(kset *ks, uint32_t pm)
 		log_warn("kernel reset: cannot clear tacc_forget: %s", strerror(errno));
 }
 
-/*
- * forget_map_rows
- *		Delete the rows of map fd (up to max, key then value) whose value's
- *		postmaster at pm_off is pm, or 0 with shared.  Returns how many went.
- */
-static size_t
-forget_map_rows(int fd, size_t ksize, size_t vsize, size_t pm_off, size_t max, uint32_t pm,
-				int shared)
-{
-	unsigned char *rows;
-	size_t		n;
-	size_t		i;
-	size_t		gone = 0;
-
-	if (fd < 0)
-		return 0;
-	rows = malloc(max * (ksize + vsize));
-	if (rows == NULL)
-		return 0;
-	n = map_copy_rows(fd, ksize, vsize, rows, max);
-	for (i = 0; i < n; i++)
-	{
-		const unsigned char *row = rows + i * (ksize + vsize);
-		uint32_t	rpm;
-
-		memcpy(&rpm, row + ksize + pm_off, sizeof(rpm));
-		if (rpm != pm && !(shared && rpm == 0))
-			continue;
-		if (bpf_map_delete_elem(fd, row) == 0)
-			gone++;
-	}
-	free(rows);
-	return gone;
-}
-
+/* the rows of a map of ktype keys and vtype values (its `pm`) */
 #define FORGET_ROWS(fd_, ktype, vtype, max_, pm_, shared_) \
-	forget_map_rows((fd_), sizeof(ktype), sizeof(vtype), offsetof(vtype, pm), (max_), (pm_), \
-					(shared_))
+	map_delete_rows_of((fd_), sizeof(ktype), sizeof(vtype), \
+					   sizeof(ktype) + offsetof(vtype, pm), (max_), (pm_), (shared_))
 
 /*
  * kset_reset

@@ -121,3 +121,38 @@ map_copy_rows(int fd, size_t ksize, size_t vsize, void *rows, size_t max)
 	free(vals);
 	return n;
 }
+
+/*
+ * map_delete_rows_of
+ *		See map_copy.h.  The entries are found in one copy (batched where
+ *		the kernel can): walking the keys and deleting as it goes would
+ *		restart the walk, and a walk entry by entry costs two system calls
+ *		per entry, which a client asking for resets in a loop would make
+ *		the daemon's loop pay for every cluster.
+ */
+size_t
+map_delete_rows_of(int fd, size_t ksize, size_t vsize, size_t pm_off, size_t max,
+				   uint32_t pm, int shared)
+{
+	size_t		row = ksize + vsize;
+	unsigned char *rows;
+	size_t		n;
+	size_t		gone = 0;
+
+	if (fd < 0 || pm_off + sizeof(pm) > row)
+		return 0;
+	rows = malloc(max * row);
+	if (rows == NULL)
+		return 0;
+	n = map_copy_rows(fd, ksize, vsize, rows, max);
+	for (size_t i = 0; i < n; i++)
+	{
+		uint32_t	rpm;
+
+		memcpy(&rpm, rows + i * row + pm_off, sizeof(rpm));
+		if ((rpm == pm || (shared && rpm == 0)) && bpf_map_delete_elem(fd, rows + i * row) == 0)
+			gone++;
+	}
+	free(rows);
+	return gone;
+}

@@ -9,6 +9,7 @@
 #define PGT_HELPER_MAP_COPY_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /*
  * Up to max entries into keys[] and vals[] (arrays of ksize and vsize
@@ -19,5 +20,12 @@ extern size_t map_copy(int fd, size_t ksize, size_t vsize, void *keys, void *val
 
 /* The same into rows of key then value, packed; 0 when memory is short. */
 extern size_t map_copy_rows(int fd, size_t ksize, size_t vsize, void *rows, size_t max);
+
+/*
+ * Delete the entries (up to max) whose __u32 postmaster, at pm_off in the
+ * row of key then value, is pm, or 0 when shared.  Returns how many went.
+ */
+extern size_t map_delete_rows_of(int fd, size_t ksize, size_t vsize, size_t pm_off,
+								 size_t max, uint32_t pm, int shared);
 
 #endif							/* PGT_HELPER_MAP_COPY_H */

@@ -405,6 +405,8 @@ sleep(1.3);
 is(q1("SELECT fidelity || '|' || waits || '|' || samples FROM pg_tracer_wait_events
 		WHERE wait_event = 'PgSleep'"), 'exact|1|0',
 	'pg_tracer_wait_events: a wait the sampler never saw is there, timed exactly');
+is(q1("SELECT sum(waits) FROM pg_tracer_histogram('PgSleep')"), '1',
+	'the reset emptied the histogram too: the one wait since');
 q1('ALTER SYSTEM RESET pg_tracer.sampler_enabled');
 q1('SELECT pg_reload_conf()');
 
