@@ -985,7 +985,8 @@ index_procs(pid_t postmaster, const pgt_layout *layout, pid_slot **out)
 	uid_t		owner;
 
 	*out = NULL;
-	if (!pm_owner_get((uint32_t) postmaster, &owner) || layout->proc_array == 0 || layout->proc_stride == 0 || layout->proc_count == 0 ||
+	if (!pm_owner_get((uint32_t) postmaster, &owner) ||
+		layout->proc_array == 0 || layout->proc_stride == 0 || layout->proc_count == 0 ||
 		layout->proc_count > 1000000 || layout->proc_off_pid + 4 > layout->proc_stride ||
 		layout->proc_off_wait_event_info + 4 > layout->proc_stride)
 		return 0;

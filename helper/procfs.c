@@ -38,7 +38,6 @@ read_proc_file(pid_t pid, const char *name, char *buf, size_t buflen)
 
 	snprintf(path, sizeof(path), "/proc/%d/%s", (int) pid, name);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
-
 	if (fd < 0)
 		return -1;
 	len = fd_read_full(fd, buf, buflen);
@@ -774,8 +773,8 @@ mem_pread(pid_t pid, uint64_t addr, void *buf, size_t len)
 /*
  * wipe_unless_plain
  *		The n spans were read from pid's memory: keep them (return true)
- *		when pid is a plain process of owner (procfs_plain_process), else wipe every
- *		buffer, mark every span unread and return false.
+ *		when pid is a plain process of owner (procfs_plain_process), else
+ *		wipe every buffer, mark every span unread and return false.
  *
  * Checked after the read, not before: a read that raced an exec into a
  * set-uid program either read the old program's memory or, when the exec
@@ -799,9 +798,9 @@ wipe_unless_plain(pid_t pid, uid_t owner, procfs_span *spans, size_t n)
  * procfs_mem_pread
  *		Up to len bytes at addr of process pid's memory, through
  *		/proc/<pid>/mem (ptrace access: root or CAP_SYS_PTRACE), provided
- *		pid is a plain process of owner (procfs_plain_process).  Returns the bytes
- *		read, or -1 with errno set (process gone, address unmapped, EPERM:
- *		not a plain process).
+ *		pid is a plain process of owner (procfs_plain_process).  Returns
+ *		the bytes read, or -1 with errno set (process gone, address
+ *		unmapped, EPERM: not such a process).
  */
 ssize_t
 procfs_mem_pread(pid_t pid, uid_t owner, uint64_t addr, void *buf, size_t len)
@@ -873,10 +872,11 @@ gather_one_by_file(pid_t pid, procfs_span *s, int *memfd)
 /*
  * procfs_mem_gather
  *		The n spans (each len bytes at addr into buf) of process pid's
- *		memory, provided pid is a plain process of owner (procfs_plain_process),
- *		with as few system calls as the kernel allows: one
- *		process_vm_readv() per PROCFS_GATHER_BATCH spans (the ptrace access
- *		check of /proc/<pid>/mem) and one plain-process check for them all.
+ *		memory, provided pid is a plain process of owner
+ *		(procfs_plain_process), with as few system calls as the kernel
+ *		allows: one process_vm_readv() per PROCFS_GATHER_BATCH spans (the
+ *		ptrace access check of /proc/<pid>/mem) and one plain-process check
+ *		for them all.
  *		Each span's ok says whether it was read in full.  Returns how many
  *		were, or -1 with errno EPERM (pid is not a plain process: every
  *		buffer wiped).  0 with errno set when none could be read (process
@@ -932,9 +932,9 @@ procfs_mem_gather(pid_t pid, uid_t owner, procfs_span *spans, size_t n)
  * procfs_mem_read
  *		Exactly len bytes at addr of process pid's memory, provided pid is a
  *		plain process of owner: 0, or -1 when fewer could be read (errno
- *		EPERM: not such a process).  A gather of one span (procfs_mem_gather): five
- *		system calls, of which the plain-process check takes four; readers
- *		of many addresses gather them.
+ *		EPERM: not such a process).  A gather of one span
+ *		(procfs_mem_gather): five system calls, of which the plain-process
+ *		check takes four; readers of many addresses gather them.
  */
 int
 procfs_mem_read(pid_t pid, uid_t owner, uint64_t addr, void *buf, size_t len)

@@ -374,8 +374,8 @@ test_gather_by_file(pid_t child, uid_t owner, const unsigned char *guard)
 	{
 		int			failed_before = unit_failed;
 
-		if (refuse_vm_readv() != 0 || syscall(SYS_process_vm_readv, child, NULL, 0, NULL, 0, 0) != -1 ||
-			errno != ENOSYS)
+		if (refuse_vm_readv() != 0 ||
+			syscall(SYS_process_vm_readv, child, NULL, 0, NULL, 0, 0) != -1 || errno != ENOSYS)
 			_exit(100);
 		test_mem_gather(child, owner, guard, true);
 		errno = EAGAIN;
@@ -425,8 +425,9 @@ test_mem_read(void)
 		  got == 0x1122334455667788ULL, "a word of the child's memory: %llx",
 		  (unsigned long long) got);
 	got = 0;
-	CHECK(procfs_mem_read(child, owner - 1, (uint64_t) (uintptr_t) &word, &got, sizeof(got)) == -1 &&
-		  errno == EPERM && got == 0, "not for another owner, and nothing of it kept");
+	CHECK(procfs_mem_read(child, owner - 1, (uint64_t) (uintptr_t) &word, &got,
+						  sizeof(got)) == -1 && errno == EPERM && got == 0,
+		  "not for another owner, and nothing of it kept");
 	c = 0;
 	CHECK(procfs_mem_read(child, owner, (uint64_t) (uintptr_t) guard, &c, 1) == 0 && c == 0x5a,
 		  "a PROT_NONE page through the /proc fallback: %x", c);
