@@ -61,25 +61,6 @@ parse_pid_name(const char *name)
 }
 
 /*
- * runs_as
- *		Do all four uids of process pid (real, effective, saved, file
- *		system) equal uid?  A postmaster runs as the owner of its data
- *		directory (PostgreSQL refuses to start otherwise); a process that
- *		only sits in a directory someone else owns, with a postmaster.pid
- *		naming it, is no postmaster, and must not have that owner's rights
- *		from the helper (its owner's processes are the ones read, a system
- *		user's sampler the one reniced).
- */
-static bool
-runs_as(pid_t pid, uid_t uid)
-{
-	uint32_t	uids[4];
-
-	return procfs_read_uids(pid, uids) == 0 && uids[0] == (uint32_t) uid &&
-		uids[1] == uids[0] && uids[2] == uids[0] && uids[3] == uids[0];
-}
-
-/*
  * check_postmaster
  *		discovery_check_postmaster for a postgres process whose stat (ps) is
  *		read.
@@ -173,10 +154,19 @@ discovery_check_postmaster(pid_t pid, pm_info *out, char *err, size_t errlen)
 	}
 	if (check_postmaster(pid, &ps, out, err, errlen) < 0)
 		return -1;
-	if (!runs_as(pid, out->uid))
+	/*
+	 * A postmaster runs as the owner of its data directory (PostgreSQL
+	 * refuses to start otherwise), and the helper reads its memory for the
+	 * cluster only as that owner's plain process: a process that just sits
+	 * in a directory someone else owns (root's /tmp) with a postmaster.pid
+	 * naming it is no postmaster, and gets none of that owner's rights
+	 * (its processes' memory, a system user's sampler reniced).
+	 */
+	if (!procfs_plain_process(pid, out->uid))
 	{
-		snprintf(err, errlen, "process %d does not run as uid %u, the owner of %s",
-				 (int) pid, (unsigned) out->uid, out->data_dir);
+		snprintf(err, errlen, "process %d does not run as uid %u, the owner of %s "
+				 "(or is set-uid, non-dumpable)", (int) pid, (unsigned) out->uid,
+				 out->data_dir);
 		return -1;
 	}
 	return 0;

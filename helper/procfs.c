@@ -677,22 +677,6 @@ procfs_start_us(const proc_stat *st)
 }
 
 /*
- * procfs_read_uids
- *		The four uids of process pid (real, effective, saved set, file
- *		system), from /proc/<pid>/status.  0, or -1.
- */
-int
-procfs_read_uids(pid_t pid, uint32_t uids[4])
-{
-	char		buf[4096];
-	ssize_t		n = read_proc_file(pid, "status", buf, sizeof(buf));
-
-	if (n <= 0)
-		return -1;
-	return procfs_parse_uids(buf, (size_t) n, uids);
-}
-
-/*
  * procfs_plain_process
  *		Is pid an ordinary process of user `owner` (the cluster's: whose
  *		memory the helper reads for it): owner's uid for all four (real,

@@ -73,7 +73,6 @@ extern int64_t procfs_start_us(const proc_stat *st);
 extern int64_t procfs_realtime_us(void);
 extern int64_t procfs_monotonic_us(void);
 extern int64_t procfs_boottime_us(void);
-extern int	procfs_read_uids(pid_t pid, uint32_t uids[4]);
 extern bool procfs_plain_process(pid_t pid, uid_t owner);
 extern ssize_t procfs_mem_pread(pid_t pid, uid_t owner, uint64_t addr, void *buf,
 								size_t len);
