@@ -349,10 +349,13 @@ _Static_assert(sizeof(struct pgt_exact_window_entry) == 160, "exact window entry
 #define PGT_DEFAULT_EXACT_WINDOWS_CAP	72	/* the helper's 64 and the earlier ones' span */
 
 /*
- * Each kernel table holds every row of the three maps that feed it (the
- * helper's _Static_asserts in kernel_set.c keep them together): a table
- * sized for one map could overflow while no map was full.  The cost is memory
- * only (some 10 MB a cluster in all): readers copy the rows in use.
+ * Each kernel table starts with room for every row the three maps that feed
+ * it declare (the helper's _Static_asserts in kernel_set.c keep them
+ * together): a table sized for one map could overflow while no map was full.
+ * The maps may hold more (LRU maps are enlarged at load, live tasks keep rows
+ * of their own): the helper then grows the segment (segment_writer.c), and
+ * readers take every capacity from the header.  The cost is memory only
+ * (some 10 MB a cluster in all): readers copy the rows in use.
  */
 #define PGT_DEFAULT_KERNEL_IO_CAP	49152	/* kio of syscall, vfs and block: a row per relation, op, query id */
 #define PGT_DEFAULT_KERNEL_PROC_CAP	24576	/* kproc of sched, memory and network: a row per pid, query id */

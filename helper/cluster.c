@@ -237,6 +237,23 @@ info_cb(void *arg, control_info *info)
 }
 
 /*
+ * segment_opts
+ *		The options of c's segment (default capacities).
+ */
+static void
+segment_opts(const cluster *c, seg_writer_opts *opts)
+{
+	memset(opts, 0, sizeof(*opts));
+	opts->uid = c->uid;
+	opts->gid = c->gid;
+	opts->cluster_dev = c->dev;
+	opts->cluster_ino = c->ino;
+	opts->data_dir = c->data_dir;
+	opts->helper_version = PGT_VERSION;
+	opts->writer_pid = (uint32_t) getpid();
+}
+
+/*
  * cluster_open
  *		Create the segment and the control socket of a cluster whose lock
  *		we hold (lock_fd becomes the cluster's).  The cluster starts
@@ -279,14 +296,7 @@ cluster_open(cluster_env *env, uint64_t dev, uint64_t ino, uid_t uid, gid_t gid,
 	}
 	snprintf(c->sock_path, sizeof(c->sock_path), "%s", sock);
 
-	memset(&opts, 0, sizeof(opts));
-	opts.uid = uid;
-	opts.gid = gid;
-	opts.cluster_dev = dev;
-	opts.cluster_ino = ino;
-	opts.data_dir = data_dir;
-	opts.helper_version = PGT_VERSION;
-	opts.writer_pid = (uint32_t) getpid();
+	segment_opts(c, &opts);
 	if (seg_writer_create(&c->seg, c->seg_path, &opts, err, errlen) < 0)
 		goto fail;
 	if (control_server_open(&c->ctl, c->sock_path, uid, gid, env->epfd, info_cb, c,
@@ -1155,6 +1165,50 @@ fill_probe_rows(cluster *c, struct pgt_probeset_entry *ps, uint64_t syscalls)
 }
 
 /*
+ * grow_segment
+ *		Give the segment room for p's rows (seg_writer_grow) and log what
+ *		grew.  A failure (a full runtime directory) is logged and tried
+ *		again a minute later at the earliest: meanwhile rows are dropped
+ *		and counted as before.
+ */
+#define GROW_RETRY_MS	60000
+
+static void
+grow_segment(cluster *c, const seg_publish *p)
+{
+	seg_writer_opts opts;
+	uint32_t	before[PGT_SEC_KIND_MAX];
+	char		err[512];
+	uint32_t	i;
+	uint32_t	k;
+	int64_t		now = control_now_ms();
+
+	if (c->grow_failed_ms != 0 && now - c->grow_failed_ms < GROW_RETRY_MS)
+		return;
+	for (k = 0; k < PGT_SEC_KIND_MAX; k++)
+		before[k] = seg_writer_capacity(&c->seg, k);
+	segment_opts(c, &opts);
+	switch (seg_writer_grow(&c->seg, p, &opts, err, sizeof(err)))
+	{
+		case -1:
+			log_warn("%s: cannot grow the segment: %s", c->data_dir, err);
+			c->grow_failed_ms = now;
+			return;
+		case 0:
+			return;
+	}
+	c->grow_failed_ms = 0;
+	for (i = 0; i < seg_ntables; i++)
+	{
+		k = seg_tables[i].kind;
+		if (seg_writer_capacity(&c->seg, k) != before[k])
+			log_info("%s: segment table \"%s\" grown from %u to %u rows (%zu bytes in all)",
+					 c->data_dir, seg_tables[i].name, before[k],
+					 seg_writer_capacity(&c->seg, k), c->seg.size);
+	}
+}
+
+/*
  * cluster_publish
  *		Update the process table from a map snapshot (rows, n; ignored when
  *		BPF is unavailable) and write everything into the segment.
@@ -1189,6 +1243,7 @@ cluster_publish(cluster *c, const tracked_row *rows, size_t n)
 	p.tables[PGT_SEC_PROBESETS] = (seg_rows) {ps, (uint32_t) nps};
 	p.tables[PGT_SEC_BACKENDS] = (seg_rows) {c->rows, (uint32_t) nrows};
 	cluster_psets_publish(c, &p);
+	grow_segment(c, &p);
 	(void) seg_writer_publish(&c->seg, &p);
 	report_overflow(c, c->nprocs - nrows);
 }

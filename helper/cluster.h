@@ -82,6 +82,7 @@ typedef struct cluster
 	uint64_t	processes_seen;
 	uint64_t	overflow;
 	int			overflow_logged;
+	int64_t		grow_failed_ms;	/* when the segment last failed to grow */
 	tracked_row *fallback_rows; /* /proc children when BPF is unavailable */
 	size_t		nfallback;
 	struct pgt_backend_entry *rows;

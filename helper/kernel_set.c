@@ -24,7 +24,7 @@
 #include <string.h>
 #include <unistd.h>
 
-/* every row the three maps feeding a table hold fits in the segment's table */
+/* every row the three maps feeding a table declare fits in its first size */
 _Static_assert(PGT_DEFAULT_KERNEL_IO_CAP >= 3 * PGT_KIO_MAX,
 			   "kernel io table smaller than the syscall, vfs and block kio maps");
 _Static_assert(PGT_DEFAULT_KERNEL_PROC_CAP >= 3 * PGT_KPROC_MAX,

@@ -20,6 +20,13 @@
  * are allocated at creation, so that a full file system fails the creation
  * instead of a later write.
  *
+ * A publication with more rows than a table holds grows the segment: a new
+ * file, the same generation, renamed over the old one the same way
+ * (seg_writer_grow).  The tables' sizes follow the helper's maps, which
+ * libbpf may enlarge at load (LRU maps get room for every CPU's free list)
+ * and to which live tasks add rows of their own, so no fixed size fits
+ * every host.
+ *
  * Updates go through the seqlock of pgt_segment.h: seq odd, barrier,
  * tables and header, barrier, seq even.  Only the daemon's single thread
  * writes.
@@ -43,6 +50,12 @@
 #include <unistd.h>
 
 #define SECTION_ALIGN	64
+
+/*
+ * A segment grows (seg_writer_grow) up to half of what readers accept
+ * (PGT_SEG_MAX_SIZE), so that a reader never meets one it refuses.
+ */
+#define SEG_GROW_MAX_SIZE	(PGT_SEG_MAX_SIZE / 2)
 
 /*
  * A POSIX access ACL as the kernel takes it in the system.posix_acl_access
@@ -368,34 +381,31 @@ lay_out_tables(seg_writer *w, struct pgt_seg_header *h, const seg_writer_opts *o
 }
 
 /*
- * seg_writer_create
- *		Build a new segment for a cluster and rename it over `path`.  On
- *		success the writer owns a mapping of the new file; the header says
- *		WAITING with empty tables until the first publish.  Returns 0 or -1
- *		with err set (nothing is left behind on failure).
+ * build_segment
+ *		Build a new segment of generation gen for a cluster and rename it
+ *		over `path`.  On success w owns a mapping of the new file; the
+ *		header says WAITING with empty tables until the first publish.
+ *		Returns 0 or -1 with err set (nothing is left behind on failure,
+ *		and w is untouched).
  */
-int
-seg_writer_create(seg_writer *w, const char *path, const seg_writer_opts *opts,
-				  char *err, size_t errlen)
+static int
+build_segment(seg_writer *w, const char *path, const seg_writer_opts *opts,
+			  uint64_t gen, char *err, size_t errlen)
 {
+	seg_writer	nw;
 	char		tmp[4096 + 64];
-	size_t		size;
-	uint64_t	gen;
+	size_t		size = seg_writer_size(opts);
 	int			fd;
 	void	   *map = MAP_FAILED;
 	int			created = 0;
 	struct timespec ts;
 
-	memset(w, 0, sizeof(*w));
-	w->fd = -1;
-	if (strlen(path) >= sizeof(w->path))
+	memset(&nw, 0, sizeof(nw));
+	if (strlen(path) >= sizeof(nw.path))
 	{
 		snprintf(err, errlen, "segment path too long");
 		return -1;
 	}
-	size = seg_writer_size(opts);
-	gen = previous_generation(path) + 1;
-
 	if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0)
 		ts.tv_nsec = 0;
 	snprintf(tmp, sizeof(tmp), "%s.tmp.%d.%ld", path, (int) getpid(), ts.tv_nsec);
@@ -409,7 +419,7 @@ seg_writer_create(seg_writer *w, const char *path, const seg_writer_opts *opts,
 		goto cleanup;
 	}
 	init_header(map, opts, size, gen);
-	lay_out_tables(w, map, opts);
+	lay_out_tables(&nw, map, opts);
 	if (rename(tmp, path) < 0)
 	{
 		snprintf(err, errlen, "cannot rename %s to %s: %s", tmp, path,
@@ -417,11 +427,12 @@ seg_writer_create(seg_writer *w, const char *path, const seg_writer_opts *opts,
 		goto cleanup;
 	}
 
-	snprintf(w->path, sizeof(w->path), "%s", path);
-	w->fd = fd;
-	w->map = map;
-	w->size = size;
-	w->hdr = map;
+	snprintf(nw.path, sizeof(nw.path), "%s", path);
+	nw.fd = fd;
+	nw.map = map;
+	nw.size = size;
+	nw.hdr = map;
+	*w = nw;
 	log_debug("segment %s created: generation %llu, %zu bytes",
 			  path, (unsigned long long) gen, size);
 	return 0;
@@ -433,8 +444,106 @@ cleanup:
 		close(fd);
 	if (created && unlink(tmp) < 0)
 		log_warn("cannot remove %s: %s", tmp, strerror(errno));
-	memset(w->tables, 0, sizeof(w->tables));
 	return -1;
+}
+
+/*
+ * seg_writer_create
+ *		Build a new segment for a cluster (build_segment), its generation
+ *		the previous valid segment's + 1.  Returns 0 or -1 with err set.
+ */
+int
+seg_writer_create(seg_writer *w, const char *path, const seg_writer_opts *opts,
+				  char *err, size_t errlen)
+{
+	memset(w, 0, sizeof(*w));
+	w->fd = -1;
+	if (strlen(path) >= sizeof(w->path))
+	{
+		snprintf(err, errlen, "segment path too long");
+		return -1;
+	}
+	return build_segment(w, path, opts, previous_generation(path) + 1, err, errlen);
+}
+
+/*
+ * grown_capacity
+ *		Rows for a table of cap rows that must take need: twice its size,
+ *		or a quarter more than need when that is more, within 2^31.
+ */
+static uint32_t
+grown_capacity(uint32_t cap, uint32_t need)
+{
+	uint64_t	c = (uint64_t) cap * 2;
+	uint64_t	n = (uint64_t) need + need / 4;
+
+	if (n > c)
+		c = n;
+	return c > (UINT32_C(1) << 31) ? UINT32_C(1) << 31 : (uint32_t) c;
+}
+
+/*
+ * plan_growth
+ *		Capacities in opts for the tables of w and the rows p brings: a
+ *		table that p overflows grows (grown_capacity, else just enough),
+ *		as long as the segment stays within SEG_GROW_MAX_SIZE.  Returns
+ *		how many tables grow.
+ */
+static int
+plan_growth(const seg_writer *w, const seg_publish *p, seg_writer_opts *opts)
+{
+	int			grown = 0;
+	uint32_t	i;
+
+	for (i = 0; i < seg_ntables; i++)
+		opts->capacity[seg_tables[i].kind] = w->tables[seg_tables[i].kind].capacity;
+	for (i = 0; i < seg_ntables; i++)
+	{
+		uint32_t	kind = seg_tables[i].kind;
+		uint32_t	cap = w->tables[kind].capacity;
+		uint32_t	need = p->tables[kind].count;
+
+		if (need <= cap)
+			continue;
+		opts->capacity[kind] = grown_capacity(cap, need);
+		if (seg_writer_size(opts) > SEG_GROW_MAX_SIZE)
+			opts->capacity[kind] = need;
+		if (seg_writer_size(opts) > SEG_GROW_MAX_SIZE)
+			opts->capacity[kind] = cap;	/* no room: it keeps its overflow */
+		else
+			grown++;
+	}
+	return grown;
+}
+
+/*
+ * seg_writer_grow
+ *		Before publishing p: when p brings a table more rows than it holds,
+ *		build the segment again with room for them (plan_growth) and the
+ *		same generation, renamed over the old one, whose mapping goes.  A
+ *		reader that opened the old file copies it whole (stale by one
+ *		publication); the next opens the new one, whose header gives the
+ *		new capacities.  opts: the cluster's (its capacities are replaced).
+ *		Returns 1 when the segment grew, 0 when no table needed it or
+ *		could have it, -1 with err set when the new one could not be
+ *		built (w keeps the old one).
+ */
+int
+seg_writer_grow(seg_writer *w, const seg_publish *p, seg_writer_opts *opts,
+				char *err, size_t errlen)
+{
+	seg_writer	old = *w;
+
+	if (w->hdr == NULL || plan_growth(w, p, opts) == 0)
+		return 0;
+	if (build_segment(w, old.path, opts, old.hdr->generation, err, errlen) < 0)
+		return -1;
+	w->hdr->seq = old.hdr->seq;	/* even: it counts publications on */
+	if (munmap(old.map, old.size) < 0)
+		log_warn("munmap of the old %s failed: %s", old.path, strerror(errno));
+	if (close(old.fd) < 0)
+		log_warn("close of the old %s failed: %s", old.path, strerror(errno));
+	return 1;
 }
 
 /*

@@ -83,6 +83,8 @@ extern uint64_t seg_writer_overflow(const seg_writer *w, char *list, size_t len)
 extern int	seg_writer_create(seg_writer *w, const char *path,
 							  const seg_writer_opts *opts,
 							  char *err, size_t errlen);
+extern int	seg_writer_grow(seg_writer *w, const seg_publish *p,
+							seg_writer_opts *opts, char *err, size_t errlen);
 extern int	seg_writer_set_reader(seg_writer *w, uid_t uid, gid_t gid, char *err,
 								  size_t errlen);
 extern uint64_t seg_writer_publish(seg_writer *w, const seg_publish *p);

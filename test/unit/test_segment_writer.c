@@ -3,7 +3,8 @@
  *	  The segment writer (helper/segment_writer.c) against the reader the
  *	  extension uses (common/pgt_segment.c): every field round-trips, the
  *	  generation increments across re-creation, an existing file is never
- *	  truncated in place, overflow is counted, close marks STOPPED; only
+ *	  truncated in place, overflow is counted, a publication too big grows
+ *	  the segment (same generation), close marks STOPPED; only
  *	  the cluster owner may read the file (a new owner when the data
  *	  directory changes hands), whose blocks are allocated.
  */
@@ -15,6 +16,8 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <grp.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -335,6 +338,116 @@ test_overflow(const char *path)
 	free(be);
 }
 
+/*
+ * read_backends
+ *		Snapshot path; its backend rows' count, or -1.  *gen: its generation.
+ */
+static int
+read_backends(const char *path, uint64_t *gen)
+{
+	pgt_seg_view v;
+	char		err[256];
+	void	   *buf = NULL;
+	size_t		len = 0;
+	int			n = -1;
+
+	if (pgt_segment_snapshot(path, alloc_fn, NULL, &buf, &len, &v, err,
+							 sizeof(err)) == PGT_SEG_OK)
+	{
+		n = (int) pgt_view_count(&v, PGT_SEC_BACKENDS);
+		*gen = v.hdr->generation;
+		if (n > 0)
+			CHECK_INT(pgt_view_backend(&v, (uint32_t) n - 1)->pid, 1000 + n - 1);
+	}
+	free(buf);
+	return n;
+}
+
+/*
+ * test_grow
+ *		A publication too big for a table grows the segment: a new file of
+ *		the same generation, the old one whole for a reader that holds it,
+ *		readable by the owner alone; one it fits leaves it; growth beyond
+ *		what readers accept, or one the file system refuses, keeps the old
+ *		segment, which still publishes (with its overflow).
+ */
+static void
+test_grow(const char *path)
+{
+	seg_writer	w;
+	seg_writer_opts o = opts_for(4);
+	struct pgt_backend_entry *be = make_backends(30);
+	seg_publish p;
+	struct stat st_old;
+	struct stat st_new;
+	struct rlimit fsize;
+	char		err[256];
+	uint64_t	gen = 0;
+	int			oldfd;
+
+	CHECK_INT(seg_writer_create(&w, path, &o, err, sizeof(err)), 0);
+	memset(&p, 0, sizeof(p));
+	p.state = PGT_WRITER_RUNNING;
+	p.tables[PGT_SEC_BACKENDS] = (seg_rows) {be, 4};
+	CHECK_INT(seg_writer_publish(&w, &p), 0);
+	oldfd = open(path, O_RDONLY);
+	CHECK(oldfd >= 0);
+	CHECK_INT(fstat(oldfd, &st_old), 0);
+
+	/* 4 rows fit: nothing grows */
+	CHECK_INT(seg_writer_grow(&w, &p, &o, err, sizeof(err)), 0);
+	/* 10 do not: room for 12 (a quarter more), same generation */
+	p.tables[PGT_SEC_BACKENDS].count = 10;
+	CHECK_INT(seg_writer_grow(&w, &p, &o, err, sizeof(err)), 1);
+	CHECK_INT(seg_writer_capacity(&w, PGT_SEC_BACKENDS), 12);
+	CHECK_INT(seg_writer_capacity(&w, PGT_SEC_PROBESETS), PGT_DEFAULT_PROBESETS_CAP);
+	CHECK_INT(seg_writer_publish(&w, &p), 0);
+	CHECK_INT(read_backends(path, &gen), 10);
+	CHECK_INT(gen, seg_writer_generation(&w));
+	CHECK_INT(stat(path, &st_new), 0);
+	CHECK(st_new.st_ino != st_old.st_ino);
+	CHECK_INT((size_t) st_new.st_size, w.size);
+	CHECK((size_t) st_new.st_blocks * 512 >= w.size, "allocated: %lld blocks",
+		  (long long) st_new.st_blocks);
+	check_readers(path, &st_new, o.uid);
+	{
+		struct pgt_seg_header h;	/* the old file: whole, its 4 rows */
+
+		CHECK_INT(pread(oldfd, &h, sizeof(h), 0), sizeof(h));
+		CHECK_INT(h.seq % 2, 0);
+		CHECK_INT(h.state, PGT_WRITER_RUNNING);
+		CHECK_INT(h.sections[w.tables[PGT_SEC_BACKENDS].slot].count, 4);
+	}
+	close(oldfd);
+
+	/* twice the table when that is more: 12 -> 24 for 13 rows */
+	p.tables[PGT_SEC_BACKENDS].count = 13;
+	CHECK_INT(seg_writer_grow(&w, &p, &o, err, sizeof(err)), 1);
+	CHECK_INT(seg_writer_capacity(&w, PGT_SEC_BACKENDS), 24);
+
+	/* more than readers accept: no growth, the overflow counted */
+	p.tables[PGT_SEC_KERNEL_HIST].count = UINT32_C(1) << 30;
+	CHECK_INT(seg_writer_grow(&w, &p, &o, err, sizeof(err)), 0);
+	CHECK_INT(seg_writer_capacity(&w, PGT_SEC_KERNEL_HIST), PGT_DEFAULT_KERNEL_HIST_CAP);
+	p.tables[PGT_SEC_KERNEL_HIST].count = 0;
+
+	/* a file system that refuses the bigger file: -1, the old one stays */
+	p.tables[PGT_SEC_BACKENDS].count = 10;
+	CHECK_INT(seg_writer_publish(&w, &p), 0);
+	p.tables[PGT_SEC_BACKENDS].count = 30;
+	CHECK_INT(getrlimit(RLIMIT_FSIZE, &fsize), 0);
+	signal(SIGXFSZ, SIG_IGN);
+	CHECK_INT(setrlimit(RLIMIT_FSIZE, &(struct rlimit) {w.size, fsize.rlim_max}), 0);
+	CHECK_INT(seg_writer_grow(&w, &p, &o, err, sizeof(err)), -1);
+	CHECK_CONTAINS(err, "cannot size");
+	CHECK_INT(setrlimit(RLIMIT_FSIZE, &fsize), 0);
+	CHECK_INT(seg_writer_capacity(&w, PGT_SEC_BACKENDS), 24);
+	CHECK_INT(seg_writer_publish(&w, &p), 6);
+	CHECK_INT(read_backends(path, &gen), 24);
+	seg_writer_close(&w, PGT_WRITER_STOPPED);
+	free(be);
+}
+
 static void
 test_bad_paths(void)
 {
@@ -369,6 +482,9 @@ main(void)
 	test_no_leftovers();
 	unlink(path);
 	test_overflow(path);
+	unlink(path);
+	test_grow(path);
+	test_no_leftovers();
 	test_bad_paths();
 	unlink(path);
 	rmdir(dir);
