@@ -439,6 +439,22 @@ open_found_cluster(daemon_state *d, const pm_info *pm)
 }
 
 /*
+ * attached_clusters
+ *		How many served clusters have a postmaster: they share the
+ *		escalation budget.
+ */
+static int
+attached_clusters(const daemon_state *d)
+{
+	size_t		i;
+	int			n = 0;
+
+	for (i = 0; i < d->nclusters; i++)
+		n += d->clusters[i]->attached != 0;
+	return n;
+}
+
+/*
  * publish_all
  *		Expiry of escalation windows, one snapshot of the map, one
  *		publication per cluster, and expiry of slow control clients.
@@ -452,6 +468,7 @@ publish_all(daemon_state *d)
 	size_t		i;
 
 	/* windows end on time even when no cluster publishes or asks */
+	escalation_set_clusters(attached_clusters(d));
 	escalation_tick(escalation_now_us());
 	if (bpf_probes_snapshot(&d->bpf, &rows, &n) < 0)
 		log_warn("BPF: cannot read the tracked map");

@@ -13,11 +13,22 @@
  *
  * Clusters.  A window turns the probes on for the whole host, so there is
  * one window at a time and one budget, whichever cluster asks.  But each
- * window remembers which cluster opened it (0: the helper's anomaly rules):
- * another cluster's ESCALATE extends it and never shortens it, its
- * DEESCALATE does not close it, its EXACTRESET empties only its own
- * counters, and it sees the window without who asked or why.  In full mode exact timing is always
- * on and the budget does not apply; in sampled mode it is never on.
+ * request is a claim of its cluster (0: the helper's anomaly rules) on the
+ * window, from the request until the end it was granted: the window lasts
+ * until its last claim ends, a cluster's ESCALATE re-plans its own claim
+ * (and never shortens another's), its DEESCALATE ends its own claims and
+ * the helper's, closing the window only when no other claim is left; its
+ * EXACTRESET empties only its own counters, and it sees a window another
+ * cluster opened without who asked or why.  In full mode exact timing is
+ * always on and the budget does not apply; in sampled mode it is never on.
+ *
+ * Shares.  With N >= 2 clusters attached (escalation_set_clusters), each
+ * may claim at most budget / N of the hour's seconds (its claims, charged
+ * until the window closed) and open at most ESC_MAX_WINDOWS / (N + 1)
+ * claims in the hour, as may the helper: one cluster's owner can neither
+ * spend the whole budget nor fill the window list and lock the others out
+ * for an hour.  A claim granted under an earlier N keeps its end.  The
+ * helper's windows time every cluster and draw on the host's budget only.
  *
  * Two listeners are told when a window opens or closes: the exact set
  * (escalation_attach) and the held kernel sets (escalation_attach_kernel:
@@ -60,6 +71,19 @@ typedef struct esc_window
 								 * late; 0 while open */
 } esc_window;
 
+/*
+ * A cluster's claim on a window (pm 0: the helper's): charged from start_us
+ * until end_us, the end it was granted, cut to the window's charged end when
+ * the window closes first.
+ */
+typedef struct esc_claim
+{
+	uint32_t	pm;
+	int			open;			/* on the open window */
+	int64_t		start_us;
+	int64_t		end_us;
+} esc_claim;
+
 typedef struct esc_state
 {
 	int			mode;
@@ -77,11 +101,16 @@ typedef struct esc_state
 	int64_t		earlier_end_us;
 	int64_t		earlier_covered_us;
 	int			open;			/* win[nwin - 1] is open */
+	esc_claim	claims[ESC_MAX_CLAIMS];	/* oldest first */
+	size_t		nclaims;
+	int			nclusters;		/* attached clusters sharing the budget */
 } esc_state;
 
 static void close_window(int64_t now_us, int64_t charged_end_us, const char *why);
 
-static esc_state esc = {.mode = ESC_MODE_TIERED, .budget_s = ESC_DEFAULT_BUDGET_S};
+static esc_state esc = {
+	.mode = ESC_MODE_TIERED, .budget_s = ESC_DEFAULT_BUDGET_S, .nclusters = 1
+};
 
 /*
  * escalation_configure_mode
@@ -225,6 +254,11 @@ clock_step(int64_t delta_us)
 		if (esc.win[i].charged_end_us != 0)
 			esc.win[i].charged_end_us += delta_us;
 	}
+	for (i = 0; i < esc.nclaims; i++)
+	{
+		esc.claims[i].start_us += delta_us;
+		esc.claims[i].end_us += delta_us;
+	}
 	if (esc.earlier_covered_us != 0)
 	{
 		esc.earlier_start_us += delta_us;
@@ -268,6 +302,184 @@ escalation_now_us(void)
 	if (boot != 0)
 		(void) escalation_clock_check(real, boot);
 	return real;
+}
+
+/*
+ * cut_claims
+ *		The open window closes, charged until end_us: its claims end then
+ *		at the latest.
+ */
+static void
+cut_claims(int64_t end_us)
+{
+	size_t		i;
+
+	for (i = 0; i < esc.nclaims; i++)
+	{
+		esc_claim  *c = &esc.claims[i];
+
+		if (!c->open)
+			continue;
+		if (c->end_us > end_us)
+			c->end_us = end_us > c->start_us ? end_us : c->start_us;
+		c->open = 0;
+	}
+}
+
+/*
+ * add_claim
+ *		pm's claim on the open window from now_us until end_us.  A full
+ *		list (an unlimited budget's: escalate refuses before, otherwise)
+ *		loses its oldest closed claim.
+ */
+static void
+add_claim(uint32_t pm, int64_t now_us, int64_t end_us)
+{
+	size_t		i = 0;
+
+	if (esc.nclaims == ESC_MAX_CLAIMS)
+	{
+		while (i < esc.nclaims - 1 && esc.claims[i].open)
+			i++;
+		memmove(&esc.claims[i], &esc.claims[i + 1],
+				sizeof(esc.claims[0]) * (esc.nclaims - i - 1));
+		esc.nclaims--;
+	}
+	esc.claims[esc.nclaims++] = (esc_claim) {
+		.pm = pm, .open = 1, .start_us = now_us, .end_us = end_us
+	};
+}
+
+/*
+ * own_claim
+ *		pm's claim on the open window that has not ended by now_us, or NULL.
+ */
+static esc_claim *
+own_claim(uint32_t pm, int64_t now_us)
+{
+	size_t		i;
+
+	for (i = 0; i < esc.nclaims; i++)
+		if (esc.claims[i].open && esc.claims[i].pm == pm && esc.claims[i].end_us > now_us)
+			return &esc.claims[i];
+	return NULL;
+}
+
+/*
+ * replan_window
+ *		The open window ends with its last claim.  Returns that end.
+ */
+static int64_t
+replan_window(void)
+{
+	struct pgt_exact_window_entry *w = &esc.win[esc.nwin - 1].e;
+	int64_t		end = w->start_us;
+	size_t		i;
+
+	for (i = 0; i < esc.nclaims; i++)
+		if (esc.claims[i].open && esc.claims[i].end_us > end)
+			end = esc.claims[i].end_us;
+	w->planned_end_us = end;
+	w->granted_s = (uint32_t) ((end - w->start_us + 999999) / 1000000);
+	return end;
+}
+
+/*
+ * drop_claims
+ *		Forget claims that ended more than an hour before now_us.
+ */
+static void
+drop_claims(int64_t now_us)
+{
+	size_t		i;
+	size_t		kept = 0;
+
+	for (i = 0; i < esc.nclaims; i++)
+		if (esc.claims[i].open || esc.claims[i].end_us >= now_us - ESC_HOUR_US)
+			esc.claims[kept++] = esc.claims[i];
+	esc.nclaims = kept;
+}
+
+/*
+ * party_used_us, party_claims
+ *		The time pm's claims were charged during the last hour (the open
+ *		ones until now), and how many it made in the hour.
+ */
+static int64_t
+party_used_us(uint32_t pm, int64_t now_us)
+{
+	int64_t		since = now_us - ESC_HOUR_US;
+	int64_t		total = 0;
+	size_t		i;
+
+	for (i = 0; i < esc.nclaims; i++)
+	{
+		const esc_claim *c = &esc.claims[i];
+		int64_t		s = c->start_us > since ? c->start_us : since;
+		int64_t		e = c->end_us < now_us ? c->end_us : now_us;
+
+		if (c->pm == pm && e > s)
+			total += e - s;
+	}
+	return total;
+}
+
+static int
+party_claims(uint32_t pm, int64_t now_us)
+{
+	size_t		i;
+	int			n = 0;
+
+	for (i = 0; i < esc.nclaims; i++)
+		if (esc.claims[i].pm == pm &&
+			(esc.claims[i].open || esc.claims[i].end_us >= now_us - ESC_HOUR_US))
+			n++;
+	return n;
+}
+
+/*
+ * escalation_set_clusters
+ *		n clusters are attached: each has a share of the budget and of
+ *		the windows (see the file header).
+ */
+void
+escalation_set_clusters(int n)
+{
+	esc.nclusters = n > 1 ? n : 1;
+}
+
+/*
+ * shared
+ *		Do the shares apply?  Two clusters or more, a limited budget.
+ */
+static int
+shared(void)
+{
+	return esc.nclusters >= 2 && esc.budget_s != ESC_BUDGET_UNLIMITED;
+}
+
+/*
+ * share_s, claim_quota
+ *		A cluster's seconds of the budget, and the claims each party
+ *		(every cluster, the helper) may make in the hour.
+ */
+static int
+share_s(void)
+{
+	int			each;
+
+	if (!shared())
+		return esc.budget_s;
+	each = esc.budget_s / esc.nclusters;
+	return each > 1 ? each : 1;
+}
+
+static int
+claim_quota(void)
+{
+	int			q = ESC_MAX_WINDOWS / (esc.nclusters + 1);
+
+	return !shared() ? ESC_MAX_WINDOWS : q > 1 ? q : 1;
 }
 
 /*
@@ -329,6 +541,7 @@ close_window(int64_t now_us, int64_t charged_end_us, const char *why)
 	esc.win[esc.nwin - 1].charged_end_us =
 		charged_end_us > w->start_us ? charged_end_us : w->start_us;
 	snprintf(w->end_reason, sizeof(w->end_reason), "%s", why);
+	cut_claims(esc.win[esc.nwin - 1].charged_end_us);
 	esc.open = 0;
 	set_on(0);
 	log_info("escalation window closed (%s) after %.1f s", why,
@@ -454,6 +667,25 @@ avail_s(int64_t now_us)
 }
 
 /*
+ * party_avail_s
+ *		Whole seconds pm may still claim: the host's (avail_s), within the
+ *		cluster's share when shares apply (the helper has none); -1 =
+ *		unlimited.
+ */
+static int
+party_avail_s(uint32_t pm, int64_t now_us)
+{
+	int			host = avail_s(now_us);
+	int64_t		left;
+
+	if (!shared() || pm == 0)
+		return host;
+	left = (int64_t) share_s() * 1000000 - party_used_us(pm, now_us);
+	left = left > 0 ? left / 1000000 : 0;
+	return left < host ? (int) left : host;
+}
+
+/*
  * escalation_tick
  *		Close the open window when it reached its planned end or the budget
  *		is spent, as of the moment it did; drop windows that ended more than
@@ -480,6 +712,7 @@ escalation_tick(int64_t now_us)
 		drop++;
 	if (drop > 0)
 		drop_windows(drop);
+	drop_claims(now_us);
 }
 
 static int
@@ -527,21 +760,18 @@ word_ok(const char *s)
 }
 
 /*
- * escalate
- *		ESCALATE <seconds> <who> [reason].
+ * check_escalate
+ *		The arguments and the state that refuse ESCALATE before any budget
+ *		is looked at: 0 to go on, else the answer's length.
  */
 static int
-escalate(const pgt_request *r, uint32_t pm, int64_t now_us, char *out, size_t outlen)
+check_escalate(const pgt_request *r, char *out, size_t outlen)
 {
-	int			want;
-	int			avail;
-	int			granted;
 	const char *reason = r->nargs >= 3 ? r->args[2] : "manual";
 
 	if (r->nargs < 2 || r->nargs > 3)
 		return respond(out, outlen, "ERR bad-argument usage: ESCALATE <seconds> <who> [reason]");
-	want = parse_seconds(r->args[0]);
-	if (want < 0)
+	if (parse_seconds(r->args[0]) < 0)
 		return respond(out, outlen, "ERR bad-argument seconds must be 1..%d", ESC_MAX_REQUEST_S);
 	if (!word_ok(r->args[1]) || !word_ok(reason) || strlen(reason) >= PGT_EXACT_REASON_LEN)
 		return respond(out, outlen, "ERR bad-argument who and reason: letters, digits, _.-@");
@@ -551,37 +781,83 @@ escalate(const pgt_request *r, uint32_t pm, int64_t now_us, char *out, size_t ou
 	if (esc.mode == ESC_MODE_SAMPLED)
 		return respond(out, outlen,
 					   "ERR unavailable helper runs with --mode sampled: exact timing is off");
+	if (esc.mode == ESC_MODE_TIERED && esc.budget_s == 0)
+		return respond(out, outlen,
+					   "ERR denied budget disabled (--exact-budget 0) remaining=0 budget=0");
+	return 0;
+}
+
+/*
+ * check_budget
+ *		Refuse a claim of pm beyond the host's budget, its share, its
+ *		claims of the hour or the window list: 0 to go on (*avail: the
+ *		seconds it may have, -1 unlimited), else the answer's length.
+ *		mine: pm's claim on the open window, NULL when it needs a new one.
+ */
+static int
+check_budget(uint32_t pm, const esc_claim *mine, int64_t now_us, int *avail,
+			 char *out, size_t outlen)
+{
+	*avail = party_avail_s(pm, now_us);
+	if (*avail == 0 && avail_s(now_us) == 0)
+		return respond(out, outlen, "ERR denied budget exhausted remaining=0 budget=%d",
+					   esc.budget_s);
+	if (*avail == 0)
+		return respond(out, outlen, "ERR denied budget share of %d s used (%d clusters "
+					   "share the budget) remaining=0 budget=%d", share_s(),
+					   esc.nclusters, esc.budget_s);
+	if (mine != NULL || *avail < 0)
+		return 0;
+	if ((!esc.open && esc.nwin == ESC_MAX_WINDOWS) ||
+		(!shared() && (party_claims(pm, now_us) >= claim_quota() ||
+					   esc.nclaims == ESC_MAX_CLAIMS)))
+		return respond(out, outlen, "ERR denied windows %d in the last hour "
+					   "remaining=%d budget=%d", ESC_MAX_WINDOWS, *avail, esc.budget_s);
+	if (party_claims(pm, now_us) >= claim_quota() || esc.nclaims == ESC_MAX_CLAIMS)
+		return respond(out, outlen, "ERR denied windows %d in the last hour for each of "
+					   "%d clusters remaining=%d budget=%d", claim_quota(),
+					   esc.nclusters, *avail, esc.budget_s);
+	return 0;
+}
+
+/*
+ * escalate
+ *		ESCALATE <seconds> <who> [reason] from the cluster of postmaster pm
+ *		(0: the helper): its claim on the open window is re-planned, or it
+ *		makes one, opening the window if none is open.
+ */
+static int
+escalate(const pgt_request *r, uint32_t pm, int64_t now_us, char *out, size_t outlen)
+{
+	int			want;
+	int			avail;
+	int			granted;
+	int			n;
+	int64_t		end;
+	esc_claim  *mine;
+
+	if ((n = check_escalate(r, out, outlen)) > 0)
+		return n;
+	want = parse_seconds(r->args[0]);
 	if (esc.mode == ESC_MODE_FULL)
 		return respond(out, outlen, "OK granted=%d remaining=-1 budget=%d mode=full",
 					   want, esc.budget_s);
-	if (esc.budget_s == 0)
-		return respond(out, outlen,
-					   "ERR denied budget disabled (--exact-budget 0) remaining=0 budget=0");
-	avail = avail_s(now_us);
-	if (avail == 0)
-		return respond(out, outlen, "ERR denied budget exhausted remaining=0 budget=%d",
-					   esc.budget_s);
-	if (!esc.open && esc.nwin == ESC_MAX_WINDOWS && avail >= 0)
-		return respond(out, outlen, "ERR denied windows %d in the last hour "
-					   "remaining=%d budget=%d", ESC_MAX_WINDOWS, avail, esc.budget_s);
+	mine = esc.open ? own_claim(pm, now_us) : NULL;
+	if ((n = check_budget(pm, mine, now_us, &avail, out, outlen)) > 0)
+		return n;
 	granted = (avail < 0 || want < avail) ? want : avail;
-	if (esc.open)
-	{
-		struct pgt_exact_window_entry *w = &esc.win[esc.nwin - 1].e;
-		int64_t		end = now_us + (int64_t) granted * 1000000;
-
-		/*
-		 * the open window now ends `granted` seconds from now; another
-		 * cluster's request only ever extends it
-		 */
-		if (esc.win[esc.nwin - 1].pm == pm || end > w->planned_end_us)
-			w->planned_end_us = end;
-		w->granted_s = (uint32_t) ((w->planned_end_us - w->start_us + 999999) / 1000000);
-	}
-	else if (open_window(now_us, now_us + (int64_t) granted * 1000000, (uint32_t) granted,
-						 reason, r->args[1], pm) < 0)
+	end = now_us + (int64_t) granted * 1000000;
+	if (mine != NULL)
+		mine->end_us = end;
+	else if (esc.open)
+		add_claim(pm, now_us, end);
+	else if (open_window(now_us, end, (uint32_t) granted,
+						 r->nargs >= 3 ? r->args[2] : "manual", r->args[1], pm) < 0)
 		return respond(out, outlen, "ERR unavailable exact timing could not be switched on "
 					   "(the helper's log says why)");
+	else
+		add_claim(pm, now_us, end);
+	(void) replan_window();
 	return respond(out, outlen, "OK granted=%d remaining=%d budget=%d mode=tiered",
 				   granted, avail < 0 ? -1 : avail - granted, esc.budget_s);
 }
@@ -620,6 +896,43 @@ escalation_set_reset(esc_reset_fn fn)
 }
 
 /*
+ * deescalate
+ *		DEESCALATE <who> from the cluster of postmaster pm: its claims on
+ *		the open window end now, and the helper's (any cluster may end
+ *		those: anomaly windows); the window closes when none is left.
+ */
+static int
+deescalate(const pgt_request *r, uint32_t pm, int64_t now_us, char *out, size_t outlen)
+{
+	int			ended = 0;
+	int			closed = 0;
+	size_t		i;
+
+	if (r->nargs != 1 || !word_ok(r->args[0]))
+		return respond(out, outlen, "ERR bad-argument usage: DEESCALATE <who>");
+	if (esc.open && esc.mode == ESC_MODE_TIERED)
+	{
+		for (i = 0; i < esc.nclaims; i++)
+		{
+			esc_claim  *c = &esc.claims[i];
+
+			if (c->open && (c->pm == pm || c->pm == 0) && c->end_us > now_us)
+			{
+				c->end_us = now_us > c->start_us ? now_us : c->start_us;
+				ended = 1;
+			}
+		}
+		if (ended && replan_window() <= now_us)
+		{
+			close_window(now_us, now_us, "deescalated");
+			closed = 1;
+		}
+	}
+	return respond(out, outlen, "OK closed=%d remaining=%d budget=%d mode=%s",
+				   closed, party_avail_s(pm, now_us), esc.budget_s, escalation_mode_name());
+}
+
+/*
  * escalation_respond
  *		The answer text ("OK ..."/"ERR ...", without the protocol tag and
  *		LF) to ESCALATE, DEESCALATE, BUDGET and EXACTRESET from the cluster
@@ -638,25 +951,7 @@ escalation_respond(const pgt_request *r, uint32_t pm, int64_t now_us, char *out,
 	if (strcmp(r->verb, "ESCALATE") == 0)
 		return escalate(r, pm, now_us, out, outlen);
 	if (strcmp(r->verb, "DEESCALATE") == 0)
-	{
-		/* the helper's own windows (anomalies) any cluster may close */
-		int			was = esc.open && esc.mode == ESC_MODE_TIERED &&
-			(esc.win[esc.nwin - 1].pm == 0 || esc.win[esc.nwin - 1].pm == pm);
-		int			avail;
-
-		if (r->nargs != 1 || !word_ok(r->args[0]))
-			return respond(out, outlen, "ERR bad-argument usage: DEESCALATE <who>");
-		if (was)
-		{
-			char		why[PGT_EXACT_REASON_LEN];
-
-			snprintf(why, sizeof(why), "deescalated");
-			close_window(now_us, now_us, why);
-		}
-		avail = avail_s(now_us);
-		return respond(out, outlen, "OK closed=%d remaining=%d budget=%d mode=%s",
-					   was, avail, esc.budget_s, escalation_mode_name());
-	}
+		return deescalate(r, pm, now_us, out, outlen);
 	if (strcmp(r->verb, "EXACTRESET") == 0)
 	{
 		if (r->nargs != 0)
@@ -674,7 +969,7 @@ escalation_respond(const pgt_request *r, uint32_t pm, int64_t now_us, char *out,
 		return respond(out, outlen,
 					   "OK mode=%s budget=%d used=%d remaining=%d active=%d until=%lld",
 					   escalation_mode_name(), esc.budget_s, escalation_used_s(now_us),
-					   avail_s(now_us), esc.open, (long long) until);
+					   party_avail_s(pm, now_us), esc.open, (long long) until);
 	}
 	return -1;
 }
@@ -727,6 +1022,8 @@ void
 escalation_reset(void)
 {
 	esc.nwin = 0;
+	esc.nclaims = 0;
+	esc.nclusters = 1;
 	esc.earlier_start_us = esc.earlier_end_us = esc.earlier_covered_us = 0;
 	esc.open = 0;
 	esc.on = 0;

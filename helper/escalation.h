@@ -29,6 +29,7 @@
 #define ESC_HOUR_US				(INT64_C(3600) * 1000000)
 #define ESC_MAX_WINDOWS			64	/* kept: at most this many opened per hour */
 #define ESC_MAX_PUBLISHED		(ESC_MAX_WINDOWS + 1)	/* and the earlier ones' span */
+#define ESC_MAX_CLAIMS			(2 * ESC_MAX_WINDOWS)	/* clusters' and the helper's */
 
 /*
  * Turns exact timing (or the held kernel sets) on (1) or off (0); -1 when
@@ -51,6 +52,8 @@ extern void escalation_detach(void);
 extern void escalation_attach_kernel(esc_switch_fn fn);
 extern void escalation_detach_kernel(void);
 extern void escalation_tick(int64_t now_us);
+/* n clusters are attached: with two or more, each has a share (escalation.c) */
+extern void escalation_set_clusters(int n);
 
 /*
  * The wall clock (microseconds since the epoch) for every time the windows,
@@ -73,8 +76,8 @@ extern int	escalation_used_s(int64_t now_us);
 /*
  * A request from the control socket of the cluster whose postmaster is pm
  * (0: not attached).  Windows are host-wide (the probes are), but a
- * cluster cannot close or shorten another's, and resets only its own
- * counters.
+ * cluster cannot close or shorten another's claim on one, claims at most its
+ * share of the budget, and resets only its own counters.
  */
 extern int	escalation_respond(const pgt_request *r, uint32_t pm, int64_t now_us,
 							   char *out, size_t outlen);

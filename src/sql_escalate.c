@@ -158,9 +158,9 @@ malformed(const char *verb, const char *out)
 /*
  * refused
  *		The helper's refusal as an error: an exhausted budget with
- *		budget_remaining_s, a disabled one, too many windows in the hour, a
- *		refusal of the caller's uid,
- *		unavailability with the helper's reason.
+ *		budget_remaining_s, a disabled one, a used share of it, too many
+ *		windows in the hour, a refusal of the caller's uid, unavailability
+ *		with the helper's reason.
  */
 static void
 refused(const char *verb, const char *out)
@@ -179,6 +179,12 @@ refused(const char *verb, const char *out)
 				 errmsg("exact wait timing denied: too many windows opened in the last hour"),
 				 errdetail_internal("Helper answer: \"%s\".", out),
 				 errhint("Wait for the oldest window to leave the hour, or ask for a longer window instead of many short ones.")));
+	if (strncmp(out, "denied budget share", 19) == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("exact wait timing denied: this cluster's share of the budget is used"),
+				 errdetail_internal("Helper answer: \"%s\".", out),
+				 errhint("The helper serves several clusters, and each may claim its share of the exact seconds per rolling hour; wait for this cluster's earlier windows to leave the hour.")));
 	if (strncmp(out, "denied budget", 13) == 0)
 	{
 		(void) answer_int(out, "remaining", &remaining);

@@ -14,7 +14,8 @@
 # cluster that starts.  A cluster stopped for --forget-after seconds is
 # dropped, with its segment and lock file; started again, it is served.
 # The kernel's own rows stay when another cluster resets; --max-clusters
-# caps what a host-wide helper serves.
+# caps what a host-wide helper serves.  Escalation windows are one for the
+# host, and each cluster has a share of them.
 use strict;
 use warnings;
 use FindBin;
@@ -112,6 +113,24 @@ is($node_b->safe_psql('postgres', $open), 'other cluster|',
 	"b sees a's window, still open after b asked for 1 s, without who or why");
 like($node_a->safe_psql('postgres', $open), qr/^manual\|\S+$/, 'a sees its own with both');
 is($node_a->safe_psql('postgres', 'SELECT pg_tracer_deescalate()'), 't', 'a closes its window');
+
+# With two clusters each may open a third of the 64 windows of an hour:
+# a cannot lock b out by opening many short ones.  a has one claim above,
+# b one; a's 21st claim is its last.
+my ($granted, $err) = (0, '');
+for (1 .. 25)
+{
+	my ($rc, $out, $stderr) = $node_a->psql('postgres',
+		'SELECT pg_tracer_escalate(1); SELECT pg_tracer_deescalate()');
+	if ($rc != 0) { $err = $stderr; last; }
+	$granted++;
+}
+is($granted, 20, 'cluster a makes 21 claims in the hour, then is refused');
+like($err, qr/too many windows opened in the last hour.*for each of 2 clusters/s,
+	'the refusal names the share of the windows');
+is($node_b->safe_psql('postgres', 'SELECT granted_s FROM pg_tracer_escalate(2)'), '2',
+	'cluster b still opens a window');
+$node_b->safe_psql('postgres', 'SELECT pg_tracer_deescalate()');
 
 # 300 processes that are not PostgreSQL's: a scan of /proc each second
 # would read each one's stat file three times in 3 s.  The helper's own

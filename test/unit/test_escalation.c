@@ -12,8 +12,10 @@
  *	  windows leave the hour; a socket whose cluster is not attached cannot
  *	  open or close a window; a late tick charges only what was granted;
  *	  windows that leave the list stay as one span with what they covered;
- *	  at most 64 windows an hour; a reason named "full" is charged; the
- *	  kept times move with the wall clock when it is set.
+ *	  at most 64 windows an hour; a reason named "full" is charged; with
+ *	  two clusters each claims at most its share of the budget and of the
+ *	  windows, and a window lasts while one's claim does; the kept times
+ *	  move with the wall clock when it is set.
  */
 #include "escalation.h"
 #include "unit.h"
@@ -446,6 +448,97 @@ test_window_limit(void)
 	escalation_detach();
 }
 
+/* ask as the cluster of postmaster pm */
+static const char *
+ask_as(uint32_t pm, int64_t now, const char *verb, const char *a0, const char *a1)
+{
+	ask_pm = pm;
+	return ask(now, verb, a1 ? 2 : a0 ? 1 : 0, a0, a1, NULL);
+}
+
+/*
+ * Two clusters share the budget and the window list: each claims at most
+ * half of the seconds and a third of the windows (the helper another
+ * third); a cluster's DEESCALATE ends its own claims and the helper's, and
+ * the window stays while another cluster's claim lasts.
+ */
+static void
+test_shares(void)
+{
+	char		err[256];
+	int64_t		t = T0;
+	int			i;
+
+	escalation_reset();
+	CHECK(escalation_configure_budget("300", err, sizeof(err)) == 0);
+	escalation_attach(fake_switch, NULL);
+	escalation_set_clusters(2);
+	CHECK_STR(ask_as(7, T0, "ESCALATE", "200", "alice"),
+			  "OK granted=150 remaining=0 budget=300 mode=tiered");
+	escalation_tick(T0 + 150 * S);
+	CHECK(!escalation_active(), "cluster 7's claim ended at its share");
+	CHECK_STR(ask_as(7, T0 + 160 * S, "ESCALATE", "10", "alice"),
+			  "ERR denied budget share of 150 s used (2 clusters share the budget) "
+			  "remaining=0 budget=300");
+	CHECK_STR(ask_as(8, T0 + 160 * S, "BUDGET", NULL, NULL),
+			  "OK mode=tiered budget=300 used=150 remaining=150 active=0 until=0");
+	CHECK_STR(ask_as(8, T0 + 160 * S, "ESCALATE", "100", "bob"),
+			  "OK granted=100 remaining=50 budget=300 mode=tiered");
+	/* cluster 7 may not join it either; cluster 8 re-plans its own claim */
+	CHECK(strncmp(ask_as(7, T0 + 170 * S, "ESCALATE", "5", "alice"),
+				  "ERR denied budget share", 23) == 0);
+	CHECK_STR(ask_as(8, T0 + 180 * S, "ESCALATE", "10", "bob"),
+			  "OK granted=10 remaining=120 budget=300 mode=tiered");
+	escalation_tick(T0 + 190 * S);
+	CHECK(!escalation_active(), "re-planned to end at 190 s");
+	escalation_detach();
+
+	/* a joined window outlives its opener's DEESCALATE */
+	escalation_reset();
+	escalation_attach(fake_switch, NULL);
+	escalation_set_clusters(2);
+	CHECK(strncmp(ask_as(7, T0, "ESCALATE", "60", "alice"), "OK granted=60 ", 14) == 0);
+	CHECK(strncmp(ask_as(8, T0 + 10 * S, "ESCALATE", "120", "bob"), "OK granted=120 ", 15) == 0);
+	CHECK(escalation_auto(T0 + 15 * S, 30, "test-anomaly") == 0);
+	CHECK_STR(ask_as(7, T0 + 20 * S, "DEESCALATE", "alice", NULL),
+			  "OK closed=0 remaining=130 budget=300 mode=tiered");
+	CHECK(escalation_active(), "cluster 8's claim holds the window");
+	CHECK_STR(ask_as(8, T0 + 30 * S, "DEESCALATE", "bob", NULL),
+			  "OK closed=1 remaining=130 budget=300 mode=tiered");
+	CHECK(!escalation_active(), "no claim left: closed");
+	CHECK_STR(ask_as(7, T0 + 31 * S, "BUDGET", NULL, NULL),
+			  "OK mode=tiered budget=300 used=30 remaining=130 active=0 until=0");
+	escalation_detach();
+
+	/* a third of the windows each: cluster 7 cannot lock cluster 8 out */
+	escalation_reset();
+	escalation_attach(fake_switch, NULL);
+	escalation_set_clusters(2);
+	for (i = 0; i < ESC_MAX_WINDOWS / 3; i++, t += 10 * S)
+	{
+		CHECK(strncmp(ask_as(7, t, "ESCALATE", "1", "alice"), "OK granted=1 ", 13) == 0,
+			  "window %d granted", i);
+		escalation_tick(t + 2 * S);
+	}
+	CHECK_STR(ask_as(7, t, "ESCALATE", "1", "alice"),
+			  "ERR denied windows 21 in the last hour for each of 2 clusters "
+			  "remaining=129 budget=300");
+	CHECK(strncmp(ask_as(8, t, "ESCALATE", "1", "bob"), "OK granted=1 ", 13) == 0,
+		  "cluster 8 still has its windows");
+	escalation_tick(t + 2 * S);
+	CHECK(escalation_auto(t + 3 * S, 1, "test-anomaly") == 0, "and the helper its own");
+	escalation_tick(t + 5 * S);
+	/* an hour after cluster 7's first claim ended it may claim again */
+	CHECK(strncmp(ask_as(7, T0 + ESC_HOUR_US + 2 * S, "ESCALATE", "1", "alice"),
+				  "OK granted=1 ", 13) == 0);
+	/* one cluster again: the whole budget and the 64 windows are its */
+	escalation_set_clusters(1);
+	CHECK(strncmp(ask_as(7, T0 + ESC_HOUR_US + 3 * S, "ESCALATE", "200", "alice"),
+				  "OK granted=200 ", 15) == 0);
+	escalation_detach();
+	ask_pm = 7;
+}
+
 static int	ksw_on = -1;
 static int	ksw_calls;
 
@@ -568,6 +661,7 @@ main(void)
 	test_clusters();
 	test_owners_and_late_ticks();
 	test_window_limit();
+	test_shares();
 	test_clock_steps();
 	test_anomaly();
 	test_kernel_sets();
