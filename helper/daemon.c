@@ -54,11 +54,16 @@
  */
 #define DAEMON_EXIT_TITLES		4096
 
-/* A cluster another helper holds (host-wide mode): warned about once. */
+/*
+ * A cluster not served (host-wide mode: another helper holds it, or it is
+ * over the limits): warned about once, forgotten with its postmaster.
+ */
 typedef struct skipped
 {
 	uint64_t	dev;
 	uint64_t	ino;
+	pid_t		pm_pid;			/* the postmaster last found */
+	uint64_t	pm_starttime;
 	int			seen;
 } skipped;
 
@@ -347,9 +352,31 @@ note_skip(daemon_state *d, const pm_info *pm, const char *reason)
 		sk->ino = pm->ino;
 		sk->seen = 0;
 	}
+	sk->pm_pid = pm->pid;
+	sk->pm_starttime = pm->starttime;
 	if (!sk->seen)
 		log_warn("not serving %s: %s", pm->data_dir, reason);
 	sk->seen = 1;
+}
+
+/*
+ * forget_skips
+ *		Drop the records of skipped clusters whose postmaster is gone: a
+ *		host where clusters come and go (tests, CI) would otherwise keep
+ *		one for each forever.  A cluster found again is warned about again.
+ */
+static void
+forget_skips(daemon_state *d)
+{
+	size_t		i = 0;
+
+	while (i < d->nskips)
+	{
+		if (!procfs_alive(d->skips[i].pm_pid, d->skips[i].pm_starttime))
+			d->skips[i] = d->skips[--d->nskips];
+		else
+			i++;
+	}
 }
 
 /*
@@ -643,6 +670,7 @@ discover(daemon_state *d)
 
 	if (!d->target_mode)
 	{
+		forget_skips(d);
 		for (j = 0; j < npms; j++)
 		{
 			cluster    *c;

@@ -242,6 +242,14 @@ ok(defined wait_until(sub {
 	substr(slurp_file($log), $log_len) =~ /not serving \S+: 1 clusters are served already \(--max-clusters\)/ }, 10),
 	'the other is not, and the helper says why');
 ok(!(served_pm($node_a) && served_pm($node_b)), 'only one of the two is served');
+# the skipped cluster's record goes with its postmaster: restarted, it is
+# a new one, warned about again
+my $skipped = served_pm($node_a) ? $node_b : $node_a;
+$log_len = length(slurp_file($log));
+$skipped->restart;
+ok(defined wait_until(sub {
+	substr(slurp_file($log), $log_len) =~ /not serving \S+: 1 clusters are served already/ }, 10),
+	'a skipped cluster restarted is noted again');
 signal_helper($helper, 'TERM');
 $_->stop for ($node_a, $node_b);
 done_testing();
