@@ -472,10 +472,17 @@ snapshot(const char *path, uint64_t kinds, pgt_alloc_fn alloc_fn,
 
 	for (attempt = 0; attempt < SNAPSHOT_RETRIES; attempt++)
 	{
+		uint64_t	seq_before = 1;	/* odd: no copy passes without it */
 		uint64_t	seq_after;
 		uint64_t	seq_now = 0;
 		ssize_t		n;
 
+		/*
+		 * seq first, on its own: one pread copies the header in no set
+		 * order, so the generation before seq could be read mid-update
+		 */
+		(void) read_seq(f.fd, &seq_before);
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
 		n = read_full(f.fd, f.buf, f.read_len, 0);
 		if (n < 0)
 		{
@@ -511,7 +518,7 @@ snapshot(const char *path, uint64_t kinds, pgt_alloc_fn alloc_fn,
 			r = PGT_SEG_TRUNCATED;
 			goto cleanup;
 		}
-		if (seq_after == view->hdr->seq)
+		if (seq_after == view->hdr->seq && seq_after == seq_before)
 		{
 			*bufp = f.buf;
 			*lenp = n;

@@ -20,6 +20,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 static char dir[] = "/tmp/pgt_unit_seg.XXXXXX";
@@ -448,6 +449,79 @@ test_grow(const char *path)
 	free(be);
 }
 
+/*
+ * test_concurrent
+ *		A reader copying while a writer publishes in a loop (another
+ *		process) sees only whole publications: in each, the generation,
+ *		the postmaster pid, the number of rows and every row's pid are the
+ *		same publication's.
+ */
+static void
+test_concurrent(const char *path)
+{
+	seg_writer	w;
+	seg_writer_opts o = opts_for(64);
+	struct pgt_backend_entry rows[64];
+	struct timespec t0, t;
+	int			ok = 0, busy = 0, torn = 0;
+	pid_t		child;
+	int			status;
+
+	CHECK_INT(seg_writer_create(&w, path, &o, (char[256]) {0}, 256), 0);
+	child = fork();
+	if (child == 0)
+	{
+		seg_publish p;
+		uint64_t	k;
+		int			i;
+
+		memset(&p, 0, sizeof(p));
+		p.state = PGT_WRITER_RUNNING;
+		for (k = 1; k < 2000000; k++)
+		{
+			for (i = 0; i < 64; i++)
+				rows[i].pid = (uint32_t) k;
+			p.generation = k;
+			p.postmaster_pid = (uint32_t) k;
+			p.tables[PGT_SEC_BACKENDS] = (seg_rows) {rows, (uint32_t) (1 + k % 64)};
+			(void) seg_writer_publish(&w, &p);
+		}
+		_exit(0);
+	}
+	CHECK(child > 0);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do
+	{
+		pgt_seg_view v;
+		char		err[256];
+		void	   *buf = NULL;
+		size_t		len = 0;
+
+		if (pgt_segment_snapshot(path, alloc_fn, NULL, &buf, &len, &v, err,
+								 sizeof(err)) == PGT_SEG_OK)
+		{
+			uint64_t	g = v.hdr->generation;
+			uint32_t	n = pgt_view_count(&v, PGT_SEC_BACKENDS);
+			uint32_t	i;
+
+			ok++;
+			if (g > 1 && (v.hdr->postmaster_pid != (uint32_t) g || n != 1 + g % 64))
+				torn++;
+			for (i = 0; i < n && g > 1; i++)
+				torn += pgt_view_backend(&v, i)->pid != (uint32_t) g;
+		}
+		else
+			busy++;
+		free(buf);
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	} while (t.tv_sec - t0.tv_sec < 2);
+	kill(child, SIGKILL);
+	CHECK_INT(waitpid(child, &status, 0), child);
+	CHECK(ok > 100, "%d whole copies (%d busy)", ok, busy);
+	CHECK_INT(torn, 0);
+	seg_writer_close(&w, PGT_WRITER_STOPPED);
+}
+
 static void
 test_bad_paths(void)
 {
@@ -485,6 +559,8 @@ main(void)
 	unlink(path);
 	test_grow(path);
 	test_no_leftovers();
+	unlink(path);
+	test_concurrent(path);
 	test_bad_paths();
 	unlink(path);
 	rmdir(dir);
