@@ -231,6 +231,8 @@ info_cb(void *arg, control_info *info)
 	info->attached = c->attached;
 	info->postmaster_pid = c->attached ? (uint32_t) c->pm.nspid : 0;
 	info->postmaster_host_pid = c->attached ? (uint32_t) c->pm.pid : 0;
+	info->cluster_dev = c->dev;
+	info->cluster_ino = c->ino;
 	info->backends = (uint32_t) c->nprocs;
 	info->reset = cluster_psets_reset;
 	info->reset_arg = c;
@@ -1166,14 +1168,14 @@ fill_probe_rows(cluster *c, struct pgt_probeset_entry *ps, uint64_t syscalls)
 
 /*
  * grow_segment
- *		Give the segment room for p's rows (seg_writer_grow) and log what
- *		grew.  A failure (a full runtime directory) is logged and tried
- *		again a minute later at the earliest: meanwhile rows are dropped
- *		and counted as before.
+ *		Give the segment room for p's rows (seg_writer_grow, which
+ *		publishes p then) and log what grew; 1 when it did.  A failure (a
+ *		full runtime directory) is logged and tried again a minute later at
+ *		the earliest: meanwhile rows are dropped and counted as before.
  */
 #define GROW_RETRY_MS	60000
 
-static void
+static int
 grow_segment(cluster *c, const seg_publish *p)
 {
 	seg_writer_opts opts;
@@ -1184,7 +1186,7 @@ grow_segment(cluster *c, const seg_publish *p)
 	int64_t		now = control_now_ms();
 
 	if (c->grow_failed_ms != 0 && now - c->grow_failed_ms < GROW_RETRY_MS)
-		return;
+		return 0;
 	for (k = 0; k < PGT_SEC_KIND_MAX; k++)
 		before[k] = seg_writer_capacity(&c->seg, k);
 	segment_opts(c, &opts);
@@ -1193,9 +1195,9 @@ grow_segment(cluster *c, const seg_publish *p)
 		case -1:
 			log_warn("%s: cannot grow the segment: %s", c->data_dir, err);
 			c->grow_failed_ms = now;
-			return;
+			return 0;
 		case 0:
-			return;
+			return 0;
 	}
 	c->grow_failed_ms = 0;
 	for (i = 0; i < seg_ntables; i++)
@@ -1206,6 +1208,7 @@ grow_segment(cluster *c, const seg_publish *p)
 					 c->data_dir, seg_tables[i].name, before[k],
 					 seg_writer_capacity(&c->seg, k), c->seg.size);
 	}
+	return 1;
 }
 
 /*
@@ -1243,8 +1246,8 @@ cluster_publish(cluster *c, const tracked_row *rows, size_t n)
 	p.tables[PGT_SEC_PROBESETS] = (seg_rows) {ps, (uint32_t) nps};
 	p.tables[PGT_SEC_BACKENDS] = (seg_rows) {c->rows, (uint32_t) nrows};
 	cluster_psets_publish(c, &p);
-	grow_segment(c, &p);
-	(void) seg_writer_publish(&c->seg, &p);
+	if (!grow_segment(c, &p))
+		(void) seg_writer_publish(&c->seg, &p);
 	report_overflow(c, c->nprocs - nrows);
 }
 

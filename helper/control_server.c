@@ -120,7 +120,9 @@ control_respond(const char *req, size_t len, const control_info *info,
 		/* ESCALATE, DEESCALATE, BUDGET (helper/escalation.c) */
 		char		text[PGT_PROTO_MAX_RESPONSE - 8];
 
-		if (escalation_respond(&r, info->attached ? info->postmaster_host_pid : 0,
+		esc_party	party = {info->cluster_dev, info->cluster_ino};
+
+		if (escalation_respond(&r, info->attached ? info->postmaster_host_pid : 0, party,
 							   escalation_now_us(), text, sizeof(text)) >= 0)
 			return respond(out, outlen, "%s", text);
 	}

@@ -25,7 +25,9 @@ typedef struct control_info
 	uint32_t	writer_pid;
 	int			attached;
 	uint32_t	postmaster_pid;	/* as PostgreSQL knows it (its pid namespace) */
-	uint32_t	postmaster_host_pid;	/* the cluster's identity to escalation */
+	uint32_t	postmaster_host_pid;	/* the window owner to escalation */
+	uint64_t	cluster_dev;	/* the data directory: its share of escalation */
+	uint64_t	cluster_ino;
 	uint32_t	backends;
 	control_reset_fn reset;		/* NULL: nothing to reset */
 	void	   *reset_arg;

@@ -13,11 +13,12 @@
  *
  * Clusters.  A window turns the probes on for the whole host, so there is
  * one window at a time and one budget, whichever cluster asks.  But each
- * request is a claim of its cluster (0: the helper's anomaly rules) on the
- * window, from the request until the end it was granted: the window lasts
- * until its last claim ends, a cluster's ESCALATE re-plans its own claim
- * (and never shortens another's), its DEESCALATE ends its own claims and
- * the helper's, closing the window only when no other claim is left; its
+ * request is a claim of its cluster (a party: its data directory, or the
+ * helper's anomaly rules) on the window, from the request until the end it
+ * was granted: the window lasts until its last claim ends, a cluster's
+ * ESCALATE re-plans its own claim (one a window) and never shortens
+ * another's, its DEESCALATE ends its own claim and the helper's, closing
+ * the window only when no other claim is left; its
  * EXACTRESET empties only its own counters, and it sees a window another
  * cluster opened without who asked or why.  In full mode exact timing is
  * always on and the budget does not apply; in sampled mode it is never on.
@@ -72,17 +73,22 @@ typedef struct esc_window
 } esc_window;
 
 /*
- * A cluster's claim on a window (pm 0: the helper's): charged from start_us
- * until end_us, the end it was granted, cut to the window's charged end when
- * the window closes first.
+ * A party's claim on a window (one a window: a later request re-plans it):
+ * charged from start_us until end_us, the end it was last granted, cut to the
+ * window's charged end when the window closes first, less gap_us: the time
+ * between an end it reached and a later request of the party while the
+ * window stayed open for another's claim.
  */
 typedef struct esc_claim
 {
-	uint32_t	pm;
+	esc_party	party;
 	int			open;			/* on the open window */
 	int64_t		start_us;
 	int64_t		end_us;
+	int64_t		gap_us;
 } esc_claim;
+
+static const esc_party helper_party = {0, 0};
 
 typedef struct esc_state
 {
@@ -327,42 +333,68 @@ cut_claims(int64_t end_us)
 }
 
 /*
- * add_claim
- *		pm's claim on the open window from now_us until end_us.  A full
- *		list (an unlimited budget's: escalate refuses before, otherwise)
- *		loses its oldest closed claim.
+ * same_party
+ *		Are a and b one cluster (or both the helper)?
  */
-static void
-add_claim(uint32_t pm, int64_t now_us, int64_t end_us)
+static int
+same_party(esc_party a, esc_party b)
+{
+	return a.dev == b.dev && a.ino == b.ino;
+}
+
+/*
+ * add_claim
+ *		party's claim on the open window from now_us until end_us.  A full
+ *		list (an unlimited budget's: escalate refuses before, otherwise)
+ *		loses its oldest closed claim; -1 when every claim is open.
+ */
+static int
+add_claim(esc_party party, int64_t now_us, int64_t end_us)
 {
 	size_t		i = 0;
 
 	if (esc.nclaims == ESC_MAX_CLAIMS)
 	{
-		while (i < esc.nclaims - 1 && esc.claims[i].open)
+		while (i < esc.nclaims && esc.claims[i].open)
 			i++;
+		if (i == esc.nclaims)
+			return -1;
 		memmove(&esc.claims[i], &esc.claims[i + 1],
 				sizeof(esc.claims[0]) * (esc.nclaims - i - 1));
 		esc.nclaims--;
 	}
 	esc.claims[esc.nclaims++] = (esc_claim) {
-		.pm = pm, .open = 1, .start_us = now_us, .end_us = end_us
+		.party = party, .open = 1, .start_us = now_us, .end_us = end_us
 	};
+	return 0;
 }
 
 /*
  * own_claim
- *		pm's claim on the open window that has not ended by now_us, or NULL.
+ *		party's claim on the open window (ended or not), or NULL.
  */
 static esc_claim *
-own_claim(uint32_t pm, int64_t now_us)
+own_claim(esc_party party)
 {
 	size_t		i;
 
 	for (i = 0; i < esc.nclaims; i++)
-		if (esc.claims[i].open && esc.claims[i].pm == pm && esc.claims[i].end_us > now_us)
+		if (esc.claims[i].open && same_party(esc.claims[i].party, party))
 			return &esc.claims[i];
 	return NULL;
+}
+
+/*
+ * replan_claim
+ *		party's own claim c now ends at end_us; one that had ended has the
+ *		time since as a gap, not charged.
+ */
+static void
+replan_claim(esc_claim *c, int64_t now_us, int64_t end_us)
+{
+	if (c->end_us < now_us)
+		c->gap_us += now_us - c->end_us;
+	c->end_us = end_us;
 }
 
 /*
@@ -401,37 +433,49 @@ drop_claims(int64_t now_us)
 }
 
 /*
- * party_used_us, party_claims
- *		The time pm's claims were charged during the last hour (the open
- *		ones until now), and how many it made in the hour.
+ * claim_charged_us
+ *		What claim c was charged during the last hour (until now, if it
+ *		runs on).  Its gaps lie somewhere between its start and end: those
+ *		that may lie before the hour are not taken off, so that a long claim
+ *		is never charged less than it used.
  */
 static int64_t
-party_used_us(uint32_t pm, int64_t now_us)
+claim_charged_us(const esc_claim *c, int64_t now_us)
 {
 	int64_t		since = now_us - ESC_HOUR_US;
+	int64_t		e = c->end_us < now_us ? c->end_us : now_us;
+	int64_t		s = c->start_us > since ? c->start_us : since;
+	int64_t		before = s - c->start_us;	/* of the claim, before the hour */
+	int64_t		gap = c->gap_us > before ? c->gap_us - before : 0;
+
+	return e - s > gap ? e - s - gap : 0;
+}
+
+/*
+ * party_used_us, party_claims
+ *		The time party's claims were charged during the last hour, and how
+ *		many windows it claimed in the hour.
+ */
+static int64_t
+party_used_us(esc_party party, int64_t now_us)
+{
 	int64_t		total = 0;
 	size_t		i;
 
 	for (i = 0; i < esc.nclaims; i++)
-	{
-		const esc_claim *c = &esc.claims[i];
-		int64_t		s = c->start_us > since ? c->start_us : since;
-		int64_t		e = c->end_us < now_us ? c->end_us : now_us;
-
-		if (c->pm == pm && e > s)
-			total += e - s;
-	}
+		if (same_party(esc.claims[i].party, party))
+			total += claim_charged_us(&esc.claims[i], now_us);
 	return total;
 }
 
 static int
-party_claims(uint32_t pm, int64_t now_us)
+party_claims(esc_party party, int64_t now_us)
 {
 	size_t		i;
 	int			n = 0;
 
 	for (i = 0; i < esc.nclaims; i++)
-		if (esc.claims[i].pm == pm &&
+		if (same_party(esc.claims[i].party, party) &&
 			(esc.claims[i].open || esc.claims[i].end_us >= now_us - ESC_HOUR_US))
 			n++;
 	return n;
@@ -668,19 +712,19 @@ avail_s(int64_t now_us)
 
 /*
  * party_avail_s
- *		Whole seconds pm may still claim: the host's (avail_s), within the
- *		cluster's share when shares apply (the helper has none); -1 =
+ *		Whole seconds party may still claim: the host's (avail_s), within
+ *		the cluster's share when shares apply (the helper has none); -1 =
  *		unlimited.
  */
 static int
-party_avail_s(uint32_t pm, int64_t now_us)
+party_avail_s(esc_party party, int64_t now_us)
 {
 	int			host = avail_s(now_us);
 	int64_t		left;
 
-	if (!shared() || pm == 0)
+	if (!shared() || same_party(party, helper_party))
 		return host;
-	left = (int64_t) share_s() * 1000000 - party_used_us(pm, now_us);
+	left = (int64_t) share_s() * 1000000 - party_used_us(party, now_us);
 	left = left > 0 ? left / 1000000 : 0;
 	return left < host ? (int) left : host;
 }
@@ -789,16 +833,16 @@ check_escalate(const pgt_request *r, char *out, size_t outlen)
 
 /*
  * check_budget
- *		Refuse a claim of pm beyond the host's budget, its share, its
+ *		Refuse a claim of party beyond the host's budget, its share, its
  *		claims of the hour or the window list: 0 to go on (*avail: the
  *		seconds it may have, -1 unlimited), else the answer's length.
- *		mine: pm's claim on the open window, NULL when it needs a new one.
+ *		mine: party's claim on the open window, NULL when it needs a new one.
  */
 static int
-check_budget(uint32_t pm, const esc_claim *mine, int64_t now_us, int *avail,
+check_budget(esc_party party, const esc_claim *mine, int64_t now_us, int *avail,
 			 char *out, size_t outlen)
 {
-	*avail = party_avail_s(pm, now_us);
+	*avail = party_avail_s(party, now_us);
 	if (*avail == 0 && avail_s(now_us) == 0)
 		return respond(out, outlen, "ERR denied budget exhausted remaining=0 budget=%d",
 					   esc.budget_s);
@@ -809,11 +853,11 @@ check_budget(uint32_t pm, const esc_claim *mine, int64_t now_us, int *avail,
 	if (mine != NULL || *avail < 0)
 		return 0;
 	if ((!esc.open && esc.nwin == ESC_MAX_WINDOWS) ||
-		(!shared() && (party_claims(pm, now_us) >= claim_quota() ||
+		(!shared() && (party_claims(party, now_us) >= claim_quota() ||
 					   esc.nclaims == ESC_MAX_CLAIMS)))
 		return respond(out, outlen, "ERR denied windows %d in the last hour "
 					   "remaining=%d budget=%d", ESC_MAX_WINDOWS, *avail, esc.budget_s);
-	if (party_claims(pm, now_us) >= claim_quota() || esc.nclaims == ESC_MAX_CLAIMS)
+	if (party_claims(party, now_us) >= claim_quota() || esc.nclaims == ESC_MAX_CLAIMS)
 		return respond(out, outlen, "ERR denied windows %d in the last hour for each of "
 					   "%d clusters remaining=%d budget=%d", claim_quota(),
 					   esc.nclusters, *avail, esc.budget_s);
@@ -822,12 +866,13 @@ check_budget(uint32_t pm, const esc_claim *mine, int64_t now_us, int *avail,
 
 /*
  * escalate
- *		ESCALATE <seconds> <who> [reason] from the cluster of postmaster pm
- *		(0: the helper): its claim on the open window is re-planned, or it
- *		makes one, opening the window if none is open.
+ *		ESCALATE <seconds> <who> [reason] from party, the cluster of
+ *		postmaster pm (0: the helper): its claim on the open window is
+ *		re-planned, or it makes one, opening the window if none is open.
  */
 static int
-escalate(const pgt_request *r, uint32_t pm, int64_t now_us, char *out, size_t outlen)
+escalate(const pgt_request *r, uint32_t pm, esc_party party, int64_t now_us,
+		 char *out, size_t outlen)
 {
 	int			want;
 	int			avail;
@@ -842,21 +887,27 @@ escalate(const pgt_request *r, uint32_t pm, int64_t now_us, char *out, size_t ou
 	if (esc.mode == ESC_MODE_FULL)
 		return respond(out, outlen, "OK granted=%d remaining=-1 budget=%d mode=full",
 					   want, esc.budget_s);
-	mine = esc.open ? own_claim(pm, now_us) : NULL;
-	if ((n = check_budget(pm, mine, now_us, &avail, out, outlen)) > 0)
+	mine = esc.open ? own_claim(party) : NULL;
+	if ((n = check_budget(party, mine, now_us, &avail, out, outlen)) > 0)
 		return n;
 	granted = (avail < 0 || want < avail) ? want : avail;
 	end = now_us + (int64_t) granted * 1000000;
 	if (mine != NULL)
-		mine->end_us = end;
+		replan_claim(mine, now_us, end);
 	else if (esc.open)
-		add_claim(pm, now_us, end);
-	else if (open_window(now_us, end, (uint32_t) granted,
-						 r->nargs >= 3 ? r->args[2] : "manual", r->args[1], pm) < 0)
-		return respond(out, outlen, "ERR unavailable exact timing could not be switched on "
-					   "(the helper's log says why)");
+	{
+		if (add_claim(party, now_us, end) < 0)
+			return respond(out, outlen, "ERR unavailable %d claims on the open window",
+						   ESC_MAX_CLAIMS);
+	}
 	else
-		add_claim(pm, now_us, end);
+	{
+		if (open_window(now_us, end, (uint32_t) granted,
+						r->nargs >= 3 ? r->args[2] : "manual", r->args[1], pm) < 0)
+			return respond(out, outlen, "ERR unavailable exact timing could not be "
+						   "switched on (the helper's log says why)");
+		(void) add_claim(party, now_us, end);	/* no window open: none is open */
+	}
 	(void) replan_window();
 	return respond(out, outlen, "OK granted=%d remaining=%d budget=%d mode=tiered",
 				   granted, avail < 0 ? -1 : avail - granted, esc.budget_s);
@@ -880,7 +931,7 @@ escalation_auto(int64_t now_us, int seconds, const char *reason)
 	snprintf(r.args[1], sizeof(r.args[1]), "helper");
 	snprintf(r.args[2], sizeof(r.args[2]), "%s", reason);
 	escalation_tick(now_us);
-	(void) escalate(&r, 0, now_us, out, sizeof(out));
+	(void) escalate(&r, 0, helper_party, now_us, out, sizeof(out));
 	log_info("anomaly %s: %s", reason, out);
 	return strncmp(out, "OK ", 3) == 0 ? 0 : -1;
 }
@@ -897,12 +948,13 @@ escalation_set_reset(esc_reset_fn fn)
 
 /*
  * deescalate
- *		DEESCALATE <who> from the cluster of postmaster pm: its claims on
- *		the open window end now, and the helper's (any cluster may end
- *		those: anomaly windows); the window closes when none is left.
+ *		DEESCALATE <who> from party: its claim on the open window ends now,
+ *		and the helper's (any cluster may end those: anomaly windows); the
+ *		window closes when none is left.
  */
 static int
-deescalate(const pgt_request *r, uint32_t pm, int64_t now_us, char *out, size_t outlen)
+deescalate(const pgt_request *r, esc_party party, int64_t now_us, char *out,
+		   size_t outlen)
 {
 	int			ended = 0;
 	int			closed = 0;
@@ -916,7 +968,8 @@ deescalate(const pgt_request *r, uint32_t pm, int64_t now_us, char *out, size_t 
 		{
 			esc_claim  *c = &esc.claims[i];
 
-			if (c->open && (c->pm == pm || c->pm == 0) && c->end_us > now_us)
+			if (c->open && c->end_us > now_us &&
+				(same_party(c->party, party) || same_party(c->party, helper_party)))
 			{
 				c->end_us = now_us > c->start_us ? now_us : c->start_us;
 				ended = 1;
@@ -929,19 +982,19 @@ deescalate(const pgt_request *r, uint32_t pm, int64_t now_us, char *out, size_t 
 		}
 	}
 	return respond(out, outlen, "OK closed=%d remaining=%d budget=%d mode=%s",
-				   closed, party_avail_s(pm, now_us), esc.budget_s, escalation_mode_name());
+				   closed, party_avail_s(party, now_us), esc.budget_s, escalation_mode_name());
 }
 
 /*
  * escalation_respond
  *		The answer text ("OK ..."/"ERR ...", without the protocol tag and
  *		LF) to ESCALATE, DEESCALATE, BUDGET and EXACTRESET from the cluster
- *		whose postmaster has host pid pm (0: not attached); -1 for other
+ *		party whose postmaster has host pid pm (0: not attached); -1 for other
  *		verbs.
  */
 int
-escalation_respond(const pgt_request *r, uint32_t pm, int64_t now_us, char *out,
-				   size_t outlen)
+escalation_respond(const pgt_request *r, uint32_t pm, esc_party party, int64_t now_us,
+				   char *out, size_t outlen)
 {
 	escalation_tick(now_us);
 	/* a window belongs to a cluster: pm 0 would make it the helper's */
@@ -949,9 +1002,9 @@ escalation_respond(const pgt_request *r, uint32_t pm, int64_t now_us, char *out,
 					strcmp(r->verb, "DEESCALATE") == 0))
 		return respond(out, outlen, "ERR unavailable the cluster is not attached");
 	if (strcmp(r->verb, "ESCALATE") == 0)
-		return escalate(r, pm, now_us, out, outlen);
+		return escalate(r, pm, party, now_us, out, outlen);
 	if (strcmp(r->verb, "DEESCALATE") == 0)
-		return deescalate(r, pm, now_us, out, outlen);
+		return deescalate(r, party, now_us, out, outlen);
 	if (strcmp(r->verb, "EXACTRESET") == 0)
 	{
 		if (r->nargs != 0)
@@ -969,7 +1022,7 @@ escalation_respond(const pgt_request *r, uint32_t pm, int64_t now_us, char *out,
 		return respond(out, outlen,
 					   "OK mode=%s budget=%d used=%d remaining=%d active=%d until=%lld",
 					   escalation_mode_name(), esc.budget_s, escalation_used_s(now_us),
-					   party_avail_s(pm, now_us), esc.open, (long long) until);
+					   party_avail_s(party, now_us), esc.open, (long long) until);
 	}
 	return -1;
 }

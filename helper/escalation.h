@@ -74,13 +74,24 @@ extern int	escalation_active(void);
 extern int	escalation_used_s(int64_t now_us);
 
 /*
- * A request from the control socket of the cluster whose postmaster is pm
- * (0: not attached).  Windows are host-wide (the probes are), but a
+ * A cluster as its claims and share know it: its data directory, which
+ * stays when its postmaster restarts (a new pid must not bring a new share).
+ * {0, 0}: the helper's anomaly rules.
+ */
+typedef struct esc_party
+{
+	uint64_t	dev;
+	uint64_t	ino;
+} esc_party;
+
+/*
+ * A request from the control socket of the cluster party whose postmaster
+ * is pm (0: not attached).  Windows are host-wide (the probes are), but a
  * cluster cannot close or shorten another's claim on one, claims at most its
  * share of the budget, and resets only its own counters.
  */
-extern int	escalation_respond(const pgt_request *r, uint32_t pm, int64_t now_us,
-							   char *out, size_t outlen);
+extern int	escalation_respond(const pgt_request *r, uint32_t pm, esc_party party,
+							   int64_t now_us, char *out, size_t outlen);
 
 /*
  * The windows as cluster pm may see them (another cluster's without who or

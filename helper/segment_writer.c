@@ -383,14 +383,15 @@ lay_out_tables(seg_writer *w, struct pgt_seg_header *h, const seg_writer_opts *o
 /*
  * build_segment
  *		Build a new segment of generation gen for a cluster and rename it
- *		over `path`.  On success w owns a mapping of the new file; the
- *		header says WAITING with empty tables until the first publish.
- *		Returns 0 or -1 with err set (nothing is left behind on failure,
- *		and w is untouched).
+ *		over `path`.  On success w owns a mapping of the new file, whose
+ *		header says WAITING with empty tables until the first publish, or
+ *		holds `first` when given (published before the rename: a reader
+ *		never sees the new file empty).  Returns 0 or -1 with err set
+ *		(nothing is left behind on failure, and w is untouched).
  */
 static int
 build_segment(seg_writer *w, const char *path, const seg_writer_opts *opts,
-			  uint64_t gen, char *err, size_t errlen)
+			  uint64_t gen, const seg_publish *first, char *err, size_t errlen)
 {
 	seg_writer	nw;
 	char		tmp[4096 + 64];
@@ -420,6 +421,9 @@ build_segment(seg_writer *w, const char *path, const seg_writer_opts *opts,
 	}
 	init_header(map, opts, size, gen);
 	lay_out_tables(&nw, map, opts);
+	nw.hdr = map;
+	if (first != NULL)
+		(void) seg_writer_publish(&nw, first);
 	if (rename(tmp, path) < 0)
 	{
 		snprintf(err, errlen, "cannot rename %s to %s: %s", tmp, path,
@@ -431,7 +435,6 @@ build_segment(seg_writer *w, const char *path, const seg_writer_opts *opts,
 	nw.fd = fd;
 	nw.map = map;
 	nw.size = size;
-	nw.hdr = map;
 	*w = nw;
 	log_debug("segment %s created: generation %llu, %zu bytes",
 			  path, (unsigned long long) gen, size);
@@ -463,7 +466,7 @@ seg_writer_create(seg_writer *w, const char *path, const seg_writer_opts *opts,
 		snprintf(err, errlen, "segment path too long");
 		return -1;
 	}
-	return build_segment(w, path, opts, previous_generation(path) + 1, err, errlen);
+	return build_segment(w, path, opts, previous_generation(path) + 1, NULL, err, errlen);
 }
 
 /*
@@ -483,11 +486,42 @@ grown_capacity(uint32_t cap, uint32_t need)
 }
 
 /*
+ * fitting_capacity
+ *		The most rows table kind may have in opts (up to want) with the
+ *		segment within its limit.
+ */
+static uint32_t
+fitting_capacity(seg_writer_opts *opts, uint32_t kind, uint32_t entry_size,
+				 uint32_t want)
+{
+	size_t		limit = opts->max_size && opts->max_size < SEG_GROW_MAX_SIZE ?
+		opts->max_size : SEG_GROW_MAX_SIZE;
+	size_t		rest;
+	uint64_t	fit;
+
+	opts->capacity[kind] = 1;	/* 0 would be the default */
+	rest = seg_writer_size(opts);
+	if (rest >= limit)
+		return 1;
+	fit = 1 + (limit - rest) / entry_size;
+	fit = fit > want ? want : fit;
+	for (;;)
+	{
+		opts->capacity[kind] = (uint32_t) fit;
+		if (fit <= 1 || seg_writer_size(opts) <= limit)
+			return (uint32_t) fit;
+		fit--;					/* the table's alignment: a row or so */
+	}
+}
+
+/*
  * plan_growth
  *		Capacities in opts for the tables of w and the rows p brings: a
- *		table that p overflows grows (grown_capacity, else just enough),
- *		as long as the segment stays within SEG_GROW_MAX_SIZE.  Returns
- *		how many tables grow.
+ *		table that p overflows grows (grown_capacity), or as far as the
+ *		segment may within SEG_GROW_MAX_SIZE when that is not far enough
+ *		(so that the next few rows do not build it again).  Returns how
+ *		many tables grow.  The limit is opts->max_size, or
+ *		SEG_GROW_MAX_SIZE.
  */
 static int
 plan_growth(const seg_writer *w, const seg_publish *p, seg_writer_opts *opts)
@@ -505,11 +539,10 @@ plan_growth(const seg_writer *w, const seg_publish *p, seg_writer_opts *opts)
 
 		if (need <= cap)
 			continue;
-		opts->capacity[kind] = grown_capacity(cap, need);
-		if (seg_writer_size(opts) > SEG_GROW_MAX_SIZE)
-			opts->capacity[kind] = need;
-		if (seg_writer_size(opts) > SEG_GROW_MAX_SIZE)
-			opts->capacity[kind] = cap;	/* no room: it keeps its overflow */
+		opts->capacity[kind] = fitting_capacity(opts, kind, seg_tables[i].entry_size,
+												grown_capacity(cap, need));
+		if (opts->capacity[kind] <= cap)
+			opts->capacity[kind] = cap; /* no room: it keeps its overflow */
 		else
 			grown++;
 	}
@@ -518,15 +551,15 @@ plan_growth(const seg_writer *w, const seg_publish *p, seg_writer_opts *opts)
 
 /*
  * seg_writer_grow
- *		Before publishing p: when p brings a table more rows than it holds,
- *		build the segment again with room for them (plan_growth) and the
- *		same generation, renamed over the old one, whose mapping goes.  A
- *		reader that opened the old file copies it whole (stale by one
+ *		When p brings a table more rows than it holds, build the segment
+ *		again with room for them (plan_growth), the same generation and
+ *		p published, renamed over the old one, whose mapping goes.  A reader
+ *		that opened the old file copies it whole (stale by one
  *		publication); the next opens the new one, whose header gives the
  *		new capacities.  opts: the cluster's (its capacities are replaced).
- *		Returns 1 when the segment grew, 0 when no table needed it or
- *		could have it, -1 with err set when the new one could not be
- *		built (w keeps the old one).
+ *		Returns 1 when the segment grew (p is published), 0 when no table
+ *		needed it or could have it, -1 with err set when the new one could
+ *		not be built (w keeps the old one).
  */
 int
 seg_writer_grow(seg_writer *w, const seg_publish *p, seg_writer_opts *opts,
@@ -536,9 +569,8 @@ seg_writer_grow(seg_writer *w, const seg_publish *p, seg_writer_opts *opts,
 
 	if (w->hdr == NULL || plan_growth(w, p, opts) == 0)
 		return 0;
-	if (build_segment(w, old.path, opts, old.hdr->generation, err, errlen) < 0)
+	if (build_segment(w, old.path, opts, old.hdr->generation, p, err, errlen) < 0)
 		return -1;
-	w->hdr->seq = old.hdr->seq;	/* even: it counts publications on */
 	if (munmap(old.map, old.size) < 0)
 		log_warn("munmap of the old %s failed: %s", old.path, strerror(errno));
 	if (close(old.fd) < 0)

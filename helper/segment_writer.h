@@ -37,6 +37,7 @@ typedef struct seg_writer_opts
 	const char *data_dir;
 	const char *helper_version;
 	uint32_t	writer_pid;
+	size_t		max_size;		/* seg_writer_grow's limit (0, or more: 128 MiB) */
 } seg_writer_opts;
 
 /* One table of a mapped segment. */

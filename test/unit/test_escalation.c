@@ -28,6 +28,7 @@
 static int	sw_on;
 static int	sw_calls;
 static uint32_t ask_pm = 7;		/* the postmaster of the asking cluster */
+static uint64_t ask_dev;		/* its data directory's st_dev; 0: 1000 + ask_pm */
 static uint32_t reset_pm;		/* what fake_reset was last asked to empty */
 
 static void
@@ -69,7 +70,8 @@ ask(int64_t now, const char *verb, int nargs, const char *a0, const char *a1,
 		snprintf(r.args[1], sizeof(r.args[1]), "%s", a1);
 	if (a2)
 		snprintf(r.args[2], sizeof(r.args[2]), "%s", a2);
-	if (escalation_respond(&r, ask_pm, now, out, sizeof(out)) < 0)
+	if (escalation_respond(&r, ask_pm, (esc_party) {ask_dev ? ask_dev : 1000 + ask_pm, 1},
+						   now, out, sizeof(out)) < 0)
 		return "(not ours)";
 	return out;
 }
@@ -535,6 +537,37 @@ test_shares(void)
 	escalation_set_clusters(1);
 	CHECK(strncmp(ask_as(7, T0 + ESC_HOUR_US + 3 * S, "ESCALATE", "200", "alice"),
 				  "OK granted=200 ", 15) == 0);
+	escalation_detach();
+
+	/*
+	 * the share is the data directory's: a restarted postmaster (pid 17 now)
+	 * has none left
+	 */
+	escalation_reset();
+	escalation_attach(fake_switch, NULL);
+	escalation_set_clusters(2);
+	CHECK(strncmp(ask_as(7, T0, "ESCALATE", "150", "alice"), "OK granted=150 ", 15) == 0);
+	escalation_tick(T0 + 150 * S);
+	ask_dev = 1007;
+	CHECK(strncmp(ask_as(17, T0 + 200 * S, "ESCALATE", "10", "alice"),
+				  "ERR denied budget share", 23) == 0, "a restart brings no new share");
+	ask_dev = 0;
+	escalation_detach();
+
+	/*
+	 * requests inside a window another holds open: one claim a window,
+	 * the time between its end and the next request not charged
+	 */
+	escalation_reset();
+	escalation_attach(fake_switch, NULL);
+	escalation_set_clusters(2);
+	CHECK(strncmp(ask_as(8, T0, "ESCALATE", "1000", "bob"), "OK granted=150 ", 15) == 0);
+	for (i = 0; i < 30; i++)
+		CHECK(strncmp(ask_as(7, T0 + (1 + 4 * i) * S, "ESCALATE", "1", "alice"),
+					  "OK granted=1 ", 13) == 0, "request %d inside b's window", i);
+	CHECK_STR(ask_as(7, T0 + 130 * S, "BUDGET", NULL, NULL),
+			  "OK mode=tiered budget=300 used=130 remaining=120 active=1 "
+			  "until=1800000150000000");
 	escalation_detach();
 	ask_pm = 7;
 }

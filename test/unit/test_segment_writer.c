@@ -402,9 +402,10 @@ test_grow(const char *path)
 	CHECK_INT(seg_writer_grow(&w, &p, &o, err, sizeof(err)), 1);
 	CHECK_INT(seg_writer_capacity(&w, PGT_SEC_BACKENDS), 12);
 	CHECK_INT(seg_writer_capacity(&w, PGT_SEC_PROBESETS), PGT_DEFAULT_PROBESETS_CAP);
-	CHECK_INT(seg_writer_publish(&w, &p), 0);
+	/* the new file had the rows before its name: never empty to a reader */
 	CHECK_INT(read_backends(path, &gen), 10);
 	CHECK_INT(gen, seg_writer_generation(&w));
+	CHECK_INT(seg_writer_publish(&w, &p), 0);
 	CHECK_INT(stat(path, &st_new), 0);
 	CHECK(st_new.st_ino != st_old.st_ino);
 	CHECK_INT((size_t) st_new.st_size, w.size);
@@ -426,11 +427,22 @@ test_grow(const char *path)
 	CHECK_INT(seg_writer_grow(&w, &p, &o, err, sizeof(err)), 1);
 	CHECK_INT(seg_writer_capacity(&w, PGT_SEC_BACKENDS), 24);
 
-	/* more than readers accept: no growth, the overflow counted */
+	/*
+	 * more than the limit allows (here 1 MiB more): as far as it may, once;
+	 * the rows beyond stay overflow, and the next publication does not
+	 * build it again
+	 */
+	o.max_size = w.size + (1 << 20);
 	p.tables[PGT_SEC_KERNEL_HIST].count = UINT32_C(1) << 30;
+	CHECK_INT(seg_writer_grow(&w, &p, &o, err, sizeof(err)), 1);
+	CHECK(w.size <= o.max_size && w.size > o.max_size - 2 * sizeof(struct pgt_kernel_hist_entry),
+		  "%zu of %zu bytes", w.size, o.max_size);
+	CHECK_INT(seg_writer_capacity(&w, PGT_SEC_KERNEL_HIST),
+			  PGT_DEFAULT_KERNEL_HIST_CAP + (1 << 20) / sizeof(struct pgt_kernel_hist_entry));
+	CHECK_INT(seg_writer_capacity(&w, PGT_SEC_BACKENDS), 24);
 	CHECK_INT(seg_writer_grow(&w, &p, &o, err, sizeof(err)), 0);
-	CHECK_INT(seg_writer_capacity(&w, PGT_SEC_KERNEL_HIST), PGT_DEFAULT_KERNEL_HIST_CAP);
 	p.tables[PGT_SEC_KERNEL_HIST].count = 0;
+	o.max_size = 0;
 
 	/* a file system that refuses the bigger file: -1, the old one stays */
 	p.tables[PGT_SEC_BACKENDS].count = 10;
