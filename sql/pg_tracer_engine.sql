@@ -35,6 +35,7 @@ SELECT has_table_privilege('regress_pgt_engine_plain', 'pg_tracer_engine_events'
        has_function_privilege('regress_pgt_engine_plain', 'pg_tracer_engine_histogram(text)', 'EXECUTE') AS hist;
 SET ROLE regress_pgt_engine_plain;
 SELECT count(*) FROM pg_tracer_engine_events;
+-- a cluster-wide sum: for roles that see every session
 SELECT count(*) FROM pg_tracer_engine_histogram('query');
 RESET ROLE;
 DROP ROLE regress_pgt_engine_plain;

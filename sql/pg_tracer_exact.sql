@@ -53,6 +53,8 @@ SELECT * FROM pg_tracer_escalate(10);
 SELECT pg_tracer_deescalate();
 SELECT count(*) FROM pg_tracer_escalations;
 SELECT count(*) FROM pg_tracer_exact_wait_events;
+-- a cluster-wide sum: for roles that see every session
+SELECT * FROM pg_tracer_histogram('IO:DataFileRead');
 RESET ROLE;
 SET ROLE regress_exact_admin;
 \set VERBOSITY terse

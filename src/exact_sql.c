@@ -207,6 +207,7 @@ pg_tracer_histogram(PG_FUNCTION_ARGS)
 				 errhint("Give a wait event, e.g. pg_tracer_histogram('IO:DataFileRead').")));
 	arg = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	event = resolve_event(arg);
+	pgt_require_cluster_wide("pg_tracer_histogram");
 	InitMaterializedSRF(fcinfo, 0);
 	pgt_link_read(&link, PGT_SEG_TABLE(PGT_SEC_EXACT_HIST));
 	total = event_slots(&link, event, slots, &first, &last);

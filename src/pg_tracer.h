@@ -154,6 +154,7 @@ typedef struct PgtVisibility
 	int			n;
 } PgtVisibility;
 
+extern void pgt_require_cluster_wide(const char *function);
 extern void pgt_visibility_init(PgtVisibility *vis, const pgt_seg_view *view);
 extern bool pgt_visible_pid(const PgtVisibility *vis, uint32 pid);
 extern bool pgt_visible_pid_at(const PgtVisibility *vis, uint32 pid, TimestampTz when,

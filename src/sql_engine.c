@@ -24,10 +24,8 @@
 
 #include <math.h>
 
-#include "catalog/pg_authid_d.h"
 #include "funcapi.h"
 #include "miscadmin.h"
-#include "utils/acl.h"
 #include "utils/backend_status.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
@@ -177,9 +175,8 @@ pg_tracer_engine_histogram(PG_FUNCTION_ARGS)
 				 errmsg("unknown engine probe \"%s\"", probe),
 				 errhint("Use one of: query, query-error, lock-wait, lwlock-wait, wal-flush, "
 						 "buffer-read, buffer-flush, checkpoint, lock-hold, lwlock-hold.")));
+	pgt_require_cluster_wide("pg_tracer_engine_histogram");
 	InitMaterializedSRF(fcinfo, 0);
-	if (!has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS))
-		return (Datum) 0;		/* server-wide figures: privileged only */
 	pgt_link_read(&link, PGT_SEG_TABLE(PGT_SEC_ENGINE_HIST));
 	if (!link.connected)
 		return (Datum) 0;

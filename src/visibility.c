@@ -4,7 +4,8 @@
  *	  Which processes' rows a caller may see: pg_stat_activity's rule,
  *	  shared by every view that shows per-backend or per-query detail.
  *
- * Superusers and members of pg_read_all_stats see every row; any other role
+ * Superusers and members of pg_read_all_stats see every row, and alone the
+ * figures summed over the whole cluster (pgt_require_cluster_wide); any other role
  * sees the processes of roles it has the privileges of that pg_stat_activity
  * shows it in detail (client backends, WAL senders, background workers:
  * a parallel query's workers carry their leader's role), as the sampled
@@ -43,6 +44,25 @@
 
 #include "ash.h"
 #include "pg_tracer.h"
+
+/*
+ * pgt_require_cluster_wide
+ *		Figures of the whole cluster that cannot be narrowed to the caller's
+ *		own sessions (the histograms summed over every process) are for
+ *		roles that see every session: anyone else gets an error, not an
+ *		empty result that reads as "no data".
+ */
+void
+pgt_require_cluster_wide(const char *function)
+{
+	if (has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS))
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+			 errmsg("permission denied for %s", function),
+			 errdetail("It sums every session of the cluster, and this role sees only its own."),
+			 errhint("Grant pg_read_all_stats (or pg_monitor) to the role; the per-session views show its own sessions.")));
+}
 
 /*
  * cmp_visible_pid
