@@ -458,6 +458,18 @@ ask_as(uint32_t pm, int64_t now, const char *verb, const char *a0, const char *a
 	return ask(now, verb, a1 ? 2 : a0 ? 1 : 0, a0, a1, NULL);
 }
 
+/* A fresh state: budget 300, the exact set running, n clusters attached. */
+static void
+fresh_shared(int n)
+{
+	char		err[256];
+
+	escalation_reset();
+	CHECK(escalation_configure_budget("300", err, sizeof(err)) == 0);
+	escalation_attach(fake_switch, NULL);
+	escalation_set_clusters(n);
+}
+
 /*
  * Two clusters share the budget and the window list: each claims at most
  * half of the seconds and a third of the windows (the helper another
@@ -467,14 +479,10 @@ ask_as(uint32_t pm, int64_t now, const char *verb, const char *a0, const char *a
 static void
 test_shares(void)
 {
-	char		err[256];
 	int64_t		t = T0;
 	int			i;
 
-	escalation_reset();
-	CHECK(escalation_configure_budget("300", err, sizeof(err)) == 0);
-	escalation_attach(fake_switch, NULL);
-	escalation_set_clusters(2);
+	fresh_shared(2);
 	CHECK_STR(ask_as(7, T0, "ESCALATE", "200", "alice"),
 			  "OK granted=150 remaining=0 budget=300 mode=tiered");
 	escalation_tick(T0 + 150 * S);
@@ -496,9 +504,7 @@ test_shares(void)
 	escalation_detach();
 
 	/* a joined window outlives its opener's DEESCALATE */
-	escalation_reset();
-	escalation_attach(fake_switch, NULL);
-	escalation_set_clusters(2);
+	fresh_shared(2);
 	CHECK(strncmp(ask_as(7, T0, "ESCALATE", "60", "alice"), "OK granted=60 ", 14) == 0);
 	CHECK(strncmp(ask_as(8, T0 + 10 * S, "ESCALATE", "120", "bob"), "OK granted=120 ", 15) == 0);
 	CHECK(escalation_auto(T0 + 15 * S, 30, "test-anomaly") == 0);
@@ -513,9 +519,7 @@ test_shares(void)
 	escalation_detach();
 
 	/* a third of the windows each: cluster 7 cannot lock cluster 8 out */
-	escalation_reset();
-	escalation_attach(fake_switch, NULL);
-	escalation_set_clusters(2);
+	fresh_shared(2);
 	for (i = 0; i < ESC_MAX_WINDOWS / 3; i++, t += 10 * S)
 	{
 		CHECK(strncmp(ask_as(7, t, "ESCALATE", "1", "alice"), "OK granted=1 ", 13) == 0,
@@ -543,9 +547,7 @@ test_shares(void)
 	 * the share is the data directory's: a restarted postmaster (pid 17 now)
 	 * has none left
 	 */
-	escalation_reset();
-	escalation_attach(fake_switch, NULL);
-	escalation_set_clusters(2);
+	fresh_shared(2);
 	CHECK(strncmp(ask_as(7, T0, "ESCALATE", "150", "alice"), "OK granted=150 ", 15) == 0);
 	escalation_tick(T0 + 150 * S);
 	ask_dev = 1007;
@@ -558,9 +560,7 @@ test_shares(void)
 	 * requests inside a window another holds open: one claim a window,
 	 * the time between its end and the next request not charged
 	 */
-	escalation_reset();
-	escalation_attach(fake_switch, NULL);
-	escalation_set_clusters(2);
+	fresh_shared(2);
 	CHECK(strncmp(ask_as(8, T0, "ESCALATE", "1000", "bob"), "OK granted=150 ", 15) == 0);
 	for (i = 0; i < 30; i++)
 		CHECK(strncmp(ask_as(7, T0 + (1 + 4 * i) * S, "ESCALATE", "1", "alice"),

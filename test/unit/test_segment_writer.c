@@ -368,9 +368,10 @@ read_backends(const char *path, uint64_t *gen)
  * test_grow
  *		A publication too big for a table grows the segment: a new file of
  *		the same generation, the old one whole for a reader that holds it,
- *		readable by the owner alone; one it fits leaves it; growth beyond
- *		what readers accept, or one the file system refuses, keeps the old
- *		segment, which still publishes (with its overflow).
+ *		readable by the owner alone, the rows in it before its name; one
+ *		it fits leaves it; past the limit it grows as far as it may, once;
+ *		a file the file system refuses keeps the old segment, which still
+ *		publishes (with its overflow).
  */
 static void
 test_grow(const char *path)
