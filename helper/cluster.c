@@ -240,12 +240,18 @@ info_cb(void *arg, control_info *info)
 
 /*
  * segment_opts
- *		The options of c's segment (default capacities).
+ *		The options of c's segment: each table at its default size, or at
+ *		--segment-rows when that is smaller (it grows as publications need).
  */
 static void
 segment_opts(const cluster *c, seg_writer_opts *opts)
 {
+	uint32_t	i;
+
 	memset(opts, 0, sizeof(*opts));
+	for (i = 0; i < seg_ntables && c->env->segment_rows != 0; i++)
+		if (seg_tables[i].default_capacity > c->env->segment_rows)
+			opts->capacity[seg_tables[i].kind] = c->env->segment_rows;
 	opts->uid = c->uid;
 	opts->gid = c->gid;
 	opts->cluster_dev = c->dev;

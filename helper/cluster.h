@@ -30,6 +30,7 @@ typedef struct cluster_env
 	probe_status tracefs;
 	struct pset_runtime *psets;	/* always-on probe sets (probe_set.h) */
 	size_t		nclusters;		/* clusters served, kept by the daemon */
+	uint32_t	segment_rows;	/* a segment's tables start at most this big; 0: their defaults */
 } cluster_env;
 
 /* One process of the cluster (the postmaster or a child). */

@@ -1044,6 +1044,7 @@ start_probes(daemon_state *d)
 	d->env.psets = &d->psets;
 	d->env.runtime_dir = d->opts->runtime_dir;
 	d->env.epfd = d->epfd;
+	d->env.segment_rows = d->opts->segment_rows;
 	d->env.bpf = &d->bpf;
 	return 0;
 }

@@ -5,6 +5,7 @@
 #ifndef PGT_HELPER_DAEMON_H
 #define PGT_HELPER_DAEMON_H
 
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "log.h"
@@ -20,12 +21,15 @@ typedef struct daemon_opts
 	int			forget_after_s;	/* --forget-after: host-wide mode drops a
 								 * cluster whose postmaster is gone this long */
 	int			max_clusters;	/* --max-clusters: host-wide mode serves no more */
+	uint32_t	segment_rows;	/* --segment-rows: tables start at most this big */
 } daemon_opts;
 
 #define DAEMON_FORGET_AFTER_DEFAULT_S	60
 #define DAEMON_FORGET_AFTER_MAX_S		86400
 #define DAEMON_MAX_CLUSTERS_DEFAULT		64
 #define DAEMON_MAX_CLUSTERS_MAX			1024
+#define DAEMON_SEGMENT_ROWS_MIN			16
+#define DAEMON_SEGMENT_ROWS_MAX			1048576
 /* clusters served at once for one owner that is no system account */
 #define DAEMON_MAX_USER_CLUSTERS		4
 

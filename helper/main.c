@@ -59,6 +59,7 @@ static const char daemon_usage[] =
 "                        [--kernel-sets always|escalated] [--query-id on|off]\n"
 "                        [--syscall-exit auto|fexit|tracepoint] [--miss-events N]\n"
 "                        [--forget-after S] [--max-clusters N] [--sampler-nice N]\n"
+"                        [--segment-rows N]\n"
 "\n"
 "Run the helper in the foreground until SIGTERM or SIGINT.  Without a\n"
 "target it serves every PostgreSQL cluster on the host as it appears;\n"
@@ -110,6 +111,11 @@ SYSCALL_EXIT_HELP
 "  --max-clusters N   host-wide: serve at most N clusters (1..1024, default\n"
 "                     64), and at most 4 of one owner that is not a system\n"
 "                     account (uid 1000 and up)\n"
+"  --segment-rows N   each table of a cluster's segment starts with at most N\n"
+"                     rows (16..1048576; default: sized for the probe sets'\n"
+"                     maps, some 13 MB a cluster) and grows as publications\n"
+"                     need: less memory in the runtime directory for hosts\n"
+"                     of many quiet clusters\n"
 "  --sampler-nice N   nice value the helper gives each served cluster's\n"
 "                     pg_tracer sampler, -20..0 (default -15; 0 leaves it\n"
 "                     alone), so that it samples when its timer fires; only\n"
@@ -302,6 +308,7 @@ static const struct option daemon_longopts[] = {
 	{"forget-after", required_argument, NULL, 'F'},
 	{"sampler-nice", required_argument, NULL, 'N'},
 	{"max-clusters", required_argument, NULL, 'L'},
+	{"segment-rows", required_argument, NULL, 'R'},
 	{"help", no_argument, NULL, 'h'},
 	{NULL, 0, NULL, 0}
 };
@@ -364,6 +371,13 @@ daemon_option(daemon_opts *o, int c, char **argv)
 				return usage_error(daemon_usage,
 								   "--max-clusters %s is not a number from 1 to 1024", optarg);
 			o->max_clusters = (int) v;
+			return -1;
+		case 'R':
+			if (parse_decimal(optarg, DAEMON_SEGMENT_ROWS_MIN, DAEMON_SEGMENT_ROWS_MAX, &v) < 0)
+				return usage_error(daemon_usage,
+								   "--segment-rows %s is not a number from 16 to 1048576",
+								   optarg);
+			o->segment_rows = (uint32_t) v;
 			return -1;
 		case 'k':
 			if (strcmp(optarg, "escalated") != 0 && strcmp(optarg, "always") != 0)
