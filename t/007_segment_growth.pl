@@ -35,11 +35,11 @@ my ($polls, $bad) = (0, 0);
 sub poll
 {
 	my $r = $poll->query_safe(
-		"SELECT helper_connected || ' ' || (SELECT count(*) FROM pg_tracer_backends)
+		"SELECT helper_connected::int || ' ' || (SELECT count(*) FROM pg_tracer_backends)
 		   FROM pg_tracer_status()");
 	$polls++;
-	$bad++ unless $r =~ /^t [1-9]/;
-	note "poll: $r" unless $r =~ /^t [1-9]/;
+	$bad++ unless $r =~ /^1 [1-9]/;
+	note "poll: $r" unless $r =~ /^1 [1-9]/;
 }
 my @sessions;
 for (1 .. 30)
