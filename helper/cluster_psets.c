@@ -114,6 +114,8 @@ cluster_psets_publish(cluster *c, seg_publish *p)
 	if (rt == NULL || rt->ninsts == 0 || !c->attached)
 		return;
 	pub.postmaster = (uint32_t) c->pm.pid;
+	pub.cluster_dev = c->dev;
+	pub.cluster_ino = c->ino;
 	pub.nspid = nspid_of;
 	pub.role = role_of;
 	pub.nspid_arg = c;

@@ -66,7 +66,7 @@
 typedef struct esc_window
 {
 	struct pgt_exact_window_entry e;	/* end_us: when timing went off */
-	uint32_t	pm;				/* its postmaster's host pid, 0: the helper */
+	esc_party	opener;			/* {0, 0}: the helper */
 	int64_t		charged_end_us; /* the budget's end: the planned end, or when
 								 * the budget ran out, should the tick come
 								 * late; 0 while open */
@@ -538,14 +538,14 @@ claim_quota(void)
  */
 static int
 open_window(int64_t now_us, int64_t planned_end_us, uint32_t granted_s,
-			const char *reason, const char *who, uint32_t pm)
+			const char *reason, const char *who, esc_party opener)
 {
 	struct pgt_exact_window_entry *w;
 
 	if (esc.nwin == ESC_MAX_WINDOWS)
 		drop_windows(1);
 	memset(&esc.win[esc.nwin], 0, sizeof(esc.win[0]));
-	esc.win[esc.nwin].pm = pm;
+	esc.win[esc.nwin].opener = opener;
 	w = &esc.win[esc.nwin++].e;
 	w->start_us = now_us;
 	w->planned_end_us = planned_end_us;
@@ -608,7 +608,7 @@ escalation_attach(esc_switch_fn sw, const char *unavailable_reason)
 	{
 		int64_t		now = escalation_now_us();
 
-		(void) open_window(now, 0, 0, "full", "helper", 0);
+		(void) open_window(now, 0, 0, "full", "helper", helper_party);
 	}
 }
 
@@ -638,7 +638,7 @@ escalation_attach_kernel(esc_switch_fn sw)
 	if (esc.mode == ESC_MODE_FULL && !esc.open)
 	{
 		esc.kernel_on = 0;
-		(void) open_window(escalation_now_us(), 0, 0, "full", "helper", 0);
+		(void) open_window(escalation_now_us(), 0, 0, "full", "helper", helper_party);
 		return;
 	}
 	esc.kernel_on = esc.open;
@@ -866,13 +866,13 @@ check_budget(esc_party party, const esc_claim *mine, int64_t now_us, int *avail,
 
 /*
  * escalate
- *		ESCALATE <seconds> <who> [reason] from party, the cluster of
- *		postmaster pm (0: the helper): its claim on the open window is
+ *		ESCALATE <seconds> <who> [reason] from party (a cluster's data
+ *		directory, or the helper): its claim on the open window is
  *		re-planned, or it makes one, opening the window if none is open.
  */
 static int
-escalate(const pgt_request *r, uint32_t pm, esc_party party, int64_t now_us,
-		 char *out, size_t outlen)
+escalate(const pgt_request *r, esc_party party, int64_t now_us, char *out,
+		 size_t outlen)
 {
 	int			want;
 	int			avail;
@@ -903,7 +903,7 @@ escalate(const pgt_request *r, uint32_t pm, esc_party party, int64_t now_us,
 	else
 	{
 		if (open_window(now_us, end, (uint32_t) granted,
-						r->nargs >= 3 ? r->args[2] : "manual", r->args[1], pm) < 0)
+						r->nargs >= 3 ? r->args[2] : "manual", r->args[1], party) < 0)
 			return respond(out, outlen, "ERR unavailable exact timing could not be "
 						   "switched on (the helper's log says why)");
 		(void) add_claim(party, now_us, end);	/* no window open: none is open */
@@ -931,7 +931,7 @@ escalation_auto(int64_t now_us, int seconds, const char *reason)
 	snprintf(r.args[1], sizeof(r.args[1]), "helper");
 	snprintf(r.args[2], sizeof(r.args[2]), "%s", reason);
 	escalation_tick(now_us);
-	(void) escalate(&r, 0, helper_party, now_us, out, sizeof(out));
+	(void) escalate(&r, helper_party, now_us, out, sizeof(out));
 	log_info("anomaly %s: %s", reason, out);
 	return strncmp(out, "OK ", 3) == 0 ? 0 : -1;
 }
@@ -1002,7 +1002,7 @@ escalation_respond(const pgt_request *r, uint32_t pm, esc_party party, int64_t n
 					strcmp(r->verb, "DEESCALATE") == 0))
 		return respond(out, outlen, "ERR unavailable the cluster is not attached");
 	if (strcmp(r->verb, "ESCALATE") == 0)
-		return escalate(r, pm, party, now_us, out, outlen);
+		return escalate(r, party, now_us, out, outlen);
 	if (strcmp(r->verb, "DEESCALATE") == 0)
 		return deescalate(r, party, now_us, out, outlen);
 	if (strcmp(r->verb, "EXACTRESET") == 0)
@@ -1035,7 +1035,7 @@ escalation_respond(const pgt_request *r, uint32_t pm, esc_party party, int64_t n
  *		only for its own and the helper's.
  */
 size_t
-escalation_windows(struct pgt_exact_window_entry *out, size_t max, uint32_t pm)
+escalation_windows(struct pgt_exact_window_entry *out, size_t max, esc_party party)
 {
 	size_t		first = 0;
 	size_t		n;
@@ -1058,11 +1058,11 @@ escalation_windows(struct pgt_exact_window_entry *out, size_t max, uint32_t pm)
 	n = esc.nwin < max - first ? esc.nwin : max - first;
 	for (i = 0; i < n; i++)
 	{
-		uint32_t	owner = esc.win[esc.nwin - n + i].pm;
+		esc_party	opener = esc.win[esc.nwin - n + i].opener;
 		struct pgt_exact_window_entry *o = &out[first + i];
 
 		*o = esc.win[esc.nwin - n + i].e;
-		if (owner != 0 && owner != pm)
+		if (!same_party(opener, helper_party) && !same_party(opener, party))
 		{
 			snprintf(o->who, sizeof(o->who), "%s", "");
 			snprintf(o->reason, sizeof(o->reason), "%s", "other cluster");

@@ -94,12 +94,13 @@ extern int	escalation_respond(const pgt_request *r, uint32_t pm, esc_party party
 							   int64_t now_us, char *out, size_t outlen);
 
 /*
- * The windows as cluster pm may see them (another cluster's without who or
+ * The windows as cluster party may see them (another cluster's without who or
  * reason), oldest first: first, when windows have left the list (an hour
  * after they ended), one entry flagged PGT_EXACT_WINDOW_EARLIER for all of
  * them; then the last hour's.
  */
-extern size_t escalation_windows(struct pgt_exact_window_entry *out, size_t max, uint32_t pm);
+extern size_t escalation_windows(struct pgt_exact_window_entry *out, size_t max,
+								 esc_party party);
 
 /*
  * Anomaly rules (helper/escalation_anomaly.c): fed once a second with the

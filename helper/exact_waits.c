@@ -1058,7 +1058,8 @@ publish(pset_inst *in, pset_pub *pub)
 				h.total_ns += p->vals[j].total_ns;
 		(void) pset_pub_add(pub, PGT_SEC_EXACT_HIST, &h, sizeof(h));
 	}
-	nwin = escalation_windows(win, ESC_MAX_PUBLISHED, pub->postmaster);
+	nwin = escalation_windows(win, ESC_MAX_PUBLISHED,
+							  (esc_party) {pub->cluster_dev, pub->cluster_ino});
 	for (i = 0; i < nwin; i++)
 		(void) pset_pub_add(pub, PGT_SEC_EXACT_WINDOWS, &win[i], sizeof(win[i]));
 }

@@ -158,6 +158,8 @@ typedef struct pset_table_rows
 typedef struct pset_pub
 {
 	uint32_t	postmaster;		/* host pid of the cluster's postmaster */
+	uint64_t	cluster_dev;	/* its data directory (escalation's party) */
+	uint64_t	cluster_ino;
 	uint32_t	(*nspid) (void *arg, uint32_t pid);	/* host -> namespace pid */
 	uint32_t	(*role) (void *arg, uint32_t pid);	/* host pid -> PGT_ROLE_*, 0 unknown */
 	void	   *nspid_arg;		/* both callbacks' */

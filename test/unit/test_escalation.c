@@ -14,7 +14,9 @@
  *	  windows that leave the list stay as one span with what they covered;
  *	  at most 64 windows an hour; a reason named "full" is charged; with
  *	  two clusters each claims at most its share of the budget and of the
- *	  windows, and a window lasts while one's claim does; the kept times
+ *	  windows (its data directory's: a restarted postmaster brings no new
+ *	  share, and sees its windows as its own), and a window lasts while
+ *	  one's claim does; the kept times
  *	  move with the wall clock when it is set.
  */
 #include "escalation.h"
@@ -53,6 +55,13 @@ failing_switch(int on)
 	return on ? -1 : 0;
 }
 
+/* The data directory of the cluster whose postmaster is pm (unless ask_dev). */
+static esc_party
+party_of(uint32_t pm)
+{
+	return (esc_party) {ask_dev ? ask_dev : 1000 + pm, 1};
+}
+
 /* escalation_respond on a request line without tag. */
 static const char *
 ask(int64_t now, const char *verb, int nargs, const char *a0, const char *a1,
@@ -70,8 +79,7 @@ ask(int64_t now, const char *verb, int nargs, const char *a0, const char *a1,
 		snprintf(r.args[1], sizeof(r.args[1]), "%s", a1);
 	if (a2)
 		snprintf(r.args[2], sizeof(r.args[2]), "%s", a2);
-	if (escalation_respond(&r, ask_pm, (esc_party) {ask_dev ? ask_dev : 1000 + ask_pm, 1},
-						   now, out, sizeof(out)) < 0)
+	if (escalation_respond(&r, ask_pm, party_of(ask_pm), now, out, sizeof(out)) < 0)
 		return "(not ours)";
 	return out;
 }
@@ -169,7 +177,7 @@ test_budget(void)
 	CHECK_STR(ask(T0 + 3600 * S + 80 * S, "BUDGET", 0, NULL, NULL, NULL),
 			  "OK mode=tiered budget=300 used=220 remaining=80 active=0 until=0");
 
-	n = escalation_windows(w, ESC_MAX_PUBLISHED, 7);
+	n = escalation_windows(w, ESC_MAX_PUBLISHED, party_of(7));
 	CHECK(n == 3, "windows kept: %zu", n);
 	CHECK_STR(w[0].who, "alice");
 	CHECK_STR(w[0].end_reason, "expired");
@@ -178,7 +186,7 @@ test_budget(void)
 	CHECK(w[2].end_us == T0 + 415 * S);
 	/* a window that ended over an hour ago is dropped */
 	escalation_tick(T0 + 3600 * S + 81 * S);
-	n = escalation_windows(w, ESC_MAX_PUBLISHED, 7);
+	n = escalation_windows(w, ESC_MAX_PUBLISHED, party_of(7));
 	CHECK(n == 3, "after the hour: the two of the hour and the earlier span: %zu", n);
 	/* ... which keeps what it covered (the exact counters still hold it) */
 	CHECK(w[0].flags == PGT_EXACT_WINDOW_EARLIER && w[0].start_us == w[0].end_us &&
@@ -187,7 +195,7 @@ test_budget(void)
 		  (long long) (w[0].end_us - T0), (long long) w[0].planned_end_us);
 	CHECK(w[1].flags == 0 && strcmp(w[1].reason, "anomaly-lock") == 0);
 	escalation_tick(T0 + 3600 * S + 416 * S);
-	n = escalation_windows(w, ESC_MAX_PUBLISHED, 7);
+	n = escalation_windows(w, ESC_MAX_PUBLISHED, party_of(7));
 	CHECK(n == 1 && w[0].granted_s == 415 && w[0].end_us == T0 + 415 * S &&
 		  w[0].planned_end_us == 300 * S, "all three in the span: %zu, covered %lld", n,
 		  (long long) w[0].planned_end_us);
@@ -215,11 +223,11 @@ test_clusters(void)
 	(void) ask(T0 + 6 * S, "ESCALATE", 2, "1", "bob", NULL);
 	escalation_tick(T0 + 30 * S);
 	CHECK(escalation_active(), "nor shorten it");
-	n = escalation_windows(w, ESC_MAX_PUBLISHED, 8);
+	n = escalation_windows(w, ESC_MAX_PUBLISHED, party_of(8));
 	CHECK(n == 1, "%zu", n);
 	CHECK_STR(w[0].who, "");
 	CHECK_STR(w[0].reason, "other cluster");
-	n = escalation_windows(w, ESC_MAX_PUBLISHED, 7);
+	n = escalation_windows(w, ESC_MAX_PUBLISHED, party_of(7));
 	CHECK_STR(w[0].who, "alice");
 	CHECK_STR(w[0].reason, "slow-checkout");
 	CHECK_STR(ask(T0 + 31 * S, "EXACTRESET", 0, NULL, NULL, NULL), "OK reset=1");
@@ -346,7 +354,7 @@ test_owners_and_late_ticks(void)
 	CHECK(!escalation_active());
 	CHECK_STR(ask(T0 + 121 * S, "BUDGET", 0, NULL, NULL, NULL),
 			  "OK mode=tiered budget=300 used=60 remaining=240 active=0 until=0");
-	n = escalation_windows(w, ESC_MAX_PUBLISHED, 7);
+	n = escalation_windows(w, ESC_MAX_PUBLISHED, party_of(7));
 	CHECK(n == 1 && w[0].end_us == T0 + 120 * S,
 		  "timing went off at the tick, and the window says so: %lld",
 		  (long long) (w[0].end_us - T0));
@@ -356,11 +364,11 @@ test_owners_and_late_ticks(void)
 	ask_pm = 8;
 	CHECK(strncmp(ask(t1, "ESCALATE", 3, "300", "bob", "b-reason"), "OK granted=", 11) == 0);
 	escalation_tick(t1 + 100 * S);	/* an hour after the tick that ended it */
-	n = escalation_windows(w, ESC_MAX_PUBLISHED, 8);
+	n = escalation_windows(w, ESC_MAX_PUBLISHED, party_of(8));
 	CHECK(n == 2 && w[0].flags == PGT_EXACT_WINDOW_EARLIER,
 		  "the old window left the hour, into the earlier span: %zu", n);
 	CHECK_STR(w[1].who, "bob");
-	n = escalation_windows(w, ESC_MAX_PUBLISHED, 7);
+	n = escalation_windows(w, ESC_MAX_PUBLISHED, party_of(7));
 	CHECK_STR(w[1].reason, "other cluster");
 	ask_pm = 7;
 	CHECK(strncmp(ask(t1 + 101 * S, "DEESCALATE", 1, "alice", NULL, NULL), "OK closed=0 ", 12) == 0,
@@ -424,7 +432,7 @@ test_window_limit(void)
 			  "unlimited: window %d granted", i);
 		escalation_tick(t + 2 * S);
 	}
-	CHECK(escalation_windows(w, ESC_MAX_PUBLISHED, 7) >= ESC_MAX_WINDOWS,
+	CHECK(escalation_windows(w, ESC_MAX_PUBLISHED, party_of(7)) >= ESC_MAX_WINDOWS,
 		  "the latest windows listed");
 	escalation_detach();
 	CHECK(escalation_configure_budget("300", err, sizeof(err)) == 0);
@@ -437,7 +445,7 @@ test_window_limit(void)
 	CHECK(!escalation_active(), "no window open");
 	CHECK_STR(ask(T0 + 30 * S, "BUDGET", 0, NULL, NULL, NULL),
 			  "OK mode=tiered budget=300 used=0 remaining=300 active=0 until=0");
-	CHECK(escalation_windows(w, ESC_MAX_PUBLISHED, 7) == 1 && strcmp(w[0].end_reason, "failed") == 0 &&
+	CHECK(escalation_windows(w, ESC_MAX_PUBLISHED, party_of(7)) == 1 && strcmp(w[0].end_reason, "failed") == 0 &&
 		  w[0].end_us == w[0].start_us, "listed as failed, covering nothing");
 	escalation_detach();
 
@@ -553,6 +561,12 @@ test_shares(void)
 	ask_dev = 1007;
 	CHECK(strncmp(ask_as(17, T0 + 200 * S, "ESCALATE", "10", "alice"),
 				  "ERR denied budget share", 23) == 0, "a restart brings no new share");
+	{
+		struct pgt_exact_window_entry w[ESC_MAX_PUBLISHED];
+
+		CHECK(escalation_windows(w, ESC_MAX_PUBLISHED, party_of(17)) == 1);
+		CHECK_STR(w[0].who, "alice");	/* its window still shows as its own */
+	}
 	ask_dev = 0;
 	escalation_detach();
 
@@ -664,7 +678,7 @@ test_clock_steps(void)
 	CHECK(!escalation_active(), "closed 60 s in, by the clock set back");
 	CHECK_STR(ask(T0 + 62 * S - H, "BUDGET", 0, NULL, NULL, NULL),
 			  "OK mode=tiered budget=300 used=60 remaining=240 active=0 until=0");
-	n = escalation_windows(w, ESC_MAX_PUBLISHED, 7);
+	n = escalation_windows(w, ESC_MAX_PUBLISHED, party_of(7));
 	/* open from T0, moved an hour back; closed by the tick 61 s in */
 	CHECK(n == 1 && w[0].start_us == T0 - H && w[0].end_us == T0 + 61 * S - H,
 		  "the window moved with the clock: %zu, %lld s long", n,
