@@ -66,6 +66,7 @@ postgres_alive() { pgrep -c -u postgres -x postgres || true; }
 # stderr is helper.err), or "- -" without gdb
 heap_kb() {
 	if ! command -v gdb >/dev/null; then echo "- -"; return; fi
+	: >"$bench_dir/helper.err"	# appended to: a failed attach prints "- -", not the last figures
 	gdb -p "$bench_helper_pid" -batch -ex 'call (void) malloc_stats()' >/dev/null 2>&1 || true
 	awk '/^Total/ { t = 1 } t && /system bytes/ { s = $4 } t && /in use bytes/ { u = $5; t = 0 }
 		END { if (u == "") print "- -"; else printf "%d %d\n", u / 1024, s / 1024 }' \

@@ -997,7 +997,7 @@ escalation_respond(const pgt_request *r, uint32_t pm, esc_party party, int64_t n
 				   char *out, size_t outlen)
 {
 	escalation_tick(now_us);
-	/* a window belongs to a cluster: pm 0 would make it the helper's */
+	/* claims are an attached cluster's: a detached one has no postmaster to time */
 	if (pm == 0 && (strcmp(r->verb, "ESCALATE") == 0 ||
 					strcmp(r->verb, "DEESCALATE") == 0))
 		return respond(out, outlen, "ERR unavailable the cluster is not attached");
@@ -1030,7 +1030,7 @@ escalation_respond(const pgt_request *r, uint32_t pm, esc_party party, int64_t n
 /*
  * escalation_windows
  *		Copy the span of the windows gone from the list, then the windows
- *		of the last hour (oldest first), as cluster pm may see them: when
+ *		of the last hour (oldest first), as cluster party may see them: when
  *		and how long for all (they timed its waits too), who asked and why
  *		only for its own and the helper's.
  */

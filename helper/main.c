@@ -113,7 +113,7 @@ SYSCALL_EXIT_HELP
 "                     account (uid 1000 and up)\n"
 "  --segment-rows N   each table of a cluster's segment starts with at most N\n"
 "                     rows (16..1048576; default: sized for the probe sets'\n"
-"                     maps, some 13 MB a cluster) and grows as publications\n"
+"                     maps, 14.5 MB a cluster) and grows as publications\n"
 "                     need: less memory in the runtime directory for hosts\n"
 "                     of many quiet clusters\n"
 "  --sampler-nice N   nice value the helper gives each served cluster's\n"
