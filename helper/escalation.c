@@ -842,6 +842,8 @@ static int
 check_budget(esc_party party, const esc_claim *mine, int64_t now_us, int *avail,
 			 char *out, size_t outlen)
 {
+	int			claims_full;
+
 	*avail = party_avail_s(party, now_us);
 	if (*avail == 0 && avail_s(now_us) == 0)
 		return respond(out, outlen, "ERR denied budget exhausted remaining=0 budget=%d",
@@ -852,15 +854,15 @@ check_budget(esc_party party, const esc_claim *mine, int64_t now_us, int *avail,
 					   esc.nclusters, esc.budget_s);
 	if (mine != NULL || *avail < 0)
 		return 0;
-	if ((!esc.open && esc.nwin == ESC_MAX_WINDOWS) ||
-		(!shared() && (party_claims(party, now_us) >= claim_quota() ||
-					   esc.nclaims == ESC_MAX_CLAIMS)))
-		return respond(out, outlen, "ERR denied windows %d in the last hour "
-					   "remaining=%d budget=%d", ESC_MAX_WINDOWS, *avail, esc.budget_s);
-	if (party_claims(party, now_us) >= claim_quota() || esc.nclaims == ESC_MAX_CLAIMS)
+	claims_full = party_claims(party, now_us) >= claim_quota() ||
+		esc.nclaims == ESC_MAX_CLAIMS;
+	if (shared() && claims_full)
 		return respond(out, outlen, "ERR denied windows %d in the last hour for each of "
 					   "%d clusters remaining=%d budget=%d", claim_quota(),
 					   esc.nclusters, *avail, esc.budget_s);
+	if (claims_full || (!esc.open && esc.nwin == ESC_MAX_WINDOWS))
+		return respond(out, outlen, "ERR denied windows %d in the last hour "
+					   "remaining=%d budget=%d", ESC_MAX_WINDOWS, *avail, esc.budget_s);
 	return 0;
 }
 

@@ -461,11 +461,6 @@ seg_writer_create(seg_writer *w, const char *path, const seg_writer_opts *opts,
 {
 	memset(w, 0, sizeof(*w));
 	w->fd = -1;
-	if (strlen(path) >= sizeof(w->path))
-	{
-		snprintf(err, errlen, "segment path too long");
-		return -1;
-	}
 	return build_segment(w, path, opts, previous_generation(path) + 1, NULL, err, errlen);
 }
 

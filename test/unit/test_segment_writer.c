@@ -503,6 +503,9 @@ test_concurrent(const char *path)
 			p.postmaster_pid = (uint32_t) k;
 			p.tables[PGT_SEC_BACKENDS] = (seg_rows) {rows, (uint32_t) (1 + k % 64)};
 			(void) seg_writer_publish(&w, &p);
+			/* a pause, or no copy ever passes (the helper's is 250 ms) */
+			if (k % 4 == 0)
+				usleep(20);
 		}
 	}
 	CHECK(child > 0);
