@@ -110,7 +110,8 @@ task_state(void)
 /*
  * served
  *		The configuration of the current process's postmaster when it is
- *		tracked and configured, else NULL; *tp the thread's state.
+ *		tracked and configured, else NULL; *tp the thread's state.  Whether
+ *		it is tracked is cached for a second.
  */
 static __always_inline struct eng_cfg *
 served(struct eng_task **tp)
@@ -125,9 +126,14 @@ served(struct eng_task **tp)
 	now = bpf_ktime_get_ns();
 	if (now >= t->recheck_ns)
 	{
-		/* a process's postmaster never changes; "not tracked" may */
+		/*
+		 * Once a second, both ways: a process may enter the filter, and
+		 * `pg-tracer trace --pid` lets go of the other backends, which
+		 * entered it at fork (a cached "tracked" had them counted in the
+		 * set's histograms for the rest of their lives).
+		 */
 		t->pm = pgt_tracked_pm(bpf_get_current_pid_tgid() >> 32);
-		t->recheck_ns = t->pm ? ~0ULL : now + 1000000000ULL;
+		t->recheck_ns = now + 1000000000ULL;
 	}
 	pm = t->pm;
 	if (!pm)

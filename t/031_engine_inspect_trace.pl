@@ -164,6 +164,29 @@ cmp_ok($lh ? $lh->{total} : 0, '>=', 2, 'it counts both waits');
 $holder->quit;
 $waiter->quit;
 
+# --- trace --pid of one backend: a backend forked meanwhile enters the pid
+# filter at its fork and is let go within a second; the engine programs
+# must see that too, or its statements fill the set's histogram (of every
+# traced process together) for the rest of its life
+my $one = $node->background_psql('postgres');
+my $one_pid = $one->query_safe('SELECT pg_backend_pid()');
+my ($oh, $oout, $oerr) = start_trace(qr/"set":"pg-query"/, '--probes', 'pg-query', '--pid',
+	$one_pid, '--histogram', '--interval', '1s', '--duration', '60s', '--format', 'json');
+my $other = $node->background_psql('postgres');
+$other->query_safe('SELECT 1');		# counted: the trace has not let it go yet
+sleep(3);
+$other->query_safe('SELECT 1') for 1 .. 20;
+$one->query_safe('SELECT 1') for 1 .. 3;
+end_trace($oh);
+is(harness_exit($oh), 0, 'trace --pid of a backend exits 0') or diag($$oerr);
+my ($qhist) = grep { $_->{event} eq 'histogram' && $_->{metric} eq 'query_latency' }
+  reverse map { decode_json($_) } grep { /^\{/ } split /\n/, $$oout;
+my $qtotal = $qhist ? $qhist->{total} : -1;
+ok($qtotal >= 3 && $qtotal < 10,
+	"--pid of a backend: its statements in the histogram, not another's after its first second ($qtotal)");
+$other->quit;
+$one->quit;
+
 # --- trace --probes all --stats: kernel and engine sets together
 ($rc, $out, $err) = run_helper('trace', '--probes', 'all', '--pgdata', $node->data_dir,
 	'--duration', '2s', '--stats', '--format', 'json');
