@@ -71,7 +71,8 @@ parse_duration_ms(const char *s, int64_t *ms)
 			/* the limit on the time, whatever its unit says */
 			if (v * units[i].ms > 1e12)
 				return -1;
-			*ms = (int64_t) (v * units[i].ms);
+			/* to the nearest: 1.001s is 1001 * 0.001 * 1000 = 1000.99... */
+			*ms = (int64_t) (v * units[i].ms + 0.5);
 			return *ms > 0 ? 0 : -1;
 		}
 	return -1;

@@ -24,8 +24,8 @@ extern int	parse_choice(const char *s, const char *first, const char *second,
 
 /*
  * 0 with *ms when s is a duration: digits, optionally a decimal point and
- * more digits, then ms, s, m or min (none: seconds); > 0 and at most a
- * billion seconds.  Else -1.
+ * more digits, then ms, s, m or min (none: seconds), rounded to the nearest
+ * millisecond; > 0 and at most a billion seconds.  Else -1.
  */
 extern int	parse_duration_ms(const char *s, int64_t *ms);
 

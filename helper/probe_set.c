@@ -87,7 +87,8 @@ pset_configure_stream_bytes(const char *arg, char *err, size_t errlen)
 		shift = 10 * (int) (unit - units + 1);
 		end++;
 	}
-	if (v == 0 || errno != 0 || *end != '\0' || v > ((1ULL << 30) >> shift))
+	if (v == 0 || errno != 0 || *end != '\0' || v > ((1ULL << 30) >> shift) ||
+		(v << shift) < 4096)
 	{
 		snprintf(err, errlen, "\"%s\": use a size from 4k to 1g (bytes, or with k, m or g)",
 				 arg);

@@ -51,6 +51,8 @@
 #define MAX_SETS		64
 #define REFRESH_MS		1000
 #define MIN_INTERVAL_MS	100
+/* A trace asked to stop (or past --duration) whose output blocks ends this long after. */
+#define STOP_GRACE_S	10
 /* an --interval tick this close to the end leaves its summary to the final one */
 #define END_SLACK_MS	50
 /*
@@ -91,8 +93,9 @@ static const char trace_usage[] =
 "  --histogram        periodic log2 histograms instead of events\n"
 "  --interval TIME    summary period (default 2s, at least 100ms; units ms, s, m)\n"
 "  --duration TIME    stop after TIME (default: until Ctrl-C)\n"
-"  --buffer SIZE      the event stream's ring buffer (default 4m; 4k..1g):\n"
-"                     events that find it full are lost, counted and reported\n"
+"  --buffer SIZE      the event stream's ring buffer (default 4m; 4k..1g,\n"
+"                     rounded up to a power of two): events that find it\n"
+"                     full are lost, counted and reported\n"
 "  --keep-exited S    summary rows of an exited process keep its pid S seconds\n"
 "                     (0..86400, default 60), then fold into its cluster's\n"
 "                     rows of exited processes of its backend type (pid null\n"
@@ -130,6 +133,8 @@ typedef struct trace_opts
 	int			json;
 	enum log_level log_level;
 	int			keep_exited_set;	/* --keep-exited given */
+	int			interval_set;	/* --interval given */
+	int			buffer_set;		/* --buffer given */
 } trace_opts;
 
 /* One target cluster (or the parent of a single traced backend). */
@@ -156,6 +161,7 @@ typedef struct trace_state
 	pset_runtime rt;
 	trace_target *targets;
 	size_t		ntargets;
+	int			had_targets;	/* a cluster was traced (all may be gone now) */
 	uint32_t   *pm_pids;
 	struct ring_buffer *rb;
 	uint64_t	bad_records;
@@ -216,6 +222,7 @@ add_target(trace_state *t, const pm_info *pm, int single, pid_t pid)
 	n[t->ntargets].single = single;
 	n[t->ntargets].pid = pid;
 	t->ntargets++;
+	t->had_targets = 1;
 	return 0;
 }
 
@@ -395,7 +402,9 @@ find_new_targets(trace_state *t)
 			if (t->targets[j].pm.pid == pms[i].pid &&
 				t->targets[j].pm.starttime == pms[i].starttime)
 				break;
-		if (j < t->ntargets || add_target(t, &pms[i], 0, 0) < 0)
+		/* one let go is forgotten: a zombie must not come back as new */
+		if (j < t->ntargets || !procfs_alive(pms[i].pid, pms[i].starttime) ||
+			add_target(t, &pms[i], 0, 0) < 0)
 			continue;
 		load_layout(&t->targets[t->ntargets - 1]);
 		if (note_postmasters(t) < 0)
@@ -574,7 +583,8 @@ target_alive(const trace_target *tg)
 /*
  * let_go_exited
  *		Let go of the clusters whose postmaster exited (its children go with
- *		it): out of the engine sets' and the pid filter's postmasters.
+ *		it): out of the engine sets' and the pid filter's postmasters, and
+ *		out of the targets.
  *		Returns how many targets are left alive.
  */
 static size_t
@@ -582,6 +592,7 @@ let_go_exited(trace_state *t)
 {
 	size_t		alive = 0;
 	size_t		let_go = 0;
+	size_t		kept;
 	size_t		i;
 
 	for (i = 0; i < t->ntargets; i++)
@@ -607,8 +618,15 @@ let_go_exited(trace_state *t)
 		pm_owner_forget((uint32_t) tg->pm.pid);
 		let_go++;
 	}
+	if (let_go == 0)
+		return alive;
+	/* forgotten: a long trace of the host sees many clusters come and go */
+	for (i = kept = 0; i < t->ntargets; i++)
+		if (!t->targets[i].gone)
+			t->targets[kept++] = t->targets[i];
+	t->ntargets = kept;
 	/* the printer no longer calls whoever has that pid next a postmaster */
-	if (let_go > 0 && note_postmasters(t) < 0)
+	if (note_postmasters(t) < 0)
 		log_warn("out of memory noting the postmasters");
 	return alive;
 }
@@ -626,6 +644,8 @@ look_again(trace_state *t)
 {
 	size_t		alive = let_go_exited(t);
 	size_t		i;
+
+	trace_out_resync_clock(&t->out);
 
 	/*
 	 * Rows of exited processes fold as the daemon's do, at each second's
@@ -652,11 +672,11 @@ look_again(trace_state *t)
 	find_new_targets(t);
 	for (i = alive = 0; i < t->ntargets; i++)
 		alive += !t->targets[i].gone;
-	if (alive == 0 && t->ntargets > 0 && !t->waiting_logged)
+	if (alive == 0 && t->had_targets && !t->waiting_logged)
 		log_warn("every traced postmaster has exited: waiting for %s to start "
 				 "(--duration, Ctrl-C or SIGTERM end the trace)",
 				 t->o.pgdata ? "the cluster" : "one");
-	t->waiting_logged = alive == 0 && t->ntargets > 0;
+	t->waiting_logged = alive == 0 && t->had_targets;
 	track_targets(t);
 	return 0;
 }
@@ -935,7 +955,8 @@ finish_trace(trace_state *t)
 				 "keep up); the final summary counts them",
 				 (unsigned long long) t->unprinted);
 	report_lost_events(t);
-	print_summary(t, 1, t->o.histogram, 1);
+	/* what the periodic summaries show; a stream's ends with its stats */
+	print_summary(t, t->o.stats || !t->o.histogram, t->o.histogram, 1);
 	if (t->bad_records > 0)
 		log_warn("%llu malformed ring-buffer records ignored",
 				 (unsigned long long) t->bad_records);
@@ -975,6 +996,9 @@ run_loop(trace_state *t)
 		log_error("cannot set up the event loop: %s", strerror(errno));
 		goto cleanup;
 	}
+	/* output that blocks (see on_stop_signal) must not outlast --duration either */
+	if (t->o.duration_ms > 0)
+		alarm((unsigned int) ((t->o.duration_ms + 999) / 1000) + STOP_GRACE_S);
 
 	while (!stop)
 	{
@@ -1054,9 +1078,6 @@ report_exit_titles(void)
 		log_info("backend types of exited processes: unknown (this kernel reports an exit "
 				 "after releasing the process's memory, where its title is)");
 }
-
-/* A trace asked to stop whose output blocks ends this long after. */
-#define STOP_GRACE_S	10
 
 static int	stop_pipe_w = -1;
 static volatile sig_atomic_t stops_seen;
@@ -1376,6 +1397,7 @@ trace_option(trace_opts *o, int c, char **argv)
 			if (parse_duration_ms(optarg, &o->interval_ms) < 0 ||
 				o->interval_ms < MIN_INTERVAL_MS)
 				return usage_error("--interval %s: use e.g. 500ms, 2s, 1m (100ms at least)", optarg);
+			o->interval_set = 1;
 			return -1;
 		case 'd':
 			if (parse_duration_ms(optarg, &o->duration_ms) < 0)
@@ -1406,6 +1428,8 @@ trace_option(trace_opts *o, int c, char **argv)
 		case ':':
 			return usage_error("option %s needs a value", parse_bad_option(argv, badopt));
 	}
+	if (c == 'b')
+		o->buffer_set = 1;
 	r = parse_module_option(trace_module_options, N_TRACE_MODULE_OPTIONS, c,
 							optarg, err, sizeof(err));
 	if (r < 0)
@@ -1448,6 +1472,13 @@ trace_main(int argc, char **argv)
 	}
 	if (t.o.pid != 0 && t.o.pgdata != NULL)
 		return usage_error("--pid and --pgdata are exclusive%s", "");
+	/* options that would do nothing are refused, not ignored */
+	if (t.o.interval_set && !t.o.stats && !t.o.histogram)
+		return usage_error("--interval needs --stats or --histogram (a stream prints each "
+						   "event as it comes)%s", "");
+	if (t.o.buffer_set && (t.o.stats || t.o.histogram))
+		return usage_error("--buffer sizes the event stream, which --stats and --histogram "
+						   "do not open%s", "");
 	if (pset_parse_list(t.o.probes, sets, MAX_SETS, &nsets, err, sizeof(err)) < 0)
 		return usage_error("--probes: %s", err);
 	nsets = drop_daemon_only(t.o.probes, sets, nsets);

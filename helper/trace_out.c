@@ -47,6 +47,18 @@ trace_out_init(trace_out *o, FILE *f, int json)
 }
 
 /*
+ * trace_out_resync_clock
+ *		Take the wall clock's offset from boot time again (events carry
+ *		boot-time stamps): a stepped clock (NTP, date -s) would leave the
+ *		events apart from the summaries, which read the wall clock.
+ */
+void
+trace_out_resync_clock(trace_out *o)
+{
+	o->boot_to_real_us = procfs_boot_to_real_us();
+}
+
+/*
  * type_entry
  *		What pid's process title says (its role, and a parallel worker's
  *		leader), or for a process that is gone (or a zombie: no title left

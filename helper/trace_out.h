@@ -70,6 +70,7 @@ typedef struct trace_out
 } trace_out;
 
 extern void trace_out_init(trace_out *o, FILE *f, int json);
+extern void trace_out_resync_clock(trace_out *o);
 extern int	trace_parse_format(const char *arg, int *json);
 extern const char *trace_backend_type(trace_out *o, uint32_t pid);
 extern uint32_t trace_role(trace_out *o, uint32_t pid, int alive);

@@ -393,6 +393,13 @@ for my $bad ([ '--interval', ' 2s' ], [ '--interval', '0x10' ], [ '--duration', 
 }
 ($rc, $o, $e) = run_helper('trace', '--probes', 'all', '--interval', '10ms');
 ok($rc == 2 && $e =~ /--interval 10ms: .*\(100ms at least\)/, '--interval under 100 ms: usage error');
+# options that would do nothing are refused, not ignored
+($rc, $o, $e) = run_helper('trace', '--probes', 'all', '--interval', '1s');
+ok($rc == 2 && $e =~ /--interval needs --stats or --histogram/, '--interval of a stream: usage error');
+($rc, $o, $e) = run_helper('trace', '--probes', 'all', '--histogram', '--buffer', '8m');
+ok($rc == 2 && $e =~ /--buffer sizes the event stream/, '--buffer with summaries only: usage error');
+($rc, $o, $e) = run_helper('trace', '--probes', 'all', '--buffer', '1k');
+ok($rc == 2 && $e =~ /"1k": use a size from 4k to 1g/, '--buffer under 4k: usage error');
 my $not_pg = PostgreSQL::Test::Utils::tempdir();
 ($rc, $o, $e) = run_helper('trace', '--probes', 'all', '--pgdata', $not_pg);
 ok($rc == 1 && $e =~ /is not a PostgreSQL data directory \(no PG_VERSION\)/,

@@ -192,8 +192,12 @@ test_stream_bytes(void)
 
 	CHECK_INT(pset_configure_stream_bytes("5000", err, sizeof(err)), 0);
 	CHECK_INT(pset_stream_bytes, 8192);
-	CHECK_INT(pset_configure_stream_bytes("1", err, sizeof(err)), 0);
+	CHECK_INT(pset_configure_stream_bytes("4k", err, sizeof(err)), 0);
 	CHECK_INT(pset_stream_bytes, 4096);
+	/* under 4k: refused, not rounded up to what the help says is the least */
+	CHECK_INT(pset_configure_stream_bytes("4095", err, sizeof(err)), -1);
+	CHECK_INT(pset_configure_stream_bytes("1", err, sizeof(err)), -1);
+	CHECK(strstr(err, "\"1\": use a size from 4k to 1g") != NULL, "%s", err);
 	CHECK_INT(pset_configure_stream_bytes("3M", err, sizeof(err)), 0);
 	CHECK_INT(pset_stream_bytes, 4 << 20);
 	CHECK_INT(pset_configure_stream_bytes("1g", err, sizeof(err)), 0);
