@@ -47,9 +47,16 @@ struct rq_info
 	__u32		pad;
 };
 
+/*
+ * Requests in flight, by address.  LRU: every kernel thread's request of
+ * the host takes an entry, and one left behind (completed while the set
+ * was held, on a device since removed) is only replaced when its address
+ * comes back; a full map makes room by dropping the oldest, rather than
+ * refuse a tracked backend's request without a word.
+ */
 struct
 {
-	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 16384);
 	__type(key, __u64);
 	__type(value, struct rq_info);
@@ -210,6 +217,15 @@ int BPF_PROG(pgt_kblk_complete, struct request *rq, blk_status_t error,
 		 */
 		begin = ri->start_ns;
 		op = PGT_KOP_BLK_FLUSH;
+	}
+	else if (!begin && error)
+	{
+		/*
+		 * Failed before the driver issued it (a controller not live, a
+		 * device offline, no path left): an error with no bytes moved,
+		 * timed from its submission.
+		 */
+		begin = ri->start_ns;
 	}
 	if (!begin || pgt_started_before_resume(begin))
 	{

@@ -278,7 +278,8 @@ struct pgt_kernel_hist_entry
 	uint32_t	pid;			/* 0 = kernel / all */
 	uint32_t	dev;
 	uint32_t	op;
-	uint64_t	slots[32];		/* slot i: [2^i, 2^(i+1)) microseconds */
+	uint64_t	slots[32];		/* slot i: [2^i, 2^(i+1)) microseconds, slot
+								 * 0 [0, 2), slot 31 open-ended */
 	uint8_t		role;			/* as in pgt_kernel_io_entry */
 	uint8_t		reserved0[7];
 	uint64_t	reserved1;

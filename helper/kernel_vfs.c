@@ -80,6 +80,7 @@ start(pset_inst *in, const pset_ctx *ctx)
 	kset_attach b;
 	char		kreason[512];
 	long		page;
+	int			err;
 
 	ks = kset_new(in, &desc);
 	if (ks == NULL)
@@ -102,11 +103,16 @@ start(pset_inst *in, const pset_ctx *ctx)
 	kp = kernel_vfs_kprobe_bpf__open();
 	if (kp == NULL)
 		snprintf(kreason, sizeof(kreason), "kprobe object did not open");
+	else if (ks->kio_fd >= 0 && (err = bpf_map__reuse_fd(kp->maps.kio, ks->kio_fd)) < 0)
+	{
+		/* with a map of its own its rows would be neither copied nor published */
+		snprintf(kreason, sizeof(kreason), "vfs kprobes not loaded: cannot share the I/O map: %s",
+				 strerror(-err));
+		kernel_vfs_kprobe_bpf__destroy(kp);
+	}
 	else
 	{
 		kp->rodata->pgt_stream = ctx->stream;
-		if (ks->kio_fd >= 0)
-			(void) bpf_map__reuse_fd(kp->maps.kio, ks->kio_fd);
 		/* without a kprobe PMU this fails by design: the status says so */
 		bpf_probes_libbpf_quiet(!ctx->kprobes);
 		(void) kset_load_attach(in, ctx, kp->obj, kp, destroy_kp, &b);

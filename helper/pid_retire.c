@@ -45,6 +45,7 @@
 #define TABLE_MIN		16384	/* slots at first: a power of two */
 #define TABLE_MAX		(1u << 18)	/* and at most (some 20 MB) */
 #define CHECK_NS		200000000ULL	/* a liveness answer is good this long */
+#define SETTLE_NS		CHECK_NS	/* a dead pid folds no sooner (see due()) */
 #define FORGET_NS		10000000000ULL	/* unseen this long: dropped at rebuild */
 #define REUSE_FOLD_NS	3000000000ULL	/* a reused pid's rows fold in the rounds
 										 * this long after it is seen: every map
@@ -309,9 +310,16 @@ entry_of(uint32_t pid, uint64_t now)
 
 /*
  * due
- *		Has pid been gone for keep_s seconds (or at all, when pressed), or
- *		been taken by a new process since map `bit` last folded its rows?
- *		Pid 0 (the kernel's rows) and folded rows never are.
+ *		Has pid been gone for keep_s seconds (or SETTLE_NS, when pressed or
+ *		keep_s is 0), or been taken by a new process since map `bit` last
+ *		folded its rows?  Pid 0 (the kernel's rows) and folded rows never
+ *		are.
+ *		SETTLE_NS: a fold writes the rows as the round's copy has them and
+ *		deletes the live ones, so the copy must hold all the process will
+ *		add: what its task accumulators fold in as it exits, which may come
+ *		after the copy when the check that found it gone comes after the
+ *		copy (as in this round).  Found gone SETTLE_NS ago, it was gone
+ *		before this round's copy was taken.
  */
 static int
 due(uint32_t pid, uint32_t bit, uint64_t now, int pressed)
@@ -329,7 +337,8 @@ due(uint32_t pid, uint32_t bit, uint64_t now, int pressed)
 		return 1;				/* reused: cleared once the round is done */
 	if (e->alive)
 		return 0;
-	if (!pressed && now - e->dead_since_ns < (uint64_t) keep_s * 1000000000ULL)
+	if (now - e->dead_since_ns < SETTLE_NS ||
+		(!pressed && now - e->dead_since_ns < (uint64_t) keep_s * 1000000000ULL))
 		return 0;
 	e->dead_folded |= bit;
 	return 1;

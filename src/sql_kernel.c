@@ -71,13 +71,14 @@ device_text(uint32 dev, bool *isnull)
  * backend_type_datum
  *		PostgreSQL's name for the role of a row's process (the helper's
  *		PGT_ROLE_*, kept for exited processes and their folded rows too);
- *		pid 0 is kernel_name (NULL for none), an unknown role NULL.
+ *		pid 0 is kernel_name (NULL for none), an unknown role NULL (and a
+ *		code past the ones this library knows: a newer helper's).
  */
 static Datum
 backend_type_datum(uint32 pid, uint8 role, const char *kernel_name, bool *isnull)
 {
 	const char *name = pid == 0 ? kernel_name :
-		role == PGT_ROLE_UNKNOWN ? NULL : pgt_role_name(role);
+		role == PGT_ROLE_UNKNOWN || role > PGT_ROLE_OTHER ? NULL : pgt_role_name(role);
 
 	*isnull = name == NULL;
 	return name == NULL ? (Datum) 0 : CStringGetTextDatum(name);
@@ -139,7 +140,9 @@ pg_tracer_kernel_io(PG_FUNCTION_ARGS)
 		values[8] = Int64GetDatum(pgt_uint64_to_int64(e->bytes));
 		values[9] = Int64GetDatum(pgt_uint64_to_int64(e->errors));
 		values[10] = Float8GetDatum((double) e->total_ns / 1e6);
+		/* a row is made zeroed, then added to: a copy may catch it between */
 		values[11] = Float8GetDatum(calls ? (double) e->total_ns / 1e3 / (double) calls : 0.0);
+		nulls[11] = calls == 0;
 		values[12] = Float8GetDatum((double) e->max_ns / 1e3);
 		values[13] = ObjectIdGetDatum((Oid) e->database);
 		nulls[13] = e->file_class != PGT_KFILE_DATA;

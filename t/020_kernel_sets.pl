@@ -743,6 +743,16 @@ $node->safe_psql('postgres', 'CREATE ROLE plain_reader LOGIN');
 is($node->safe_psql('postgres',
 		"SET ROLE plain_reader; SELECT count(*) FROM pg_tracer_kernel_io WHERE pid IS NULL"),
 	'0', 'a role without pg_read_all_stats does not see the exited processes\' rows');
+# nor, in the histograms and the network view, any row of another session
+# or of the kernel (pid 0)
+for my $src ("pg_tracer_kernel_histogram('runq')", "pg_tracer_kernel_histogram('block')",
+	'pg_tracer_kernel_net')
+{
+	my $others = "SELECT count(*) FROM $src WHERE pid IS DISTINCT FROM pg_backend_pid()";
+	my $all = $node->safe_psql('postgres', $others);
+	my $plain = $node->safe_psql('postgres', "SET ROLE plain_reader; $others");
+	ok($all > 0 && $plain == 0, "$src: no other session's rows for a plain role ($plain of $all)");
+}
 
 # A role without pg_read_all_stats sees the rows of its own parallel
 # workers while they run, as pg_stat_activity shows it their details (a
