@@ -35,6 +35,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,6 +47,8 @@
 #include <unistd.h>
 
 #define PUBLISH_INTERVAL_MS		250
+/* publications between two trims of the heap (give_back_heap): a minute */
+#define HEAP_TRIM_TICKS			(60 * 1000 / PUBLISH_INTERVAL_MS)
 #define DISCOVERY_INTERVAL_MS	1000
 #define MAX_EVENTS				64
 /*
@@ -482,6 +485,24 @@ attached_clusters(const daemon_state *d)
 }
 
 /*
+ * give_back_heap
+ *		Hand the kernel back the heap's free pages.  The per-second copies
+ *		of the maps are large buffers, allocated and freed each second, and
+ *		glibc serves them from the heap once libbpf's freeing of the
+ *		kernel's BTF (some 5 MB) has raised its mmap threshold: what they
+ *		leave free between two seconds stays resident (46.8 MB held against
+ *		37 MB in use over an hour's soak, bench/RESULTS.md).  Trimming once a
+ *		minute costs a walk of the heap and, the next second, the page
+ *		faults of the buffers touched again; a fixed mmap threshold instead,
+ *		tried, doubled the helper's CPU (a map and an unmap of every copy).
+ */
+static void
+give_back_heap(void)
+{
+	(void) malloc_trim(0);		/* 1 when it gave back memory: either is fine */
+}
+
+/*
  * publish_all
  *		Expiry of escalation windows, one snapshot of the map, one
  *		publication per cluster, and expiry of slow control clients.
@@ -507,6 +528,8 @@ publish_all(daemon_state *d)
 		cluster_publish(d->clusters[i], rows, n);
 		control_server_sweep(&d->clusters[i]->ctl, now);
 	}
+	if (d->publish_ticks % HEAP_TRIM_TICKS == 0)
+		give_back_heap();
 }
 
 /*
