@@ -51,8 +51,9 @@ struct rq_info
  * Requests in flight, by address.  LRU: every kernel thread's request of
  * the host takes an entry, and one left behind (completed while the set
  * was held, on a device since removed) is only replaced when its address
- * comes back; a full map makes room by dropping the oldest, rather than
- * refuse a tracked backend's request without a word.
+ * comes back; a full map makes room by dropping the least recently used
+ * (those leftovers first) instead of refusing new requests, a tracked
+ * backend's among them.  Neither is counted.
  */
 struct
 {
@@ -202,6 +203,7 @@ int BPF_PROG(pgt_kblk_complete, struct request *rq, blk_status_t error,
 	__u64		ns;
 	__u32		dev = 0;
 	__u8		op;
+	int			unissued = 0;
 
 	if (!ri)
 		return 0;
@@ -223,9 +225,10 @@ int BPF_PROG(pgt_kblk_complete, struct request *rq, blk_status_t error,
 		/*
 		 * Failed before the driver issued it (a controller not live, a
 		 * device offline, no path left): an error with no bytes moved,
-		 * timed from its submission.
+		 * timed from its submission, and not a device latency.
 		 */
 		begin = ri->start_ns;
+		unissued = 1;
 	}
 	if (!begin || pgt_started_before_resume(begin))
 	{
@@ -239,7 +242,8 @@ int BPF_PROG(pgt_kblk_complete, struct request *rq, blk_status_t error,
 	file.dev = dev;
 	pgt_kio_key_set(&k, ri->pid, PGT_KLAYER_BLOCK, op, PGT_KFILE_NONE, ri->qid, &file);
 	pgt_kio_add(&kio, &k, ri->pm, ri->bytes, error != 0, ns);
-	pgt_khist_add(&khist, PGT_KHIST_BLOCK, ri->pid, dev, op, ri->pm, ns);
+	if (!unissued)
+		pgt_khist_add(&khist, PGT_KHIST_BLOCK, ri->pid, dev, op, ri->pm, ns);
 	r = pgt_event_reserve(sizeof(*r), PGT_SET_BLOCK, PGT_KEV_BLOCK, ri->pid, ri->pid, ri->qid);
 	if (r)
 	{

@@ -719,7 +719,7 @@ fold_rows_batch(const retire_map *m, const unsigned char *keys, const unsigned c
 /*
  * note_pressure
  *		Say (info) that map m is half full, so that its exited processes'
- *		rows fold at once: a user who reads --keep-exited would not expect
+ *		rows fold as soon as they may: a user who reads --keep-exited would not expect
  *		that unexplained.  Folding empties the map, so under steady churn it
  *		comes and goes every few seconds: said at most once a minute a map.
  */
@@ -731,7 +731,8 @@ note_pressure(const retire_map *m, uint32_t bit, size_t n, uint64_t now)
 
 	if (said_ns[i] != 0 && now - said_ns[i] < PRESSURE_SAY_NS)
 		return;
-	log_info("%s: %zu of %zu rows in use: the rows of exited processes fold at once, "
+	log_info("%s: %zu of %zu rows in use: the rows of exited processes fold as soon as they "
+			 "are found gone (and 200 ms more), "
 			 "not after --keep-exited %d s", m->name, n, m->max_entries, keep_s);
 	said_ns[i] = now;
 }

@@ -53,6 +53,9 @@
 #define MIN_INTERVAL_MS	100
 /* A trace asked to stop (or past --duration) whose output blocks ends this long after. */
 #define STOP_GRACE_S	10
+/* the stop signals' pipe and count (on_stop_signal) */
+static int	stop_pipe_w = -1;
+static volatile sig_atomic_t stops_seen;
 /* an --interval tick this close to the end leaves its summary to the final one */
 #define END_SLACK_MS	50
 /*
@@ -91,9 +94,11 @@ static const char trace_usage[] =
 "                     (neither: every PostgreSQL cluster on the host)\n"
 "  --stats            periodic per-process summaries instead of events\n"
 "  --histogram        periodic log2 histograms instead of events\n"
-"  --interval TIME    summary period (default 2s, at least 100ms; units ms, s, m)\n"
+"  --interval TIME    summary period, with --stats or --histogram (default 2s,\n"
+"                     at least 100ms; units ms, s, m)\n"
 "  --duration TIME    stop after TIME (default: until Ctrl-C)\n"
-"  --buffer SIZE      the event stream's ring buffer (default 4m; 4k..1g,\n"
+"  --buffer SIZE      the event stream's ring buffer, without --stats and\n"
+"                     --histogram (default 4m; 4k..1g,\n"
 "                     rounded up to a power of two): events that find it\n"
 "                     full are lost, counted and reported\n"
 "  --keep-exited S    summary rows of an exited process keep its pid S seconds\n"
@@ -996,8 +1001,11 @@ run_loop(trace_state *t)
 		log_error("cannot set up the event loop: %s", strerror(errno));
 		goto cleanup;
 	}
-	/* output that blocks (see on_stop_signal) must not outlast --duration either */
-	if (t->o.duration_ms > 0)
+	/*
+	 * Output that blocks (see on_stop_signal) must not outlast --duration
+	 * either; a stop signal during the start has set a sooner alarm.
+	 */
+	if (t->o.duration_ms > 0 && !stops_seen)
 		alarm((unsigned int) ((t->o.duration_ms + 999) / 1000) + STOP_GRACE_S);
 
 	while (!stop)
@@ -1027,6 +1035,7 @@ run_loop(trace_state *t)
 	}
 	if (finish_trace(t) == 0)
 		ret = 0;
+	alarm(0);					/* printed: detaching may take its time */
 
 cleanup:
 	if (epfd >= 0)
@@ -1078,9 +1087,6 @@ report_exit_titles(void)
 		log_info("backend types of exited processes: unknown (this kernel reports an exit "
 				 "after releasing the process's memory, where its title is)");
 }
-
-static int	stop_pipe_w = -1;
-static volatile sig_atomic_t stops_seen;
 
 /*
  * on_stop_signal
