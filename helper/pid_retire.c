@@ -719,8 +719,8 @@ fold_rows_batch(const retire_map *m, const unsigned char *keys, const unsigned c
 /*
  * note_pressure
  *		Say (info) that map m is half full, so that its exited processes'
- *		rows fold as soon as they may: a user who reads --keep-exited would not expect
- *		that unexplained.  Folding empties the map, so under steady churn it
+ *		rows fold as soon as they may: a user who reads --keep-exited would
+ *		not expect that unexplained.  Folding empties the map, so under steady churn it
  *		comes and goes every few seconds: said at most once a minute a map.
  */
 static void

@@ -10,8 +10,9 @@
  * overflow.  A daemon set calls pid_retire_rows() on the rows it has just
  * copied: a row whose pid left `tracked` at least --keep-exited seconds ago
  * (default 60; 200 ms when the map is half full: heavy connection churn
- * must not fill it; never sooner, see due() in pid_retire.c) is added into the row with the same key but the pid
- * replaced by PGT_RETIRED_PID(postmaster), then deleted.  Totals per query
+ * must not fill it; never sooner, see due() in pid_retire.c) is added into
+ * the row with the same key but the pid replaced by
+ * PGT_RETIRED_PID(postmaster), then deleted.  Totals per query
  * id, event, layer... survive; only the pid is forgotten.  The publishers
  * show a retired row with pid PGT_PID_EXITED (pgt_segment.h), NULL in SQL.
  * Maps with role_in_key (the kernel sets') keep the process's backend role
