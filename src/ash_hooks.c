@@ -41,6 +41,8 @@ static void pgt_executor_start(QueryDesc *queryDesc, int eflags);
 static void record_query_id(uint64 qid);
 static void ring_put(TimestampTz ts, uint64 qid);
 static void pgt_xact_abort(XactEvent event, void *arg);
+static void pgt_subxact_abort(SubXactEvent event, SubTransactionId mySubid,
+							  SubTransactionId parentSubid, void *arg);
 
 /*
  * pgt_ash_install_hooks
@@ -54,6 +56,7 @@ pgt_ash_install_hooks(void)
 	prev_ExecutorStart_hook = ExecutorStart_hook;
 	ExecutorStart_hook = pgt_executor_start;
 	RegisterXactCallback(pgt_xact_abort, NULL);
+	RegisterSubXactCallback(pgt_subxact_abort, NULL);
 }
 
 /*
@@ -68,6 +71,23 @@ static void
 pgt_xact_abort(XactEvent event, void *arg)
 {
 	if (event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT)
+		ring_put(GetCurrentStatementStartTimestamp(), 0);
+}
+
+/*
+ * pgt_subxact_abort
+ *		The same for a statement that fails inside a subtransaction (psql's
+ *		ON_ERROR_ROLLBACK, a driver's automatic savepoints): the client's
+ *		next statement, ROLLBACK TO SAVEPOINT, is of the same transaction.
+ *		A statement that recorded its id keeps it (ring_put adds nothing
+ *		for a statement it has an entry of), as does one that catches the
+ *		error in a PL/pgSQL EXCEPTION block.
+ */
+static void
+pgt_subxact_abort(SubXactEvent event, SubTransactionId mySubid,
+				  SubTransactionId parentSubid, void *arg)
+{
+	if (event == SUBXACT_EVENT_ABORT_SUB)
 		ring_put(GetCurrentStatementStartTimestamp(), 0);
 }
 
@@ -149,7 +169,11 @@ ring_put(TimestampTz ts, uint64 qid)
  *		The query id of the statement of process `pid` (status slot `slot`)
  *		that started at stmt_ts.  A statement with no id of its own (a Bind
  *		message, which plans but does not analyse) takes the id of the next
- *		statement of the same transaction (its Execute).  False if none.
+ *		statement of the same transaction (its Execute), provided the ring
+ *		still reaches back to it: an entry of the process from before it, or
+ *		fewer entries of the process than the ring holds (none of them was
+ *		overwritten).  Otherwise its own entry may have been, and the next
+ *		one found could be any later statement.  False if none.
  */
 bool
 pgt_stmt_lookup(int slot, int32 pid, TimestampTz stmt_ts, TimestampTz xact_ts,
@@ -158,6 +182,8 @@ pgt_stmt_lookup(int slot, int32 pid, TimestampTz stmt_ts, TimestampTz xact_ts,
 	PgtStmtRing *ring;
 	TimestampTz best_ts = 0;
 	uint64		best = 0;
+	int			own = 0;		/* entries of the process */
+	bool		reaches_back = false;
 	int			i;
 
 	if (slot < 0 || slot >= MaxBackends)
@@ -182,6 +208,8 @@ pgt_stmt_lookup(int slot, int32 pid, TimestampTz stmt_ts, TimestampTz xact_ts,
 		if ((before & 1) || pg_atomic_read_u32(&ring->e[i].seq) != before ||
 			epid != pid)
 			continue;
+		own++;
+		reaches_back |= ets < stmt_ts;
 		if (ets == stmt_ts)
 		{
 			*qid = eqid;
@@ -194,6 +222,8 @@ pgt_stmt_lookup(int slot, int32 pid, TimestampTz stmt_ts, TimestampTz xact_ts,
 			best = eqid;
 		}
 	}
-	*qid = best;
+	if (!reaches_back && own >= PGT_STMT_RING)
+		best_ts = 0;
+	*qid = best_ts != 0 ? best : 0;
 	return best_ts != 0;
 }

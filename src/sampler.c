@@ -412,6 +412,11 @@ cmp_procwait(const void *a, const void *b)
  *		meanwhile is seen or missed for one tick.  wait_event_info is read
  *		later, right after the process's status entry, so that the state
  *		and the wait event describe the same moment.
+ *		In use: its latch owned by its pid.  A backend's exit (ProcKill)
+ *		leaves the pid in the PGPROC it frees (before PostgreSQL 17) but
+ *		disowns the latch; a new backend that the kernel gives that pid
+ *		would otherwise be found twice, and maybe sampled from the dead
+ *		one's frozen wait event for its whole life.
  */
 static int
 read_procs(void)
@@ -425,7 +430,7 @@ read_procs(void)
 		volatile PGPROC *proc = &ProcGlobal->allProcs[i];
 		int32		pid = proc->pid;
 
-		if (pid == 0)
+		if (pid == 0 || proc->procLatch.owner_pid != pid)
 			continue;
 		procwaits[count].pid = pid;
 		procwaits[count].proc = proc;
@@ -1066,6 +1071,12 @@ later_looks(uint64 period_us)
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 delay_ms, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
+		/* the latch set by SIGTERM or SIGHUP: the main loop's, not ours */
+		if (ShutdownRequestPending || ConfigReloadPending)
+		{
+			SetLatch(MyLatch);
+			break;
+		}
 		waited_us += delay_ms * 1000;
 		delay_ms *= 2;
 		looked = true;

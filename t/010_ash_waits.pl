@@ -336,6 +336,29 @@ ok(within($lk0, 1500, 0.15) && $lk_other < 100,
 	"its lock wait is under query id 0 ($lk0 ms), none under another statement's ($lk_other ms)");
 $tx->quit;
 
+# ---- the same inside a savepoint (psql's ON_ERROR_ROLLBACK, a driver's
+# automatic savepoints): the failure aborts a subtransaction only, and the
+# client's ROLLBACK TO SAVEPOINT is of the same transaction
+my $relation_ms = "SELECT
+	(SELECT coalesce(sum(total_ms), 0) FROM pg_tracer_query_events WHERE queryid = 0 AND wait_event = 'relation')
+	|| '|' || (SELECT coalesce(sum(total_ms), 0) FROM pg_tracer_query_events WHERE queryid <> 0 AND wait_event = 'relation')";
+my ($sp0_before, $sp_other_before) = split /\|/, q1($relation_ms);
+$locker->query_safe('BEGIN; LOCK TABLE locked IN ACCESS EXCLUSIVE MODE');
+my $sp = $node->background_psql('postgres', on_error_stop => 0);
+$sp->query_safe("BEGIN; SET LOCAL lock_timeout = '1500ms'; SAVEPOINT s1");
+$sp->query("SELECT count(*) FROM locked;\nROLLBACK TO SAVEPOINT s1");
+like($sp->{stderr}, qr/lock timeout/, 'a statement in a savepoint fails on lock_timeout');
+$sp->{stderr} = '';
+$locker->query_safe('COMMIT');
+$sp->query_safe('COMMIT');
+sleep(0.5);
+my ($sp0, $sp_other) = split /\|/, q1($relation_ms);
+$sp0 -= $sp0_before;
+$sp_other -= $sp_other_before;
+ok(within($sp0, 1500, 0.15) && $sp_other < 100,
+	"in a savepoint too: under query id 0 ($sp0 ms), none under ROLLBACK TO SAVEPOINT's ($sp_other ms)");
+$sp->quit;
+
 # ---- the sampler restarts (terminated here; an error in it does the same):
 # a session that runs across the restart keeps its one directory entry, and
 # is marked exited when it ends (before: a second entry, and the first one
