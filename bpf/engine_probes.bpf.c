@@ -475,16 +475,35 @@ query_done(void)
  * __done notes mark every portal run.  A portal run inside a statement
  * already timed (exec_simple_query's own portal, an EXECUTE or FETCH, a
  * nested portal) only counts its depth in the statement's slot (a[1]), so
- * that the outermost one ends the statement.  Its text is
+ * that the outermost one ends the statement.  Which run is the outermost
+ * is told by the stack pointer, kept at its start (a[2], a[3]): a nested
+ * run's frame is deeper.  A nested run whose error a PL/pgSQL EXCEPTION
+ * block catches never reaches its done, and a count alone would then keep
+ * every later statement of the backend nested.  Its text is
  * debug_query_string, which exec_execute_message points at the
  * statement's source text before it runs the portal.  What is timed is
  * one Execute message: planning at Bind is not in it, and a portal
  * suspended by a row limit is one statement per Execute.
  */
 #define ENG_QUERY_BY_PORTAL	1	/* eng_start.a[0]: a portal started it */
+/* a nested run's frame is deeper than its outer one's by more than this */
+#define ENG_PORTAL_NEST_BYTES	512
+
+/*
+ * portal_nested
+ *		Is a portal run at stack pointer sp nested in the one that started
+ *		the statement timed in s?
+ */
+static __always_inline int
+portal_nested(const struct eng_start *s, __u64 sp)
+{
+	__u64		outer = ((__u64) s->a[3] << 32) | s->a[2];
+
+	return sp + ENG_PORTAL_NEST_BYTES < outer;
+}
 
 static __always_inline int
-portal_start(void)
+portal_start(__u64 sp)
 {
 	struct eng_cfg *cfg = cfg_for_current();
 	struct eng_start *s;
@@ -497,31 +516,33 @@ portal_start(void)
 	 */
 	if (!cfg || !cfg->query_string_addr || !(s = timer_slot(ENG_QUERY)))
 		return 0;
-	if (s->ts)
+	if (s->ts && (s->a[0] != ENG_QUERY_BY_PORTAL || portal_nested(s, sp)))
 	{
 		if (s->a[0] == ENG_QUERY_BY_PORTAL)
 			s->a[1]++;
 		return 0;
 	}
+	/* none timed, or one whose outermost run is gone: a new statement */
 	bpf_probe_read_user(&text, sizeof(text), (void *) cfg->query_string_addr);
-	start_timer(ENG_QUERY, text, ENG_QUERY_BY_PORTAL, 0, 0, 0, 0);
+	start_timer(ENG_QUERY, text, ENG_QUERY_BY_PORTAL, 0, (__u32) sp, (__u32) (sp >> 32), 0);
 	return 0;
 }
 
 static __always_inline int
-portal_done(void)
+portal_done(__u64 sp)
 {
 	struct eng_start *s;
 
 	if (!cfg_for_current() || !(s = timer_slot(ENG_QUERY)) || !s->ts ||
 		s->a[0] != ENG_QUERY_BY_PORTAL)
 		return 0;
-	if (s->a[1] > 0)
+	if (portal_nested(s, sp))
 	{
-		s->a[1]--;
+		if (s->a[1] > 0)
+			s->a[1]--;
 		return 0;
 	}
-	return query_done();
+	return query_done();		/* the outermost run's end, whatever the count */
 }
 
 /*
@@ -579,13 +600,13 @@ int BPF_USDT(eng_query_done_usdt, __u64 text)
 SEC("usdt")
 int BPF_USDT(eng_portal_start_usdt)
 {
-	return portal_start();
+	return portal_start(PT_REGS_SP(ctx));
 }
 
 SEC("usdt")
 int BPF_USDT(eng_portal_done_usdt)
 {
-	return portal_done();
+	return portal_done(PT_REGS_SP(ctx));
 }
 
 /* fallback: exec_simple_query(const char *query_string), debug symbols only */
@@ -605,13 +626,13 @@ int BPF_KRETPROBE(eng_query_done_uprobe)
 SEC("uprobe")
 int BPF_KPROBE(eng_portal_start_uprobe)
 {
-	return portal_start();
+	return portal_start(PT_REGS_SP(ctx));
 }
 
 SEC("uretprobe")
 int BPF_KRETPROBE(eng_portal_done_uprobe)
 {
-	return portal_done();
+	return portal_done(PT_REGS_SP(ctx));
 }
 
 /* ------------------------------------------------------------ pg-locks */
@@ -782,20 +803,27 @@ int BPF_USDT(eng_buffer_read_start_usdt)
 }
 
 /*
- * buffer__read__done(fork, block, spc, db, rel, backend, isExtend, found):
- * c[0] hits, c[1] misses, c[2] ns spent in misses.
+ * buffer__read__done(fork, block, spc, db, rel, backend, isExtend, found)
+ * through PostgreSQL 15; 16 dropped isExtend: `found` is the last argument
+ * either way.  c[0] hits, c[1] misses, c[2] ns spent in misses.
  */
 SEC("usdt")
 int BPF_USDT(eng_buffer_read_done_usdt, int fork, __u32 block, __u32 spc,
-			 __u32 db, __u32 rel, int backend, __u8 is_extend, __u8 found)
+			 __u32 db, __u32 rel)
 {
 	struct eng_cfg *cfg = cfg_for_current();
 	struct eng_key k = {};
 	struct eng_start s;
 	__u64		ns;
+	long		found = 0;
+	int			nargs;
 
 	if (!cfg)
 		return 0;
+	nargs = bpf_usdt_arg_cnt(ctx);
+	if (nargs < 7 || bpf_usdt_arg(ctx, (__u64) (nargs - 1), &found) != 0)
+		return 0;
+	found &= 0xff;				/* a bool */
 	ns = stop_timer(ENG_BUFFER_READ, &s);
 	key_init(&k, ENG_BUFFER_READ, cfg);
 	if (found)
@@ -1174,8 +1202,10 @@ int BPF_KPROBE(eng_lock_acquire_uprobe, const void *locktag, int mode, int sessi
 /*
  * lock_acquire_pop
  *		The acq[] entry of the call returning now (its entry stack pointer
- *		is ours less ENG_RET_SP_DELTA) into *out, dropping any above it.
- *		0, or -1 when there is none.
+ *		is ours less ENG_RET_SP_DELTA) into *out, dropping any above it
+ *		(calls left by a longjmp).  0, or -1 when there is none: an outer
+ *		call's entry stays (this call pushed none: its tag was unreadable,
+ *		or the process was not served at its entry).
  */
 static __always_inline int
 lock_acquire_pop(struct eng_task *t, __u64 sp, struct eng_start *out)
@@ -1190,14 +1220,14 @@ lock_acquire_pop(struct eng_task *t, __u64 sp, struct eng_start *out)
 		if (d == 0 || d > ENG_ACQ_DEPTH)
 			return -1;
 		a = &t->acq[(d - 1) & (ENG_ACQ_DEPTH - 1)];
+		if (a->ptr + ENG_RET_SP_DELTA > sp)
+			return -1;			/* an outer call's */
 		t->acq_depth = d - 1;
 		if (a->ptr + ENG_RET_SP_DELTA == sp)
 		{
 			*out = *a;
 			return 0;
 		}
-		if (a->ptr + ENG_RET_SP_DELTA > sp)
-			return -1;			/* an outer call: not ours (should not happen) */
 	}
 	return -1;
 }

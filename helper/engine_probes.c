@@ -399,12 +399,38 @@ open_checked(engine_binary *b, const char *path, const struct stat *exe,
 }
 
 /*
- * attach_points
- *		Attach binary b's planned points of the started sets; a point that
- *		does not attach is logged, and its reason kept for the status.
+ * opens_timer
+ *		Does point i start what another point ends (a __start note, or a
+ *		function's entry whose return is probed too)?
+ */
+static int
+opens_timer(size_t i)
+{
+	const engine_point *p = &engine_points[i];
+	size_t		j;
+
+	if (p->usdt != NULL)
+	{
+		size_t		n = strlen(p->usdt);
+
+		return n > 7 && strcmp(p->usdt + n - 7, "__start") == 0;
+	}
+	if (p->func == NULL || p->func_ret)
+		return 0;
+	for (j = 0; j < engine_npoints; j++)
+		if (engine_points[j].group == p->group && engine_points[j].func_ret &&
+			engine_points[j].func != NULL && strcmp(engine_points[j].func, p->func) == 0)
+			return 1;
+	return 0;
+}
+
+/*
+ * attach_points_pass
+ *		attach_points for the points that open a timer (starts) or the
+ *		others.
  */
 static void
-attach_points(engine_binary *b)
+attach_points_pass(engine_binary *b, int starts)
 {
 	char		eb[128];
 	size_t		i;
@@ -414,7 +440,8 @@ attach_points(engine_binary *b)
 		int			si = engine_set_index(engine_points[i].set);
 		int			r;
 
-		if (si < 0 || core.insts[si] == NULL || b->choices[i].mech == ENGINE_MECH_NONE)
+		if (si < 0 || core.insts[si] == NULL || b->choices[i].mech == ENGINE_MECH_NONE ||
+			opens_timer(i) != starts)
 			continue;
 		r = attach_point(b, i);
 		if (r == 0)
@@ -429,6 +456,25 @@ attach_points(engine_binary *b)
 		snprintf(b->choices[i].reason, sizeof(b->choices[i].reason),
 				 "%s attach failed: %.100s", engine_mech_name(b->choices[i].mech), eb);
 	}
+}
+
+/*
+ * attach_points
+ *		Attach binary b's planned points of the started sets; a point that
+ *		does not attach is logged, and its reason kept for the status.
+ *		Ends and companions first, starts last: a statement or a wait in
+ *		flight while its start was in place and its end not yet (each
+ *		attach walks every process that maps the binary) would stay armed,
+ *		and end at some later, unrelated end.  An end without its start is
+ *		ignored.
+ */
+static void
+attach_points(engine_binary *b)
+{
+	int			starts;
+
+	for (starts = 0; starts <= 1; starts++)
+		attach_points_pass(b, starts);
 }
 
 /*

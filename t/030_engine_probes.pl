@@ -291,6 +291,27 @@ sub check_nested_portal
 	like($do, qr/^(4[0-9]\d|5\d\d)$/,
 		"-M extended: a DO block running two portals in its own is one statement of ~400 ms ($do)");
 
+	# a nested portal whose error an EXCEPTION block catches never reaches
+	# its end (an error at run time: 1/0 would fail at planning, before the
+	# portal runs): the DO block and the statement after it are still timed
+	$script = PostgreSQL::Test::Utils::tempdir() . '/nested_caught.sql';
+	open($fh, '>', $script) or die "$script: $!";
+	print $fh "PREPARE nested_fail AS SELECT 1 / (random() * 0)::int;\n"
+	  . "DO \$\$BEGIN BEGIN EXECUTE 'EXECUTE nested_fail'; EXCEPTION WHEN division_by_zero "
+	  . "THEN NULL; END; PERFORM pg_sleep(0.3); END\$\$;\n"
+	  . "SELECT pg_sleep(0.31), 'after a caught nested error';\n";
+	close($fh);
+	IPC::Run::run([ 'pgbench', '-n', '-M', 'extended', '-f', $script, '-c', '1', '-t', '1',
+			'-h', $node->host, '-p', $node->port, 'postgres' ],
+		'<', \undef, '>', \$lout, '2>', \$lerr) or die "pgbench: $lerr";
+	my $cq = "SELECT string_agg(left(query, 12) || ' ' || round(duration_ms), ', ' ORDER BY query)
+	           FROM pg_tracer_slow_statements
+	          WHERE query LIKE 'DO \$\$BEGIN BEGIN EXECUTE%' OR query LIKE '%after a caught nested%'";
+	my $caught = '';
+	wait_until(sub { $caught = $node->safe_psql('postgres', $cq); $caught =~ /,/ }, 5);
+	like($caught, qr/^DO \$\$BEGIN B (3[0-9]\d|4\d\d), SELECT pg_sl (3[1-9]\d|4\d\d)$/,
+		"-M extended: after a nested portal's caught error, the DO block and the next statement are timed ($caught)");
+
 	$s->query_safe('PREPARE nested_p AS SELECT pg_sleep(0.33)');
 	$s->query_safe('EXECUTE nested_p');
 	my $q = "SELECT string_agg(query || ' ' || round(duration_ms), ', ')
