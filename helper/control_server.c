@@ -11,8 +11,17 @@
  *	  - every socket is non-blocking; a request is read into a fixed
  *		PGT_PROTO_MAX_REQUEST buffer; a client that does not complete its
  *		line within PGT_PROTO_TIMEOUT_MS is answered and dropped;
- *	  - at most CTL_MAX_CONNS connections are open per cluster, extra ones
- *		are answered "unavailable" and closed at once;
+ *	  - requests that change something (PROBERESET, ESCALATE, DEESCALATE,
+ *		EXACTRESET) must come from root or from one of the cluster's own
+ *		processes (the postmaster or a child of it): the owner's uid alone
+ *		does not do, since other clusters may run under the same uid
+ *		(containers without user namespaces) and must not reset this one's
+ *		tables or spend its share of the escalation budget;
+ *	  - at most CTL_MAX_CONNS connections are open per cluster; further
+ *		ones wait in the listen backlog, the listening socket out of the
+ *		event loop until a slot frees.  When accept() runs out of
+ *		descriptors the same pause applies, retried at every sweep, so
+ *		the loop never spins on a connection it cannot take;
  *	  - the response is written once, without waiting: a client that does
  *		not read it loses it, the loop never blocks.
  */
@@ -72,6 +81,40 @@ respond(char *out, size_t outlen, const char *fmt, ...)
 }
 
 /*
+ * verb_changes_state
+ *		Whether verb changes the helper's state (tables reset, a window
+ *		opened or closed): such requests are taken from root and from the
+ *		cluster's own processes only.
+ */
+static int
+verb_changes_state(const char *verb)
+{
+	return strcmp(verb, "PROBERESET") == 0 || strcmp(verb, "ESCALATE") == 0 ||
+		strcmp(verb, "DEESCALATE") == 0 || strcmp(verb, "EXACTRESET") == 0;
+}
+
+/*
+ * control_peer_member
+ *		Whether a peer (uid and pid as SO_PEERCRED gives them, in the
+ *		helper's pid namespace) is root, or the postmaster whose host pid
+ *		is pm_host_pid, or a child of it.  0 when the cluster is not
+ *		attached (pm_host_pid 0) or the peer's /proc entry is gone.
+ */
+int
+control_peer_member(uid_t uid, pid_t pid, uint32_t pm_host_pid)
+{
+	proc_stat	st;
+
+	if (uid == 0)
+		return 1;
+	if (pm_host_pid == 0 || pid <= 0)
+		return 0;
+	if ((uint32_t) pid == pm_host_pid)
+		return 1;
+	return procfs_read_stat(pid, &st) == 0 && (uint32_t) st.ppid == pm_host_pid;
+}
+
+/*
  * control_respond
  *		The response to one request line (req, len bytes including its LF)
  *		from an authorized peer.  Pure: the caller supplies the state.
@@ -88,6 +131,10 @@ control_respond(const char *req, size_t len, const control_info *info,
 		outlen = PGT_PROTO_MAX_RESPONSE + 1;
 	if (pgt_parse_request(req, len, &r, err, sizeof(err)) < 0)
 		return respond(out, outlen, "ERR bad-request %s", err);
+	if (!info->peer_member && verb_changes_state(r.verb))
+		return respond(out, outlen, "ERR denied pid %d is not a process of this cluster "
+					   "(%s takes root or the cluster's own processes)",
+					   (int) info->peer_pid, r.verb);
 	if (strcmp(r.verb, "PING") == 0)
 	{
 		if (r.nargs != 0)
@@ -131,18 +178,57 @@ control_respond(const char *req, size_t len, const control_info *info,
 
 /*
  * control_server_set_owner
- *		The data directory changed owner: the socket is the new owner's, and
- *		only its uid (and root) is answered from now on.  0 or -1 (errno).
+ *		The data directory changed owner: only the new owner's uid (and
+ *		root) is answered from now on, and the socket file is given to it.
+ *		0, or -1 (errno) when the file could not be given: the new owner
+ *		cannot connect then, the old one is refused all the same.
  */
 int
 control_server_set_owner(control_server *s, uid_t uid, gid_t gid)
 {
 	if (s->listen_fd < 0)
 		return -1;
-	if (lchown(s->path, uid, gid) < 0)
-		return -1;
+	/* the old owner is refused from now on, even if the chown fails */
 	s->owner_uid = uid;
-	return 0;
+	return lchown(s->path, uid, gid);
+}
+
+/*
+ * listen_pause
+ *		Take the listening socket out of the event loop: its pending
+ *		connections wait in the backlog until listen_resume.
+ */
+static void
+listen_pause(control_server *s)
+{
+	if (s->paused || s->listen_fd < 0)
+		return;
+	if (epoll_ctl(s->epfd, EPOLL_CTL_DEL, s->listen_fd, NULL) < 0)
+		log_debug("control: epoll del of %s failed: %s", s->path, strerror(errno));
+	s->paused = 1;
+}
+
+/*
+ * listen_resume
+ *		Put a paused listening socket back into the event loop (its backlog
+ *		wakes it at once, level-triggered).
+ */
+static void
+listen_resume(control_server *s)
+{
+	struct epoll_event ev;
+
+	if (!s->paused || s->listen_fd < 0)
+		return;
+	memset(&ev, 0, sizeof(ev));
+	ev.events = EPOLLIN;
+	ev.data.ptr = &s->listen_ev;
+	if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->listen_fd, &ev) < 0)
+	{
+		log_warn("control: epoll add of %s failed: %s", s->path, strerror(errno));
+		return;
+	}
+	s->paused = 0;
 }
 
 /*
@@ -176,6 +262,8 @@ finish_conn(control_server *s, ctl_conn *c, const char *msg, size_t len)
 		log_debug("control: close failed: %s", strerror(errno));
 	c->fd = -1;
 	c->len = 0;
+	if (!s->fd_short)
+		listen_resume(s);		/* a slot is free again */
 }
 
 /*
@@ -232,21 +320,17 @@ bind_private(control_server *s, const char *path)
 
 /*
  * watch_listen
- *		Add the listening socket to the event loop.  Returns epoll_ctl's
- *		result.
+ *		Add the listening socket to the event loop.  Returns 0 or -1.
  */
 static int
 watch_listen(control_server *s)
 {
-	struct epoll_event ev;
-
 	s->listen_ev.kind = EV_CTL_LISTEN;
 	s->listen_ev.owner = s;
 	s->listen_ev.index = -1;
-	memset(&ev, 0, sizeof(ev));
-	ev.events = EPOLLIN;
-	ev.data.ptr = &s->listen_ev;
-	return epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->listen_fd, &ev);
+	s->paused = 1;
+	listen_resume(s);
+	return s->paused ? -1 : 0;
 }
 
 /*
@@ -320,9 +404,64 @@ fail:
 }
 
 /*
+ * free_slot
+ *		Index of a free connection slot, or -1.
+ */
+static int
+free_slot(const control_server *s)
+{
+	int			i;
+
+	for (i = 0; i < CTL_MAX_CONNS; i++)
+		if (s->conns[i].fd < 0)
+			return i;
+	return -1;
+}
+
+/*
+ * accept_failed
+ *		accept() failed with errno: nothing pending (EAGAIN), or no
+ *		descriptor or memory for it.  In the latter case the connection
+ *		stays in the backlog and would wake the loop at once, again and
+ *		again: the listening socket pauses until the next sweep, and the
+ *		shortage is logged once.
+ */
+static void
+accept_failed(control_server *s)
+{
+	if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ||
+		errno == ECONNABORTED)
+		return;
+	if (!s->fd_short)
+		log_warn("control: accept on %s: %s (the socket pauses, tried again at each sweep)",
+				 s->path, strerror(errno));
+	s->fd_short = 1;
+	listen_pause(s);
+}
+
+/*
+ * peer_is_member
+ *		Whether the peer of cred may change state (verb_changes_state):
+ *		root, or a process of the cluster the socket serves.
+ */
+static int
+peer_is_member(control_server *s, const struct ucred *cred)
+{
+	control_info info;
+
+	if (cred->uid == 0)
+		return 1;
+	memset(&info, 0, sizeof(info));
+	if (s->info_fn != NULL)
+		s->info_fn(s->info_arg, &info);
+	return control_peer_member(cred->uid, cred->pid, info.postmaster_host_pid);
+}
+
+/*
  * accept_one
- *		Take one pending connection: check the peer, give it a slot.
- *		Returns 0 when one was taken, -1 when none was pending.
+ *		Take one pending connection into a free slot and check its peer.
+ *		Returns 0 when one was taken, -1 when none was pending or no slot
+ *		is free (the socket then pauses until finish_conn frees one).
  */
 static int
 accept_one(control_server *s)
@@ -330,56 +469,55 @@ accept_one(control_server *s)
 	struct epoll_event ev;
 	struct ucred cred;
 	socklen_t	clen = sizeof(cred);
-	char		msg[PGT_PROTO_MAX_RESPONSE + 1];
+	ctl_conn   *c;
+	int			i = free_slot(s);
 	int			fd;
-	int			i;
-	int			n;
 
+	if (i < 0)
+	{
+		listen_pause(s);
+		return -1;
+	}
 	fd = accept4(s->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 	if (fd < 0)
 	{
-		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
-			log_warn("control: accept on %s: %s", s->path, strerror(errno));
+		accept_failed(s);
 		return -1;
 	}
+	if (s->fd_short)
+		log_info("control: accepting on %s again", s->path);
+	s->fd_short = 0;
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) < 0)
 	{
 		log_warn("control: SO_PEERCRED: %s", strerror(errno));
 		close(fd);
 		return 0;
 	}
-	for (i = 0; i < CTL_MAX_CONNS; i++)
-		if (s->conns[i].fd < 0)
-			break;
-	if (i == CTL_MAX_CONNS)
-	{
-		s->refused++;
-		n = respond(msg, sizeof(msg), "ERR unavailable too many connections");
-		send_and_close(fd, msg, (size_t) n);
-		return 0;
-	}
-	s->conns[i].fd = fd;
-	s->conns[i].len = 0;
-	s->conns[i].peer_uid = cred.uid;
-	s->conns[i].denied = cred.uid != 0 && cred.uid != s->owner_uid;
-	if (s->conns[i].denied)
+	c = &s->conns[i];
+	c->fd = fd;
+	c->len = 0;
+	c->peer_uid = cred.uid;
+	c->peer_pid = cred.pid;
+	c->denied = cred.uid != 0 && cred.uid != s->owner_uid;
+	c->member = !c->denied && peer_is_member(s, &cred);
+	if (c->denied)
 	{
 		s->refused++;
 		log_info("control: denied pid %d uid %d on %s", (int) cred.pid,
 				 (int) cred.uid, s->path);
 	}
-	s->conns[i].deadline_ms = control_now_ms() + PGT_PROTO_TIMEOUT_MS;
-	s->conns[i].ev.kind = EV_CTL_CONN;
-	s->conns[i].ev.owner = s;
-	s->conns[i].ev.index = i;
+	c->deadline_ms = control_now_ms() + PGT_PROTO_TIMEOUT_MS;
+	c->ev.kind = EV_CTL_CONN;
+	c->ev.owner = s;
+	c->ev.index = i;
 	memset(&ev, 0, sizeof(ev));
 	ev.events = EPOLLIN | EPOLLRDHUP;
-	ev.data.ptr = &s->conns[i].ev;
+	ev.data.ptr = &c->ev;
 	if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &ev) < 0)
 	{
 		log_warn("control: epoll add: %s", strerror(errno));
 		close(fd);
-		s->conns[i].fd = -1;
+		c->fd = -1;
 	}
 	return 0;
 }
@@ -468,6 +606,8 @@ control_server_on_conn(control_server *s, int index, uint32_t events)
 	info.version = "?";
 	if (s->info_fn != NULL)
 		s->info_fn(s->info_arg, &info);
+	info.peer_member = c->member;
+	info.peer_pid = (int32_t) c->peer_pid;
 	n = control_respond(c->buf, c->len, &info, out, sizeof(out));
 	s->served++;
 	log_debug("control: %.*s -> %.*s", (int) (c->len - 1), c->buf, n - 1, out);
@@ -476,7 +616,8 @@ control_server_on_conn(control_server *s, int index, uint32_t events)
 
 /*
  * control_server_sweep
- *		Answer and drop every client past its deadline.
+ *		Answer and drop every client past its deadline; try a socket
+ *		paused for want of descriptors again.
  */
 void
 control_server_sweep(control_server *s, int64_t now_ms)
@@ -499,6 +640,8 @@ control_server_sweep(control_server *s, int64_t now_ms)
 						PGT_PROTO_TIMEOUT_MS);
 		finish_conn(s, c, out, (size_t) n);
 	}
+	if (s->paused && free_slot(s) >= 0)
+		listen_resume(s);
 }
 
 /*
@@ -516,7 +659,7 @@ control_server_close(control_server *s)
 			finish_conn(s, &s->conns[i], NULL, 0);
 	if (s->listen_fd >= 0)
 	{
-		if (epoll_ctl(s->epfd, EPOLL_CTL_DEL, s->listen_fd, NULL) < 0)
+		if (!s->paused && epoll_ctl(s->epfd, EPOLL_CTL_DEL, s->listen_fd, NULL) < 0)
 			log_debug("control: epoll del failed: %s", strerror(errno));
 		close(s->listen_fd);
 		s->listen_fd = -1;

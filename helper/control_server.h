@@ -29,6 +29,8 @@ typedef struct control_info
 	uint64_t	cluster_dev;	/* the data directory: its share of escalation */
 	uint64_t	cluster_ino;
 	uint32_t	backends;
+	int			peer_member;	/* the peer is root or a process of the cluster */
+	int32_t		peer_pid;		/* as SO_PEERCRED gave it (the helper's namespace) */
 	control_reset_fn reset;		/* NULL: nothing to reset */
 	void	   *reset_arg;
 } control_info;
@@ -41,7 +43,9 @@ typedef struct ctl_conn
 	size_t		len;
 	int64_t		deadline_ms;	/* CLOCK_MONOTONIC */
 	int			denied;			/* peer is neither root nor the owner */
+	int			member;			/* peer is root, the postmaster or its child */
 	uid_t		peer_uid;
+	pid_t		peer_pid;
 	ev_handle	ev;
 	char		buf[PGT_PROTO_MAX_REQUEST];
 } ctl_conn;
@@ -53,6 +57,8 @@ typedef struct control_server
 	char		path[108];
 	uid_t		owner_uid;
 	ev_handle	listen_ev;
+	int			paused;			/* listen_fd is out of the event loop */
+	int			fd_short;		/* the last accept ran out of descriptors */
 	ctl_conn	conns[CTL_MAX_CONNS];
 	control_info_fn info_fn;
 	void	   *info_arg;
@@ -65,6 +71,7 @@ extern int	control_respond(const char *req, size_t len, const control_info *info
 extern int	control_server_open(control_server *s, const char *path, uid_t uid,
 								gid_t gid, int epfd, control_info_fn fn, void *arg,
 								char *err, size_t errlen);
+extern int	control_peer_member(uid_t uid, pid_t pid, uint32_t pm_host_pid);
 extern int	control_server_set_owner(control_server *s, uid_t uid, gid_t gid);
 extern void control_server_on_listen(control_server *s);
 extern void control_server_on_conn(control_server *s, int index, uint32_t events);

@@ -42,6 +42,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/signalfd.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/timerfd.h>
 #include <unistd.h>
@@ -1194,6 +1195,31 @@ close_daemon(daemon_state *d, int lock_fd)
 }
 
 /*
+ * raise_fd_limit
+ *		Lift the soft open-file limit to the hard one: the watchpoint mode
+ *		holds a perf event (and a link) per watched backend, and the
+ *		default soft limit of 1024 is below what a cluster of a few hundred
+ *		backends needs.  A failure is logged; the limit then stays.
+ */
+static void
+raise_fd_limit(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+	{
+		log_warn("getrlimit(RLIMIT_NOFILE): %s", strerror(errno));
+		return;
+	}
+	if (rl.rlim_cur >= rl.rlim_max)
+		return;
+	rl.rlim_cur = rl.rlim_max;
+	if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+		log_warn("cannot raise the open-file limit to %llu: %s",
+				 (unsigned long long) rl.rlim_max, strerror(errno));
+}
+
+/*
  * daemon_run
  *		`pg-tracer daemon`.  Returns the process exit status: 0 after a
  *		clean stop, 1 when it could not start.
@@ -1216,6 +1242,7 @@ daemon_run(const daemon_opts *opts)
 	d.target_mode = opts->pgdata != NULL || opts->pid != 0;
 	log_set_level(opts->log_level);
 	umask(077);
+	raise_fd_limit();
 
 	if (claim_target(&d, data_dir, sizeof(data_dir), &uid, &gid, &lock_fd) < 0)
 		return 1;

@@ -122,6 +122,22 @@ check_postmaster(pid_t pid, const proc_stat *ps, pm_info *out, char *err, size_t
 	out->uid = st.st_uid;
 	out->gid = st.st_gid;
 	out->start_us = pf.start_time * 1000000;
+	/*
+	 * A postmaster runs as the owner of its data directory (PostgreSQL
+	 * refuses to start otherwise), and the helper reads its memory for the
+	 * cluster only as that owner's plain process: a process that just sits
+	 * in a directory someone else owns (root's /tmp) with a postmaster.pid
+	 * naming it is no postmaster, and gets none of that owner's rights
+	 * (its processes' memory, a system user's sampler reniced).  Both
+	 * discovery paths (the /proc scan and the exec notes) come here.
+	 */
+	if (!procfs_plain_process(pid, out->uid))
+	{
+		snprintf(err, errlen, "process %d does not run as uid %u, the owner of %s "
+				 "(or is set-uid, non-dumpable)", (int) pid, (unsigned) out->uid,
+				 out->data_dir);
+		return -1;
+	}
 	return 0;
 
 fail:
@@ -154,21 +170,6 @@ discovery_check_postmaster(pid_t pid, pm_info *out, char *err, size_t errlen)
 	}
 	if (check_postmaster(pid, &ps, out, err, errlen) < 0)
 		return -1;
-	/*
-	 * A postmaster runs as the owner of its data directory (PostgreSQL
-	 * refuses to start otherwise), and the helper reads its memory for the
-	 * cluster only as that owner's plain process: a process that just sits
-	 * in a directory someone else owns (root's /tmp) with a postmaster.pid
-	 * naming it is no postmaster, and gets none of that owner's rights
-	 * (its processes' memory, a system user's sampler reniced).
-	 */
-	if (!procfs_plain_process(pid, out->uid))
-	{
-		snprintf(err, errlen, "process %d does not run as uid %u, the owner of %s "
-				 "(or is set-uid, non-dumpable)", (int) pid, (unsigned) out->uid,
-				 out->data_dir);
-		return -1;
-	}
 	return 0;
 }
 

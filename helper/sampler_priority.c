@@ -82,7 +82,8 @@ sampler_priority_apply(uint32_t pid, const char *buf, size_t len, uint32_t owner
 {
 	if (sampler_nice == 0 || !procfs_title_is(buf, len, SAMPLER_PRIORITY_TITLE))
 		return SAMPLER_PRIORITY_NONE;
-	if (owner > SAMPLER_PRIORITY_MAX_OWNER)
+	/* root runs no PostgreSQL: a "cluster" of uid 0 is no system service */
+	if (owner == 0 || owner > SAMPLER_PRIORITY_MAX_OWNER)
 		return SAMPLER_PRIORITY_NOT_SYSTEM;
 	if (setpriority(PRIO_PROCESS, (id_t) pid, sampler_nice) < 0)
 		return SAMPLER_PRIORITY_REFUSED;

@@ -68,7 +68,8 @@ connect_socket(const char *path, ping_result *res)
 		snprintf(res->text, sizeof(res->text), "socket path too long");
 		return -1;
 	}
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	/* non-blocking: a full backlog (a daemon stuck) fails at once */
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 	{
 		snprintf(res->text, sizeof(res->text), "socket: %s", strerror(errno));
@@ -79,7 +80,9 @@ connect_socket(const char *path, ping_result *res)
 	memcpy(addr.sun_path, path, strlen(path) + 1);
 	if (connect(fd, (struct sockaddr *) &addr, sizeof(addr)) < 0)
 	{
-		snprintf(res->text, sizeof(res->text), "cannot connect: %s", strerror(errno));
+		snprintf(res->text, sizeof(res->text), "cannot connect: %s",
+				 errno == EAGAIN ? "the daemon's backlog is full (is it stuck?)" :
+				 strerror(errno));
 		close(fd);
 		return -1;
 	}
@@ -118,7 +121,7 @@ read_answer(int fd, char *buf, size_t cap, double deadline, ping_result *res)
 			return -1;
 		}
 		n = read(fd, buf + len, cap - 1 - len);
-		if (n < 0 && errno == EINTR)
+		if (n < 0 && (errno == EINTR || errno == EAGAIN))
 			continue;
 		if (n <= 0)
 			break;

@@ -4,8 +4,10 @@
  *	  Client side of the helper's control socket (see pgt_protocol.h): one
  *	  request line, one response line, one connection each.
  *
- * pgt_control_request() never raises an error: it returns a PgtCtlResult
- * and explains failures in the caller's buffer, so any process may use it.
+ * pgt_control_request() raises no error of its own: it returns a
+ * PgtCtlResult and explains failures in the caller's buffer, so any process
+ * may use it.  Only a pending cancel or termination is let through
+ * (CHECK_FOR_INTERRUPTS, once its socket is closed).
  * pgt_control_request_or_error() is the SQL functions' wrapper that turns
  * every failure into an ereport(ERROR) with an errcode and a hint.
  *

@@ -134,6 +134,43 @@ cluster_identity(char *err, size_t errlen)
 }
 
 /*
+ * runtime_dir_is_private
+ *		pg_tracer.runtime_dir is a directory (not a symlink) that neither its
+ *		group nor the world may write, as the helper requires of it too.
+ *		Anyone who can write there could plant a segment or a socket that
+ *		this cluster would take for its helper's.  Returns false with the
+ *		reason in err.
+ */
+static bool
+runtime_dir_is_private(char *err, size_t errlen)
+{
+	struct stat st;
+
+	if (lstat(pgt_runtime_dir, &st) != 0)
+	{
+		if (errno == ENOENT)
+			return true;		/* no helper yet: its files are missing */
+		snprintf(err, errlen, "runtime directory \"%s\": %m", pgt_runtime_dir);
+		return false;
+	}
+	if (!S_ISDIR(st.st_mode))
+	{
+		snprintf(err, errlen, "runtime directory \"%s\" is not a directory (or is a symlink)",
+				 pgt_runtime_dir);
+		return false;
+	}
+	if (st.st_mode & (S_IWGRP | S_IWOTH))
+	{
+		snprintf(err, errlen, "runtime directory \"%s\" is %s-writable (mode %04o): not "
+				 "trusting the files in it; give the helper a directory of its own",
+				 pgt_runtime_dir, (st.st_mode & S_IWOTH) ? "world" : "group",
+				 (unsigned) (st.st_mode & 07777));
+		return false;
+	}
+	return true;
+}
+
+/*
  * pgt_cluster_file
  *		Path of this cluster's helper file with the given suffix (".seg",
  *		".sock").  Returns false with a reason in err.
@@ -142,7 +179,7 @@ bool
 pgt_cluster_file(const char *suffix, char *out, size_t outlen,
 				 char *err, size_t errlen)
 {
-	if (!cluster_identity(err, errlen))
+	if (!cluster_identity(err, errlen) || !runtime_dir_is_private(err, errlen))
 		return false;
 	if (pgt_cluster_path(out, outlen, pgt_runtime_dir, cluster_dev,
 						 cluster_ino, suffix) != 0)

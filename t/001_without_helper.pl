@@ -70,6 +70,16 @@ is($node->safe_psql('postgres',
 	unlink segment_path($node, $rt, '.sock');
 }
 
+# A runtime directory its group may write: anyone in the group could plant
+# a segment or a socket there, so nothing in it is trusted.
+chmod 0770, $rt or die "chmod $rt: $!";
+($rc, $out, $err) = $node->psql('postgres', 'SELECT pg_tracer_ping()');
+like($err, qr/runtime directory .* is group-writable \(mode 0770\): not trusting/i,
+	'a group-writable runtime directory: ping refuses it');
+like($node->safe_psql('postgres', 'SELECT reason FROM pg_tracer_status()'),
+	qr/group-writable/, '... and status says why');
+chmod 0700, $rt or die "chmod $rt: $!";
+
 # The layout file the helper will need is written by the background worker.
 my $layout = $node->data_dir . '/pg_tracer.layout';
 ok(defined wait_until(sub { -s $layout }, 10), 'layout file written');

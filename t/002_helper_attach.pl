@@ -14,6 +14,8 @@ use lib "$FindBin::Bin/lib";
 use PgTracerTest;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use IO::Socket::UNIX;
+use Socket qw(SOCK_STREAM);
 use Time::HiRes qw(time);
 
 plan skip_all => 'root helper not reachable (run through scripts/test.sh)'
@@ -139,6 +141,25 @@ like($node->safe_psql('postgres', 'SELECT pg_tracer_ping()'),
 my $sock = segment_path($node, $rt, '.sock');
 my $mode = (stat($sock))[2] & 07777;
 ok(($mode & 0007) == 0, sprintf('socket not world-accessible (%o)', $mode));
+# This test runs as the cluster owner, but is no process of the cluster:
+# it may ask, not change (another cluster of the same uid may not reset
+# this one's tables or spend its share of the escalation budget).
+for my $req ('PING', 'PROBERESET', 'ESCALATE 5 intruder')
+{
+	my $c = IO::Socket::UNIX->new(Type => SOCK_STREAM(), Peer => $sock)
+	  or die "connect $sock: $!";
+	print $c "PGT/1 $req\n";
+	my $answer = <$c> // '';
+	close $c;
+	if ($req eq 'PING')
+	{
+		like($answer, qr/^PGT\/1 OK pong/, 'the owner\'s other processes may ping');
+		next;
+	}
+	my ($verb) = split / /, $req;
+	like($answer, qr/^PGT\/1 ERR denied pid $$ is not a process of this cluster \(\Q$verb\E takes root/,
+		"... but not $verb: only root and the cluster's own processes may");
+}
 my $seg = segment_path($node, $rt, '.seg');
 $mode = (stat($seg))[2] & 07777;
 ok(($mode & 0007) == 0, sprintf('segment not world-readable (%o)', $mode));

@@ -15,6 +15,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -22,7 +23,8 @@
 
 static control_info test_info = {
 	.version = "1.2.3",.generation = 5,.writer_pid = 77,.attached = 1,
-	.postmaster_pid = 4242,.postmaster_host_pid = 14242,.backends = 9
+	.postmaster_pid = 4242,.postmaster_host_pid = 14242,.backends = 9,
+	.peer_member = 1,.peer_pid = 14243
 };
 
 /* control_respond on a C string. */
@@ -94,6 +96,37 @@ test_probereset(void)
 	CHECK_STR(answer("PGT/1 PROBERESET\n"), "PGT/1 OK sets=7 rows=1234\n");
 	CHECK(reset_seen == &arg);
 	test_info = saved;
+}
+
+/*
+ * Requests that change state come from root or the cluster's own processes
+ * only; a peer of the owner's uid that is neither may still read.
+ */
+static void
+test_membership(void)
+{
+	control_info saved = test_info;
+
+	test_info.peer_member = 0;
+	CHECK_STR(answer("PGT/1 PROBERESET\n"),
+			  "PGT/1 ERR denied pid 14243 is not a process of this cluster "
+			  "(PROBERESET takes root or the cluster's own processes)\n");
+	CHECK_CONTAINS(answer("PGT/1 ESCALATE 10 alice\n"), "PGT/1 ERR denied pid 14243 ");
+	CHECK_CONTAINS(answer("PGT/1 DEESCALATE alice\n"), "PGT/1 ERR denied pid 14243 ");
+	CHECK_CONTAINS(answer("PGT/1 EXACTRESET\n"), "PGT/1 ERR denied pid 14243 ");
+	CHECK_CONTAINS(answer("PGT/1 PING\n"), "PGT/1 OK pong");
+	CHECK_CONTAINS(answer("PGT/1 STATUS\n"), "PGT/1 OK attached=1");
+	CHECK(strstr(answer("PGT/1 BUDGET\n"), "not a process of this cluster") == NULL);
+	test_info = saved;
+
+	/* who is a member: root; the postmaster; its children; no one else */
+	CHECK_INT(control_peer_member(0, 1, 0), 1);
+	CHECK_INT(control_peer_member(1000, getpid(), (uint32_t) getpid()), 1);
+	CHECK_INT(control_peer_member(1000, getpid(), (uint32_t) getppid()), 1);
+	CHECK_INT(control_peer_member(1000, getpid(), 0), 0);
+	if (getppid() != 1)
+		CHECK_INT(control_peer_member(1000, getpid(), 1), 0);
+	CHECK_INT(control_peer_member(1000, 0, (uint32_t) getppid()), 0);
 }
 
 static void
@@ -214,7 +247,10 @@ test_socket(void)
 	CHECK_CONTAINS(read_answer(fd), "ERR bad-request no request line within");
 	close(fd);
 
-	/* the connection limit */
+	/*
+	 * The connection limit: the connections past it wait in the backlog
+	 * (the socket leaves the loop), and are served as slots free up.
+	 */
 	for (i = 0; i < CTL_MAX_CONNS + 2; i++)
 		fds[i] = client(path);
 	pump(&s, epfd, 3);
@@ -222,13 +258,62 @@ test_socket(void)
 	for (i = 0; i < CTL_MAX_CONNS; i++)
 		open_slots += s.conns[i].fd >= 0;
 	CHECK_INT(open_slots, CTL_MAX_CONNS);
-	CHECK_STR(read_answer(fds[CTL_MAX_CONNS + 1]), "PGT/1 ERR unavailable too many connections\n");
-	CHECK_INT(write(fds[0], "PGT/1 PING\n", 11), 11);
+	CHECK_INT(s.paused, 1);
+	CHECK_INT(write(fds[CTL_MAX_CONNS + 1], "PGT/1 PING\n", 11), 11);
 	pump(&s, epfd, 2);
-	CHECK_CONTAINS(read_answer(fds[0]), "PGT/1 OK pong");
+	CHECK_STR(read_answer(fds[CTL_MAX_CONNS + 1]), "");
+	for (i = 0; i < CTL_MAX_CONNS + 2; i++)
+	{
+		if (i != CTL_MAX_CONNS + 1)
+			CHECK_INT(write(fds[i], "PGT/1 PING\n", 11), 11);
+		pump(&s, epfd, 2);
+		CHECK_CONTAINS(read_answer(fds[i]), "PGT/1 OK pong");
+	}
+	CHECK_INT(s.paused, 0);
 	for (i = 0; i < CTL_MAX_CONNS + 2; i++)
 		close(fds[i]);
 	pump(&s, epfd, 2);
+
+	/*
+	 * No descriptor left for accept(): the socket pauses instead of waking
+	 * the loop again and again, and a sweep tries again once there are.
+	 */
+	{
+		struct rlimit saved;
+		struct rlimit low;
+		int			spare = open("/dev/null", O_RDONLY);
+
+		fd = client(path);
+		CHECK(fd >= 0 && spare >= 0);
+		CHECK_INT(getrlimit(RLIMIT_NOFILE, &saved), 0);
+		low = saved;
+		low.rlim_cur = (rlim_t) spare;	/* the lowest free descriptor and up */
+		close(spare);
+		CHECK_INT(setrlimit(RLIMIT_NOFILE, &low), 0);
+		pump(&s, epfd, 2);
+		CHECK_INT(s.fd_short, 1);
+		CHECK_INT(s.paused, 1);
+		CHECK_INT(setrlimit(RLIMIT_NOFILE, &saved), 0);
+		control_server_sweep(&s, control_now_ms());
+		CHECK_INT(write(fd, "PGT/1 PING\n", 11), 11);
+		pump(&s, epfd, 3);
+		CHECK_CONTAINS(read_answer(fd), "PGT/1 OK pong");
+		CHECK_INT(s.fd_short, 0);
+		close(fd);
+	}
+
+	/* a new owner: the old one is refused even when the chown fails */
+	CHECK_INT(control_server_set_owner(&s, getuid() + 1, getgid()), getuid() == 0 ? 0 : -1);
+	CHECK(s.owner_uid == getuid() + 1);
+	if (getuid() != 0)
+	{
+		fd = client(path);
+		CHECK_INT(write(fd, "PGT/1 PING\n", 11), 11);
+		pump(&s, epfd, 3);
+		CHECK_CONTAINS(read_answer(fd), "PGT/1 ERR denied uid");
+		close(fd);
+	}
+	CHECK_INT(control_server_set_owner(&s, getuid(), getgid()), 0);
 
 	/* a stale socket file is replaced, a regular file is not */
 	control_server_close(&s);
@@ -268,6 +353,7 @@ main(void)
 {
 	test_respond();
 	test_probereset();
+	test_membership();
 	test_socket();
 	test_tracefs_table();
 	return UNIT_DONE("test_control_server");

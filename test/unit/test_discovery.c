@@ -1,7 +1,8 @@
 /*
  * test/unit/test_discovery.c
  *	  Is a process a postmaster (helper/discovery.c,
- *	  discovery_check_postmaster)?  With a real process: a child named
+ *	  discovery_check_postmaster, and discovery_check_pids, the path of
+ *	  the exec notes)?  With a real process: a child named
  *	  "postgres" that sits in a directory holding a postmaster.pid naming
  *	  it.  It is one only while it runs as the directory's owner, as
  *	  PostgreSQL does: in a directory someone else owns (root, here) it
@@ -55,6 +56,24 @@ pretender(const char *dir, int go, int ack)
 	_exit(0);
 }
 
+/*
+ * check_pids_finds
+ *		How many postmasters discovery_check_pids finds among { pid }.
+ */
+static size_t
+check_pids_finds(pid_t pid)
+{
+	pid_t		pids[1] = {pid};
+	size_t		npids = 1;
+	pm_info    *pms = NULL;
+	size_t		npms = 0;
+
+	if (discovery_check_pids(pids, &npids, 0, 0, 0, &pms, &npms) < 0)
+		return (size_t) -1;
+	free(pms);
+	return npms;
+}
+
 static void
 test_owner_must_run_it(void)
 {
@@ -77,6 +96,8 @@ test_owner_must_run_it(void)
 	/* root's directory, nobody's process: not a postmaster */
 	CHECK(discovery_check_postmaster(child, &pm, err, sizeof(err)) == -1 &&
 		  strstr(err, "does not run as uid 0") != NULL, "refused: %s", err);
+	/* nor on the exec notes' path, which checks only the processes named */
+	CHECK(check_pids_finds(child) == 0, "the exec notes' path refuses it too");
 
 	/* its own directory: a postmaster, of its owner */
 	CHECK(chown(dir, NOBODY, NOBODY) == 0, "the directory is nobody's");
@@ -84,6 +105,7 @@ test_owner_must_run_it(void)
 	CHECK(discovery_check_postmaster(child, &pm, err, sizeof(err)) == 0, "accepted: %s", err);
 	CHECK(pm.pid == child && pm.uid == NOBODY && strcmp(pm.data_dir, dir) == 0,
 		  "pid %d, uid %u, %s", (int) pm.pid, (unsigned) pm.uid, pm.data_dir);
+	CHECK(check_pids_finds(child) == 1, "and the exec notes' path accepts it");
 
 	(void) write(go[1], "x", 1);
 	(void) waitpid(child, NULL, 0);

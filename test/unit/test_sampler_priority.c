@@ -87,6 +87,9 @@ test_apply(void)
 	/* a cluster a person runs (uid 1000 and up): left alone */
 	CHECK_INT(sampler_priority_apply((uint32_t) child, sampler, sizeof(sampler), 1000),
 			  SAMPLER_PRIORITY_NOT_SYSTEM);
+	/* nor one of root's, which cannot be a real cluster */
+	CHECK_INT(sampler_priority_apply((uint32_t) child, sampler, sizeof(sampler), 0),
+			  SAMPLER_PRIORITY_NOT_SYSTEM);
 	errno = 0;
 	CHECK_INT(getpriority(PRIO_PROCESS, (id_t) child), 0);
 	r = sampler_priority_apply((uint32_t) child, sampler, sizeof(sampler), 104);
