@@ -69,6 +69,9 @@ __u32		exact_tick = 0;
  */
 __u64		exact_lost = 0;
 
+/* Waits counted in the aggregates that found the histograms full. */
+__u64		exact_hist_lost = 0;
+
 /*
  * Tasks whose task storage holds a preempted interval (off_ts) not yet
  * closed: raised when one is opened, lowered when one is closed, so it is
@@ -209,7 +212,9 @@ record_wait(__u32 tgid, __u32 pm, __u32 event, __u64 qid, __u64 ns)
 		h = bpf_map_lookup_elem(&exact_hists, &hk);
 	}
 	slot = hist_slot(ns);
-	if (h && slot < PGT_EXACT_NSLOTS)
+	if (!h)
+		__sync_fetch_and_add(&exact_hist_lost, 1);
+	else if (slot < PGT_EXACT_NSLOTS)
 		__sync_fetch_and_add(&h->slots[slot], 1);
 }
 
@@ -248,7 +253,8 @@ slot_qid(struct pgt_qid_slot *slot)
  * task_state
  *		The current task's cached state: created on its first system call
  *		from its `pgt_qid` slot, entries without one (untracked, or not
- *		mapped yet) re-checked once per exact_tick.  NULL when storage
+ *		mapped yet), and without the chain's tracked check every entry,
+ *		re-checked once per exact_tick.  NULL when storage
  *		cannot be had.
  */
 static __always_inline struct pgt_exact_start *
@@ -258,7 +264,13 @@ task_state(__u32 tgid)
 	struct pgt_exact_start *s = bpf_task_storage_get(&exact_starts, task, 0, 0);
 	struct pgt_qid_slot *slot;
 
-	if (s && (s->wait_addr || s->tick == exact_tick))
+	/*
+	 * Attached on their own (not chained behind the dispatcher's tracked
+	 * check), the programs re-check a tracked entry once a tick too: a
+	 * backend that exec()s another program leaves `tracked` but keeps its
+	 * task storage, whose addresses mean nothing in the new image.
+	 */
+	if (s && (s->tick == exact_tick || (s->wait_addr && pgt_chained)))
 		return s;
 	if (!s)
 	{
@@ -268,6 +280,7 @@ task_state(__u32 tgid)
 	}
 	s->tick = exact_tick;
 	s->wait_ptr = 0;
+	s->wait_addr = 0;			/* set again below while mapped and tracked */
 	s->pm = pgt_tracked_pm(tgid);
 	if (!s->pm)
 		return s;
@@ -392,13 +405,13 @@ exact_enter(long id)
 	if (!s || (!s->wait_addr && !s->wait_ptr))
 		return;
 	wei = read_wait(s);
+	s->gen = exact_gen;			/* seen in this window: a seed must not overwrite */
 	if (wei == 0)
 	{
 		s->ts = 0;
 		return;
 	}
 	s->event = wei;
-	s->gen = exact_gen;
 	s->qid = state_qid(s, tgid);
 	s->ts = bpf_ktime_get_ns();
 }

@@ -666,7 +666,7 @@ pgt_copy_utf8(char *dst, size_t dstlen, const char *src, size_t srclen)
 
 int64_t
 pgt_window_covered(const struct pgt_exact_window_entry *w, int64_t since_us,
-				   int64_t now_us)
+				   int64_t until_us, int64_t now_us)
 {
 	int64_t		span;
 	int64_t		covered;
@@ -678,15 +678,19 @@ pgt_window_covered(const struct pgt_exact_window_entry *w, int64_t since_us,
 		span = (int64_t) w->granted_s * 1000000;
 		covered = w->planned_end_us;
 		if (w->end_us <= span || w->end_us > now_us || span <= 0 ||
-			covered <= 0 || covered > span || since_us >= w->end_us)
+			covered <= 0 || covered > span)
 			return 0;
-		if (since_us <= w->end_us - span)
-			return covered;
 		/* spread evenly over the span: the windows' own times are gone */
-		return (int64_t) ((double) covered * (double) (w->end_us - since_us) / (double) span);
+		s = w->end_us - span > since_us ? w->end_us - span : since_us;
+		e = w->end_us < until_us ? w->end_us : until_us;
+		if (e <= s)
+			return 0;
+		if (e - s == span)
+			return covered;
+		return (int64_t) ((double) covered * (double) (e - s) / (double) span);
 	}
 	s = w->start_us > since_us ? w->start_us : since_us;
-	e = w->end_us != 0 && w->end_us < now_us ? w->end_us : now_us;
+	e = w->end_us != 0 && w->end_us < until_us ? w->end_us : until_us;
 	return e > s ? e - s : 0;
 }
 

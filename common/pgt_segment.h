@@ -511,14 +511,15 @@ extern void pgt_copy_utf8(char *dst, size_t dstlen,
 						  const char *src, size_t srclen);
 
 /*
- * Microseconds of [since_us, now_us) an exact window entry covered.  A
+ * Microseconds of [since_us, until_us) an exact window entry covered
+ * (until_us at most now_us, the time the entry is judged at).  A
  * PGT_EXACT_WINDOW_EARLIER entry (the windows gone from the helper's list)
- * gives all it covered from before its span, none from after, and within
- * it the share of the span after since_us; an entry that makes no sense
- * gives 0.
+ * has its coverage spread evenly over its span: it gives the share of the
+ * span inside [since_us, until_us).  An entry that makes no sense (one
+ * that ends after now_us, say) gives 0.
  */
 extern int64_t pgt_window_covered(const struct pgt_exact_window_entry *w,
-								  int64_t since_us, int64_t now_us);
+								  int64_t since_us, int64_t until_us, int64_t now_us);
 
 /* Human names for PGT_PROBE_* and PGT_ROLE_* values ("unknown" otherwise). */
 extern const char *pgt_probe_state_name(uint32_t state);

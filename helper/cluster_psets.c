@@ -8,6 +8,7 @@
  */
 #include "cluster_psets.h"
 
+#include "escalation.h"
 #include "log.h"
 #include "pid_retire.h"
 
@@ -143,4 +144,30 @@ cluster_psets_reset(void *arg, int *nsets)
 	if (rt == NULL || rt->ninsts == 0 || !c->attached)
 		return 0;
 	return pset_runtime_reset(rt, (uint32_t) c->pm.pid, c->env->nclusters <= 1, nsets);
+}
+
+/*
+ * cluster_psets_forget
+ *		The cluster no longer runs the postmaster whose host pid is pm (it
+ *		exited, or another owns the data directory): the running sets drop
+ *		pm's rows, and the exact set its aggregates, which no publication
+ *		shows again (a publication takes the rows of the current
+ *		postmaster), and its claims on an escalation window end.  Without
+ *		this each restart of a cluster would leave its rows in the maps
+ *		for the daemon's life, until the maps were full.
+ */
+void
+cluster_psets_forget(cluster *c, uint32_t pm)
+{
+	pset_runtime *rt = c->env->psets;
+	size_t		rows = 0;
+	int			nsets = 0;
+
+	if (pm == 0)
+		return;
+	if (rt != NULL && rt->ninsts > 0)
+		rows = pset_runtime_reset(rt, pm, 0, &nsets);
+	escalation_party_gone((esc_party) {c->dev, c->ino}, pm, escalation_now_us());
+	log_debug("%s: %zu rows of postmaster %u dropped by %d sets", c->data_dir, rows,
+			  pm, nsets);
 }

@@ -18,5 +18,6 @@ extern size_t cluster_psets_rows(cluster *c, struct pgt_probeset_entry *out, siz
 extern void cluster_psets_publish(cluster *c, seg_publish *p);
 /* control_reset_fn: PROBERESET (pg_tracer_reset()) of cluster arg */
 extern size_t cluster_psets_reset(void *arg, int *nsets);
+extern void cluster_psets_forget(cluster *c, uint32_t pm);
 
 #endif							/* PGT_HELPER_CLUSTER_PSETS_H */

@@ -711,20 +711,41 @@ avail_s(int64_t now_us)
 }
 
 /*
+ * helper_cap_s
+ *		The seconds the anomaly rules' windows may take in the hour: a part
+ *		of the budget, so that a load that keeps a rule true leaves the rest
+ *		to the people who ask (pg_tracer_escalate).
+ */
+static int
+helper_cap_s(void)
+{
+	int			cap = esc.budget_s / ESC_ANOMALY_BUDGET_DIV;
+
+	return cap > 1 ? cap : 1;
+}
+
+/*
  * party_avail_s
  *		Whole seconds party may still claim: the host's (avail_s), within
- *		the cluster's share when shares apply (the helper has none); -1 =
- *		unlimited.
+ *		the cluster's share when shares apply, and within helper_cap_s for
+ *		the helper's own windows; -1 = unlimited.
  */
 static int
 party_avail_s(esc_party party, int64_t now_us)
 {
 	int			host = avail_s(now_us);
+	int			cap;
 	int64_t		left;
 
-	if (!shared() || same_party(party, helper_party))
+	if (host < 0)
 		return host;
-	left = (int64_t) share_s() * 1000000 - party_used_us(party, now_us);
+	if (same_party(party, helper_party))
+		cap = helper_cap_s();
+	else if (shared())
+		cap = share_s();
+	else
+		return host;
+	left = (int64_t) cap * 1000000 - party_used_us(party, now_us);
 	left = left > 0 ? left / 1000000 : 0;
 	return left < host ? (int) left : host;
 }
@@ -848,6 +869,9 @@ check_budget(esc_party party, const esc_claim *mine, int64_t now_us, int *avail,
 	if (*avail == 0 && avail_s(now_us) == 0)
 		return respond(out, outlen, "ERR denied budget exhausted remaining=0 budget=%d",
 					   esc.budget_s);
+	if (*avail == 0 && same_party(party, helper_party))
+		return respond(out, outlen, "ERR denied the anomaly rules' %d s of the budget "
+					   "used remaining=0 budget=%d", helper_cap_s(), esc.budget_s);
 	if (*avail == 0)
 		return respond(out, outlen, "ERR denied budget share of %d s used (%d clusters "
 					   "share the budget) remaining=0 budget=%d", share_s(),
@@ -949,42 +973,75 @@ escalation_set_reset(esc_reset_fn fn)
 }
 
 /*
+ * end_claims
+ *		End, now, the claims on the open window of party (and the helper's,
+ *		with helper_too); the window closes when none is left.  Returns
+ *		whether it closed.
+ */
+static int
+end_claims(esc_party party, int helper_too, int64_t now_us)
+{
+	int			ended = 0;
+	size_t		i;
+
+	if (!esc.open || esc.mode != ESC_MODE_TIERED)
+		return 0;
+	for (i = 0; i < esc.nclaims; i++)
+	{
+		esc_claim  *c = &esc.claims[i];
+
+		if (c->open && c->end_us > now_us &&
+			(same_party(c->party, party) ||
+			 (helper_too && same_party(c->party, helper_party))))
+		{
+			c->end_us = now_us > c->start_us ? now_us : c->start_us;
+			ended = 1;
+		}
+	}
+	if (ended && replan_window() <= now_us)
+	{
+		close_window(now_us, now_us, "deescalated");
+		return 1;
+	}
+	return 0;
+}
+
+/*
  * deescalate
  *		DEESCALATE <who> from party: its claim on the open window ends now,
  *		and the helper's (any cluster may end those: anomaly windows); the
- *		window closes when none is left.
+ *		window closes when none is left.  A cluster that is not attached
+ *		has no claim left (escalation_party_gone ended them): closed=0.
  */
 static int
 deescalate(const pgt_request *r, esc_party party, int64_t now_us, char *out,
 		   size_t outlen)
 {
-	int			ended = 0;
-	int			closed = 0;
-	size_t		i;
+	int			closed;
 
 	if (r->nargs != 1 || !word_ok(r->args[0]))
 		return respond(out, outlen, "ERR bad-argument usage: DEESCALATE <who>");
-	if (esc.open && esc.mode == ESC_MODE_TIERED)
-	{
-		for (i = 0; i < esc.nclaims; i++)
-		{
-			esc_claim  *c = &esc.claims[i];
-
-			if (c->open && c->end_us > now_us &&
-				(same_party(c->party, party) || same_party(c->party, helper_party)))
-			{
-				c->end_us = now_us > c->start_us ? now_us : c->start_us;
-				ended = 1;
-			}
-		}
-		if (ended && replan_window() <= now_us)
-		{
-			close_window(now_us, now_us, "deescalated");
-			closed = 1;
-		}
-	}
+	closed = end_claims(party, 1, now_us);
 	return respond(out, outlen, "OK closed=%d remaining=%d budget=%d mode=%s",
 				   closed, party_avail_s(party, now_us), esc.budget_s, escalation_mode_name());
+}
+
+/*
+ * escalation_party_gone
+ *		The cluster party detached from its postmaster pm (host pid): its
+ *		claims end now, since nothing could end them otherwise (a detached
+ *		cluster has no postmaster to time, and only it may end its claims),
+ *		and the exact set drops pm's rows, which no publication shows again
+ *		(the next postmaster has another pid).
+ */
+void
+escalation_party_gone(esc_party party, uint32_t pm, int64_t now_us)
+{
+	escalation_tick(now_us);
+	if (end_claims(party, 0, now_us))
+		log_info("escalation: the window closed with the claims of postmaster %u", pm);
+	if (esc.reset != NULL && pm != 0)
+		esc.reset(pm);
 }
 
 /*
@@ -1000,8 +1057,7 @@ escalation_respond(const pgt_request *r, uint32_t pm, esc_party party, int64_t n
 {
 	escalation_tick(now_us);
 	/* claims are an attached cluster's: a detached one has no postmaster to time */
-	if (pm == 0 && (strcmp(r->verb, "ESCALATE") == 0 ||
-					strcmp(r->verb, "DEESCALATE") == 0))
+	if (pm == 0 && strcmp(r->verb, "ESCALATE") == 0)
 		return respond(out, outlen, "ERR unavailable the cluster is not attached");
 	if (strcmp(r->verb, "ESCALATE") == 0)
 		return escalate(r, party, now_us, out, outlen);

@@ -90,6 +90,7 @@ typedef struct esc_party
  * cluster cannot close or shorten another's claim on one, claims at most its
  * share of the budget, and resets only its own counters.
  */
+extern void escalation_party_gone(esc_party party, uint32_t pm, int64_t now_us);
 extern int	escalation_respond(const pgt_request *r, uint32_t pm, esc_party party,
 							   int64_t now_us, char *out, size_t outlen);
 
@@ -119,6 +120,8 @@ extern size_t escalation_windows(struct pgt_exact_window_entry *out, size_t max,
 #define ESC_ANOMALY_LOCK_SHARE	0.5
 #define ESC_ANOMALY_WARMUP_S	5
 #define ESC_ANOMALY_BASE_S		60		/* baseline: moving average over ~60 samples */
+#define ESC_ANOMALY_HOLD_SLOWER	10		/* ... followed 10 times slower while a rule holds */
+#define ESC_ANOMALY_BUDGET_DIV	2		/* the rules' windows: at most budget / 2 an hour */
 #define ESC_DEFAULT_COOLDOWN_S	300
 
 extern int	escalation_configure_anomaly(const char *s, char *err, size_t errlen);

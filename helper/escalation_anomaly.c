@@ -6,9 +6,14 @@
  *	  escalation.h for the rules and their constants.
  *
  * The baseline is an exponential moving average of active sessions over
- * about ESC_ANOMALY_BASE_S samples; it does not move while a rule holds,
- * so a long anomaly does not become the new normal.  After a window opened
- * by a rule, rules are silent for the cooldown.
+ * about ESC_ANOMALY_BASE_S samples; while a rule holds it follows
+ * ESC_ANOMALY_HOLD_SLOWER times slower, so a spike does not become the new
+ * normal, and a lasting rise in load does after some minutes instead of
+ * never (a frozen baseline kept the rule true for good, and the windows
+ * it opened every cooldown spent the budget for as long as the load
+ * lasted).  After a window opened by a rule, rules are silent for the
+ * cooldown; and the rules' windows take at most half the budget in the
+ * hour (escalation.c, party_avail_s).
  *
  * Single-threaded (the daemon's loop).
  */
@@ -107,6 +112,7 @@ escalation_anomaly_sample(int64_t now_us, uint32_t active, uint32_t locked)
 		baseline += ((double) active - baseline) / ESC_ANOMALY_BASE_S;
 		return NULL;
 	}
+	baseline += ((double) active - baseline) / (ESC_ANOMALY_BASE_S * ESC_ANOMALY_HOLD_SLOWER);
 	if (!anomaly_enabled || escalation_mode() != ESC_MODE_TIERED ||
 		now_us - first_us < (int64_t) ESC_ANOMALY_WARMUP_S * 1000000 ||
 		escalation_active() ||

@@ -154,7 +154,14 @@ fold_open_waits(exact_priv *p)
 /*
  * seed_one
  *		Start a wait of `event` (query id qid) now in pid's task storage,
- *		keeping what the BPF side cached there.  0 on success.
+ *		keeping what the BPF side cached there.  Timing is on already: a
+ *		task whose state is of this window's generation has entered a
+ *		system call since, and the BPF side knows better than the event
+ *		read a moment ago (a seed over it would time that call, or the
+ *		query's CPU after it, as the old wait); it is left alone.  An
+ *		interval of preempted time is not carried over: its count in
+ *		exact_off_open stays raised, which costs lookups, never counts.
+ *		0 when seeded.
  */
 static int
 seed_one(exact_priv *p, uint32_t pid, uint32_t event, uint64_t qid, uint64_t now)
@@ -172,6 +179,12 @@ seed_one(exact_priv *p, uint32_t pid, uint32_t event, uint64_t qid, uint64_t now
 		return -1;
 	if (bpf_map_lookup_elem(starts_fd, &pidfd, &st) != 0)
 		memset(&st, 0, sizeof(st));	/* no system call seen yet */
+	else if (st.gen == p->skel->bss->exact_gen)
+	{
+		close(pidfd);
+		return -1;				/* seen by the programs in this window */
+	}
+	st.off_ts = 0;
 	st.ts = now;
 	st.qid = qid;
 	st.event = event;
@@ -663,8 +676,9 @@ exact_switch(int on)
 			detach_progs(p);	/* those that did attach */
 			return -1;
 		}
-		n = seed_waits(p);
+		/* on before the seeds: see seed_one */
 		__atomic_store_n(&p->skel->bss->exact_on, 1, __ATOMIC_SEQ_CST);
+		n = seed_waits(p);
 		log_debug("exact: on, %d waits in progress seeded", n);
 	}
 	else
@@ -712,8 +726,8 @@ start_tagging(pset_inst *in, exact_priv *p, int err)
 
 	if (err == 0)
 		err = attach_progs(p);
-	if (err == 0 && escalation_mode() != ESC_MODE_FULL)
-		detach_progs(p);
+	if (err != 0 || escalation_mode() != ESC_MODE_FULL)
+		detach_progs(p);		/* between windows, or those that did attach */
 	if (err != 0)
 	{
 		pset_set_status(in, PGT_PROBE_UNAVAILABLE, "syscall tagging",
@@ -855,20 +869,26 @@ note_losses(pset_inst *in, exact_priv *p)
 {
 	uint64_t	lost = __atomic_load_n(&p->skel->bss->exact_lost, __ATOMIC_RELAXED) +
 		p->fold_lost;
+	uint64_t	hlost = __atomic_load_n(&p->skel->bss->exact_hist_lost, __ATOMIC_RELAXED);
+	int			n = 0;
 
-	if (lost == 0)
+	in->note[0] = '\0';
+	if (lost > 0)
+		n = snprintf(in->note, sizeof(in->note), "%llu waits or parts not counted: the "
+					 "table of %d rows was full", (unsigned long long) lost,
+					 PGT_EXACT_WAITS_MAX);
+	if (hlost > 0 && n >= 0 && (size_t) n < sizeof(in->note))
+		snprintf(in->note + n, sizeof(in->note) - (size_t) n, "%s%llu waits not in the "
+				 "histograms: their table of %d rows was full", n > 0 ? "; " : "",
+				 (unsigned long long) hlost, PGT_EXACT_HISTS_MAX);
+	if (lost + hlost > 0 && lost + hlost >= 2 * p->lost_said)
 	{
-		in->note[0] = '\0';
-		return;
-	}
-	snprintf(in->note, sizeof(in->note), "%llu waits or parts not counted: the table "
-			 "of %d rows was full", (unsigned long long) lost, PGT_EXACT_WAITS_MAX);
-	if (lost >= 2 * p->lost_said)
-	{
-		log_warn("exact: %llu waits or parts of waits not counted: the aggregates "
-				 "(%d rows) are full (pg_tracer_reset() empties a cluster's rows)",
-				 (unsigned long long) lost, PGT_EXACT_WAITS_MAX);
-		p->lost_said = lost;
+		log_warn("exact: %llu waits or parts of waits not counted, %llu not in the "
+				 "histograms: the aggregates (%d rows) or the histograms (%d rows) are "
+				 "full (pg_tracer_reset() empties a cluster's rows)",
+				 (unsigned long long) lost, (unsigned long long) hlost,
+				 PGT_EXACT_WAITS_MAX, PGT_EXACT_HISTS_MAX);
+		p->lost_said = lost + hlost;
 	}
 }
 

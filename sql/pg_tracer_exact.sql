@@ -27,7 +27,11 @@ SELECT attname FROM pg_attribute
 SELECT * FROM pg_tracer_histogram('NoSuchEvent');
 SELECT * FROM pg_tracer_histogram('IO:NoSuchEvent');
 SELECT * FROM pg_tracer_histogram(NULL);
+-- a bare name two types share: ambiguous, the qualified ones are not
+SELECT * FROM pg_tracer_histogram('WALWrite');
 \set VERBOSITY terse
+SELECT * FROM pg_tracer_histogram('IO:WALWrite');
+SELECT * FROM pg_tracer_histogram('LWLock:WALWrite');
 SELECT * FROM pg_tracer_histogram('IO:DataFileRead');
 SELECT * FROM pg_tracer_histogram('pgsleep');
 \set VERBOSITY default

@@ -54,8 +54,17 @@
 
 #include "pg_tracer.h"
 
-/* The si_codes the #DB handler sends: absorbed only where they are named. */
-#if defined(TRAP_HWBKPT) && defined(TRAP_BRKPT)
+/*
+ * The si_codes the #DB handler sends: absorbed only where they are named,
+ * and only on x86, where a data breakpoint traps after the write and
+ * TRAP_BRKPT comes from #DB alone.  On arm64 a watchpoint reports before
+ * the store completes and a `brk` instruction (__builtin_trap, the traps
+ * the compiler inserts on erroneous paths) sends TRAP_BRKPT with the pc
+ * still on it: returning would trap again, forever, instead of the crash
+ * that lets the postmaster recover.
+ */
+#if defined(TRAP_HWBKPT) && defined(TRAP_BRKPT) && \
+	(defined(__x86_64__) || defined(__i386__))
 #define PGT_HAVE_DB_SI_CODES 1
 #endif
 
@@ -73,9 +82,9 @@ PG_FUNCTION_INFO_V1(pg_tracer_debug_traps);
  * pgt_debug_trap_install
  *		Install the SIGTRAP handler; called from _PG_init in the postmaster,
  *		whose children inherit it.  A failure leaves the default action and
- *		is logged: the process works as without the library.  Where the
- *		platform names no #DB si_codes there is nothing to tell apart, and
- *		nothing is installed.
+ *		is logged: the process works as without the library.  Off x86, or
+ *		where the platform names no #DB si_codes, nothing is installed
+ *		(see PGT_HAVE_DB_SI_CODES).
  */
 void
 pgt_debug_trap_install(void)

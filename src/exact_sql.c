@@ -17,8 +17,9 @@
  *
  * Visibility of per-process and per-query rows follows pg_stat_activity:
  * pg_read_all_stats (and superusers) see every row, other roles the rows of
- * client backends whose role they have the privileges of.  Histograms and
- * windows carry no per-session detail and are visible to all.
+ * client backends whose role they have the privileges of.  Windows carry
+ * no per-session detail and are visible to all; a histogram sums every
+ * session of the cluster, so it takes pg_read_all_stats.
  *
  * Locking: none of its own; pgstat_fetch_stat_local_beentry() takes the
  * backend status snapshot the way pg_stat_activity does.
@@ -109,7 +110,10 @@ pg_tracer_exact_waits(PG_FUNCTION_ARGS)
 /*
  * resolve_event
  *		wait_event_info of "Type:Event" or "Event" (case-insensitive), from
- *		the running server's own table; raises the "unknown" error.
+ *		the running server's own table; raises the "unknown" error, and the
+ *		"ambiguous" one for a bare name that more than one type uses
+ *		(WALWrite is an LWLock and an IO event, SyncRep an LWLock and an
+ *		IPC event).
  */
 static uint32
 resolve_event(const char *arg)
@@ -117,6 +121,7 @@ resolve_event(const char *arg)
 	pgt_wait_event_name *names = palloc(sizeof(pgt_wait_event_name) * PGT_LAYOUT_MAX_EVENTS);
 	int			n = pgt_collect_wait_events(names, PGT_LAYOUT_MAX_EVENTS);
 	const char *colon = strchr(arg, ':');
+	int			found = -1;
 	int			i;
 
 	for (i = 0; i < n; i++)
@@ -131,8 +136,21 @@ resolve_event(const char *arg)
 				return names[i].info;
 		}
 		else if (pg_strcasecmp(names[i].event_name, arg) == 0)
-			return names[i].info;
+		{
+			if (found >= 0 && names[found].info != names[i].info)
+				ereport(ERROR,
+						(errcode(ERRCODE_AMBIGUOUS_PARAMETER),
+						 errmsg("wait event name \"%s\" is ambiguous", arg),
+						 errdetail("It is both %s:%s and %s:%s.",
+								   names[found].class_name, names[found].event_name,
+								   names[i].class_name, names[i].event_name),
+						 errhint("Qualify it with its type, e.g. '%s:%s'.",
+								 names[i].class_name, names[i].event_name)));
+			found = i;
+		}
 	}
+	if (found >= 0)
+		return names[found].info;
 	ereport(ERROR,
 			(errcode(ERRCODE_UNDEFINED_OBJECT),
 			 errmsg("unknown wait event \"%s\"", arg),
@@ -317,6 +335,7 @@ static double
 exact_share(TimestampTz since, int64 until_us)
 {
 	int64		since_us;
+	int64		now_us = (int64) (GetCurrentTimestamp() + EXACT_EPOCH_DIFF_US);
 	int64		covered = 0;
 	PgtLink		link;
 	uint32		i;
@@ -336,7 +355,7 @@ exact_share(TimestampTz since, int64 until_us)
 		const struct pgt_exact_window_entry *w =
 			pgt_view_row(&link.view, PGT_SEC_EXACT_WINDOWS, i);
 
-		covered += pgt_window_covered(w, since_us, until_us);
+		covered += pgt_window_covered(w, since_us, until_us, now_us);
 	}
 	pgt_link_free(&link);
 	return Min(1.0, (double) covered / (double) (until_us - since_us));

@@ -115,6 +115,35 @@ test_not_running(void)
 	CHECK_STR(ask(T0, "PING", 0, NULL, NULL, NULL), "(not ours)");
 }
 
+/*
+ * A cluster that detaches from its postmaster: its claims end (nobody
+ * could end them otherwise), others' stay; the exact set drops the gone
+ * postmaster's rows.
+ */
+static void
+test_party_gone(void)
+{
+	escalation_reset();
+	escalation_attach(fake_switch, NULL);
+	escalation_set_reset(fake_reset);
+	ask_pm = 7;
+	CHECK_STR(ask(T0, "ESCALATE", 2, "100", "alice", NULL),
+			  "OK granted=100 remaining=200 budget=300 mode=tiered");
+	ask_pm = 8;
+	CHECK(strncmp(ask(T0 + S, "ESCALATE", 2, "30", "bob", NULL), "OK granted=30 ", 14) == 0);
+	reset_pm = 0;
+	escalation_party_gone(party_of(8), 8, T0 + 2 * S);
+	CHECK(reset_pm == 8, "the gone postmaster's rows dropped: %u", reset_pm);
+	CHECK(escalation_active(), "cluster 7's claim keeps the window open");
+	escalation_party_gone(party_of(7), 7, T0 + 3 * S);
+	CHECK(!escalation_active() && sw_on == 0, "with the last claim the window closes");
+	CHECK_STR(ask(T0 + 4 * S, "BUDGET", 0, NULL, NULL, NULL),
+			  "OK mode=tiered budget=300 used=3 remaining=297 active=0 until=0");
+	ask_pm = 7;
+	escalation_set_reset(NULL);
+	escalation_detach();
+}
+
 static void
 test_budget(void)
 {
@@ -325,6 +354,54 @@ test_anomaly(void)
 	CHECK_STR(escalation_anomaly_sample(t, 3, 3), "anomaly-lock");
 	CHECK(escalation_active());
 	escalation_detach();
+
+	/*
+	 * A lasting rise in load (1 active, then 8 for good): the baseline
+	 * follows slowly while the rule holds, so the rule stops firing within
+	 * some minutes; and the rules' windows never take more than half the
+	 * budget in the hour.
+	 */
+	escalation_reset();
+	escalation_attach(fake_switch, NULL);
+	t += 4000 * S;
+	{
+		int			fired = 0;
+		int			last_fire = -1;
+
+		for (i = 0; i < 60; i++, t += S)
+			(void) escalation_anomaly_sample(t, 1, 0);
+		for (i = 0; i < 3600; i++, t += S)
+		{
+			const char *r;
+
+			escalation_tick(t);
+			r = escalation_anomaly_sample(t, 8, 0);
+			if (r != NULL)
+			{
+				fired++;
+				last_fire = i;
+			}
+		}
+		CHECK(fired >= 1 && fired <= 3, "windows opened by the lasting rise: %d", fired);
+		CHECK(last_fire < 1200, "the rule quiet within 20 minutes: last at %d s", last_fire);
+		CHECK(escalation_anomaly_baseline() > 7.0, "the rise became the baseline: %.2f",
+			  escalation_anomaly_baseline());
+	}
+	/* the cap: after 150 s of the rules' windows, a third is refused */
+	escalation_reset();
+	escalation_attach(fake_switch, NULL);
+	t += 4000 * S;
+	CHECK(escalation_auto(t, 60, "cap-1") == 0);
+	escalation_tick(t + 61 * S);
+	CHECK(escalation_auto(t + 62 * S, 60, "cap-2") == 0);
+	escalation_tick(t + 123 * S);
+	CHECK(escalation_auto(t + 124 * S, 60, "cap-3") == 0, "30 s left of the 150");
+	escalation_tick(t + 185 * S);
+	CHECK(escalation_auto(t + 186 * S, 60, "cap-4") == -1, "the rules' half is spent");
+	CHECK(strncmp(ask(t + 187 * S, "ESCALATE", 2, "100", "alice", NULL), "OK granted=100 ", 15) == 0,
+		  "people still get the rest");
+	escalation_detach();
+
 	/* off: nothing opens */
 	escalation_reset();
 	CHECK(escalation_configure_anomaly("off", err, sizeof(err)) == 0);
@@ -381,8 +458,8 @@ test_owners_and_late_ticks(void)
 	ask_pm = 0;
 	CHECK_STR(ask(t1 + 110 * S, "ESCALATE", 2, "10", "eve", NULL),
 			  "ERR unavailable the cluster is not attached");
-	CHECK_STR(ask(t1 + 110 * S, "DEESCALATE", 1, "eve", NULL, NULL),
-			  "ERR unavailable the cluster is not attached");
+	CHECK(strncmp(ask(t1 + 110 * S, "DEESCALATE", 1, "eve", NULL, NULL), "OK closed=0 ", 12) == 0,
+		  "a cluster that is not attached has nothing to end: idempotent");
 	CHECK(!escalation_active());
 	CHECK(strncmp(ask(t1 + 110 * S, "BUDGET", 0, NULL, NULL, NULL), "OK ", 3) == 0);
 	ask_pm = 7;
@@ -704,6 +781,7 @@ main(void)
 	test_options();
 	test_not_running();
 	test_budget();
+	test_party_gone();
 	test_modes();
 	test_clusters();
 	test_owners_and_late_ticks();

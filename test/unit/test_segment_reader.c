@@ -349,11 +349,11 @@ test_window_covered(void)
 	memset(&w, 0, sizeof(w));
 	w.start_us = T;
 	w.end_us = T + 60 * S;
-	CHECK(pgt_window_covered(&w, T - 100 * S, T + 200 * S) == 60 * S, "a whole window");
-	CHECK(pgt_window_covered(&w, T + 20 * S, T + 200 * S) == 40 * S, "the part after since");
-	CHECK(pgt_window_covered(&w, T + 70 * S, T + 200 * S) == 0, "since after it");
+	CHECK(pgt_window_covered(&w, T - 100 * S, T + 200 * S, T + 200 * S) == 60 * S, "a whole window");
+	CHECK(pgt_window_covered(&w, T + 20 * S, T + 200 * S, T + 200 * S) == 40 * S, "the part after since");
+	CHECK(pgt_window_covered(&w, T + 70 * S, T + 200 * S, T + 200 * S) == 0, "since after it");
 	w.end_us = 0;				/* open */
-	CHECK(pgt_window_covered(&w, T - 100 * S, T + 30 * S) == 30 * S, "open: until now");
+	CHECK(pgt_window_covered(&w, T - 100 * S, T + 30 * S, T + 30 * S) == 30 * S, "open: until now");
 
 	/* 100 s covered in the span T .. T + 1000 s (an empty window to old readers) */
 	w.flags = PGT_EXACT_WINDOW_EARLIER;
@@ -361,14 +361,19 @@ test_window_covered(void)
 	w.end_us = T + 1000 * S;
 	w.granted_s = 1000;
 	w.planned_end_us = 100 * S;
-	CHECK(pgt_window_covered(&w, T - S, T + 5000 * S) == 100 * S, "earlier: all of it");
-	CHECK(pgt_window_covered(&w, T + 750 * S, T + 5000 * S) == 25 * S, "earlier: its share");
-	CHECK(pgt_window_covered(&w, T + 1000 * S, T + 5000 * S) == 0, "earlier: none after");
+	CHECK(pgt_window_covered(&w, T - S, T + 5000 * S, T + 5000 * S) == 100 * S, "earlier: all of it");
+	CHECK(pgt_window_covered(&w, T + 750 * S, T + 5000 * S, T + 5000 * S) == 25 * S, "earlier: its share");
+	CHECK(pgt_window_covered(&w, T + 1000 * S, T + 5000 * S, T + 5000 * S) == 0, "earlier: none after");
+	/* until inside its span: the share of the span before until */
+	CHECK(pgt_window_covered(&w, T - S, T + 500 * S, T + 5000 * S) == 50 * S, "earlier: up to until");
+	CHECK(pgt_window_covered(&w, T + 250 * S, T + 500 * S, T + 5000 * S) == 25 * S,
+		  "earlier: between since and until");
+	CHECK(pgt_window_covered(&w, T - 2 * S, T - S, T + 5000 * S) == 0, "earlier: none before");
 	w.planned_end_us = 2000 * S;	/* more than its span: damage */
-	CHECK(pgt_window_covered(&w, T - S, T + 5000 * S) == 0, "earlier: nonsense refused");
+	CHECK(pgt_window_covered(&w, T - S, T + 5000 * S, T + 5000 * S) == 0, "earlier: nonsense refused");
 	w.planned_end_us = 100 * S;
 	w.start_us = w.end_us = T + 6000 * S;	/* ends in the future: damage */
-	CHECK(pgt_window_covered(&w, T - S, T + 5000 * S) == 0, "earlier: future refused");
+	CHECK(pgt_window_covered(&w, T - S, T + 5000 * S, T + 5000 * S) == 0, "earlier: future refused");
 }
 
 int
