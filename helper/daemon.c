@@ -20,6 +20,7 @@
 
 #include "bpf_probes.h"
 #include "cluster.h"
+#include "cluster_psets.h"
 #include "control_server.h"
 #include "discovery.h"
 #include "escalation.h"
@@ -69,7 +70,13 @@ typedef struct skipped
 	pid_t		pm_pid;			/* the postmaster last found */
 	uint64_t	pm_starttime;
 	int			seen;
+	int			failures;		/* cluster_open failures in a row */
+	int64_t		retry_at_ms;	/* after a failure: not tried before */
 } skipped;
+
+/* After cluster_open failed: 2 s, doubling with each failure, at most 64 s. */
+#define OPEN_RETRY_FIRST_MS		2000
+#define OPEN_RETRY_MAX_SHIFT	5
 
 typedef struct daemon_state
 {
@@ -355,6 +362,8 @@ note_skip(daemon_state *d, const pm_info *pm, const char *reason)
 		sk->dev = pm->dev;
 		sk->ino = pm->ino;
 		sk->seen = 0;
+		sk->failures = 0;
+		sk->retry_at_ms = 0;
 	}
 	sk->pm_pid = pm->pid;
 	sk->pm_starttime = pm->starttime;
@@ -415,6 +424,30 @@ over_cluster_limits(const daemon_state *d, uid_t uid, char *why, size_t whylen)
 }
 
 /*
+ * open_failed
+ *		cluster_open failed for pm's data directory (a full runtime file
+ *		system, say): it is tried again after a delay that doubles with
+ *		each failure, and the failure is logged when it changes or at most
+ *		once per try, not each tick: each try builds a segment.
+ */
+static void
+open_failed(daemon_state *d, const pm_info *pm, const char *err)
+{
+	skipped    *sk;
+	int			shift;
+
+	note_skip(d, pm, err);
+	sk = find_skip(d, pm->dev, pm->ino);
+	if (sk == NULL)
+		return;
+	shift = sk->failures < OPEN_RETRY_MAX_SHIFT ? sk->failures : OPEN_RETRY_MAX_SHIFT;
+	sk->failures++;
+	sk->retry_at_ms = control_now_ms() + ((int64_t) OPEN_RETRY_FIRST_MS << shift);
+	log_error("cannot serve %s: %s (try %d; the next in %lld s)", pm->data_dir, err,
+			  sk->failures, (long long) (((int64_t) OPEN_RETRY_FIRST_MS << shift) / 1000));
+}
+
+/*
  * open_found_cluster
  *		Host-wide mode: a postmaster of a cluster we do not serve yet.
  *		Within the limits (over_cluster_limits), take its lock (skip it,
@@ -431,6 +464,9 @@ open_found_cluster(daemon_state *d, const pm_info *pm)
 	int			lock_fd;
 	int			r;
 
+	sk = find_skip(d, pm->dev, pm->ino);
+	if (sk != NULL && control_now_ms() < sk->retry_at_ms)
+		return NULL;			/* cluster_open failed lately: back off */
 	if (over_cluster_limits(d, pm->uid, why, sizeof(why)))
 	{
 		note_skip(d, pm, why);
@@ -447,18 +483,18 @@ open_found_cluster(daemon_state *d, const pm_info *pm)
 		note_skip(d, pm, why);
 		return NULL;
 	}
+	c = cluster_open(&d->env, pm->dev, pm->ino, pm->uid, pm->gid, pm->data_dir,
+					 lock_fd, err, sizeof(err));
+	if (c == NULL)
+	{
+		open_failed(d, pm, err);
+		return NULL;
+	}
 	sk = find_skip(d, pm->dev, pm->ino);
 	if (sk != NULL)
 	{
 		log_info("%s: serving it now", pm->data_dir);
 		*sk = d->skips[--d->nskips];
-	}
-	c = cluster_open(&d->env, pm->dev, pm->ino, pm->uid, pm->gid, pm->data_dir,
-					 lock_fd, err, sizeof(err));
-	if (c == NULL)
-	{
-		log_error("cannot serve %s: %s", pm->data_dir, err);
-		return NULL;
 	}
 	if (add_cluster(d, c) < 0)
 	{
@@ -651,6 +687,46 @@ find_postmasters(daemon_state *d, pm_info **pms, size_t *npms)
 }
 
 /*
+ * found_pm
+ *		The first of pms[0..n) that serves c's data directory, or NULL.
+ *		The first, as open_found_cluster takes it: two postmasters on one
+ *		data directory (containers sharing a volume) must not make the
+ *		cluster move between them each tick.
+ */
+static const pm_info *
+found_pm(const cluster *c, const pm_info *pms, size_t n)
+{
+	size_t		j;
+
+	for (j = 0; j < n; j++)
+		if (pms[j].dev == c->dev && pms[j].ino == c->ino)
+			return &pms[j];
+	return NULL;
+}
+
+/*
+ * retire_postmaster
+ *		Detach c from its postmaster when that exited or another one owns
+ *		the data directory (found), and drop the old postmaster's rows.
+ */
+static void
+retire_postmaster(cluster *c, const pm_info *found)
+{
+	uint32_t	pm = (uint32_t) c->pm.pid;
+
+	if (!c->attached)
+		return;
+	if (!procfs_alive(c->pm.pid, c->pm.starttime))
+		cluster_detach(c, "postmaster exited");
+	else if (found != NULL &&
+			 (found->pid != c->pm.pid || found->starttime != c->pm.starttime))
+		cluster_detach(c, "another postmaster owns the data directory");
+	else
+		return;
+	cluster_psets_forget(c, pm);
+}
+
+/*
  * discover
  *		Match running postmasters with clusters: detach from exited ones,
  *		attach to new or restarted ones, open/forget clusters in host-wide
@@ -674,19 +750,18 @@ discover(daemon_state *d)
 	if (find_postmasters(d, &pms, &npms) < 0)
 		return;
 
+	/*
+	 * Every detach before any attach: a postmaster that exited may have
+	 * left its pid to another cluster's new one within the tick, and a
+	 * later detach would take that pid out of the filter again.
+	 */
+	for (i = 0; i < d->nclusters; i++)
+		retire_postmaster(d->clusters[i], found_pm(d->clusters[i], pms, npms));
 	for (i = 0; i < d->nclusters; i++)
 	{
 		cluster    *c = d->clusters[i];
-		const pm_info *found = NULL;
+		const pm_info *found = found_pm(c, pms, npms);
 
-		for (j = 0; j < npms; j++)
-			if (pms[j].dev == c->dev && pms[j].ino == c->ino)
-				found = &pms[j];
-		if (c->attached && !procfs_alive(c->pm.pid, c->pm.starttime))
-			cluster_detach(c, "postmaster exited");
-		else if (c->attached && found != NULL &&
-				 (found->pid != c->pm.pid || found->starttime != c->pm.starttime))
-			cluster_detach(c, "another postmaster owns the data directory");
 		if (!c->attached && found != NULL)
 			cluster_attach(c, found);
 		cluster_tick(c);

@@ -18,6 +18,7 @@
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -384,7 +385,7 @@ procfs_parallel_leader(const char *buf, size_t len)
  * status_line
  *		The value of the line "key" (with its colon) of /proc/<pid>/status
  *		text: *val and *vend bound what follows the key.  0, or -1 when the
- *		text has no such line.
+ *		text has no such complete line (one ends with its newline).
  */
 static int
 status_line(const char *buf, size_t len, const char *key, const char **val, const char **vend)
@@ -396,15 +397,17 @@ status_line(const char *buf, size_t len, const char *key, const char **val, cons
 	while (p < end)
 	{
 		const char *nl = memchr(p, '\n', (size_t) (end - p));
-		const char *le = nl ? nl : end;
 
-		if ((size_t) (le - p) > klen && memcmp(p, key, klen) == 0)
+		/* a line the read cut short is no line: its value may be partial */
+		if (nl == NULL)
+			return -1;
+		if ((size_t) (nl - p) > klen && memcmp(p, key, klen) == 0)
 		{
 			*val = p + klen;
-			*vend = le;
+			*vend = nl;
 			return 0;
 		}
-		p = le + 1;
+		p = nl + 1;
 	}
 	return -1;
 }
@@ -544,7 +547,8 @@ procfs_read_cmdline(pid_t pid, char *buf, size_t buflen, size_t *len)
 int
 procfs_read_nspid(pid_t pid, int32_t *inner)
 {
-	char		buf[4096];
+	/* NSpid comes after Groups:, which hundreds of groups make long */
+	char		buf[32768];
 	ssize_t		n = read_proc_file(pid, "status", buf, sizeof(buf));
 
 	if (n <= 0)
@@ -968,7 +972,8 @@ procfs_map_kind
 procfs_map_kind_at(pid_t pid, uint64_t addr)
 {
 	char		path[64];
-	char		line[PATH_MAX + 128];
+	char	   *line = NULL;
+	size_t		cap = 0;
 	procfs_map_kind kind = PROCFS_MAP_NONE;
 	FILE	   *f;
 
@@ -976,9 +981,11 @@ procfs_map_kind_at(pid_t pid, uint64_t addr)
 	f = fopen(path, "re");
 	if (f == NULL)
 		return PROCFS_MAP_NONE;
-	while (fgets(line, sizeof(line), f) != NULL)
+	/* getline: a path longer than any fixed buffer is no second line */
+	while (getline(&line, &cap, f) > 0)
 		if (procfs_parse_map_line(line, addr, &kind) == 1)
 			break;
+	free(line);
 	fclose(f);
 	return kind;
 }

@@ -116,6 +116,8 @@ test_nspid(void)
 	CHECK_INT(inner, 77);
 	CHECK_INT(procfs_parse_nspid(s3, strlen(s3), &inner), -1);
 	CHECK_INT(procfs_parse_nspid(s4, strlen(s4), &inner), -1);
+	/* a read that ended inside the line (a long Groups: line before it) */
+	CHECK_INT(procfs_parse_nspid("Name:\tx\nNSpid:\t900\t1", 20, &inner), -1);
 	CHECK_INT(procfs_read_nspid(getpid(), &inner), 0);
 	CHECK(inner > 0);
 }
