@@ -73,6 +73,8 @@ sub start_host_helper
 	return launch_helper($rt, $log, @extra);
 }
 
+my @launched;	# pids launch_helper started
+
 sub launch_helper
 {
 	my ($rt, $log, @args) = @_;
@@ -83,7 +85,21 @@ sub launch_helper
 	chomp $out;
 	die "helper-ctl start printed no pid: $out $err" unless $out =~ /^\d+$/;
 	note "helper started, pid $out, log $log";
+	push @launched, $out;
 	return $out;
+}
+
+# A helper started with --pgdata waits for its postmaster for ever: the
+# ones a test leaves running (or a test that died) are stopped as it ends,
+# so that they do not outlive it and weigh on the next.
+END
+{
+	local $?;
+	for my $pid (@launched)
+	{
+		next unless -e "/proc/$pid";
+		eval { signal_helper($pid, 'TERM') };
+	}
 }
 
 sub signal_helper
