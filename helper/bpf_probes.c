@@ -287,6 +287,12 @@ attach_process_probes(bpf_probes *p)
 				   "processes enter at fork");
 		return;
 	}
+	/* neither: a fork hook without its exit hook would track the dead */
+	if (p->skel->links.pgt_process_fork != NULL)
+	{
+		bpf_link__destroy(p->skel->links.pgt_process_fork);
+		p->skel->links.pgt_process_fork = NULL;
+	}
 	set_status(&p->process, PGT_PROBE_UNAVAILABLE, "tp_btf/sched_process_fork+exit",
 			   "attach failed: %s (backends found by /proc scan only)",
 			   errstr(err, ebuf, sizeof(ebuf)));
@@ -608,11 +614,17 @@ bpf_probes_snapshot(bpf_probes *p, const tracked_row **rows, size_t *nrows)
 									   &count, &opts);
 			if (err != 0 && errno != ENOENT)
 			{
+				/*
+				 * Only a kernel without batch lookups makes the walk the
+				 * rule (each walk of a full map is thousands of calls); a
+				 * passing error (ENOSPC as the map churns) walks this once.
+				 */
 				log_debug("BPF: batch lookup failed (%s), iterating instead",
 						  strerror(errno));
-				p->batch_unsupported = 1;
-				n = 0;
-				break;
+				if (errno == EINVAL || errno == EOPNOTSUPP || errno == ENOSYS)
+					p->batch_unsupported = 1;
+				n = snapshot_iterate(p);
+				goto done;
 			}
 			n += count;
 			if (err != 0)
@@ -623,6 +635,7 @@ bpf_probes_snapshot(bpf_probes *p, const tracked_row **rows, size_t *nrows)
 	}
 	if (p->batch_unsupported)
 		n = snapshot_iterate(p);
+done:
 	for (i = 0; i < n; i++)
 	{
 		out[i].pid = p->keys[i];

@@ -30,6 +30,7 @@
 #include "privileges.h"
 #include "probe_set.h"
 #include "procfs.h"
+#include "segment_writer.h"
 #include "syscall_exit.h"
 #include "tracefs.h"
 
@@ -107,6 +108,10 @@ typedef struct daemon_state
 	int			roots_valid;	/* 0: scan /proc at the next tick */
 	uint32_t	execs[PGT_BPF_MAX_EXECS];
 } daemon_state;
+
+/* every served cluster's postmaster must fit the BPF filter's map */
+_Static_assert(DAEMON_MAX_CLUSTERS_MAX <= PGT_BPF_MAX_POSTMASTERS,
+			   "--max-clusters beyond the postmasters map");
 
 /*
  * make_dirs
@@ -1071,6 +1076,7 @@ claim_target(daemon_state *d, char *data_dir, size_t dlen, uid_t *uid, gid_t *gi
 		log_error("%s", err);
 		return -1;
 	}
+	(void) seg_writer_remove_stale_tmp(opts->runtime_dir);
 	if (!d->target_mode)
 		return 0;
 	r = cluster_lock(opts->runtime_dir, d->target_dev, d->target_ino,

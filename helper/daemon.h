@@ -27,7 +27,8 @@ typedef struct daemon_opts
 #define DAEMON_FORGET_AFTER_DEFAULT_S	60
 #define DAEMON_FORGET_AFTER_MAX_S		86400
 #define DAEMON_MAX_CLUSTERS_DEFAULT		64
-#define DAEMON_MAX_CLUSTERS_MAX			1024
+/* the BPF postmaster filter holds PGT_BPF_MAX_POSTMASTERS (256): no more */
+#define DAEMON_MAX_CLUSTERS_MAX			256
 #define DAEMON_SEGMENT_ROWS_MIN			16
 #define DAEMON_SEGMENT_ROWS_MAX			1048576
 /* clusters served at once for one owner that is no system account */

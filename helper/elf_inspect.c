@@ -156,8 +156,46 @@ read_section(Elf *e, Elf_Scn *scn, size_t shstrndx, elf_info *info,
 	else if (strcmp(name, ".note.stapsdt") == 0 && sh.sh_type == SHT_NOTE)
 	{
 		info->has_stapsdt = 1;
-		*notes = elf_rawdata(scn, NULL);
+		/* PostgreSQL's are a few kB: a huge one would be read into memory */
+		if (sh.sh_size > ELF_MAX_NOTES_BYTES)
+			snprintf(info->usdt_error, sizeof(info->usdt_error),
+					 ".note.stapsdt of %llu bytes: more than %d, not read",
+					 (unsigned long long) sh.sh_size, ELF_MAX_NOTES_BYTES);
+		else
+			*notes = elf_rawdata(scn, NULL);
 	}
+}
+
+/*
+ * open_regular
+ *		Open path for reading if it is a regular file, judged on an O_PATH
+ *		handle before any real open, and reopened through that handle.
+ *		Returns the descriptor (its stat in *st), or -1 with err set.
+ */
+static int
+open_regular(const char *path, struct stat *st, char *err, size_t errlen)
+{
+	char		self[64];
+	int			pfd = open(path, O_PATH | O_CLOEXEC);
+	int			fd;
+
+	if (pfd < 0)
+	{
+		snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
+		return -1;
+	}
+	if (fstat(pfd, st) < 0 || !S_ISREG(st->st_mode))
+	{
+		snprintf(err, errlen, "%s is not a regular file", path);
+		close(pfd);
+		return -1;
+	}
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", pfd);
+	fd = open(self, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
+	close(pfd);
+	return fd;
 }
 
 /*
@@ -183,18 +221,15 @@ elf_inspect_open(const char *path, elf_info *info, char *err, size_t errlen)
 		snprintf(err, errlen, "libelf initialization failed");
 		return -1;
 	}
-	/* non-blocking: a FIFO put in the file's place must not hang the helper */
-	info->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	/*
+	 * The name is its owner's to point anywhere, maybe not root's: it is
+	 * first opened O_PATH (no device is opened, no FIFO waited on, no
+	 * driver run by it) and only a regular file is then opened for reading,
+	 * through that handle rather than through the name again.
+	 */
+	info->fd = open_regular(path, &st, err, errlen);
 	if (info->fd < 0)
-	{
-		snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
 		return -1;
-	}
-	if (fstat(info->fd, &st) < 0 || !S_ISREG(st.st_mode))
-	{
-		snprintf(err, errlen, "%s is not a regular file", path);
-		goto fail;
-	}
 	e = elf_begin(info->fd, ELF_C_READ, NULL);
 	if (e == NULL || elf_kind(e) != ELF_K_ELF || gelf_getehdr(e, &eh) == NULL)
 	{
@@ -296,7 +331,8 @@ find_in_table(const elf_info *info, Elf64_Word sh_type, const char *name, elf_sy
 		d = elf_getdata(scn, NULL);
 		if (d == NULL)
 			continue;
-		n = sh.sh_size / sh.sh_entsize;
+		/* the data's size, not the header's entsize: a crafted 1 would loop per byte */
+		n = d->d_size / sizeof(Elf64_Sym);
 		for (i = 0; i < n; i++)
 		{
 			GElf_Sym	s;

@@ -15,6 +15,8 @@
 #include "usdt_notes.h"
 
 #define ELF_MAX_LOADS	16
+/* the largest .note.stapsdt read (a PostgreSQL build's is a few kB) */
+#define ELF_MAX_NOTES_BYTES	(1024 * 1024)
 
 /* Which table a symbol came from. */
 #define ELF_SYM_NONE	0

@@ -229,7 +229,7 @@ func_ok(const elf_info *elf, const engine_point *p, char *why, size_t wl)
 	{
 		snprintf(why, wl, "%s not resolvable (%s)", p->func,
 				 elf->has_symtab ? "not in .symtab" :
-				 "static, binary stripped to .dynsym; install debug symbols");
+				 "static, binary stripped to .dynsym (the helper reads no separate debug files)");
 		return 0;
 	}
 	return 1;

@@ -16,15 +16,18 @@
 #include "discovery.h"
 #include "elf_inspect.h"
 #include "engine_catalog.h"
+#include "log.h"
 #include "pgt_segment.h"
 #include "procfs.h"
 #include "trace_out.h"
 
 #include <errno.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* Print s as a JSON string (the trace stream's escaping). */
 #define json_str(s) trace_json_string(stdout, (s))
@@ -175,12 +178,13 @@ static void
 print_elf_text(const elf_info *e, const engine_choice *choices)
 {
 	size_t		i;
+	char		clean[PATH_MAX * 4];
 
-	printf("binary:      %s\n", e->path);
+	printf("binary:      %s\n", log_escape(clean, sizeof(clean), e->path));
 	printf("build id:    %s\n", e->build_id[0] ? e->build_id : "(none)");
 	printf("debuglink:   %s\n", e->debuglink[0] ? e->debuglink : "(none)");
 	printf("PIE:         %s\n", e->is_pie ? "yes" : "no");
-	printf("DWARF:       %s\n", e->has_dwarf ? "yes" : "no (install the -dbgsym package for static functions)");
+	printf("DWARF:       %s\n", e->has_dwarf ? "yes" : "no");
 	printf("symbols:     %s\n", e->has_symtab ? ".symtab (not stripped)" :
 		   e->has_dynsym ? ".dynsym only (stripped: static functions unresolvable)" : "none");
 	printf("USDT:        %zu probe sites, %zu distinct probes%s%s\n", e->nprobes,
@@ -266,6 +270,28 @@ inspect_binary(const char *path, int json)
 }
 
 /*
+ * runs_file
+ *		Whether the file opened in e is the one process pid runs: the path
+ *		is a name its owner may have pointed elsewhere since.  When not,
+ *		e is closed and err says so.
+ */
+static bool
+runs_file(int pid, elf_info *e, const char *path, char *err, size_t errlen)
+{
+	char		exe[64];
+	struct stat a;
+	struct stat b;
+
+	snprintf(exe, sizeof(exe), "/proc/%d/exe", pid);
+	if (stat(exe, &a) == 0 && fstat(e->fd, &b) == 0 &&
+		a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+		return true;
+	snprintf(err, errlen, "%.400s is no longer the file process %d runs", path, pid);
+	elf_inspect_close(e);
+	return false;
+}
+
+/*
  * inspect_pm
  *		One server: processes, then its executable.
  */
@@ -274,6 +300,7 @@ inspect_pm(const pm_info *pm, int json)
 {
 	char		path[PATH_MAX + 64];
 	char		err[512];
+	char		clean[PATH_MAX * 4];
 	elf_info	e;
 
 	if (json)
@@ -285,10 +312,11 @@ inspect_pm(const pm_info *pm, int json)
 	}
 	else
 		printf("cluster %s: postmaster %d (pid %d in its namespace)\n",
-			   pm->data_dir, (int) pm->pid, (int) pm->nspid);
+			   log_escape(clean, sizeof(clean), pm->data_dir), (int) pm->pid, (int) pm->nspid);
 	print_processes(pm, json);
 	if (elf_resolve_exe((int) pm->pid, path, sizeof(path), err, sizeof(err)) < 0 ||
-		elf_inspect_open(path, &e, err, sizeof(err)) < 0)
+		elf_inspect_open(path, &e, err, sizeof(err)) < 0 ||
+		!runs_file((int) pm->pid, &e, path, err, sizeof(err)))
 	{
 		if (json)
 		{
@@ -297,7 +325,7 @@ inspect_pm(const pm_info *pm, int json)
 			printf("}");
 		}
 		else
-			printf("executable: %s\n", err);
+			printf("executable: %s\n", log_escape(clean, sizeof(clean), err));
 		return 1;
 	}
 	print_elf(&e, json);

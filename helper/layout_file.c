@@ -72,9 +72,15 @@ split_words(const char *s, size_t len, word *w, int max, int rest_from)
 			return -1;
 		if (rest_from >= 0 && n == rest_from)
 		{
+			/* the rest may hold single spaces, as a name does: no more */
 			w[n].s = s + start;
 			w[n].len = len - start;
-			return w[n].len == 0 ? -1 : n + 1;
+			if (w[n].len == 0 || s[start] == ' ' || s[len - 1] == ' ')
+				return -1;
+			for (pos = start; pos + 1 < len; pos++)
+				if (s[pos] == ' ' && s[pos + 1] == ' ')
+					return -1;
+			return n + 1;
 		}
 		while (pos < len && s[pos] != ' ')
 			pos++;

@@ -105,6 +105,24 @@ append_escaped(char *line, size_t *n, size_t room, const char *msg)
 }
 
 /*
+ * log_escape
+ *		in, escaped as log lines are (see append_escaped), into out (outlen
+ *		bytes, NUL-terminated): for other output a user's text reaches, such
+ *		as the paths `inspect` prints.
+ */
+const char *
+log_escape(char *out, size_t outlen, const char *in)
+{
+	size_t		n = 0;
+
+	if (outlen == 0)
+		return "";
+	append_escaped(out, &n, outlen - 1, in);
+	out[n] = '\0';
+	return out;
+}
+
+/*
  * log_msg
  *		Format and write one line to stderr if `level` is enabled.  The
  *		line is built in one buffer and written with one write() so lines

@@ -6,6 +6,8 @@
 #ifndef PGT_HELPER_LOG_H
 #define PGT_HELPER_LOG_H
 
+#include <stddef.h>
+
 enum log_level
 {
 	LOG_LEVEL_ERROR = 0,
@@ -15,6 +17,7 @@ enum log_level
 };
 
 extern void log_set_level(enum log_level level);
+extern const char *log_escape(char *out, size_t outlen, const char *in);
 extern enum log_level log_get_level(void);
 extern int	log_parse_level(const char *name, enum log_level *level);
 extern void log_msg(enum log_level level, const char *fmt, ...)

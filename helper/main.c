@@ -108,7 +108,7 @@ SYSCALL_EXIT_HELP
 "  --forget-after S   host-wide: a cluster whose postmaster is gone S seconds\n"
 "                     (1..86400, default 60) is dropped and its segment and\n"
 "                     lock file removed\n"
-"  --max-clusters N   host-wide: serve at most N clusters (1..1024, default\n"
+"  --max-clusters N   host-wide: serve at most N clusters (1..256, default\n"
 "                     64), and at most 4 of one owner that is not a system\n"
 "                     account (uid 1000 and up)\n"
 "  --segment-rows N   each table of a cluster's segment starts with at most N\n"
@@ -369,7 +369,7 @@ daemon_option(daemon_opts *o, int c, char **argv)
 		case 'L':
 			if (parse_decimal(optarg, 1, DAEMON_MAX_CLUSTERS_MAX, &v) < 0)
 				return usage_error(daemon_usage,
-								   "--max-clusters %s is not a number from 1 to 1024", optarg);
+								   "--max-clusters %s is not a number from 1 to 256", optarg);
 			o->max_clusters = (int) v;
 			return -1;
 		case 'R':

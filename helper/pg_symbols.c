@@ -52,7 +52,11 @@ dynsym_find(Elf *e, Elf_Scn *scn, const GElf_Shdr *sh, const char *name, uint64_
 
 	if (data == NULL)
 		return 0;
-	n = sh->sh_size / sh->sh_entsize;
+	/* the data's size, not the header's entsize: a crafted 1 would loop per byte */
+	n = gelf_fsize(e, ELF_T_SYM, 1, EV_CURRENT);
+	if (n == 0)
+		return 0;
+	n = data->d_size / n;
 	for (k = 0; k < n; k++)
 	{
 		GElf_Sym	sym;

@@ -3,9 +3,10 @@
  *	  Privilege checks of the daemon: refuse to run setuid/setgid, and
  *	  require root or CAP_BPF + CAP_PERFMON + CAP_SYS_PTRACE.
  *
- * pg-tracer is never installed setuid: a setuid helper would let any local
- * user load BPF programs through it.  When real and effective ids differ we
- * stop before doing anything.  Capabilities are read with the raw capget
+ * pg-tracer is never installed setuid, nor with file capabilities: either
+ * would let any local user load BPF programs through it.  When real and
+ * effective ids differ, or the exec was a secure one (AT_SECURE), we stop
+ * before doing anything.  Capabilities are read with the raw capget
  * syscall (no libcap dependency).
  */
 #include "privileges.h"
@@ -14,6 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <errno.h>
+#include <sys/auxv.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -37,6 +39,21 @@ privileges_not_setuid(char *err, size_t errlen)
 				 "refusing to run setuid/setgid (uid %d euid %d gid %d egid %d): "
 				 "run pg-tracer as root or with capabilities instead",
 				 (int) getuid(), (int) geteuid(), (int) getgid(), (int) getegid());
+		return -1;
+	}
+	/*
+	 * File capabilities (setcap on the binary) raise any user who runs it
+	 * as setuid would, with equal ids: the kernel marks such an exec
+	 * AT_SECURE, as it does setuid and setgid ones.  Capabilities are
+	 * given to the service (systemd's AmbientCapabilities, capsh), not to
+	 * the file.
+	 */
+	if (getauxval(AT_SECURE) != 0)
+	{
+		snprintf(err, errlen,
+				 "refusing to run with privileges the executable file grants (set-uid, "
+				 "set-gid or file capabilities: AT_SECURE): give the capabilities to the "
+				 "service that runs pg-tracer instead");
 		return -1;
 	}
 	return 0;

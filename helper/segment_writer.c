@@ -37,9 +37,11 @@
 #include "procfs.h"
 
 #include <endian.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -690,4 +692,50 @@ seg_writer_close(seg_writer *w, uint32_t final_state)
 	w->map = NULL;
 	w->hdr = NULL;
 	w->fd = -1;
+}
+
+/*
+ * seg_writer_remove_stale_tmp
+ *		Remove, from the runtime directory dir, the temporary segments
+ *		("<segment>.tmp.<pid>.<nsec>", as build_segment names them) that
+ *		a helper killed while building one left behind: regular files of
+ *		this euid whose pid runs no more.  They sit in a tmpfs, that is in
+ *		memory, until the host restarts otherwise.  Returns how many.
+ */
+int
+seg_writer_remove_stale_tmp(const char *dir)
+{
+	DIR		   *d = opendir(dir);
+	struct dirent *e;
+	int			removed = 0;
+
+	if (d == NULL)
+		return 0;
+	while ((e = readdir(d)) != NULL)
+	{
+		const char *t = strstr(e->d_name, ".seg.tmp.");
+		struct stat st;
+		char	   *end;
+		long		pid;
+
+		if (strncmp(e->d_name, "pgt-", 4) != 0 || t == NULL)
+			continue;
+		errno = 0;
+		pid = strtol(t + strlen(".seg.tmp."), &end, 10);
+		if (errno != 0 || pid <= 0 || pid > INT32_MAX || *end != '.')
+			continue;
+		if (kill((pid_t) pid, 0) == 0 || errno != ESRCH)
+			continue;			/* its writer may still be at work */
+		if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+			!S_ISREG(st.st_mode) || st.st_uid != geteuid())
+			continue;
+		if (unlinkat(dirfd(d), e->d_name, 0) == 0)
+		{
+			log_info("removed %s/%s, a segment a stopped helper was building", dir,
+					 e->d_name);
+			removed++;
+		}
+	}
+	closedir(d);
+	return removed;
 }

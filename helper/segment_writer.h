@@ -91,5 +91,6 @@ extern int	seg_writer_set_reader(seg_writer *w, uid_t uid, gid_t gid, char *err,
 extern uint64_t seg_writer_publish(seg_writer *w, const seg_publish *p);
 extern uint64_t seg_writer_generation(const seg_writer *w);
 extern void seg_writer_close(seg_writer *w, uint32_t final_state);
+extern int	seg_writer_remove_stale_tmp(const char *dir);
 
 #endif							/* PGT_HELPER_SEGMENT_WRITER_H */

@@ -172,6 +172,12 @@ usdt_parse_notes(const void *data, size_t len, uint64_t base_addr,
 			continue;			/* another kind of note: not ours */
 		if (parse_stapsdt(&note, base_addr, cnt, &pr, err, errlen) < 0)
 			goto fail;
+		if (cnt == USDT_MAX_PROBES)
+		{
+			snprintf(err, errlen, "more than %d SDT notes: not a PostgreSQL build",
+					 USDT_MAX_PROBES);
+			goto fail;
+		}
 		if (cnt == cap)
 		{
 			size_t		ncap = cap ? cap * 2 : 64;

@@ -16,6 +16,8 @@
 #define USDT_NAME_LEN		64
 #define USDT_ARGS_LEN		256
 #define USDT_MAX_ARGS		12
+/* SDT notes one binary may have (PostgreSQL has some 60; each costs 400 bytes) */
+#define USDT_MAX_PROBES		4096
 
 /* How one argument is found, from its spec. */
 typedef enum usdt_arg_kind

@@ -92,7 +92,7 @@ echo "postgres ALL=(root) NOPASSWD: $ctl_dir/helper-ctl" > "$sudoers"
 chmod 0440 "$sudoers"
 cleanup() {
 	rm -f "$sudoers"
-	rm -rf "$ctl_dir"
+	rm -rf "$ctl_dir" /run/pg_tracer_ctl
 	pkill -f "^$helper_bin daemon --runtime-dir /tmp/" 2>/dev/null || true
 }
 trap cleanup EXIT

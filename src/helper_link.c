@@ -31,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "funcapi.h"
 #include "mb/pg_wchar.h"
@@ -135,11 +136,11 @@ cluster_identity(char *err, size_t errlen)
 
 /*
  * runtime_dir_is_private
- *		pg_tracer.runtime_dir is a directory (not a symlink) that neither its
- *		group nor the world may write, as the helper requires of it too.
- *		Anyone who can write there could plant a segment or a socket that
- *		this cluster would take for its helper's.  Returns false with the
- *		reason in err.
+ *		pg_tracer.runtime_dir is a directory (not a symlink) of root or of
+ *		this server's user, that neither its group nor the world may write
+ *		(the helper requires the latter too).  Anyone else who can write
+ *		there could plant a segment or a socket that this cluster would
+ *		take for its helper's.  Returns false with the reason in err.
  */
 static bool
 runtime_dir_is_private(char *err, size_t errlen)
@@ -157,6 +158,13 @@ runtime_dir_is_private(char *err, size_t errlen)
 	{
 		snprintf(err, errlen, "runtime directory \"%s\" is not a directory (or is a symlink)",
 				 pgt_runtime_dir);
+		return false;
+	}
+	if (st.st_uid != 0 && st.st_uid != geteuid())
+	{
+		snprintf(err, errlen, "runtime directory \"%s\" belongs to uid %u, neither root nor "
+				 "this server's user: not trusting the files in it",
+				 pgt_runtime_dir, (unsigned) st.st_uid);
 		return false;
 	}
 	if (st.st_mode & (S_IWGRP | S_IWOTH))
@@ -452,12 +460,6 @@ link_judge(PgtLink *link)
 		link->state = "stopped";
 		strlcpy(link->reason, "the helper stopped", sizeof(link->reason));
 	}
-	else if (h->state == PGT_WRITER_WAITING)
-	{
-		link->state = "waiting";
-		strlcpy(link->reason, "the helper runs but is not attached to this server's postmaster",
-				sizeof(link->reason));
-	}
 	else if (h->last_update_us <= 0)
 	{
 		link->state = "stale";
@@ -466,10 +468,17 @@ link_judge(PgtLink *link)
 	}
 	else if (age_ms > pgt_helper_stale_ms || age_ms < -pgt_helper_stale_ms)
 	{
+		/* a waiting helper publishes too: one that stopped doing so is gone */
 		link->state = "stale";
 		snprintf(link->reason, sizeof(link->reason),
 				 "last update " INT64_FORMAT " ms ago, pg_tracer.helper_stale_ms is %d",
 				 age_ms, pgt_helper_stale_ms);
+	}
+	else if (h->state == PGT_WRITER_WAITING)
+	{
+		link->state = "waiting";
+		strlcpy(link->reason, "the helper runs but is not attached to this server's postmaster",
+				sizeof(link->reason));
 	}
 	else if (!same_postmaster_start(h->postmaster_start_us))
 	{

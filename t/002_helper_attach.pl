@@ -182,7 +182,7 @@ is($rc, 2, 'a nice value above 0 exits 2');
 like($err, qr/--sampler-nice: "5" is not a nice value from -20 to 0/, 'and says which values work');
 ($rc, $out, $err) = run_helper('daemon', '--max-clusters', '0');
 is($rc, 2, '--max-clusters 0 exits 2');
-like($err, qr/--max-clusters 0 is not a number from 1 to 1024/, 'and says which values work');
+like($err, qr/--max-clusters 0 is not a number from 1 to 256/, 'and says which values work');
 ($rc, $out, $err) = run_helper('daemon', '--pgdata', $node->basedir, '--runtime-dir', $rt);
 isnt($rc, 0, 'a PGDATA that is not a cluster is refused');
 like($err, qr/not a PostgreSQL data directory|PG_VERSION/i, 'and says why');

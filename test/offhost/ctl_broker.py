@@ -43,7 +43,12 @@ def serve(conn):
         args = json.loads(msg)
         if len(fds) != 3 or not all(isinstance(a, str) for a in args):
             raise ValueError("expected an argv of strings and three descriptors")
-        child = subprocess.Popen([ctl] + args, stdin=fds[0], stdout=fds[1], stderr=fds[2])
+        # helper-ctl acts for its caller as under sudo (files opened as it)
+        env = dict(os.environ)
+        if peer_uid(conn) != 0:
+            env.update(SUDO_USER=allowed.pw_name, SUDO_UID=str(allowed.pw_uid))
+        child = subprocess.Popen([ctl] + args, stdin=fds[0], stdout=fds[1], stderr=fds[2],
+                                 env=env)
         rc = child.wait()
         reply = {"rc": 128 - rc if rc < 0 else rc}
     except Exception as e:  # the client must always get an answer

@@ -185,6 +185,13 @@ test_rejections(void)
 	reject("size=544\n", "size=544\nbgworker_offsets type=96 notify_pid=536 size=544\n",
 		   "duplicate key bgworker_offsets");
 	reject("wait_event 0x0a000001 IO BufFileRead", "wait_event 0x0a000001 IO", "wait_event takes");
+	/* a name with spaces has single ones, inside it */
+	reject("wait_event 0x0a000001 IO BufFileRead", "wait_event 0x0a000001 IO  BufFileRead",
+		   "bad spacing");
+	reject("wait_event 0x0a000001 IO BufFileRead", "wait_event 0x0a000001 IO BufFileRead ",
+		   "bad spacing");
+	reject("wait_event 0x0a000001 IO BufFileRead", "wait_event 0x0a000001 IO Buf  FileRead",
+		   "bad spacing");
 	reject("wait_event 0x07000000 Extension Extension",
 		   "wait_event 0x0a000001 IO Again", "duplicate wait event id");
 	reject("IO BufFileRead", "IO BufFileRead\tx", "non-printable");
