@@ -62,3 +62,10 @@ DROP TABLESPACE regress_pgt_space;
 RESET allow_in_place_tablespaces;
 SELECT pg_tracer_file_relation(d.oid, 4294967295) AS no_such_file
   FROM pg_database d WHERE d.datname = current_database();
+-- a look-alike earlier in the caller's search_path is never called (0.5.6)
+CREATE FUNCTION public.pg_filenode_relation(oid, oid) RETURNS regclass
+    AS $$ SELECT 'pg_class'::regclass $$ LANGUAGE sql;
+SET search_path = public, pg_catalog;
+SELECT pg_tracer_file_relation(0, pg_catalog.pg_relation_filenode('pg_database')) AS shared;
+RESET search_path;
+DROP FUNCTION public.pg_filenode_relation(oid, oid);
