@@ -138,6 +138,11 @@ bench_helper_start() {
 		[ "$(bench_psql 'SELECT helper_connected FROM pg_tracer_status()' 2>/dev/null)" = t ] && break
 		sleep 0.2
 	done
+	# a run "with the helper" without one would measure nothing: stop here
+	if [ "$(bench_psql 'SELECT helper_connected FROM pg_tracer_status()' 2>/dev/null)" != t ]; then
+		echo "bench: the helper did not connect within 10 s" >&2
+		exit 1
+	fi
 	sleep 1
 }
 

@@ -36,6 +36,11 @@ cleanup() {
 trap cleanup EXIT
 
 echo "=== throwaway cluster in $demo (port $port)"
+# what an earlier demo left with --keep: its helper waits for its cluster for ever
+if [ -f "$demo/helper.pid" ] && old=$(cat "$demo/helper.pid") &&
+	[ "$(readlink "/proc/$old/exe" 2>/dev/null)" = /usr/local/sbin/pg-tracer ]; then
+	kill "$old" 2>/dev/null || true
+fi
 as_pg pg_ctl -D "$demo/data" -m immediate stop >/dev/null 2>&1 || true
 rm -rf "$demo"
 install -d -o postgres -g postgres "$demo"
@@ -54,10 +59,18 @@ psql_demo -q -c 'CREATE EXTENSION pg_tracer'
 echo "=== helper: pg-tracer daemon --pgdata $demo/data"
 /usr/local/sbin/pg-tracer daemon --pgdata "$demo/data" --runtime-dir "$rt" >"$demo/helper.log" 2>&1 &
 helper_pid=$!
+echo "$helper_pid" > "$demo/helper.pid"	# a later demo stops it, --keep or not
+connected=
 for _ in $(seq 50); do
-	[ "$(psql_demo -Atc 'SELECT helper_connected FROM pg_tracer_status()')" = t ] && break
+	connected=$(psql_demo -Atc 'SELECT helper_connected FROM pg_tracer_status()' 2>/dev/null) || true
+	[ "$connected" = t ] && break
 	sleep 0.2
 done
+if [ "$connected" != t ]; then
+	echo "the helper did not connect within 10 s; its log:" >&2
+	tail -n 30 "$demo/helper.log" >&2
+	exit 1
+fi
 
 echo "=== pgbench (4 clients, 10 s) while we look"
 as_pg pgbench -h /tmp -p "$port" -i -s 5 -q postgres >/dev/null 2>&1

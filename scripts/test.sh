@@ -135,6 +135,15 @@ echo "--- TAP test cases per file"
 for l in "$work"/tmp_check/log/regress_log_*; do
 	[ -f "$l" ] && printf '%s %s\n' "${l##*/regress_log_}" "$(grep -Ec '^(\[[^]]*\]\([^)]*\) )?(not )?ok [0-9]+' "$l")"
 done | paste - - - -
+# what did not run: prove counts a file that skipped itself (a tool or a
+# kernel feature missing), and the checks a file skipped, as passing; they
+# are named here, so that a run that skipped a suite is not read as one
+# that passed it
+skipped_files=$(grep -E 't/[^ ]+ \.+ skipped: ' "$pg_log" || true)
+skipped_checks=$(cat "$work"/tmp_check/log/regress_log_* 2>/dev/null |
+	grep -Ec '^(\[[^]]*\]\([^)]*\) )?ok [0-9]+ # skip' || true)
+echo "--- not run: $(printf '%s' "$skipped_files" | grep -c .) TAP files skipped whole, ${skipped_checks:-0} TAP checks skipped"
+[ -z "$skipped_files" ] || printf '%s\n' "$skipped_files"
 if [ "$failed" -gt 0 ]; then
 	for l in "$work"/tmp_check/log/*; do
 		[ -f "$l" ] && { echo "--- $l (tail)"; tail -n 40 "$l"; }
