@@ -911,8 +911,13 @@ cluster_attach(cluster *c, const pm_info *pm)
 			else if (r == 1)
 			{
 				inserted++;
-				/* it may have exited (and missed the exit hook) meanwhile */
-				if (!procfs_alive(pids[i], 0))
+				/*
+				 * It may have exited (and missed the exit hook), exec'd
+				 * (missed the exec hook) or left its pid to another
+				 * process since the scan: the hooks see it from now on,
+				 * so one look after the insert settles it.
+				 */
+				if (!discovery_still_child(pm->pid, pids[i]))
 					(void) bpf_probes_untrack(bpf, (uint32_t) pids[i]);
 			}
 		}

@@ -486,6 +486,26 @@ discovery_children(pid_t pm, pid_t **out, size_t *nout)
 }
 
 /*
+ * discovery_still_child
+ *		Whether pid is still what discovery_children found: a live child of
+ *		pm (not a zombie) that runs pm's executable.  The caller checks
+ *		after it put pid in the filter: a child that exec'd another program
+ *		between the scan and the insert (the exec hook saw it untracked) or
+ *		whose pid another process took meanwhile is taken out again.
+ */
+bool
+discovery_still_child(pid_t pm, pid_t pid)
+{
+	struct stat pm_exe;
+	struct stat kid_exe;
+	proc_stat	ps;
+
+	return procfs_read_stat(pid, &ps) == 0 && ps.ppid == (int32_t) pm && ps.state != 'Z' &&
+		exe_of(pm, &pm_exe) == 0 && exe_of(pid, &kid_exe) == 0 &&
+		kid_exe.st_dev == pm_exe.st_dev && kid_exe.st_ino == pm_exe.st_ino;
+}
+
+/*
  * discovery_pgdata
  *		See discovery.h.
  */

@@ -6,6 +6,7 @@
 #define PGT_HELPER_DISCOVERY_H
 
 #include <limits.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -36,6 +37,7 @@ extern int	discovery_check_pids(pid_t *pids, size_t *npids, int filter,
 								 uint64_t dev, uint64_t ino,
 								 pm_info **out, size_t *nout);
 extern int	discovery_children(pid_t pm, pid_t **out, size_t *n);
+extern bool discovery_still_child(pid_t pm, pid_t pid);
 /*
  * The postmasters running on data directory dir (matched by its device and
  * inode, never by postmaster.pid, which names a pid of the server's own

@@ -162,6 +162,7 @@ static int	read_procs(void);
 static bool read_beentry(int slot, Sample *s, bool *torn);
 static int	cmp_procwait(const void *a, const void *b);
 static void handle_reset(void);
+static void serve_reset(void);
 static PgtAshBucket *rotate(bool fine, int64 period, TimestampTz now);
 static void session_begin(int slot, const Sample *s, TimestampTz now);
 static void session_end(int slot, TimestampTz now, PgtAshBucket *fb,
@@ -317,6 +318,7 @@ pgt_sampler_main(Datum main_arg)
 			/* time while disabled is not sampled time */
 			have_prev = false;
 			timeout_ms = 1000;
+			serve_reset();		/* a reset must not wait for the next enable */
 		}
 
 		(void) WaitLatch(MyLatch,
@@ -594,6 +596,21 @@ sampler_tick(uint64 weight_us, TimestampTz now)
 	pgt_ash->lost_us += lost;
 	pgt_ash->last_tick = now;
 	pgt_ash->rate_hz = pgt_sample_rate;
+	pgt_seq_end_write(&pgt_ash->seq);
+}
+
+/*
+ * serve_reset
+ *		Serve a pending pg_tracer_reset() outside a tick (the sampler is
+ *		disabled): in a write section of its own.
+ */
+static void
+serve_reset(void)
+{
+	if (pg_atomic_read_u32(&pgt_ash->reset_requests) == pgt_ash->reset_served)
+		return;
+	pgt_seq_begin_write(&pgt_ash->seq);
+	handle_reset();
 	pgt_seq_end_write(&pgt_ash->seq);
 }
 

@@ -217,6 +217,12 @@ sleep(1.2);
 $k1 = q1('SELECT ticks FROM pg_tracer_ash_status');
 sleep(1.5);
 is(q1('SELECT ticks FROM pg_tracer_ash_status'), $k1, 'a disabled sampler takes no samples');
+# ... but serves pg_tracer_reset(), so that the sampled counters start again
+# with the exact and kernel ones (before, the call waited 2 s, said false,
+# and the reset came whenever the sampler was enabled again)
+my $reset_at0 = q1('SELECT reset_at FROM pg_tracer_ash_status');
+is(q1('SELECT pg_tracer_reset()'), 't', 'a disabled sampler confirms a reset');
+isnt(q1('SELECT reset_at FROM pg_tracer_ash_status'), $reset_at0, '... and reset_at moves');
 q1('ALTER SYSTEM RESET pg_tracer.sample_rate; ALTER SYSTEM RESET pg_tracer.sampler_enabled');
 $node->reload;
 

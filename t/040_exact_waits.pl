@@ -295,6 +295,18 @@ $s->query_safe('SELECT pg_sleep(1.5)');
 wait_exact_copy($node);
 is(q1("SELECT fidelity FROM pg_tracer_wait_events WHERE wait_event = 'PgSleep'"), 'exact',
 	'full mode: pg_tracer_wait_events fidelity exact');
+# a role that sees only its own sessions: their exited ones' exact rows are
+# folded where it cannot see them, while its sampled rows keep them, so its
+# figures stay sampled, the exact ones beside them (0.5.6)
+{
+	my $a = $node->background_psql('postgres', extra_params => [ '-U', 'alice' ]);
+	$a->query_safe('SELECT pg_sleep(0.5)');
+	wait_exact_copy($node);
+	is($a->query_safe("SELECT fidelity || '|' || (exact_waits > 0) FROM pg_tracer_wait_events
+			WHERE wait_event = 'PgSleep'"), 'mixed|true',
+		'a plain role: fidelity mixed, its exact figures in exact_*');
+	$a->quit;
+}
 is(q1("SELECT reason || '|' || requested_by FROM pg_tracer_escalations"), 'full|helper',
 	'full mode shows as one window');
 # exact time model of the sleeping session: its waits grow by the 1 s sleep
