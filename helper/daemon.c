@@ -43,8 +43,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/signalfd.h>
 #include <sys/resource.h>
+#include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/timerfd.h>
 #include <unistd.h>
@@ -1076,6 +1076,7 @@ claim_target(daemon_state *d, char *data_dir, size_t dlen, uid_t *uid, gid_t *gi
 		log_error("%s", err);
 		return -1;
 	}
+	privileges_warn_daemon();
 	(void) seg_writer_remove_stale_tmp(opts->runtime_dir);
 	if (!d->target_mode)
 		return 0;

@@ -55,6 +55,12 @@
 #define ENGINE_DRAIN_BUDGET		4096	/* stream records a drain batch keeps */
 #define ENGINE_MAX_LINKS		512		/* of all binaries together */
 #define ENGINE_MAX_BINARIES		16
+/*
+ * Sites of one SDT probe attached at most: PostgreSQL marks a probe at 4
+ * places or fewer, and a crafted binary must not take the links, or
+ * libbpf's table of argument specs, that every cluster shares.
+ */
+#define ENGINE_MAX_SITES		32
 #define ENGINE_MAX_TARGETS		256		/* postmasters configured */
 #define ENGINE_MAX_SETS			16
 
@@ -425,6 +431,29 @@ opens_timer(size_t i)
 }
 
 /*
+ * too_many_sites
+ *		Whether point i's SDT probe has more sites in b than any PostgreSQL
+ *		build (ENGINE_MAX_SITES): then it is not attached, and says why.
+ */
+static bool
+too_many_sites(engine_binary *b, size_t i)
+{
+	engine_mech m = b->choices[i].mech;
+	int			n;
+
+	if (m != ENGINE_MECH_USDT && m != ENGINE_MECH_USDT_SITE)
+		return false;
+	n = elf_count_usdt(&b->elf, ENGINE_USDT_PROVIDER, engine_points[i].usdt);
+	if (n <= ENGINE_MAX_SITES)
+		return false;
+	log_warn("engine: %s %s: %d sites, more than %d: not attached", engine_points[i].set,
+			 engine_points[i].usdt, n, ENGINE_MAX_SITES);
+	snprintf(b->choices[i].reason, sizeof(b->choices[i].reason),
+			 "%d sites of the probe, more than %d: not attached", n, ENGINE_MAX_SITES);
+	return true;
+}
+
+/*
  * attach_points_pass
  *		attach_points for the points that open a timer (starts) or the
  *		others.
@@ -442,6 +471,8 @@ attach_points_pass(engine_binary *b, int starts)
 
 		if (si < 0 || core.insts[si] == NULL || b->choices[i].mech == ENGINE_MECH_NONE ||
 			opens_timer(i) != starts)
+			continue;
+		if (too_many_sites(b, i))
 			continue;
 		r = attach_point(b, i);
 		if (r == 0)

@@ -11,6 +11,8 @@
  */
 #include "privileges.h"
 
+#include "log.h"
+
 #include <linux/capability.h>
 #include <stdio.h>
 #include <string.h>
@@ -112,4 +114,31 @@ privileges_check(char *err, size_t errlen)
 		return -1;
 	}
 	return 0;
+}
+
+/*
+ * privileges_warn_daemon
+ *		A daemon that is not root: say which of the capabilities its work
+ *		needs besides the three privileges_check requires it lacks, and
+ *		what it will not manage without them.
+ */
+void
+privileges_warn_daemon(void)
+{
+	struct __user_cap_header_struct hdr;
+	struct __user_cap_data_struct data[2];
+
+	if (geteuid() == 0)
+		return;
+	memset(&hdr, 0, sizeof(hdr));
+	memset(data, 0, sizeof(data));
+	hdr.version = _LINUX_CAPABILITY_VERSION_3;
+	if (syscall(SYS_capget, &hdr, data) < 0)
+		return;
+	if (!has_cap(data, CAP_DAC_READ_SEARCH))
+		log_warn("no CAP_DAC_READ_SEARCH: postmaster.pid and the layout file of a cluster "
+				 "whose data directory is 0700 cannot be read (the systemd unit grants it)");
+	if (!has_cap(data, CAP_CHOWN))
+		log_warn("no CAP_CHOWN: segments and sockets cannot be given to the cluster "
+				 "owners, who then cannot read them (the systemd unit grants it)");
 }

@@ -18,5 +18,6 @@
 
 extern int	privileges_not_setuid(char *err, size_t errlen);
 extern int	privileges_check(char *err, size_t errlen);
+extern void privileges_warn_daemon(void);
 
 #endif							/* PGT_HELPER_PRIVILEGES_H */

@@ -217,12 +217,6 @@ sleep(1.2);
 $k1 = q1('SELECT ticks FROM pg_tracer_ash_status');
 sleep(1.5);
 is(q1('SELECT ticks FROM pg_tracer_ash_status'), $k1, 'a disabled sampler takes no samples');
-# ... but serves pg_tracer_reset(), so that the sampled counters start again
-# with the exact and kernel ones (before, the call waited 2 s, said false,
-# and the reset came whenever the sampler was enabled again)
-my $reset_at0 = q1('SELECT reset_at FROM pg_tracer_ash_status');
-is(q1('SELECT pg_tracer_reset()'), 't', 'a disabled sampler confirms a reset');
-isnt(q1('SELECT reset_at FROM pg_tracer_ash_status'), $reset_at0, '... and reset_at moves');
 q1('ALTER SYSTEM RESET pg_tracer.sample_rate; ALTER SYSTEM RESET pg_tracer.sampler_enabled');
 $node->reload;
 
@@ -303,6 +297,22 @@ kill 'CONT', $spid;
 ok($n > 0 && $took < 2, sprintf('views answer while the sampler is stopped (%.3f s)', $took));
 ok($rout eq 'f' && $rerr =~ /has not confirmed the reset yet/ && $rtook < 3.5,
 	sprintf('reset gives up after 2 s when the sampler is stopped (%.3f s), saying so', $rtook));
+
+# ---- a disabled sampler serves pg_tracer_reset(), so that the sampled
+# counters start again with the exact and kernel ones (before, the call
+# waited 2 s, said false, and the reset came whenever the sampler was
+# enabled again)
+q1('ALTER SYSTEM SET pg_tracer.sampler_enabled = off');
+$node->reload;
+ok($node->poll_query_until('postgres', 'SELECT NOT sampler_enabled FROM pg_tracer_ash_status'),
+	'reload: sampler disabled again');
+my $reset_at0 = q1('SELECT reset_at FROM pg_tracer_ash_status');
+is(q1('SELECT pg_tracer_reset()'), 't', 'a disabled sampler confirms a reset');
+isnt(q1('SELECT reset_at FROM pg_tracer_ash_status'), $reset_at0, '... and reset_at moves');
+q1('ALTER SYSTEM RESET pg_tracer.sampler_enabled');
+$node->reload;
+ok($node->poll_query_until('postgres', 'SELECT sampler_enabled FROM pg_tracer_ash_status'),
+	'reload: sampler enabled');
 
 # ---- reset empties counters and history
 ok(q1('SELECT pg_tracer_reset()') eq 't', 'reset confirmed by the sampler');

@@ -36,17 +36,34 @@ HELPER_BIN=${HELPER_BIN:-$(command -v pg-tracer || true)}
 [ -x "$HELPER_BIN" ] || die "pg-tracer is not installed (make install), or HELPER_BIN names no program"
 
 # --- the kernel: the newest 6.1 image package Debian offers, unless KVER says
+newest_61() {
+	apt-cache search --names-only '^linux-image-6\.1\.0-[0-9]+-amd64$' |
+		awk '{ print $1 }' | sed 's/^linux-image-//' | sort -V | tail -1
+}
+# the package lists may be old or missing on a machine set up earlier
+# (install-deps.sh updates them only to install): refreshed once, on need
+lists_fresh=0
+refresh_lists() {
+	[ "$lists_fresh" -eq 0 ] || return 1
+	lists_fresh=1
+	apt-get update -q >/dev/null 2>&1 || true
+}
+KVER_GIVEN=${KVER:+1}
 if [ -z "${KVER:-}" ]; then
-	KVER=$(apt-cache search --names-only '^linux-image-6\.1\.0-[0-9]+-amd64$' |
-		awk '{ print $1 }' | sed 's/^linux-image-//' | sort -V | tail -1)
+	KVER=$(newest_61)
+	[ -n "$KVER" ] || { refresh_lists; KVER=$(newest_61); }
 	[ -n "$KVER" ] || die "no linux-image-6.1.0-*-amd64 package in the registry"
 fi
 mkdir -p "$cache"
 kroot="$cache/$KVER"
 if [ ! -e "$kroot/boot/vmlinuz-$KVER" ]; then
 	tmp=$(mktemp -d "$cache/dl.XXXX")
-	(cd "$tmp" && apt-get download -q "linux-image-$KVER" >/dev/null 2>&1) ||
-		die "cannot download linux-image-$KVER"
+	download_kernel() { (cd "$tmp" && apt-get download -q "linux-image-$KVER" >/dev/null 2>&1); }
+	if ! download_kernel; then
+		# a superseded version in old lists: the newest one after a refresh
+		refresh_lists && [ -z "${KVER_GIVEN:-}" ] && KVER=$(newest_61) && kroot="$cache/$KVER"
+		download_kernel || die "cannot download linux-image-$KVER"
+	fi
 	rm -rf "$kroot"
 	dpkg-deb -x "$tmp"/linux-image-*.deb "$kroot"
 	depmod -b "$kroot" "$KVER"
