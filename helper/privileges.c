@@ -73,6 +73,23 @@ has_cap(const struct __user_cap_data_struct *data, int cap)
 }
 
 /*
+ * read_caps
+ *		This process's capability sets (version 3: two 32-bit words each)
+ *		into data[2].  0, or -1 with errno set.
+ */
+static int
+read_caps(struct __user_cap_data_struct data[2])
+{
+	struct __user_cap_header_struct hdr;
+
+	memset(&hdr, 0, sizeof(hdr));
+	memset(data, 0, 2 * sizeof(*data));
+	hdr.version = _LINUX_CAPABILITY_VERSION_3;
+	hdr.pid = 0;
+	return (int) syscall(SYS_capget, &hdr, data);
+}
+
+/*
  * privileges_check
  *		0 when the daemon may run: not setuid, and root or holding CAP_BPF,
  *		CAP_PERFMON and CAP_SYS_PTRACE (CAP_SYS_ADMIN standing in for the
@@ -81,7 +98,6 @@ has_cap(const struct __user_cap_data_struct *data, int cap)
 int
 privileges_check(char *err, size_t errlen)
 {
-	struct __user_cap_header_struct hdr;
 	struct __user_cap_data_struct data[2];
 	int			bpf;
 	int			perfmon;
@@ -92,11 +108,7 @@ privileges_check(char *err, size_t errlen)
 	if (geteuid() == 0)
 		return 0;
 
-	memset(&hdr, 0, sizeof(hdr));
-	memset(data, 0, sizeof(data));
-	hdr.version = _LINUX_CAPABILITY_VERSION_3;
-	hdr.pid = 0;
-	if (syscall(SYS_capget, &hdr, data) < 0)
+	if (read_caps(data) < 0)
 	{
 		snprintf(err, errlen, "capget failed: %s", strerror(errno));
 		return -1;
@@ -125,15 +137,11 @@ privileges_check(char *err, size_t errlen)
 void
 privileges_warn_daemon(void)
 {
-	struct __user_cap_header_struct hdr;
 	struct __user_cap_data_struct data[2];
 
 	if (geteuid() == 0)
 		return;
-	memset(&hdr, 0, sizeof(hdr));
-	memset(data, 0, sizeof(data));
-	hdr.version = _LINUX_CAPABILITY_VERSION_3;
-	if (syscall(SYS_capget, &hdr, data) < 0)
+	if (read_caps(data) < 0)
 		return;
 	if (!has_cap(data, CAP_DAC_READ_SEARCH))
 		log_warn("no CAP_DAC_READ_SEARCH: postmaster.pid and the layout file of a cluster "
