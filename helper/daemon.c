@@ -511,18 +511,21 @@ open_found_cluster(daemon_state *d, const pm_info *pm)
 }
 
 /*
- * attached_clusters
- *		How many served clusters have a postmaster: they share the
- *		escalation budget.
+ * escalating_clusters
+ *		How many served clusters could ask for a window: those with a
+ *		postmaster whose extension published its layout.  They share the
+ *		escalation budget; a cluster without pg_tracer loaded (say, the
+ *		administrator's own "main") has no control socket client and
+ *		takes no share.
  */
 static int
-attached_clusters(const daemon_state *d)
+escalating_clusters(const daemon_state *d)
 {
 	size_t		i;
 	int			n = 0;
 
 	for (i = 0; i < d->nclusters; i++)
-		n += d->clusters[i]->attached != 0;
+		n += d->clusters[i]->attached != 0 && d->clusters[i]->layout_loaded != 0;
 	return n;
 }
 
@@ -558,7 +561,7 @@ publish_all(daemon_state *d)
 	size_t		i;
 
 	/* windows end on time even when no cluster publishes or asks */
-	escalation_set_clusters(attached_clusters(d));
+	escalation_set_clusters(escalating_clusters(d));
 	escalation_tick(escalation_now_us());
 	if (bpf_probes_snapshot(&d->bpf, &rows, &n) < 0)
 		log_warn("BPF: cannot read the tracked map");

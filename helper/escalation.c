@@ -23,7 +23,8 @@
  * cluster opened without who asked or why.  In full mode exact timing is
  * always on and the budget does not apply; in sampled mode it is never on.
  *
- * Shares.  With N >= 2 clusters attached (escalation_set_clusters), each
+ * Shares.  With N >= 2 clusters attached with the extension loaded
+ * (escalation_set_clusters), each
  * may claim at most budget / N of the hour's seconds (its claims, charged
  * until the window closed) and open at most ESC_MAX_WINDOWS / (N + 1)
  * claims in the hour, as may the helper: one cluster's owner can neither
