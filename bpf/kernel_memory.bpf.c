@@ -40,6 +40,9 @@ struct
 	__type(value, struct pgt_fault_state);
 } fstate SEC(".maps");
 
+/* the exceptions:page_fault_* tracepoints exist (x86); set before load */
+const volatile __u8 has_fault_tps = 1;
+
 /*
  * outcome
  *		How the task's faults since its last one ended, major or minor: the
@@ -91,9 +94,19 @@ fault(unsigned long address, int kernel)
 	struct pgt_kev_proc_rec *r;
 	__u64		qid;
 
-	if (!pm)
-		return 0;
 	task = bpf_get_current_task_btf();
+	if (!pm)
+	{
+		/*
+		 * Not (or no longer) tracked: a process that exec'd, or one the
+		 * helper took out again, must not have pages() charge its moves to
+		 * the cluster for the rest of its life.
+		 */
+		fs = bpf_task_storage_get(&fstate, task, 0, 0);
+		if (fs)
+			fs->pm = 0;
+		return 0;
+	}
 	fs = bpf_task_storage_get(&fstate, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	qid = fs ? pgt_task_qid(task, tgid, &fs->qc, 0) : pgt_current_qid(tgid);
 	v = pgt_kproc_get(&kproc, tgid, qid, pm);
@@ -135,6 +148,33 @@ int BPF_PROG(pgt_kmem_fault_kernel, unsigned long address, struct pt_regs *regs,
 }
 
 /*
+ * state_without_faults
+ *		Where the kernel has no page-fault tracepoints (they are x86's),
+ *		the state fault() would keep: made at a tracked task's first page
+ *		move (a hash lookup for every task's first, then one task-storage
+ *		probe), its query id read at each move.
+ */
+static __always_inline struct pgt_fault_state *
+state_without_faults(struct task_struct *task, __u32 tgid, struct pgt_fault_state *fs)
+{
+	__u32		pm;
+
+	if (!fs)
+	{
+		pm = pgt_tracked_pm(tgid);
+		if (!pm)
+			return NULL;
+		fs = bpf_task_storage_get(&fstate, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+		if (!fs)
+			return NULL;
+		fs->pm = pm;
+	}
+	if (fs->pm)
+		fs->qid = pgt_task_qid(task, tgid, &fs->qc, 0);
+	return fs;
+}
+
+/*
  * pages
  *		Pages allocated (idx PGT_KMEM_PAGES_ALLOC) or freed by the current
  *		task.  These fire for every task of the host, so the filter is one
@@ -146,13 +186,16 @@ int BPF_PROG(pgt_kmem_fault_kernel, unsigned long address, struct pt_regs *regs,
 static __always_inline int
 pages(unsigned int order, int idx)
 {
-	struct pgt_fault_state *fs = bpf_task_storage_get(&fstate, bpf_get_current_task_btf(),
-													  0, 0);
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct pgt_fault_state *fs = bpf_task_storage_get(&fstate, task, 0, 0);
+	__u32		tgid = bpf_get_current_pid_tgid() >> 32;
 	struct pgt_kproc_val *v;
 
+	if (!has_fault_tps)
+		fs = state_without_faults(task, tgid, fs);
 	if (!fs || !fs->pm)
 		return 0;
-	v = pgt_kproc_get(&kproc, bpf_get_current_pid_tgid() >> 32, fs->qid, fs->pm);
+	v = pgt_kproc_get(&kproc, tgid, fs->qid, fs->pm);
 	if (v)
 		__sync_fetch_and_add(&v->v[idx], 1ULL << (order & 31));
 	return 0;

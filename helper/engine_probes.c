@@ -823,7 +823,7 @@ engine_core_untarget(uint32_t pm)
 	 * those of one that exited would fill the tables over restarts.  A
 	 * trace keeps them for its summaries.
 	 */
-	if (!core.stream && core.skel != NULL)
+	if (!core.fold_roles && core.skel != NULL)
 		log_debug("engine sets: %zu rows of exited postmaster %u dropped", drop_rows_of(pm), pm);
 }
 

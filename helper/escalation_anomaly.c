@@ -28,6 +28,7 @@
 
 static int	anomaly_enabled = 1;
 static int	cooldown_s = ESC_DEFAULT_COOLDOWN_S;
+static int	held_noted;			/* this spell of a rule holding was logged */
 static double baseline = -1;	/* < 0: no sample yet */
 static int64_t first_us;
 static int64_t last_fire_us;
@@ -86,6 +87,26 @@ escalation_anomaly_clock_step(int64_t delta_us)
 }
 
 /*
+ * anomaly_held_back
+ *		Why a rule that holds opens no window now, or NULL if it may.
+ */
+static const char *
+anomaly_held_back(int64_t now_us)
+{
+	if (!anomaly_enabled)
+		return "the rules are off (--anomaly off)";
+	if (escalation_mode() != ESC_MODE_TIERED)
+		return "not in tiered mode";
+	if (now_us - first_us < (int64_t) ESC_ANOMALY_WARMUP_S * 1000000)
+		return "warming up";
+	if (escalation_active())
+		return "a window is open";
+	if (last_fire_us != 0 && now_us - last_fire_us < (int64_t) cooldown_s * 1000000)
+		return "cooldown (--anomaly-cooldown)";
+	return NULL;
+}
+
+/*
  * escalation_anomaly_sample
  *		One sample; returns the rule that opened a window, else NULL.
  */
@@ -93,6 +114,7 @@ const char *
 escalation_anomaly_sample(int64_t now_us, uint32_t active, uint32_t locked)
 {
 	const char *rule = NULL;
+	const char *why;
 
 	if (baseline < 0)
 	{
@@ -110,14 +132,20 @@ escalation_anomaly_sample(int64_t now_us, uint32_t active, uint32_t locked)
 	{
 		/* normal: the baseline follows */
 		baseline += ((double) active - baseline) / ESC_ANOMALY_BASE_S;
+		held_noted = 0;
 		return NULL;
 	}
 	baseline += ((double) active - baseline) / (ESC_ANOMALY_BASE_S * ESC_ANOMALY_HOLD_SLOWER);
-	if (!anomaly_enabled || escalation_mode() != ESC_MODE_TIERED ||
-		now_us - first_us < (int64_t) ESC_ANOMALY_WARMUP_S * 1000000 ||
-		escalation_active() ||
-		(last_fire_us != 0 && now_us - last_fire_us < (int64_t) cooldown_s * 1000000))
+	if ((why = anomaly_held_back(now_us)) != NULL)
+	{
+		/* once a spell: a rule that holds for an hour says so once */
+		if (!held_noted)
+			log_info("anomaly: %s holds (active %u, in Lock %u, baseline %.1f), no window: %s",
+					 rule, active, locked, baseline, why);
+		held_noted = 1;
 		return NULL;
+	}
+	held_noted = 1;
 	last_fire_us = now_us;
 	log_info("anomaly: %s (active %u, in Lock %u, baseline %.1f)", rule, active, locked,
 			 baseline);

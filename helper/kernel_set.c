@@ -99,6 +99,22 @@ note_attach_failure(const pset_inst *in, struct bpf_program *prog, int err,
 }
 
 /*
+ * records_rows
+ *		Whether prog makes a set's rows: the exit and fork programs only
+ *		fold or set up a task's state, and the iterators walk what others
+ *		recorded, so a set with nothing else attached records nothing.
+ */
+static int
+records_rows(const struct bpf_program *prog)
+{
+	const char *sec = bpf_program__section_name(prog);
+
+	return bpf_program__expected_attach_type(prog) != BPF_TRACE_ITER &&
+		strcmp(sec, "tp_btf/sched_process_exit") != 0 &&
+		strcmp(sec, "tp_btf/sched_process_fork") != 0;
+}
+
+/*
  * attach_programs
  *		Attach each program obj loads (one on a chained hook joins the hook's
  *		chain instead when there are chains); one that does not attach is
@@ -139,6 +155,7 @@ attach_programs(pset_inst *in, struct bpf_object *obj, kset_attach *out)
 		ks->progs[i] = prog;
 		ks->nlinks++;
 		out->attached++;
+		out->recording += records_rows(prog);
 		if (ks->members[i].hook >= 0)
 			out->chained++;
 	}
@@ -313,6 +330,11 @@ kset_status_scoped(pset_inst *in, const char *mechanism, const kset_attach *a,
 	if (a->load_err < 0 || a->attached == 0)
 		pset_set_status(in, PGT_PROBE_UNAVAILABLE, mechanism, "%s",
 						a->first_error[0] ? a->first_error : "no program attached");
+	else if (a->recording == 0)
+		pset_set_status(in, PGT_PROBE_UNAVAILABLE, mechanism,
+						"%s did not attach: %s; the programs left record nothing",
+						a->failed_names[0] ? a->failed_names : "no recording program",
+						a->first_error[0] ? a->first_error : "none loaded");
 	else if (a->failed > 0)
 		pset_set_status(in, PGT_PROBE_DEGRADED, mechanism, "%s did not attach: %s",
 						a->failed_names, a->first_error);

@@ -95,6 +95,8 @@ typedef struct kset
 typedef struct kset_attach
 {
 	int			attached;		/* programs running, chained ones included */
+	int			recording;		/* of those, the ones on events that make rows
+								 * (not the exit and fork folds, not iterators) */
 	int			chained;		/* of those, in a hook chain */
 	int			failed;
 	int			load_err;		/* < 0 when the object did not load */

@@ -75,6 +75,8 @@ static int	enabled;
 static int	tracked_fd = -1;
 static pid_role_fn role_of;
 static void *role_arg;
+static pid_keep_fn keep_fn;
+static void *keep_arg;
 static pid_entry *table;
 static size_t table_size;		/* slots of table: a power of two */
 static uint64_t last_rebuild_ns;
@@ -105,8 +107,8 @@ pid_retire_configure(const char *arg, char *err, size_t errlen)
 
 /*
  * pid_retire_setup
- *		Turn retirement on (the daemon; `trace` unless it follows one
- *		backend); role_of (may be NULL) names the processes' roles.
+ *		Turn retirement on (the daemon, `trace`); role_of (may be NULL)
+ *		names the processes' roles.
  */
 void
 pid_retire_setup(int fd, pid_role_fn fn, void *arg)
@@ -115,6 +117,17 @@ pid_retire_setup(int fd, pid_role_fn fn, void *arg)
 	role_of = fn;
 	role_arg = arg;
 	enabled = 1;
+}
+
+/*
+ * pid_retire_keep
+ *		See pid_retire.h.
+ */
+void
+pid_retire_keep(pid_keep_fn keep, void *arg)
+{
+	keep_fn = keep;
+	keep_arg = arg;
 }
 
 static uint64_t
@@ -326,7 +339,8 @@ due(uint32_t pid, uint32_t bit, uint64_t now, int pressed)
 {
 	pid_entry  *e;
 
-	if (pid == 0 || PGT_IS_RETIRED(pid) || (e = entry_of(pid, now)) == NULL)
+	if (pid == 0 || PGT_IS_RETIRED(pid) || (keep_fn != NULL && keep_fn(keep_arg, pid)) ||
+		(e = entry_of(pid, now)) == NULL)
 		return 0;
 	e->seen_ns = now;
 	if (e->checked_ns == 0 || now - e->checked_ns >= CHECK_NS)

@@ -29,8 +29,9 @@
  * does not continue the old rows: they fold at once (with the old process's
  * role), so that a session of another role never sees them as its own.
  *
- * `trace` folds too, except when it follows one backend (--pid): its
- * printer shows folded rows as pid null / pid=exited (trace_out.h).
+ * `trace` folds too (its printer shows folded rows as pid=exited,
+ * trace_out.h); when it follows one backend (--pid), all but that
+ * backend's and its workers' rows (pid_retire_keep).
  *
  * Threading: single-threaded (the daemon's loop, or trace's).
  */
@@ -92,6 +93,16 @@ extern int	pid_retire_configure(const char *arg, char *err, size_t errlen);
 typedef uint32_t (*pid_role_fn) (void *arg, uint32_t pid, int alive);
 
 extern void pid_retire_setup(int tracked_fd, pid_role_fn role_of, void *role_arg);
+
+/*
+ * Whether pid's rows stay under its pid whatever becomes of it: a trace
+ * of one backend keeps the backend's and its parallel workers' (it prints
+ * those, and a folded row is no one's), and folds the other processes'
+ * (the children it lets go, and those gone before it could look).
+ */
+typedef int (*pid_keep_fn) (void *arg, uint32_t pid);
+
+extern void pid_retire_keep(pid_keep_fn keep, void *keep_arg);
 
 /*
  * Fold and delete the due rows among the n rows just copied from the map

@@ -175,7 +175,7 @@ pset_parse_list(const char *list, const probe_set **out, size_t max, size_t *n,
 				char *err, size_t errlen)
 {
 	char	   *copy = strdup(list);
-	char	   *save = NULL;
+	char	   *rest = copy;
 	char	   *tok;
 	size_t		i;
 
@@ -185,12 +185,19 @@ pset_parse_list(const char *list, const probe_set **out, size_t max, size_t *n,
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
-	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+	while ((tok = strsep(&rest, ",")) != NULL)
 	{
 		const probe_set *s;
 
 		while (isspace((unsigned char) *tok))
 			tok++;
+		if (*tok == '\0')
+		{
+			/* "syscall,,block" or a trailing comma: a name left out, say so */
+			snprintf(err, errlen, "empty item in the probe set list \"%s\"", list);
+			free(copy);
+			return -1;
+		}
 		if (strcmp(tok, "all") == 0)
 		{
 			for (i = 0; i < pset_count(); i++)
@@ -251,9 +258,12 @@ pset_set_status(pset_inst *inst, uint32_t state, const char *mechanism,
 				const char *fmt,...)
 {
 	va_list		ap;
+	char		mech[sizeof(inst->status.mechanism)];
 
+	/* mechanism may be the status's own (a reason amended, its state kept) */
+	snprintf(mech, sizeof(mech), "%s", mechanism);
 	inst->status.state = state;
-	snprintf(inst->status.mechanism, sizeof(inst->status.mechanism), "%s", mechanism);
+	memcpy(inst->status.mechanism, mech, sizeof(mech));
 	va_start(ap, fmt);
 	vsnprintf(inst->status.reason, sizeof(inst->status.reason), fmt, ap);
 	va_end(ap);
@@ -600,17 +610,6 @@ sweep_qid_slots(pset_runtime *rt)
 		if (bpf_map_lookup_elem(rt->ctx.tracked_fd, &pid, &t) != 0 && errno == ENOENT)
 			(void) bpf_map_delete_elem(rt->ctx.qid_fd, &pid);
 	}
-}
-
-/*
- * pset_runtime_sweep
- *		Slots of exited processes go (at most once a second): for callers
- *		that collect less often (`trace` without --stats).
- */
-void
-pset_runtime_sweep(pset_runtime *rt)
-{
-	sweep_qid_slots(rt);
 }
 
 /*

@@ -223,7 +223,6 @@ extern int	pset_runtime_start(pset_runtime *rt, int mode, int stream,
 							   const probe_set *const *sets, size_t nsets);
 extern void pset_runtime_stop(pset_runtime *rt);
 extern void pset_runtime_collect(pset_runtime *rt);
-extern void pset_runtime_sweep(pset_runtime *rt);
 extern void pset_runtime_tracked(pset_runtime *rt);
 extern pset_inst *pset_runtime_find(pset_runtime *rt, uint16_t id);
 extern int	pset_runtime_hold(pset_runtime *rt, int hold);

@@ -56,6 +56,13 @@
 /* the stop signals' pipe and count (on_stop_signal) */
 static int	stop_pipe_w = -1;
 static volatile sig_atomic_t stops_seen;
+/*
+ * Whether a stop signal arms the STOP_GRACE_S alarm: only while the loop
+ * writes output.  Loading the programs may take longer than the grace on a
+ * slow host, and a stop then must still end with the summary; once the
+ * summary is out, detaching ends with exit 0 whatever arrives.
+ */
+static volatile sig_atomic_t grace_armable;
 /* an --interval tick this close to the end leaves its summary to the final one */
 #define END_SLACK_MS	50
 /*
@@ -137,7 +144,6 @@ typedef struct trace_opts
 	int64_t		duration_ms;
 	int			json;
 	enum log_level log_level;
-	int			keep_exited_set;	/* --keep-exited given */
 	int			interval_set;	/* --interval given */
 	int			buffer_set;		/* --buffer given */
 } trace_opts;
@@ -170,6 +176,7 @@ typedef struct trace_state
 	uint32_t   *pm_pids;
 	struct ring_buffer *rb;
 	uint64_t	bad_records;
+	uint64_t	bad_reported;	/* of bad_records, said on stderr */
 	uint32_t	drained;		/* records of the current drain */
 	int			discarding;		/* the end: records are counted, not printed */
 	uint64_t	unprinted;		/* records so counted */
@@ -178,7 +185,6 @@ typedef struct trace_state
 	uint64_t	started_ns;		/* CLOCK_BOOTTIME when tracing began */
 	uint64_t	summaries;		/* summary blocks printed so far */
 	int			waiting_logged;	/* "every traced postmaster has exited" said */
-	int			retiring;		/* rows of exited processes fold (pid_retire.h) */
 } trace_state;
 
 /*
@@ -660,10 +666,7 @@ look_again(trace_state *t)
 	 * query-id slots of exited backends, which alone is needed when
 	 * nothing folds.
 	 */
-	if (t->retiring)
-		pset_runtime_collect(&t->rt);
-	else
-		pset_runtime_sweep(&t->rt);
+	pset_runtime_collect(&t->rt);
 	if (t->o.pid != 0)
 	{
 		if (alive == 0)
@@ -758,6 +761,10 @@ print_status(trace_state *t)
 	size_t		n = pset_runtime_status_rows(&t->rt, rows, MAX_SETS + 1);
 	size_t		i;
 
+	/* the set column fits "queryid-tagging" too */
+	for (i = 0; i < n; i++)
+		if ((int) strnlen(rows[i].name, sizeof(rows[i].name)) > t->out.set_width)
+			t->out.set_width = (int) strnlen(rows[i].name, sizeof(rows[i].name));
 	for (i = 0; i < n; i++)
 	{
 		trace_rec_begin(&t->out, rows[i].name, "status", TRACE_PID_NONE, 0, 0);
@@ -825,6 +832,24 @@ report_lost_events(trace_state *t)
 			 (unsigned long long) (lost - t->lost_reported), (unsigned long long) lost,
 			 pset_stream_bytes / 1024);
 	t->lost_reported = lost;
+}
+
+/*
+ * report_bad_records
+ *		Say on stderr, once a second, when records were malformed since the
+ *		last report (programs and helper of different builds): a stream
+ *		that prints nothing must not keep quiet about why until it ends.
+ */
+static void
+report_bad_records(trace_state *t)
+{
+	if (t->bad_records <= t->bad_reported)
+		return;
+	log_warn("%llu malformed ring-buffer records ignored (%llu in all): the BPF objects and "
+			 "this helper disagree on a record's layout",
+			 (unsigned long long) (t->bad_records - t->bad_reported),
+			 (unsigned long long) t->bad_records);
+	t->bad_reported = t->bad_records;
 }
 
 /*
@@ -930,6 +955,7 @@ handle_ready(trace_state *t, const struct epoll_event *evs, int n, int ivfd,
 		{
 			read_timer(reffd);
 			report_lost_events(t);
+			report_bad_records(t);
 			if (look_again(t))
 				*stop = 1;
 		}
@@ -962,9 +988,7 @@ finish_trace(trace_state *t)
 	report_lost_events(t);
 	/* what the periodic summaries show; a stream's ends with its stats */
 	print_summary(t, t->o.stats || !t->o.histogram, t->o.histogram, 1);
-	if (t->bad_records > 0)
-		log_warn("%llu malformed ring-buffer records ignored",
-				 (unsigned long long) t->bad_records);
+	report_bad_records(t);
 	if (trace_out_flush(&t->out) < 0)
 	{
 		log_error("cannot write the output: %s", strerror(errno));
@@ -1003,9 +1027,12 @@ run_loop(trace_state *t)
 	}
 	/*
 	 * Output that blocks (see on_stop_signal) must not outlast --duration
-	 * either; a stop signal during the start has set a sooner alarm.
+	 * either, nor the end a stop signal during the start asked for.
 	 */
-	if (t->o.duration_ms > 0 && !stops_seen)
+	grace_armable = 1;
+	if (stops_seen)
+		alarm(STOP_GRACE_S);
+	else if (t->o.duration_ms > 0)
 		alarm((unsigned int) ((t->o.duration_ms + 999) / 1000) + STOP_GRACE_S);
 
 	while (!stop)
@@ -1035,6 +1062,7 @@ run_loop(trace_state *t)
 	}
 	if (finish_trace(t) == 0)
 		ret = 0;
+	grace_armable = 0;
 	alarm(0);					/* printed: detaching may take its time */
 
 cleanup:
@@ -1072,6 +1100,16 @@ retired_role(void *arg, uint32_t pid, int alive)
 }
 
 /*
+ * focus_kept
+ *		pid_retire's keep test with --pid of a backend: the rows printed.
+ */
+static int
+focus_kept(void *arg, uint32_t pid)
+{
+	return trace_wanted(arg, pid);
+}
+
+/*
  * report_exit_titles
  *		Whether the records of processes gone before they are printed can
  *		name their type: the exit program reads the title while the process
@@ -1095,7 +1133,7 @@ report_exit_titles(void)
  *		Output that blocks (a reader that stopped reading: a pager, a slow
  *		consumer) would hold the trace forever, in a write no signal
  *		interrupts: a second signal ends the process at once, and so does
- *		an alarm STOP_GRACE_S after the first.
+ *		an alarm STOP_GRACE_S after the first (while the loop writes).
  */
 static void
 on_stop_signal(int sig)
@@ -1109,7 +1147,8 @@ on_stop_signal(int sig)
 	}
 	else
 	{
-		alarm(STOP_GRACE_S);
+		if (grace_armable)
+			alarm(STOP_GRACE_S);
 		if (write(stop_pipe_w, "s", 1) < 0)
 		{
 			/* the pipe holds a byte already: the loop will see it */
@@ -1203,16 +1242,15 @@ start_sets(trace_state *t, const probe_set *const *sets, size_t nsets, int strea
 		return -1;
 	}
 	/*
-	 * One backend (--pid): its few rows stay its own, under its pid or its
+	 * One backend (--pid): its rows stay its own, under its pid or its
 	 * parallel workers' (folded rows would be no one's, and not printed).
+	 * The other children, each tracked from its fork until a look lets it
+	 * go, fold: with connection churn their rows would fill the tables,
+	 * and the kernel's LRU would evict the backend's own.
 	 */
-	if (t->out.focus == 0)
-	{
-		pid_retire_setup(t->bpf.tracked_fd, retired_role, &t->out);
-		t->retiring = 1;
-	}
-	else if (t->o.keep_exited_set)
-		log_warn("--keep-exited does nothing with --pid of a backend: its rows are not folded");
+	pid_retire_setup(t->bpf.tracked_fd, retired_role, &t->out);
+	if (t->out.focus != 0)
+		pid_retire_keep(focus_kept, &t->out);
 	if (pset_runtime_start(&t->rt, PSET_MODE_TRACE, streaming, t->bpf.tracked_fd,
 						   bpf_probes_chain(&t->bpf), sets, nsets) < 0)
 	{
@@ -1426,7 +1464,6 @@ trace_option(trace_opts *o, int c, char **argv)
 		case 'K':
 			if (pid_retire_configure(optarg, err, sizeof(err)) < 0)
 				return usage_error("--keep-exited: %s", err);
-			o->keep_exited_set = 1;
 			return -1;
 		case 'h':
 			fputs(trace_usage, stdout);

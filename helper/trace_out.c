@@ -285,12 +285,12 @@ trace_rec_begin(trace_out *o, const char *set, const char *event,
 			fprintf(o->f, ",\"postmaster\":%u", pid & FOLDED_PM_MASK);
 	}
 	else if (TRACE_PID_FOLDED(pid))
-		fprintf(o->f, "%s %-*s %-14s pid=exited type=\"%s\" queryid=%" PRId64 " postmaster=%u",
-				ts + 11, o->set_width, set, event, btype, (int64_t) queryid,
+		fprintf(o->f, "%s %-*s %-*s pid=exited type=\"%s\" queryid=%" PRId64 " postmaster=%u",
+				ts + 11, o->set_width, set, TRACE_EVENT_WIDTH, event, btype, (int64_t) queryid,
 				pid & FOLDED_PM_MASK);
 	else
-		fprintf(o->f, "%s %-*s %-14s pid=%u type=\"%s\" queryid=%" PRId64,
-				ts + 11, o->set_width, set, event, pid, btype, (int64_t) queryid);
+		fprintf(o->f, "%s %-*s %-*s pid=%u type=\"%s\" queryid=%" PRId64,
+				ts + 11, o->set_width, set, TRACE_EVENT_WIDTH, event, pid, btype, (int64_t) queryid);
 }
 
 /*

@@ -15,6 +15,8 @@
 #define TRACE_TYPE_CACHE	512
 #define TRACE_TYPE_RETRY_MS	1
 #define TRACE_TYPE_REFRESH_MS	1000	/* a known role: its pid may be reused */
+/* text: the event column's width, the longest name's ("cache_write_miss") */
+#define TRACE_EVENT_WIDTH	16
 
 /*
  * Three-way comparison (-1, 0, 1) of two values of one type, for the

@@ -148,6 +148,11 @@ if [ "$failed" -gt 0 ]; then
 	for l in "$work"/tmp_check/log/*; do
 		[ -f "$l" ] && { echo "--- $l (tail)"; tail -n 40 "$l"; }
 	done
+	# the helpers' own logs, kept in the data directories of the tests that
+	# failed (those of passing tests are removed with their clusters)
+	for l in "$work"/tmp_check/t_*/helper.log; do
+		[ -f "$l" ] && { echo "--- $l (tail)"; tail -n 60 "$l"; }
+	done
 else
 	rm -rf "$work"
 fi

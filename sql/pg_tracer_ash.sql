@@ -43,11 +43,18 @@ SELECT count(*) > 0 AS has_rows, bool_and(fidelity = 'sampled') AS sampled
   FROM pg_tracer_wait_events;
 SELECT stat_name, depth FROM pg_tracer_time_model WHERE depth = 0 ORDER BY idle;
 SELECT count(*) > 0 AS me FROM pg_tracer_sessions WHERE pid = pg_backend_pid();
-SELECT count(*) >= 0 AS ok FROM pg_tracer_wait_events_since('5 s');
-SELECT count(*) >= 0 AS ok FROM pg_tracer_time_model_since('1 min');
-SELECT count(*) >= 0 AS ok FROM pg_tracer_sessions_since('5 min');
-SELECT count(*) >= 0 AS ok FROM pg_tracer_query_events_since('90 s');
-SELECT count(*) >= 0 AS ok FROM pg_tracer_session_events_since('1 s');
+-- the 0.2 s sleep above is in each window (sampled: 50-1000 ms of it)
+SELECT total_ms BETWEEN 50 AND 1000 AS slept
+  FROM pg_tracer_wait_events_since('5 s') WHERE wait_event = 'PgSleep';
+SELECT time_ms BETWEEN 50 AND 60000 AS db_time
+  FROM pg_tracer_time_model_since('1 min') WHERE stat_name = 'DB Time';
+SELECT db_time_ms >= 50 AS me
+  FROM pg_tracer_sessions_since('5 min') WHERE pid = pg_backend_pid();
+SELECT sum(total_ms) BETWEEN 50 AND 1000 AS slept
+  FROM pg_tracer_query_events_since('90 s') WHERE wait_event = 'PgSleep';
+SELECT total_ms BETWEEN 50 AND 1000 AS slept
+  FROM pg_tracer_session_events_since('5 s')
+ WHERE pid = pg_backend_pid() AND wait_event = 'PgSleep';
 
 -- bad windows
 SELECT * FROM pg_tracer_wait_events_since('0');

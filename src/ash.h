@@ -180,7 +180,9 @@ typedef struct PgtAshShared
 	uint64		sampled_us;		/* wall time covered by ticks */
 	uint64		lost_us;		/* wall time beyond the per-tick cap */
 	uint64		tick_cpu_us;	/* sampler time spent inside ticks */
-	uint64		session_overflow;	/* sessions that found no directory slot */
+	uint64		session_overflow;	/* sessions that found no directory slot,
+									 * or exited ones forgotten before the
+									 * longest window (their slot reused) */
 	/* offsets of the variable parts from the start of this struct */
 	Size		off_events;
 	Size		off_sessions_tab;

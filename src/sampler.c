@@ -75,6 +75,12 @@
 #define PGT_MAX_PENDING			8
 /* Torn reads of a status entry retried before skipping it this tick. */
 #define PGT_BEENTRY_RETRIES		10
+/*
+ * How long a background worker's samples wait for a query id (a parallel
+ * worker's comes at its start, an SPI statement's at ExecutorStart): past
+ * that, the worker runs something that never gets one.
+ */
+#define PGT_HOLD_WORKER_MAX_US	1000000
 
 /*
  * Time a held query-id-less sample waits for its query id.  When it is given,
@@ -113,6 +119,9 @@ typedef struct Tracker
 	bool		run_recount;	/* a run that goes on across a reset counts as
 								 * one wait again, from the reset */
 	uint64		db_time_us;
+	bool		never_hold;		/* a background worker whose statement held
+								 * its samples past PGT_HOLD_WORKER_MAX_US without
+								 * an id: not held again */
 	int			npending;
 	PendingEvent pending[PGT_MAX_PENDING];
 } Tracker;
@@ -174,7 +183,7 @@ static void add_everywhere(PgtAshTable *cum, PgtAshBucket *fb,
 static void add_query(PgtAshBucket *fb, PgtAshBucket *cb, uint64 qid,
 					  Oid userid, uint32 event, uint64 time_us, uint64 waits,
 					  uint64 nsamples, uint64 max_us, bool idle);
-static bool may_get_query_id(const Sample *s);
+static bool may_get_query_id(int slot, const Sample *s);
 static void pending_add(int slot, const Sample *s, uint32 event, uint64 w,
 						bool new_run, TimestampTz now, PgtAshBucket *fb,
 						PgtAshBucket *cb);
@@ -287,6 +296,11 @@ pgt_sampler_main(Datum main_arg)
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	/* a stop is seen in the loop: the held samples are given first */
 	pqsignal(SIGTERM, SignalHandlerForShutdownRequest);
+	/*
+	 * pg_cancel_backend() has no statement to cancel here: its ERROR would
+	 * end the worker (no handler to catch it) and lose the held samples.
+	 */
+	pqsignal(SIGINT, SIG_IGN);
 	BackgroundWorkerUnblockSignals();
 
 	/* no database; gives MyBackendId/MyBEEntry to find the status array */
@@ -746,7 +760,16 @@ session_begin(int slot, const Sample *s, TimestampTz now)
 		return;
 	}
 	if (dir[best].key != 0)
+	{
+		/*
+		 * An exited session not yet past the longest window (gc_sessions
+		 * frees those) is forgotten early: its rows go, and the windows of
+		 * a role that may not see all lose its time.  Counted, so that
+		 * churn beyond the directory's size shows.
+		 */
 		recycled_entries = true;	/* gc_sessions drops the old session's rows */
+		pgt_ash->session_overflow++;
+	}
 	memset(&dir[best], 0, sizeof(PgtAshSession));
 	dir[best].key = t->key;
 	dir[best].pid = s->pid;
@@ -847,7 +870,7 @@ attribute_query(int slot, const Sample *s, const PgtAshRow *d, bool new_run,
 				  (new_run || t->run_qid != s->qid) ? 1 : 0, 1, run, false);
 		t->run_qid = s->qid;
 	}
-	else if (running && slot < MaxBackends && may_get_query_id(s))
+	else if (running && slot < MaxBackends && may_get_query_id(slot, s))
 		pending_add(slot, s, d->event, d->time_us, new_run, now, fb, cb);
 	else
 		add_query(fb, cb, 0, t->userid, d->event, d->time_us, new_run ? 1 : 0, 1,
@@ -983,9 +1006,10 @@ add_query(PgtAshBucket *fb, PgtAshBucket *cb, uint64 qid, Oid userid,
  *		with the sampler looking again after every tick.
  */
 static bool
-may_get_query_id(const Sample *s)
+may_get_query_id(int slot, const Sample *s)
 {
-	return IsQueryIdEnabled() && (s->bt == B_BACKEND || s->bt == B_BG_WORKER);
+	return IsQueryIdEnabled() &&
+		(s->bt == B_BACKEND || (s->bt == B_BG_WORKER && !trackers[slot].never_hold));
 }
 
 /*
@@ -1057,6 +1081,18 @@ pending_resolve(int slot, const Sample *s, bool gone, PgtAshBucket *fb,
 			 (!(s->state == STATE_RUNNING || s->state == STATE_FASTPATH) ||
 			  s->xact_ts != p->xact_ts)))
 			pending_give(t, i, qid, fb, cb);
+		else if (s != NULL && s->bt == B_BG_WORKER &&
+				 p->last_tick - p->span_start > PGT_HOLD_WORKER_MAX_US)
+		{
+			/*
+			 * A worker "running" a long transaction with no statement id
+			 * (logical replication's apply worker, from a remote BEGIN to
+			 * its COMMIT): its time goes to query id 0 now, and its samples
+			 * are not held again, nor the ticks' extra looks run for them.
+			 */
+			t->never_hold = true;
+			pending_give(t, i, 0, fb, cb);
+		}
 		else
 			i++;
 	}

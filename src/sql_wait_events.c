@@ -62,6 +62,7 @@ typedef struct AshSnap
 	PgtAshSession **bykey;		/* the directory's used entries, by key */
 	int			nbykey;
 	bool		dir_whole;		/* the directory was copied in one tick */
+	bool		rows_whole;		/* and so were the cumulative tables */
 	bool		see_all;
 	bool		cumulative;		/* since the reset, not a window */
 	uint64		covered_us;		/* wall time the sampled rows stand for */
@@ -144,8 +145,11 @@ snap_copy_cumulative(AshSnap *snap, PgtCopyRegion *reg, PgtAshTable **parts)
 		 * directory must not, for it says whose rows the caller may see (an
 		 * entry reused meanwhile, copied half old and half new, would give
 		 * one session another's role).  Alone it is small enough to copy
-		 * whole.
+		 * whole.  A row itself may be torn too (a reset or a rebuild under
+		 * way), pairing one role's oid with another's figures: rows_whole
+		 * false keeps the per-role rows from a caller who may not see all.
 		 */
+		snap->rows_whole = false;
 		snap->dir_whole = pgt_seq_copy_quiet(&a->seq, reg, 3);
 		pgt_seq_mixed_notice();
 	}
@@ -241,6 +245,7 @@ snap_take(AshSnap *snap, int window_s)
 	snap->cumulative = (window_s == 0);
 	snap->covered_us = 0;
 	snap->dir_whole = true;
+	snap->rows_whole = true;
 
 	/* sizes never change after startup */
 	dir_len = sizeof(PgtAshSession) * a->nsessions;
@@ -385,7 +390,7 @@ snap_events(const AshSnap *snap)
 		if (snap->see_all)
 			mine = (r.kind == PGT_ASH_EVENT);
 		else if (snap->cumulative)
-			mine = (r.kind == PGT_ASH_USER &&
+			mine = (r.kind == PGT_ASH_USER && snap->rows_whole &&
 					has_privs_of_role(GetUserId(), (Oid) r.key));
 		else
 			mine = (r.kind == PGT_ASH_SESSION && snap_session_visible(snap, r.key));
@@ -928,7 +933,8 @@ pg_tracer_query_events_since(PG_FUNCTION_ARGS)
 		if (r.kind != PGT_ASH_QUERY)
 			continue;
 		if (!snap.see_all &&
-			(!OidIsValid(r.aux) || !has_privs_of_role(GetUserId(), r.aux)))
+			(!snap.rows_whole || !OidIsValid(r.aux) ||
+			 !has_privs_of_role(GetUserId(), r.aux)))
 			continue;
 		r.aux = 0;
 		pgt_ash_table_add(q, &r, 0);

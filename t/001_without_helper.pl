@@ -31,7 +31,7 @@ is($node->safe_psql('postgres',
 	'helper|unavailable', 'probes view says the helper is unavailable');
 
 my ($rc, $out, $err) = $node->psql('postgres', 'SELECT pg_tracer_ping()');
-isnt($rc, 0, 'ping fails without a helper');
+is($rc, 3, 'ping fails without a helper (an ERROR, psql exits 3)');
 like($err, qr/helper/i, 'ping error names the helper');
 like($err, qr/HINT:.*pg-tracer daemon/, 'ping error hints how to start it');
 
@@ -100,7 +100,7 @@ for my $q ('SELECT * FROM pg_tracer_status()', 'SELECT * FROM pg_tracer_backends
 	'SELECT pg_tracer_ping()', 'SELECT * FROM pg_tracer_probes')
 {
 	($rc, $out, $err) = $plain->psql('postgres', $q);
-	isnt($rc, 0, "not preloaded: '$q' fails");
+	is($rc, 3, "not preloaded: '$q' fails with an ERROR");
 	like($err, qr/HINT:.*shared_preload_libraries/, "not preloaded: '$q' hints at preloading");
 }
 

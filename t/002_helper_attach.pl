@@ -168,7 +168,7 @@ ok(($mode & 0007) == 0, sprintf('segment not world-readable (%o)', $mode));
 my ($rc, $out, $err) = run_helper('status', '--runtime-dir', $rt);
 is($rc, 0, 'pg-tracer status exits 0');
 like($out, qr/\Q@{[$node->data_dir]}\E/, 'status names the data directory');
-like($out, qr/syscall-count.*available/, 'status lists probe sets');
+like($out, qr/^\s*syscall-count\s+available\b/m, 'status lists probe sets, syscall-count available');
 
 # Bad input: clear message, non-zero exit, the running helper untouched.
 ($rc, $out, $err) = run_helper('daemon', '--pgdata', $node->data_dir, '--runtime-dir', $rt);
@@ -184,8 +184,8 @@ like($err, qr/--sampler-nice: "5" is not a nice value from -20 to 0/, 'and says 
 is($rc, 2, '--max-clusters 0 exits 2');
 like($err, qr/--max-clusters 0 is not a number from 1 to 256/, 'and says which values work');
 ($rc, $out, $err) = run_helper('daemon', '--pgdata', $node->basedir, '--runtime-dir', $rt);
-isnt($rc, 0, 'a PGDATA that is not a cluster is refused');
-like($err, qr/not a PostgreSQL data directory|PG_VERSION/i, 'and says why');
+is($rc, 1, 'a PGDATA that is not a cluster is refused (exit 1)');
+like($err, qr/is not a PostgreSQL data directory \(no PG_VERSION file\)/, 'and says why');
 # a runtime directory others may write to (as /run/postgresql, 2775): they
 # could plant segments and sockets for clusters not theirs
 {
@@ -193,20 +193,21 @@ like($err, qr/not a PostgreSQL data directory|PG_VERSION/i, 'and says why');
 	mkdir($gw) or die "$gw: $!";
 	chmod(0775, $gw) or die "chmod: $!";
 	($rc, $out, $err) = run_helper('daemon', '--pgdata', $node->data_dir, '--runtime-dir', $gw);
-	isnt($rc, 0, 'a group-writable runtime directory is refused');
+	is($rc, 1, 'a group-writable runtime directory is refused (exit 1)');
 	like($err, qr/group-writable \(mode 0775\): refusing/, 'and says why');
 }
 ($rc, $out, $err) = run_helper('daemon', '--pid', $$, '--runtime-dir', $rt);
-isnt($rc, 0, 'a pid that is not a postmaster is refused');
-like($err, qr/postmaster/i, 'and says why');
+is($rc, 1, 'a pid that is not a postmaster is refused (exit 1)');
+like($err, qr/--pid $$ is not a PostgreSQL postmaster: process $$ \(\S+\) is not a postgres process/,
+	'and says why');
 ($rc, $out, $err) = run_helper('--help');
 is($rc, 0, '--help exits 0');
 like($out, qr/daemon/, '--help lists commands');
-for my $cmd ('daemon', 'status')
+for my $cmd ('daemon', 'status', 'trace', 'inspect')
 {
 	($rc, $out, $err) = run_helper($cmd, '--help');
 	is($rc, 0, "$cmd --help exits 0");
-	like($out, qr/Usage|usage/, "$cmd --help prints usage");
+	like($out, qr/^Usage: pg-tracer $cmd /, "$cmd --help prints its usage");
 }
 is($node->safe_psql('postgres', 'SELECT helper_connected, helper_pid FROM pg_tracer_status()'),
 	"t|$helper", 'the first helper still serves the cluster');

@@ -120,7 +120,8 @@ for my $case (sort keys %cases)
 	like($row, $expect, "$case segment: reported as such");
 	is($node->safe_psql('postgres', 'SELECT count(*) FROM pg_tracer_backends'), '0',
 		"$case segment: backends view answers, empty");
-	$node->psql('postgres', 'SELECT * FROM pg_tracer_probes');
+	is($node->safe_psql('postgres', "SELECT state FROM pg_tracer_probes WHERE probe_set = 'helper'"),
+		'unavailable', "$case segment: probes view answers, the helper unavailable");
 }
 # A writer stopped inside an update (seq odd): "stale", after a few more
 # tries spread over a fifth of a second (a helper the host deschedules

@@ -243,6 +243,18 @@ cmp_ok($db_before, '>', 1500, "... and was counted before it ($db_before ms of s
 q1("SELECT pg_cancel_backend($across_pid)");
 $across->quit;
 
+# ---- pg_cancel_backend() on the sampler cancels nothing: it does not end
+# it (an ERROR outside a statement would, losing its held samples)
+my $cancel_pid = q1('SELECT sampler_pid FROM pg_tracer_ash_status');
+my $cancel_log = -s $node->logfile;
+is(q1("SELECT pg_cancel_backend($cancel_pid)"), 't', 'the sampler takes a cancel signal');
+my $cancel_ticks = q1('SELECT ticks FROM pg_tracer_ash_status');
+sleep(1);
+is(q1("SELECT sampler_pid = $cancel_pid AND ticks > $cancel_ticks FROM pg_tracer_ash_status"), 't',
+	'and goes on sampling, the same process');
+unlike(slurp_file($node->logfile, $cancel_log), qr/FATAL|terminating background worker/,
+	'the server log shows no error of it');
+
 # ---- samples held for their query id across a sampler restart: a
 # statement blocked in parse analysis (no query id yet) while the sampler
 # is terminated.  The stopping sampler gives what it held to the query
@@ -422,6 +434,11 @@ ok($listed <= 2 * $slots + 64 && $listed > $storm / 4 && $nameless == 0,
 	"after $storm short connections: $listed sessions listed (the directory holds "
 	  . (2 * $slots + 64) . "), $nameless without a name");
 cmp_ok($rows, '<=', 5 * $listed, "and the sampler keeps rows of those only ($rows rows)");
+# the sessions forgotten before their five minutes are counted: some half
+# of the storm's found the directory full of younger exited ones
+my $forgotten = q1('SELECT session_overflow FROM pg_tracer_ash_status');
+ok($forgotten >= $storm / 4 && $forgotten <= $storm,
+	"sessions forgotten early are counted: session_overflow $forgotten of $storm connections");
 # what alice sees since the reset still has her collected session's time
 # (before, it went with the session's rows: her query rows' shares of her
 # DB time grew past 100 %)

@@ -187,7 +187,8 @@ my ($bq, $bqcount) = split /\|/, $node->safe_psql('postgres',
 	"SELECT queryid, sum(bytes) FROM pg_tracer_kernel_io
 	  WHERE pid = $pid1 AND layer = 'block' AND op = 'read'
 	  GROUP BY queryid ORDER BY 2 DESC LIMIT 1");
-isnt($bq, '0', "block reads carry the scan's query id ($bq)");
+is($bq, query_identifier($node, 'SELECT count(*) FROM cold'),
+	"block reads carry the scan's query id ($bq), as EXPLAIN VERBOSE computes it");
 my $miss = $node->safe_psql('postgres',
 	"SELECT coalesce(sum(bytes), 0) FROM pg_tracer_kernel_io
 	  WHERE pid = $pid1 AND queryid = $bq AND layer = 'pagecache' AND op = 'miss'");
@@ -251,6 +252,57 @@ is($node->safe_psql('postgres',
 		  WHERE op NOT IN ('read', 'pread64', 'readv', 'preadv', 'preadv2',
 		                   'write', 'pwrite64', 'writev', 'pwritev', 'pwritev2')"),
 	'', 'syscall histograms hold reads and writes only (syncs: fsync; opens, closes: none)');
+
+# --- the same scan warm: the page cache serves it ------------------------------------
+my $cache_q = "SELECT coalesce(read_bytes, 0) || '|' || coalesce(miss_bytes, 0)
+	FROM pg_tracer_kernel_cache WHERE pid = $pid1 AND queryid = $bq";
+wait_kernel_copy($node);
+my ($wr0, $wm0) = split /\|/, $node->safe_psql('postgres', $cache_q);
+my $wio0 = proc_field("/proc/$pid1/io", qr/^read_bytes: (\d+)/m);
+$s1->query_safe('SELECT count(*) FROM cold');
+my $wio = proc_field("/proc/$pid1/io", qr/^read_bytes: (\d+)/m) - $wio0;
+my ($wr, $wm);
+wait_until(sub {
+	($wr, $wm) = split /\|/, $node->safe_psql('postgres', $cache_q);
+	$wr - $wr0 > 10_000_000 }, 10);
+cmp_ok($wr - $wr0, '>', 10_000_000, 'the warm scan\'s file reads are counted (' . ($wr - $wr0) . ' bytes)');
+ok($wm - $wm0 <= 0.1 * ($wr - $wr0) && $wio <= 0.1 * ($wr - $wr0),
+	'a warm scan is served from the page cache: ' . ($wm - $wm0) . ' bytes missed of ' . ($wr - $wr0)
+	  . " read ($wio bytes from disk by /proc io)");
+
+# --- a sort spilling to temporary files ------------------------------------------------
+# written bytes of class temp against pg_stat_database.temp_bytes (the files'
+# sizes as they are deleted: a one-pass sort writes each block once)
+my ($s_tmp, $pid_tmp) = session();
+# (4 MB: some eight runs, merged in one pass)
+$s_tmp->query_safe("SET work_mem = '4MB'; SET max_parallel_workers_per_gather = 0");
+my $temp_bytes = sub {
+	$s_tmp->query_safe('SELECT pg_stat_force_next_flush()');    # flushed as it ends
+	return (split /\|/, $s_tmp->query_safe("SELECT pg_stat_clear_snapshot(), temp_bytes
+		FROM pg_stat_database WHERE datname = 'postgres'"))[1];
+};
+my $tb0 = $temp_bytes->();
+$s_tmp->query_safe('SELECT count(*) FROM (SELECT g, md5(g::text) m FROM generate_series(1, 300000) g ORDER BY 2) s');
+my $tb = $temp_bytes->() - $tb0;
+cmp_ok($tb, '>', 5_000_000, "ground truth: the sort wrote $tb bytes of temporary files");
+my $tw;
+wait_until(sub {
+	$tw = $node->safe_psql('postgres', "SELECT coalesce(sum(bytes), 0) FROM pg_tracer_kernel_io
+		WHERE pid = $pid_tmp AND layer = 'syscall' AND file_class = 'temp'
+		  AND op IN ('write', 'pwrite64', 'writev', 'pwritev', 'pwritev2')");
+	abs($tw - $tb) <= 0.1 * $tb }, 10);
+ok(abs($tw - $tb) <= 0.1 * $tb, "temp-file writes of the backend ($tw) within 10% of temp_bytes ($tb)");
+
+# --- failed calls: an open of a missing file ------------------------------------------
+my $open_err = "SELECT coalesce(sum(errors), 0) FROM pg_tracer_kernel_io
+	WHERE pid = $pid_tmp AND layer = 'syscall' AND op = 'openat'";
+wait_kernel_copy($node);
+my $oe0 = $node->safe_psql('postgres', $open_err);
+$s_tmp->query_safe("SELECT pg_read_file('no_such_file_$_', 0, 1, true)") for 1 .. 5;
+my $oe;
+wait_until(sub { ($oe = $node->safe_psql('postgres', $open_err)) >= $oe0 + 5 }, 10);
+is($oe - $oe0, 5, "five opens of a missing file: five openat errors ($oe0 before)");
+$s_tmp->quit;
 
 # --- a descriptor reused -----------------------------------------------------------
 # A session reads a file that is not a relation's and closes it, then scans
@@ -518,9 +570,11 @@ wait_until(sub {
 }, 10);
 ok($faults >= 0.9 * $ftruth && $faults <= 1.25 * $ftruth + 500,
 	"page faults of the backend ($faults) ~ /proc stat ($ftruth, since its session start a few more)");
+my $sort_qid = query_identifier($node,
+	'SELECT count(*) FROM (SELECT md5(g::text) m FROM generate_series(1, 600000) g ORDER BY 1) s');
 is($node->safe_psql('postgres',
 		"SELECT sum(faults_user) > 1000 FROM pg_tracer_kernel_memory
-		  WHERE pid = $pid5 AND queryid <> 0"), 't', 'faults carry the sort\'s query id');
+		  WHERE pid = $pid5 AND queryid = $sort_qid"), 't', "faults carry the sort's query id ($sort_qid)");
 # how they ended, major or minor: the kernel's counters of the backend since
 # its fork (tracked from then on), but the last fault's, counted at the next
 ok(abs($mm - $f1) <= 0.02 * $f1 + 50,

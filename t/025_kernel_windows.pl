@@ -72,6 +72,11 @@ sub set_states
 ok(defined wait_until(sub {
 	set_states() eq 'network:available:held sched:available:held syscall:available:held' }, 10),
 	'the three sets are loaded and held') or diag(set_states());
+# a held set still says how it runs (before, amending its reason emptied
+# its mechanism)
+my $mechs = q1("SELECT string_agg(probe_set || ':' || mechanism, ' ' ORDER BY probe_set)
+	FROM pg_tracer_probes WHERE probe_set IN ('syscall', 'network', 'sched')");
+like($mechs, qr{^network:\S+/\S+ sched:\S+/\S+ syscall:\S+/\S+$}, "held sets name their mechanism ($mechs)");
 
 my $sess = PgTracerSession->new($node, $poll);
 my $pid = $sess->pid;

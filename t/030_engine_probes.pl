@@ -68,7 +68,8 @@ ok(defined wait_until(sub {
 my ($qid, $calls, $lat_ms) = split /\|/, $row;
 cmp_ok($lat_ms, '<=', $around_ms, "latency $lat_ms ms <= measured around it $around_ms ms");
 cmp_ok($lat_ms, '>=', 0.9 * $around_ms, 'and within 10%');
-isnt($qid, '0', 'statement carries its query id');
+is($qid, query_identifier($node, 'SELECT pg_sleep(0.8)'),
+	'statement carries its query id, as EXPLAIN VERBOSE computes it');
 my $slow = $node->safe_psql('postgres',
 	"SELECT queryid, query, round(duration_ms) FROM pg_tracer_slow_statements WHERE pid = $bg_pid");
 like($slow, qr/^$qid\|SELECT pg_sleep\(0\.8\)\s*;?\|8\d\d$/,
@@ -122,9 +123,35 @@ my $miss1 = $node->safe_psql('postgres',
 my ($dblk, $dmiss) = ($blk1 - $blk0, $miss1 - $miss0);
 cmp_ok($dblk, '>', 1000, "the scan read $dblk blocks from outside shared buffers");
 cmp_ok(abs($dmiss - $dblk), '<=', 0.1 * $dblk, "buffer misses $dmiss ~ blks_read delta $dblk");
-like($node->safe_psql('postgres',
-		"SELECT round(hit_ratio::numeric, 2) BETWEEN 0 AND 1 FROM pg_tracer_engine_buffers
-		  WHERE pid = $sc_pid AND misses > 1000"), qr/^t/, 'hit ratio per backend and query');
+# --- warm scan: buffer hits = pg_stat_database.blks_hit delta (+-10%), of
+# a table that stays in shared buffers, read a second time
+$node->safe_psql('coldb',
+	"CREATE TABLE warm AS SELECT g, repeat('x', 100) AS pad FROM generate_series(1, 50000) g");
+$sc->query_safe('SELECT count(*) FROM warm');
+$sc->query_safe('SELECT pg_stat_force_next_flush()');
+wait_kernel_copy($node);
+my $hit_q = "SELECT coalesce(sum(hits), 0) || '|' || coalesce(sum(misses), 0)
+	FROM pg_tracer_engine_buffers WHERE pid = $sc_pid";
+my $bh0 = $sc->query_safe(
+	"SELECT pg_stat_clear_snapshot(), blks_hit FROM pg_stat_database WHERE datname = 'coldb'");
+my ($hits0) = split /\|/, $node->safe_psql('postgres', $hit_q);
+my $warm_qid = query_identifier($node, 'SELECT count(*) FROM warm', 'coldb');
+$sc->query_safe('SELECT count(*) FROM warm');
+$sc->query_safe('SELECT pg_stat_force_next_flush()');
+my $bh1 = $sc->query_safe(
+	"SELECT pg_stat_clear_snapshot(), blks_hit FROM pg_stat_database WHERE datname = 'coldb'");
+$bh0 =~ s/^\|//;
+$bh1 =~ s/^\|//;
+wait_kernel_copy($node);
+my ($hits1) = split /\|/, $node->safe_psql('postgres', $hit_q);
+my ($dhit, $dhits) = ($bh1 - $bh0, $hits1 - $hits0);
+cmp_ok($dhit, '>', 700, "the second scan of warm hit $dhit blocks in shared buffers");
+cmp_ok(abs($dhits - $dhit), '<=', 0.1 * $dhit, "buffer hits $dhits ~ blks_hit delta $dhit");
+my ($ratio, $rhits, $rreads) = split /\|/, $node->safe_psql('postgres',
+	"SELECT round(hit_ratio::numeric, 3), hits, reads FROM pg_tracer_engine_buffers
+	  WHERE pid = $sc_pid AND queryid = $warm_qid");
+ok($rreads > 0 && abs($ratio - $rhits / $rreads) < 0.001 && $ratio > 0.45,
+	"hit ratio of the warm scan's query id: $ratio = $rhits hits / $rreads reads (half of its two scans' reads hit or more)");
 $sc->quit;
 
 # --- WAL: inserts follow pg_stat_wal.wal_records (+-10%) under INSERTs

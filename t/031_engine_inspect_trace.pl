@@ -195,15 +195,21 @@ my %st = map { my $r = decode_json($_); $r->{event} eq 'status' ? ($r->{set} => 
   grep { /^\{/ } split /\n/, $out;
 is($st{$_}, 'available', "--probes all runs $_") for qw(pg-query pg-locks pg-wal pg-buffer pg-checkpoint pg-usdt pg-lwlock);
 
-# --- text: the set column is as wide as the longest set asked for
+# --- text: the set column is as wide as the longest name in it (the sets
+# asked for, and the query-id tagging's status), the event column as the
+# longest event name ("cache_write_miss")
 ($rc, $out, $err) = run_helper('trace', '--probes', 'pg-checkpoint,sched', '--pgdata',
 	$node->data_dir, '--duration', '1s', '--stats');
 is($rc, 0, 'trace in text exits 0') or diag($err);
-my @text_recs = grep { /^\d\d:\d\d:/ && !/ queryid-tagging / } split /\n/, $out;
+my @text_recs = grep { /^\d\d:\d\d:/ } split /\n/, $out;
 my %width = map { /^\S+ (\S+ +)\S/ ? (length($1) => 1) : () } @text_recs;
-cmp_ok(scalar(@text_recs), '>=', 3, 'text: status and summary records');
-is(join(',', sort keys %width), '14',
-	'text: every record\'s event starts in one column, after "pg-checkpoint" and a space');
+my %ewidth = map { /^\S+ \S+ +(\S+ +)\S/ ? (length($1) => 1) : () } @text_recs;
+cmp_ok(scalar(grep { / queryid-tagging / } @text_recs), '==', 1, 'text: the query-id tagging\'s status is a record');
+cmp_ok(scalar(@text_recs), '>=', 4, 'text: status and summary records');
+is(join(',', sort keys %width), '16',
+	'text: every record\'s event starts in one column, after "queryid-tagging" and a space');
+is(join(',', sort keys %ewidth), '17',
+	'text: and the fields after it in one column, 16 wide and a space');
 ($rc, $out, $err) = run_helper('trace', '--probes', 'pg-nope', '--pgdata', $node->data_dir);
 is($rc, 2, 'unknown set: usage error');
 

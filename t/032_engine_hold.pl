@@ -45,6 +45,8 @@ wait_mapped($node, $pid);    # its query id is read in its status slot
 $s->query_safe('BEGIN');
 $s->query_safe('LOCK TABLE hold_t IN ACCESS EXCLUSIVE MODE');
 my $t0 = time();
+# the statement's query id as the server reports it, idle in transaction
+my $lock_qid = $node->safe_psql('postgres', "SELECT query_id FROM pg_stat_activity WHERE pid = $pid");
 $s->query_safe('SELECT pg_sleep(2)');
 $s->query_safe('COMMIT');
 my $held_ms = (time() - $t0) * 1000;
@@ -62,7 +64,7 @@ is("$h[0]|$h[1]|$h[2]|$h[3]|$h[4]", "relation|AccessExclusiveLock|$dbid|$relid|1
 cmp_ok(abs($h[5] - $held_ms), '<=', 0.1 * $held_ms,
 	"hold $h[5] ms within 10% of $held_ms ms measured by the client");
 cmp_ok($h[5], '>=', 2000, 'at least the sleep inside the transaction');
-isnt($h[7], '0', 'counted under the query id of the statement that took the lock');
+is($h[7], $lock_qid, "counted under the query id of the statement that took the lock ($lock_qid in pg_stat_activity)");
 is($node->safe_psql('postgres',
 		"SELECT count(*) FROM pg_tracer_engine_histogram('lock-hold')
 		  WHERE bucket_lo_us <= $h[6] AND bucket_hi_us > $h[6] AND count > 0"),

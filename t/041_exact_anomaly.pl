@@ -62,9 +62,15 @@ is(q1('SELECT active FROM pg_tracer_exact_budget()'), 't', 'exact timing is on')
 release(@s);
 is(q1('SELECT pg_tracer_deescalate()'), 't', 'an admin can end it');
 
-# cooldown: a second pile-up right away opens nothing
+# cooldown: a second pile-up right away opens nothing; the helper says
+# when it has seen the rule hold and why it opened no window, so the
+# count is read after the decision, not after a guessed delay
+my $log = $node->basedir . '/helper.log';
+my $log_from = -s $log;
 @s = pile_up(4);
-sleep(3);
+ok(defined wait_until(sub {
+	slurp_file($log, $log_from) =~ /anomaly: anomaly-(lock|active) holds .*no window: cooldown/ }, 10),
+	'the second pile-up is seen, and held back by the cooldown');
 is(q1('SELECT count(*) FROM pg_tracer_escalations'), '1', 'cooldown: no second window');
 release(@s);
 ok(stop_helper($node, $helper), 'helper stopped');
@@ -74,8 +80,11 @@ $helper = start_helper($node, $rt, '--anomaly', 'off');
 ok(defined wait_until(sub { q1('SELECT helper_connected FROM pg_tracer_status()') eq 't' }, 20),
 	'helper restarted with --anomaly off');
 sleep(6);
+$log_from = -s $log;
 @s = pile_up(4);
-sleep(3);
+ok(defined wait_until(sub {
+	slurp_file($log, $log_from) =~ /anomaly: anomaly-(lock|active) holds .*no window: the rules are off/ }, 10),
+	'--anomaly off: the pile-up is seen, and the helper says the rules are off');
 is(q1('SELECT count(*) FROM pg_tracer_escalations'), '0', '--anomaly off: no window');
 release(@s);
 

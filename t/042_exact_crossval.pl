@@ -72,6 +72,8 @@ if ($source eq 'watchpoint' && $mech !~ /^hardware watchpoints/)
 	diag "no comparison: hardware breakpoints are not usable here ($mech)";
 	like($mech, qr/^syscall tagging: .*watchpoints unavailable: .+/,
 		'no watchpoint comparison here: the status says why');
+	# counted as not run in the suite's summary (scripts/test.sh)
+  SKIP: { skip "the watchpoint source's comparison: breakpoints do not fire here", 1; }
 	signal_helper($helper, 'TERM');
 	$node->stop;
 	done_testing();

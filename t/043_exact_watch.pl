@@ -60,7 +60,7 @@ q1("CREATE TABLE big(id int, pad text); ALTER TABLE big ALTER pad SET STORAGE PL
 	INSERT INTO big SELECT g, repeat('x', 500) FROM generate_series(1, 60000) g");
 
 my ($rc, $out, $err) = run_helper('daemon', '--exact-source', 'bogus');
-isnt($rc, 0, 'daemon --exact-source bogus: refused');
+is($rc, 2, 'daemon --exact-source bogus: refused (exit 2, a usage error)');
 like($err, qr/--exact-source: bogus: use auto, syscall or watchpoint/, 'with a clear error');
 
 my $helper = start_helper($node, $rt, '--mode', 'full', '--exact-source', 'watchpoint',
@@ -77,6 +77,8 @@ else
 {
 	like($p, qr/^syscall tagging\|.*source syscall \(--exact-source watchpoint, but watchpoints unavailable: .+\)/,
 		"breakpoints do not fire here: status says why, syscall tagging is used ($p)");
+	# counted as not run in the suite's summary (scripts/test.sh)
+  SKIP: { skip "the watchpoint source's checks: breakpoints do not fire here", 1; }
 	signal_helper($helper, 'TERM');
 	$node->stop;
 	done_testing();

@@ -18,7 +18,7 @@ use Test::More;
 
 our @EXPORT = qw(tracer_node start_helper start_host_helper stop_helper signal_helper run_helper start_trace
   end_trace harness_exit exit_code run_helper_into wait_until wait_publications wait_kernel_copy wait_exact_copy wait_mapped helper_available segment_path proc_field within wait_connected
-  helper_read_calls);
+  helper_read_calls query_identifier);
 
 # scripts/test.sh always sets PG_TRACER_CTL; without it the helper tests skip.
 my @CTL = split ' ', ($ENV{PG_TRACER_CTL} // 'false');
@@ -350,12 +350,27 @@ sub within
 	return defined $got && $got ne '' && abs($got - $want) <= $want * $frac;
 }
 
-# Wait (20 s at most) until the extension of $node sees the helper connected.
+# Wait (20 s at most) until the extension of $node sees the helper
+# connected; on a timeout, say what the extension sees instead.
 sub wait_connected
 {
 	my ($node) = @_;
-	return defined wait_until(sub {
+	return 1 if defined wait_until(sub {
 		$node->safe_psql('postgres', 'SELECT helper_connected FROM pg_tracer_status()') eq 't' }, 20);
+	diag 'helper not connected after 20 s: ' . $node->safe_psql('postgres',
+		"SELECT concat_ws(' ', segment_state, reason) FROM pg_tracer_status()");
+	return 0;
+}
+
+# The query identifier PostgreSQL computes for $sql in $db (default
+# postgres; compute_query_id on):
+# the ground truth a tagged row's query id is compared with, independent of
+# the helper's reads of a backend's status slot.
+sub query_identifier
+{
+	my ($node, $sql, $db) = @_;
+	my $plan = $node->safe_psql($db // 'postgres', "EXPLAIN (VERBOSE, COSTS OFF) $sql");
+	return $plan =~ /^\s*Query Identifier: (-?\d+)$/m ? $1 : undef;
 }
 
 1;

@@ -12,13 +12,17 @@
 #include "tracefs.h"
 #include "unit.h"
 
+#include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/epoll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static control_info test_info = {
@@ -187,6 +191,53 @@ read_answer(int fd)
 	return buf;
 }
 
+/*
+ * answer_to_nobody
+ *		As root: what the server answers a PING from a process of another
+ *		uid (nobody, 65534), connected from a child that dropped root
+ *		before connect(), which is when SO_PEERCRED is taken.  The server
+ *		runs here meanwhile.  The answer goes to ans (empty if none).
+ */
+static void
+answer_to_nobody(control_server *s, int epfd, const char *path, char *ans, size_t anslen)
+{
+	int			p[2];
+	pid_t		child;
+	ssize_t		n;
+	int			rounds;
+
+	ans[0] = '\0';
+	if (pipe(p) != 0 || (child = fork()) < 0)
+		return;
+	if (child == 0)
+	{
+		int			fd;
+		char		buf[PGT_PROTO_MAX_RESPONSE + 1] = "";
+
+		close(p[0]);
+		if (unit_drop_root() == 0 && (fd = client(path)) >= 0 &&
+			write(fd, "PGT/1 PING\n", 11) == 11)
+		{
+			n = read(fd, buf, sizeof(buf) - 1);	/* blocks until the answer */
+			buf[n > 0 ? n : 0] = '\0';
+		}
+		else
+			snprintf(buf, sizeof(buf), "no connection: %s", strerror(errno));
+		_exit(write(p[1], buf, strlen(buf)) < 0);
+	}
+	close(p[1]);
+	for (rounds = 0; rounds < 100 && waitpid(child, NULL, WNOHANG) == 0; rounds++)
+		pump(s, epfd, 1);
+	if (rounds == 100)
+	{
+		kill(child, SIGKILL);
+		waitpid(child, NULL, 0);
+	}
+	n = read(p[0], ans, anslen - 1);
+	ans[n > 0 ? n : 0] = '\0';
+	close(p[0]);
+}
+
 static void
 test_socket(void)
 {
@@ -312,6 +363,21 @@ test_socket(void)
 		pump(&s, epfd, 3);
 		CHECK_CONTAINS(read_answer(fd), "PGT/1 ERR denied uid");
 		close(fd);
+	}
+	else
+	{
+		char		ans[PGT_PROTO_MAX_RESPONSE + 1];
+
+		/*
+		 * Root may always ask: a peer of a third uid instead, on a socket
+		 * its owner opened to all (as a careless chmod would), so that
+		 * only the credentials check stands between them.
+		 */
+		CHECK_INT(chmod(dir, 0711), 0);
+		CHECK_INT(chmod(path, 0666), 0);
+		answer_to_nobody(&s, epfd, path, ans, sizeof(ans));
+		CHECK(strstr(ans, "PGT/1 ERR denied uid 65534") != NULL, "a foreign uid's PING: %s", ans);
+		CHECK_INT(chmod(path, 0600), 0);
 	}
 	CHECK_INT(control_server_set_owner(&s, getuid(), getgid()), 0);
 

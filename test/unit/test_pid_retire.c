@@ -296,6 +296,51 @@ test_full_map(int tracked)
 	close(fd);
 }
 
+/* A trace of one backend keeps 557's rows (its workers' too, in life). */
+static int
+keep_557(void *arg, uint32_t pid)
+{
+	(void) arg;
+	return pid == 557;
+}
+
+/*
+ * pid_retire_keep: the kept pid's rows stay under it, exited or not; an
+ * exited other's fold as ever.
+ */
+static void
+test_keep(int tracked)
+{
+	int			fd = bpf_map_create(BPF_MAP_TYPE_HASH, "retire_keep", sizeof(struct key),
+									sizeof(struct val), 8, NULL);
+	retire_map	m = test_map("keep", fd, 8);
+	struct key	keys[8];
+	struct val	vals[8];
+	struct val	v;
+	char		err[64];
+	size_t		n;
+
+	if (fd < 0)
+		return;
+	put(fd, 557, 1, 2, 20, 5, 9);	/* exited, kept */
+	put(fd, 558, 1, 3, 30, 5, 9);	/* exited, not kept */
+	CHECK_INT(pid_retire_configure("0", err, sizeof(err)), 0);
+	pid_retire_setup(tracked, NULL, NULL);
+	pid_retire_keep(keep_557, NULL);
+	n = copy(fd, keys, vals, 8);
+	CHECK_INT(pid_retire_rows(&m, keys, vals, n), 0);	/* found gone now */
+	usleep(250 * 1000);
+	n = copy(fd, keys, vals, 8);
+	CHECK_INT(pid_retire_rows(&m, keys, vals, n), 1);
+	CHECK_INT(get(fd, 557, 1, &v), 0);
+	CHECK_INT(v.calls, 2);
+	CHECK(get(fd, 558, 1, &v) != 0, "the other exited pid's row folded");
+	CHECK_INT(get(fd, PGT_RETIRED_PID(9), 1, &v), 0);
+	CHECK_INT(v.calls, 3);
+	pid_retire_keep(NULL, NULL);
+	close(fd);
+}
+
 /*
  * The daemon's role source, faked: 888 runs (a client backend); of the
  * exited, 777 was a parallel worker, 778 a client backend, and 779 left no
@@ -585,6 +630,7 @@ main(void)
 		test_round(fd, tracked);
 		test_publish_order();
 		test_full_map(tracked);
+		test_keep(tracked);
 		test_roles(tracked);
 		test_reuse();
 		test_many_pids();

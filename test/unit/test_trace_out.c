@@ -113,12 +113,12 @@ test_text_record(void)
 {
 	char	   *s = render(0, one_record);
 
-	CHECK(strstr(s, " syscall  pread64        pid=0 type=\"kernel\" queryid=-42 bytes=8192 ret=-5 latency_us=12.500") != NULL, "%s", s);
+	CHECK(strstr(s, " syscall  pread64          pid=0 type=\"kernel\" queryid=-42 bytes=8192 ret=-5 latency_us=12.500") != NULL, "%s", s);
 	CHECK(strstr(s, " note=\"a \\\"quoted\\\"\\\\ \\x01 word\" final=true early=false\n") != NULL,
 		  "%s", s);
 	CHECK(strstr(s, " empty=\"\" eq=\"a=b\" utf8=\"caf\xc3\xa9\" csi=\"\\xc2\\x9b2J \\xff\" avg_us=null\n") != NULL,
 		  "%s", s);
-	CHECK(strstr(s, " summary        pid=0 type=\"none\" queryid=0\n") != NULL, "%s", s);
+	CHECK(strstr(s, " summary          pid=0 type=\"none\" queryid=0\n") != NULL, "%s", s);
 	free(s);
 }
 
@@ -182,6 +182,12 @@ test_parse_list(void)
 	CHECK_INT(pset_parse_list("sched,nope", sets, 16, &n, err, sizeof(err)), -1);
 	CHECK(strstr(err, "unknown probe set \"nope\"; known: all, syscall") != NULL, "%s", err);
 	CHECK_INT(pset_parse_list(",", sets, 16, &n, err, sizeof(err)), -1);
+	/* a name left out is refused, not skipped */
+	CHECK_INT(pset_parse_list("syscall,,block", sets, 16, &n, err, sizeof(err)), -1);
+	CHECK(strstr(err, "empty item in the probe set list \"syscall,,block\"") != NULL, "%s", err);
+	CHECK_INT(pset_parse_list("syscall, ", sets, 16, &n, err, sizeof(err)), -1);
+	CHECK_INT(pset_parse_list(" sched", sets, 16, &n, err, sizeof(err)), 0);
+	CHECK_INT(n, 1);
 }
 
 /* --buffer SIZE: bytes or k/m/g, rounded up to a power of two, 4k..1g */
