@@ -188,14 +188,13 @@ pages(unsigned int order, int idx)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct pgt_fault_state *fs = bpf_task_storage_get(&fstate, task, 0, 0);
-	__u32		tgid = bpf_get_current_pid_tgid() >> 32;
 	struct pgt_kproc_val *v;
 
 	if (!has_fault_tps)
-		fs = state_without_faults(task, tgid, fs);
+		fs = state_without_faults(task, bpf_get_current_pid_tgid() >> 32, fs);
 	if (!fs || !fs->pm)
 		return 0;
-	v = pgt_kproc_get(&kproc, tgid, fs->qid, fs->pm);
+	v = pgt_kproc_get(&kproc, bpf_get_current_pid_tgid() >> 32, fs->qid, fs->pm);
 	if (v)
 		__sync_fetch_and_add(&v->v[idx], 1ULL << (order & 31));
 	return 0;

@@ -523,7 +523,16 @@ sample_slot(int i, int nprocs)
 	if (s->bt == B_BG_WORKER &&
 		(trackers[i].pid != s->pid || trackers[i].proc_start != s->proc_start))
 	{
-		const char *bgw = GetBackgroundWorkerTypeByPid(s->pid);
+		volatile PGPROC *leader = pw->proc->lockGroupLeader;
+		/*
+		 * A parallel worker, once in its leader's lock group, is named
+		 * without BackgroundWorkerLock, which every parallel query's leader
+		 * takes exclusively to register its workers: the sampler should not
+		 * queue behind them.  A worker not yet in its group (the pointer
+		 * read unlocked, maybe stale) is looked up as any other.
+		 */
+		const char *bgw = (leader != NULL && leader != pw->proc) ? "parallel worker" :
+			GetBackgroundWorkerTypeByPid(s->pid);
 
 		strlcpy(typenames[i], bgw ? bgw : GetBackendTypeDesc(s->bt),
 				sizeof(typenames[i]));

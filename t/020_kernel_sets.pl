@@ -224,9 +224,16 @@ is($node->safe_psql('postgres',
 		  WHERE pid = $pid1 AND queryid = $bq AND layer = 'syscall' AND file_class = 'data'"),
 	$node->safe_psql('postgres', "SELECT oid FROM pg_database WHERE datname = 'postgres'"),
 	'the data files read are of the session\'s database');
-is($node->safe_psql('postgres',
-		"SELECT count(*) > 0 FROM pg_tracer_kernel_histogram('block') WHERE op = 'read'"),
-	't', 'block latency histogram has read buckets');
+# every read request of the backend is in its latency histogram (a request
+# that failed before a device saw it would be in the rows only: none here)
+my ($hist_reads, $row_reads, $row_errs) = split /\|/, $node->safe_psql('postgres',
+	"SELECT (SELECT coalesce(sum(count), 0) FROM pg_tracer_kernel_histogram('block')
+	          WHERE pid = $pid1 AND op = 'read')
+	     || '|' || coalesce(sum(calls), 0) || '|' || coalesce(sum(errors), 0)
+	   FROM pg_tracer_kernel_io WHERE pid = $pid1 AND layer = 'block' AND op = 'read'");
+cmp_ok($hist_reads, '>', 0, "block latency histogram has the backend's reads ($hist_reads)");
+is("$hist_reads reads, $row_errs errors", "$row_reads reads, 0 errors",
+	'and as many as its block read requests, none failed');
 # Every read and write system call of the backend lands in its syscall
 # latency histograms: their counts equal the kernel's own, /proc io's syscr
 # and syscw (cumulative since the fork, which the helper traced from).  The

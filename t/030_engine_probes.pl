@@ -124,9 +124,12 @@ my ($dblk, $dmiss) = ($blk1 - $blk0, $miss1 - $miss0);
 cmp_ok($dblk, '>', 1000, "the scan read $dblk blocks from outside shared buffers");
 cmp_ok(abs($dmiss - $dblk), '<=', 0.1 * $dblk, "buffer misses $dmiss ~ blks_read delta $dblk");
 # --- warm scan: buffer hits = pg_stat_database.blks_hit delta (+-10%), of
-# a table that stays in shared buffers, read a second time
+# a table that stays in shared buffers (2.8 MB: a quarter of them or more
+# would be read through a ring), read a second time; no other session of
+# the database runs meanwhile (a new one reads its catalogs: 90 hits)
 $node->safe_psql('coldb',
-	"CREATE TABLE warm AS SELECT g, repeat('x', 100) AS pad FROM generate_series(1, 50000) g");
+	"CREATE TABLE warm AS SELECT g, repeat('x', 100) AS pad FROM generate_series(1, 20000) g");
+my $warm_qid = query_identifier($node, 'SELECT count(*) FROM warm', 'coldb');
 $sc->query_safe('SELECT count(*) FROM warm');
 $sc->query_safe('SELECT pg_stat_force_next_flush()');
 wait_kernel_copy($node);
@@ -135,7 +138,6 @@ my $hit_q = "SELECT coalesce(sum(hits), 0) || '|' || coalesce(sum(misses), 0)
 my $bh0 = $sc->query_safe(
 	"SELECT pg_stat_clear_snapshot(), blks_hit FROM pg_stat_database WHERE datname = 'coldb'");
 my ($hits0) = split /\|/, $node->safe_psql('postgres', $hit_q);
-my $warm_qid = query_identifier($node, 'SELECT count(*) FROM warm', 'coldb');
 $sc->query_safe('SELECT count(*) FROM warm');
 $sc->query_safe('SELECT pg_stat_force_next_flush()');
 my $bh1 = $sc->query_safe(
@@ -145,7 +147,7 @@ $bh1 =~ s/^\|//;
 wait_kernel_copy($node);
 my ($hits1) = split /\|/, $node->safe_psql('postgres', $hit_q);
 my ($dhit, $dhits) = ($bh1 - $bh0, $hits1 - $hits0);
-cmp_ok($dhit, '>', 700, "the second scan of warm hit $dhit blocks in shared buffers");
+cmp_ok($dhit, '>', 300, "the second scan of warm hit $dhit blocks in shared buffers");
 cmp_ok(abs($dhits - $dhit), '<=', 0.1 * $dhit, "buffer hits $dhits ~ blks_hit delta $dhit");
 my ($ratio, $rhits, $rreads) = split /\|/, $node->safe_psql('postgres',
 	"SELECT round(hit_ratio::numeric, 3), hits, reads FROM pg_tracer_engine_buffers
@@ -157,10 +159,19 @@ $sc->quit;
 # --- WAL: inserts follow pg_stat_wal.wal_records (+-10%) under INSERTs
 check_wal_inserts($node);
 
-# --- pg-usdt: commits counted
-cmp_ok($node->safe_psql('postgres',
-		"SELECT coalesce(sum(calls), 0) FROM pg_tracer_engine_events WHERE probe = 'xact-commit'"),
-	'>', 5, 'transaction commits counted');
+# --- pg-usdt: a session's commits, each counted once
+my $cs = $node->background_psql('postgres');
+my $cs_pid = $cs->query_safe('SELECT pg_backend_pid()');
+wait_mapped($node, $cs_pid);
+my $commits_q = "SELECT coalesce(sum(calls), 0) FROM pg_tracer_engine_events
+	WHERE pid = $cs_pid AND probe = 'xact-commit'";
+my $c0 = $node->safe_psql('postgres', $commits_q);
+$cs->query_safe('SELECT 1') for 1 .. 20;
+$cs->query_safe('BEGIN; SELECT 1; SELECT 2; COMMIT');
+my $c1;
+wait_until(sub { ($c1 = $node->safe_psql('postgres', $commits_q)) >= $c0 + 21 }, 5);
+is($c1 - $c0, 21, "21 transactions of one session: 21 commits counted for its pid ($c0 before)");
+$cs->quit;
 
 # --- pg_tracer_reset(): the engine rows, histograms and slow statements go,
 # and counting starts again

@@ -231,17 +231,22 @@ sub check_checkpoint
 	my ($node) = @_;
 	$node->safe_psql('postgres', 'CREATE TABLE ck AS SELECT g FROM generate_series(1, 20000) g');
 	my $bc0 = $node->safe_psql('postgres', 'SELECT buffers_checkpoint FROM pg_stat_bgwriter');
+	my $before = $node->safe_psql('postgres', 'SELECT now()');
 	$node->safe_psql('postgres', 'CHECKPOINT');
 	# the checkpointer reports its statistics after it reports the
 	# checkpoint done
 	my $bc1;
-	wait_until(sub {
-		($bc1 = $node->safe_psql('postgres', 'SELECT buffers_checkpoint FROM pg_stat_bgwriter')) > $bc0 }, 10);
+	ok(defined wait_until(sub {
+		($bc1 = $node->safe_psql('postgres', 'SELECT buffers_checkpoint FROM pg_stat_bgwriter')) > $bc0 }, 10),
+		"pg_stat_bgwriter counts the checkpoint's buffers ($bc0 before, $bc1 after)");
 	my $row = '';
+	# this checkpoint's event, not an earlier one's (one that ended before
+	# the CHECKPOINT was asked for)
 	ok(defined wait_until(sub {
 		$row = $node->safe_psql('postgres',
 			"SELECT c.buffers_written, c.duration_ms > 0, c.pid = a.pid
 			   FROM pg_tracer_checkpoints c JOIN pg_stat_activity a ON a.backend_type = 'checkpointer'
+			  WHERE c.end_time > '$before'
 			  ORDER BY c.end_time DESC LIMIT 1");
 		$row ne ''
 	}, 5), "checkpoint event published ($row)");
