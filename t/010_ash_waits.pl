@@ -181,6 +181,9 @@ $as->query_safe("SELECT count(*) FROM par_t WHERE md5(g::text) LIKE '%abc%'") fo
 my $shares = as_user('alice', 'SELECT round(sum(pct_db_time)::numeric, 1) FROM pg_tracer_query_events');
 ok($shares > 50 && $shares <= 101,
 	"alice's query rows, her parallel workers' time included, share out her DB time: $shares %");
+cmp_ok(as_user('mona', "SELECT count(*) FROM pg_tracer_sessions
+		WHERE backend_type = 'parallel worker' AND usename = 'alice'"), '>=', 2,
+	'her parallel workers are sessions of type "parallel worker", hers');
 ($rc, $out, $err) = $node->psql('postgres', 'SELECT pg_tracer_reset()', extra_params => [ '-U', 'alice' ]);
 like($err, qr/permission denied for function pg_tracer_reset/, 'reset is not granted to PUBLIC');
 $as->quit;
