@@ -662,9 +662,9 @@ look_again(trace_state *t)
 	 * Rows of exited processes fold as the daemon's do, at each second's
 	 * copy: with connection churn the in-kernel tables would otherwise fill
 	 * with them and evict the oldest, uncounted, between two summaries (or
-	 * before the only one of a streaming trace).  The copy also sweeps the
-	 * query-id slots of exited backends, which alone is needed when
-	 * nothing folds.
+	 * before the only one of a streaming trace).  With --pid of a backend
+	 * all but its own and its workers' fold (pid_retire_keep).  The copy
+	 * also sweeps the query-id slots of exited backends.
 	 */
 	pset_runtime_collect(&t->rt);
 	if (t->o.pid != 0)

@@ -1012,7 +1012,9 @@ add_query(PgtAshBucket *fb, PgtAshBucket *cb, uint64 qid, Oid userid,
  *		for one), and not in a WAL sender: its replication commands
  *		(START_REPLICATION, for as long as it streams) never get one, and
  *		their samples would be held as long as the standby stays connected,
- *		with the sampler looking again after every tick.
+ *		with the sampler looking again after every tick.  Nor in a
+ *		background worker that once ran PGT_HOLD_WORKER_MAX_US without one
+ *		(pending_resolve).
  */
 static bool
 may_get_query_id(int slot, const Sample *s)

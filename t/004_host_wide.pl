@@ -59,17 +59,18 @@ sub comm_ppid
 {
 	my ($pid) = @_;
 	my $stat = eval { slurp_file("/proc/$pid/stat") } // return;
-	return $stat =~ /^\d+ \((.*)\) \S+ (\d+)/s ? ($1, $2) : ();
+	return $stat =~ /^\d+ \((.*)\) (\S) (\d+)/s ? ($1, $3, $2) : ();
 }
+# (the test's postmasters, running or just stopped, are named by their pids)
 sub foreign_postmasters
 {
-	my %ours = map { $_->{_pid} => 1 } grep { defined $_->{_pid} } @_;
+	my %ours = map { $_ => 1 } @_;
 	my @found;
 	opendir(my $d, '/proc') or return;
 	for my $pid (grep { /^\d+$/ } readdir($d))
 	{
-		my ($comm, $ppid) = comm_ppid($pid);
-		next unless defined $comm && $comm eq 'postgres' && !$ours{$pid};
+		my ($comm, $ppid, $state) = comm_ppid($pid);
+		next unless defined $comm && $comm eq 'postgres' && !$ours{$pid} && $state !~ /[ZX]/;
 		my ($pcomm) = comm_ppid($ppid);
 		push @found, $pid unless defined $pcomm && $pcomm eq 'postgres';
 	}
@@ -226,10 +227,11 @@ like(slurp_file($log), qr/discovery: exec notes were lost .*: scanning \/proc/,
 # (ten seconds on: a restart keeps them); a cluster started on it again
 # gets them back.
 my $log_len = length(slurp_file($log));
+my @stopped = map { $_->{_pid} } ($node_a, $node_b, $node_c);
 $_->stop for ($node_a, $node_b, $node_c);
 SKIP:
 {
-	my @others = foreign_postmasters();
+	my @others = foreign_postmasters(@stopped);
 	skip "other postmasters run on this host (@others): the binary stays in use", 1 if @others;
 	ok(defined wait_until(sub {
 		substr(slurp_file($log), $log_len) =~ /engine: \S+ runs no served postmaster: detached/ }, 30),
@@ -267,7 +269,7 @@ signal_helper($helper, 'TERM');
 $node_b->start;
 SKIP:
 {
-	my @others = foreign_postmasters($node_a, $node_b);
+	my @others = foreign_postmasters($node_a->{_pid}, $node_b->{_pid});
 	skip "other postmasters run on this host (@others): the one served may be theirs", 4 if @others;
 	$log_len = length(slurp_file($log));
 	$helper = start_host_helper($rt, $log, '--max-clusters', '1');
