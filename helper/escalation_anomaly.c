@@ -28,7 +28,13 @@
 
 static int	anomaly_enabled = 1;
 static int	cooldown_s = ESC_DEFAULT_COOLDOWN_S;
-static int	held_noted;			/* this spell of a rule holding was logged */
+/*
+ * Why a rule that holds was last said to open no window (a literal of
+ * anomaly_held_back, or "fired"), in this spell of holding; NULL between
+ * spells.  A spell says each new reason once: an hour of load logs a
+ * line when its window opens, as it closes into the cooldown, and so on.
+ */
+static const char *held_noted;
 static double baseline = -1;	/* < 0: no sample yet */
 static int64_t first_us;
 static int64_t last_fire_us;
@@ -132,20 +138,19 @@ escalation_anomaly_sample(int64_t now_us, uint32_t active, uint32_t locked)
 	{
 		/* normal: the baseline follows */
 		baseline += ((double) active - baseline) / ESC_ANOMALY_BASE_S;
-		held_noted = 0;
+		held_noted = NULL;
 		return NULL;
 	}
 	baseline += ((double) active - baseline) / (ESC_ANOMALY_BASE_S * ESC_ANOMALY_HOLD_SLOWER);
 	if ((why = anomaly_held_back(now_us)) != NULL)
 	{
-		/* once a spell: a rule that holds for an hour says so once */
-		if (!held_noted)
+		if (held_noted != why)
 			log_info("anomaly: %s holds (active %u, in Lock %u, baseline %.1f), no window: %s",
 					 rule, active, locked, baseline, why);
-		held_noted = 1;
+		held_noted = why;
 		return NULL;
 	}
-	held_noted = 1;
+	held_noted = "fired";
 	last_fire_us = now_us;
 	log_info("anomaly: %s (active %u, in Lock %u, baseline %.1f)", rule, active, locked,
 			 baseline);
