@@ -105,24 +105,31 @@ my $sc_pid = $sc->query_safe('SELECT pg_backend_pid()');
 # one backend does the whole scan: parallel workers are other pids
 $sc->query_safe('SET max_parallel_workers_per_gather = 0');
 $sc->query_safe('SELECT count(*) FROM pg_class');	# warm the session's catalogs
-$sc->query_safe('SELECT pg_stat_force_next_flush()');
-wait_kernel_copy($node);
-my $blk0 = $sc->query_safe(
-	"SELECT pg_stat_clear_snapshot(), blks_read FROM pg_stat_database WHERE datname = 'coldb'");
-my $miss0 = $node->safe_psql('postgres',
-	"SELECT coalesce(sum(counter2), 0) FROM pg_tracer_engine_events WHERE pid = $sc_pid AND probe = 'buffer-read'");
-$sc->query_safe('SELECT count(*) FROM cold');
-$sc->query_safe('SELECT pg_stat_force_next_flush()');
-my $blk1 = $sc->query_safe(
-	"SELECT pg_stat_clear_snapshot(), blks_read FROM pg_stat_database WHERE datname = 'coldb'");
-$blk0 =~ s/^\|//;
-$blk1 =~ s/^\|//;
-wait_kernel_copy($node);
-my $miss1 = $node->safe_psql('postgres',
-	"SELECT coalesce(sum(counter2), 0) FROM pg_tracer_engine_events WHERE pid = $sc_pid AND probe = 'buffer-read'");
-my ($dblk, $dmiss) = ($blk1 - $blk0, $miss1 - $miss0);
+
+# The blocks one statement of session $s (pid $pid) reads, as
+# pg_stat_database counts them for coldb ($stat) and as the engine's
+# buffer-read probe does for the pid ($col of pg_tracer_engine_buffers):
+# both differences over that statement, with the statistics flushed around
+# it and the helper's copy taken after.
+sub buffer_deltas
+{
+	my ($s, $pid, $sql, $stat, $col) = @_;
+	my $stat_q = "SELECT pg_stat_clear_snapshot(), $stat FROM pg_stat_database WHERE datname = 'coldb'";
+	my $eng_q = "SELECT coalesce(sum($col), 0) FROM pg_tracer_engine_buffers WHERE pid = $pid";
+	$s->query_safe('SELECT pg_stat_force_next_flush()');
+	wait_kernel_copy($node);
+	my $s0 = (split /\|/, $s->query_safe($stat_q))[1];
+	my $e0 = $node->safe_psql('postgres', $eng_q);
+	$s->query_safe($sql);
+	$s->query_safe('SELECT pg_stat_force_next_flush()');
+	my $s1 = (split /\|/, $s->query_safe($stat_q))[1];
+	wait_kernel_copy($node);
+	return ($s1 - $s0, $node->safe_psql('postgres', $eng_q) - $e0);
+}
+my ($dblk, $dmiss) = buffer_deltas($sc, $sc_pid, 'SELECT count(*) FROM cold', 'blks_read', 'misses');
 cmp_ok($dblk, '>', 1000, "the scan read $dblk blocks from outside shared buffers");
 cmp_ok(abs($dmiss - $dblk), '<=', 0.1 * $dblk, "buffer misses $dmiss ~ blks_read delta $dblk");
+
 # --- warm scan: buffer hits = pg_stat_database.blks_hit delta (+-10%), of
 # a table that stays in shared buffers (2.8 MB: a quarter of them or more
 # would be read through a ring), read a second time; no other session of
@@ -131,22 +138,7 @@ $node->safe_psql('coldb',
 	"CREATE TABLE warm AS SELECT g, repeat('x', 100) AS pad FROM generate_series(1, 20000) g");
 my $warm_qid = query_identifier($node, 'SELECT count(*) FROM warm', 'coldb');
 $sc->query_safe('SELECT count(*) FROM warm');
-$sc->query_safe('SELECT pg_stat_force_next_flush()');
-wait_kernel_copy($node);
-my $hit_q = "SELECT coalesce(sum(hits), 0) || '|' || coalesce(sum(misses), 0)
-	FROM pg_tracer_engine_buffers WHERE pid = $sc_pid";
-my $bh0 = $sc->query_safe(
-	"SELECT pg_stat_clear_snapshot(), blks_hit FROM pg_stat_database WHERE datname = 'coldb'");
-my ($hits0) = split /\|/, $node->safe_psql('postgres', $hit_q);
-$sc->query_safe('SELECT count(*) FROM warm');
-$sc->query_safe('SELECT pg_stat_force_next_flush()');
-my $bh1 = $sc->query_safe(
-	"SELECT pg_stat_clear_snapshot(), blks_hit FROM pg_stat_database WHERE datname = 'coldb'");
-$bh0 =~ s/^\|//;
-$bh1 =~ s/^\|//;
-wait_kernel_copy($node);
-my ($hits1) = split /\|/, $node->safe_psql('postgres', $hit_q);
-my ($dhit, $dhits) = ($bh1 - $bh0, $hits1 - $hits0);
+my ($dhit, $dhits) = buffer_deltas($sc, $sc_pid, 'SELECT count(*) FROM warm', 'blks_hit', 'hits');
 cmp_ok($dhit, '>', 300, "the second scan of warm hit $dhit blocks in shared buffers");
 cmp_ok(abs($dhits - $dhit), '<=', 0.1 * $dhit, "buffer hits $dhits ~ blks_hit delta $dhit");
 my ($ratio, $rhits, $rreads) = split /\|/, $node->safe_psql('postgres',
