@@ -101,6 +101,13 @@ submitter(struct rq_info *ri)
  */
 const volatile __u8 has_io_start = 1;
 
+/*
+ * Set by the helper after attach, when block_io_start is in the kernel but
+ * its program did not attach: requests are then taken at issue, as on a
+ * kernel without it (rather than every one ignored for want of an entry).
+ */
+__u8		io_start_lost = 0;
+
 SEC("tp_btf/block_io_start")
 int BPF_PROG(pgt_kblk_start, struct request *rq)
 {
@@ -141,8 +148,8 @@ int BPF_PROG(pgt_kblk_issue, struct request *rq)
 	}
 	if (!ri)
 	{
-		/* not recorded at submission: not ours, or no block_io_start */
-		if (has_io_start || !submitter(&n))
+		/* not recorded at submission: not ours, or no block_io_start running */
+		if ((has_io_start && !io_start_lost) || !submitter(&n))
 			return 0;
 		n.bytes = BPF_CORE_READ(rq, __data_len);
 		n.issue_ns = bpf_ktime_get_ns();

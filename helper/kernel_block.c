@@ -48,6 +48,41 @@ block_open(void **skel, const pset_ctx *ctx)
 }
 
 /*
+ * note_io_start_lost
+ *		block_io_start is in the kernel but its program did not attach (its
+ *		failure is in the status already): tell the issue program to take
+ *		requests at issue, as without the tracepoint, and say what it costs.
+ *		Through the map, not s->bss: the set loads with bpf_object__load,
+ *		and libbpf (1.1 in Debian 12) maps a skeleton's sections onto their
+ *		maps only in the skeleton's own load.
+ */
+static void
+note_io_start_lost(pset_inst *in)
+{
+	struct kernel_block_bpf *s = ((kset *) in->priv)->skel[0];
+	struct kernel_block_bpf__bss bss;
+	uint32_t	zero = 0;
+	int			err;
+
+	if (s == NULL || !s->rodata->has_io_start ||
+		kset_running(in, s->progs.pgt_kblk_start))
+		return;
+	bss = *s->bss;
+	bss.io_start_lost = 1;
+	err = bpf_map__update_elem(s->maps.bss, &zero, sizeof(zero), &bss, sizeof(bss), BPF_ANY);
+	if (err != 0)
+	{
+		char		ebuf[128];
+
+		pset_set_status(in, PGT_PROBE_UNAVAILABLE, in->status.mechanism,
+						"block_io_start did not attach, and the issue program could not "
+						"take its place: %s", pset_errstr(err, ebuf, sizeof(ebuf)));
+		return;
+	}
+	kset_status_append(in, "the submitter is the issuer: kblockd's issues count as the kernel's");
+}
+
+/*
  * start
  *		open (leaving out what the kernel lacks) -> shared maps -> load ->
  *		attach; the status says what the set runs without.
@@ -61,6 +96,8 @@ start(pset_inst *in, const pset_ctx *ctx)
 		return -1;
 	if (missing_note[0] != '\0')
 		kset_status_append(in, missing_note);
+	if (in->status.state != PGT_PROBE_UNAVAILABLE)
+		note_io_start_lost(in);
 	return 0;
 }
 

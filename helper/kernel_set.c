@@ -292,6 +292,23 @@ kset_tracked(pset_inst *in)
 }
 
 /*
+ * kset_running
+ *		Whether prog attached when the set started (by its link or in a
+ *		hook chain): a set whose programs depend on each other asks.
+ */
+int
+kset_running(const pset_inst *in, const struct bpf_program *prog)
+{
+	const kset *ks = in->priv;
+	int			i;
+
+	for (i = 0; ks != NULL && i < ks->nlinks; i++)
+		if (ks->progs[i] == prog)
+			return 1;
+	return 0;
+}
+
+/*
  * kset_status_append
  *		Add "; note" to a running set's status reason (what it runs without,
  *		or how, on this kernel); its state and mechanism stay.

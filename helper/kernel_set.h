@@ -180,6 +180,7 @@ extern void kset_stop(pset_inst *in);
 extern void kset_hold(pset_inst *in, int hold);	/* kernel_hold.c */
 extern void kset_tracked(pset_inst *in);
 extern void kset_status_append(pset_inst *in, const char *note);
+extern int	kset_running(const pset_inst *in, const struct bpf_program *prog);
 extern void kset_collect(pset_inst *in);
 extern void kset_publish(pset_inst *in, pset_pub *pub);
 /*
