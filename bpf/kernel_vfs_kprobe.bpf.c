@@ -4,7 +4,7 @@
  *	  Probe set "vfs", the kprobe part: vfs_read, vfs_write and vfs_fsync
  *	  (kprobe + kretprobe) of tracked processes, with their latency and
  *	  bytes per (pid, query id, op, file class).  Kernels without
- *	  CONFIG_KPROBES cannot attach it; the helper then reports the set as
+ *	  CONFIG_KPROBE_EVENTS cannot attach it; the helper then reports the set as
  *	  degraded with that reason and keeps the page-cache part.
  */
 #include "vmlinux.h"

@@ -257,24 +257,14 @@ make_timer(int interval_ms)
 
 /*
  * detect_kprobes
- *		Capability row "kprobes": is there a kprobe PMU?
+ *		Capability row "kprobes": can kprobes attach?
  */
 static void
 detect_kprobes(probe_status *s)
 {
-	struct stat st;
-
 	snprintf(s->mechanism, sizeof(s->mechanism), "perf_event kprobe");
-	if (stat("/sys/bus/event_source/devices/kprobe", &st) == 0)
-	{
-		s->state = PGT_PROBE_AVAILABLE;
-		snprintf(s->reason, sizeof(s->reason), "kprobe PMU present");
-	}
-	else
-	{
-		s->state = PGT_PROBE_UNAVAILABLE;
-		snprintf(s->reason, sizeof(s->reason), "kernel built without CONFIG_KPROBES");
-	}
+	s->state = pset_kprobes_usable(s->reason, sizeof(s->reason)) ?
+		PGT_PROBE_AVAILABLE : PGT_PROBE_UNAVAILABLE;
 }
 
 /*

@@ -376,9 +376,27 @@ seed_waits(exact_priv *p)
 }
 
 /*
+ * is_session
+ *		Does the anomaly rules' sample count process pid?  Client backends
+ *		and their parallel workers do, and a process not classified yet (a
+ *		storm of new connections is one); background processes do not: the
+ *		pg_tracer workers of every cluster wait in the Extension class,
+ *		which is not idle, and would raise every baseline by two.
+ */
+static bool
+is_session(uint32_t pid)
+{
+	uint32_t	role = pid_retire_live_role(pid);
+
+	return role == PGT_ROLE_UNKNOWN || role == PGT_ROLE_CLIENT_BACKEND ||
+		role == PGT_ROLE_PARALLEL_WORKER;
+}
+
+/*
  * sample_sessions
- *		The anomaly rules' sample: mapped processes whose wait event is not
- *		idle (Activity class, Client:ClientRead) count as active (0, no
+ *		The anomaly rules' sample, over the host's served clusters (one
+ *		window covers them all): sessions (is_session) whose wait event is
+ *		not idle (Activity class, Client:ClientRead) count as active (0, no
  *		event, is on CPU), those in the Lock class as locked.
  */
 static void
@@ -392,6 +410,8 @@ sample_sessions(exact_priv *p, uint32_t *active, uint32_t *locked)
 	{
 		if ((m[i].wei & 0xFF000000) == 0x05000000 || m[i].wei == 0x06000000)
 			continue;			/* Activity, Client:ClientRead: idle */
+		if (!is_session(m[i].pid))
+			continue;
 		(*active)++;
 		if ((m[i].wei & 0xFF000000) == 0x03000000)
 			(*locked)++;

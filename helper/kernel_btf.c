@@ -76,6 +76,36 @@ kernel_btf_has_tp(const char *name)
 }
 
 /*
+ * kernel_btf_has_member
+ *		Does struct `type` of the kernel's BTF have a member `member`?  -1
+ *		when the BTF or the struct is not there.
+ */
+int
+kernel_btf_has_member(const char *type, const char *member)
+{
+	struct btf *btf = btf__load_vmlinux_btf();
+	const struct btf_type *t;
+	const struct btf_member *m;
+	int			id;
+	int			found = -1;
+	int			i;
+
+	if (btf == NULL)
+		return -1;
+	id = btf__find_by_name_kind(btf, type, BTF_KIND_STRUCT);
+	t = id > 0 ? btf__type_by_id(btf, (unsigned int) id) : NULL;
+	if (t != NULL)
+	{
+		found = 0;
+		m = btf_members(t);
+		for (i = 0; i < btf_vlen(t) && !found; i++, m++)
+			found = strcmp(btf__name_by_offset(btf, m->name_off), member) == 0;
+	}
+	btf__free(btf);
+	return found;
+}
+
+/*
  * kernel_btf_hide_tp
  *		Only a tracepoint some set can do without may be hidden: hiding
  *		another would only make its set fail to load.

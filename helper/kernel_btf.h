@@ -19,6 +19,9 @@ extern int	kernel_btf_tp_args(const char *name);
 /* Does the kernel have tracepoint `name` (for tp_btf programs)? */
 extern int	kernel_btf_has_tp(const char *name);
 
+/* Does struct `type` have member `member` (1, 0; -1: no such struct)? */
+extern int	kernel_btf_has_member(const char *type, const char *member);
+
 /*
  * Testing: act as if the kernel lacked tracepoint `name`, so that the
  * fallback an older kernel takes runs here.  Returns 0, or -1 when the

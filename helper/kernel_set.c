@@ -90,6 +90,8 @@ note_attach_failure(const pset_inst *in, struct bpf_program *prog, int err,
 
 	pset_errstr(err, ebuf, sizeof(ebuf));
 	out->failed++;
+	if (bpf_program__expected_attach_type(prog) == BPF_TRACE_FEXIT)
+		out->failed_fexit++;
 	if (out->first_error[0] == '\0')
 		snprintf(out->first_error, sizeof(out->first_error), "%s", ebuf);
 	snprintf(out->failed_names + off, sizeof(out->failed_names) - off, "%s%s",

@@ -99,6 +99,7 @@ typedef struct kset_attach
 								 * (not the exit and fork folds, not iterators) */
 	int			chained;		/* of those, in a hook chain */
 	int			failed;
+	int			failed_fexit;	/* of those, fexit programs */
 	int			load_err;		/* < 0 when the object did not load */
 	char		first_error[128];
 	char		failed_names[96];

@@ -121,7 +121,7 @@ load_with_exits(const pset_ctx *ctx, int file, int net, int fexit, char *why, si
 	err = kset_load_attach(&shared.inst, ctx, skel->obj, skel, destroy_skel, &shared.att);
 	if (err < 0)
 		snprintf(why, len, "%s", shared.att.first_error);
-	else if (fexit && shared.att.failed > 0)
+	else if (fexit && shared.att.failed_fexit > 0)
 	{
 		snprintf(why, len, "%s did not attach: %s", shared.att.failed_names,
 				 shared.att.first_error);

@@ -8,6 +8,7 @@
  *	  kprobes the set is degraded and says why.
  */
 #include "bpf_probes.h"
+#include "kernel_btf.h"
 #include "kernel_set.h"
 #include "kernel_vfs.skel.h"
 #include "kernel_vfs_kprobe.skel.h"
@@ -137,6 +138,9 @@ start(pset_inst *in, const pset_ctx *ctx)
 	else
 		pset_set_status(in, PGT_PROBE_AVAILABLE, MECH,
 						"page-cache misses and vfs_read/vfs_write/vfs_fsync kprobes");
+	if (kernel_btf_has_member("trace_event_raw_mm_filemap_op_page_cache", "order") == 0)
+		kset_status_append(in, "a miss counts one page (this kernel's tracepoint has no folio "
+						   "order): low where a file system caches large folios (XFS)");
 	return 0;
 }
 

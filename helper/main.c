@@ -52,6 +52,7 @@ static const char main_usage[] =
 static const char daemon_usage[] =
 "Usage: pg-tracer daemon [--pgdata DIR | --pid PID] [--runtime-dir DIR]\n"
 "                        [--log-level error|warn|info|debug] [--probes LIST]\n"
+"                        [--engine-probes LIST] [--slow-ms MS]\n"
 "                        [--mode tiered|sampled|full] [--exact-budget S]\n"
 "                        [--anomaly on|off] [--anomaly-cooldown S]\n"
 "                        [--exact-source auto|syscall|watchpoint]\n"
@@ -128,7 +129,9 @@ SYSCALL_EXIT_HELP
 "                     0 (default) off, at most 1000\n"
 "  -h, --help         show this help\n"
 "\n"
-"Needs root, or CAP_BPF + CAP_PERFMON + CAP_SYS_PTRACE.  Never install it setuid.\n"
+"Needs root, or CAP_BPF + CAP_PERFMON + CAP_SYS_PTRACE, with CAP_DAC_READ_SEARCH\n"
+"and CAP_CHOWN (data directories, segment owners) and CAP_SYS_NICE for\n"
+"--sampler-nice.  Never install it setuid.\n"
 "SIGHUP rescans for clusters and re-reads layout files.\n";
 
 static const char status_usage[] =

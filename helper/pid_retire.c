@@ -399,6 +399,16 @@ pid_retire_role(uint32_t pid)
 }
 
 /*
+ * pid_retire_live_role
+ *		See pid_retire.h.
+ */
+uint32_t
+pid_retire_live_role(uint32_t pid)
+{
+	return role_of != NULL ? role_of(role_arg, pid, 1) : 0;
+}
+
+/*
  * pid_retire_rows_of_other
  *		See pid_retire.h.  A pid without an entry has had no rows looked at.
  */

@@ -122,6 +122,13 @@ extern int	pid_retire_exiting(uint32_t pid);
 extern uint32_t pid_retire_role(uint32_t pid);
 
 /*
+ * The role of a running process now, from the callback given to
+ * pid_retire_setup (the served clusters' records), whether or not the
+ * table has it; 0 when not known (not classified yet, or no callback).
+ */
+extern uint32_t pid_retire_live_role(uint32_t pid);
+
+/*
  * May the rows under pid still be those of another process than the one
  * holding it now (ident: its `tracked` entry's attached_ns)?  True while
  * the last check found another process there, or a reused pid's rows are

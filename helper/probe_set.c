@@ -398,18 +398,38 @@ pset_prepare_object(const pset_ctx *ctx, struct bpf_object *obj)
 }
 
 /*
- * detect_kprobes
- *		Is there a kprobe PMU (CONFIG_KPROBES)?
+ * pset_kprobes_usable
+ *		Can kprobes attach here?  1 when the kprobe PMU exists (the kernel
+ *		has kprobe events) and kprobes are not disarmed host-wide (debugfs's
+ *		kprobes/enabled, where debugfs is mounted: disarmed probes attach
+ *		and never fire); reason says which.
  */
-static void
-detect_kprobes(pset_ctx *ctx)
+int
+pset_kprobes_usable(char *reason, size_t len)
 {
 	struct stat st;
+	char		enabled[4] = "";
+	FILE	   *f;
 
-	ctx->kprobes = stat("/sys/bus/event_source/devices/kprobe", &st) == 0;
-	snprintf(ctx->kprobes_reason, sizeof(ctx->kprobes_reason), "%s",
-			 ctx->kprobes ? "kprobe PMU present"
-			 : "kernel built without CONFIG_KPROBES");
+	if (stat("/sys/bus/event_source/devices/kprobe", &st) != 0)
+	{
+		snprintf(reason, len, "no kprobe PMU: kernel built without CONFIG_KPROBE_EVENTS");
+		return 0;
+	}
+	f = fopen("/sys/kernel/debug/kprobes/enabled", "re");
+	if (f != NULL)
+	{
+		if (fgets(enabled, sizeof(enabled), f) == NULL)
+			enabled[0] = '\0';
+		fclose(f);
+	}
+	if (enabled[0] == '0')
+	{
+		snprintf(reason, len, "kprobes disarmed (/sys/kernel/debug/kprobes/enabled is 0)");
+		return 0;
+	}
+	snprintf(reason, len, "kprobe PMU present");
+	return 1;
 }
 
 /*
@@ -432,7 +452,8 @@ pset_runtime_start(pset_runtime *rt, int mode, int stream, int tracked_fd,
 	rt->qid_state = PGT_PROBE_UNAVAILABLE;
 	snprintf(rt->qid_reason, sizeof(rt->qid_reason), "%s",
 			 rt->ctx.qid_off ? QID_OFF_REASON : "no layout file yet: query ids are 0");
-	detect_kprobes(&rt->ctx);
+	rt->ctx.kprobes = pset_kprobes_usable(rt->ctx.kprobes_reason,
+											sizeof(rt->ctx.kprobes_reason));
 	rt->insts = calloc(nsets ? nsets : 1, sizeof(*rt->insts));
 	if (rt->insts == NULL)
 		return -1;

@@ -126,7 +126,7 @@ typedef struct pset_ctx
 	hook_chain *chain;			/* the foundation's hook chains, NULL: attach
 								 * chained hooks' programs one by one */
 	int			stream;			/* 1: submit events to pgt_events */
-	int			kprobes;		/* 1: a kprobe PMU exists */
+	int			kprobes;		/* 1: kprobes can attach (pset_kprobes_usable) */
 	char		kprobes_reason[128];
 	uint64_t	selected;		/* bit 1 << id of every set being started, so
 								 * sets sharing one object load it once */
@@ -211,6 +211,7 @@ typedef struct pset_runtime
 
 /* Registry */
 extern size_t pset_count(void);
+extern int	pset_kprobes_usable(char *reason, size_t len);
 extern const probe_set *pset_get(size_t i);	/* sorted by order, name */
 extern const probe_set *pset_find(const char *name);
 extern int	pset_parse_list(const char *list, const probe_set **out, size_t max,

@@ -197,7 +197,7 @@ pgt_debug_trap_report(void)
 	pg_atomic_write_u32(&pgt_shared->traps_reported, total);
 	code = pg_atomic_read_u32(&pgt_shared->trap_last_code);
 	ereport(LOG,
-			(errmsg("pg_tracer: absorbed %u debug trap(s) that no hardware breakpoint claimed (%u since the server started or reset)",
+			(errmsg("pg_tracer: absorbed %u debug trap(s) that no hardware breakpoint claimed (%u since the server started or crash-restarted)",
 					fresh, total),
 			 errdetail("The latest was in process %u, si_code %u (%s). The process went on; without pg_tracer's handler the kernel's SIGTRAP would have ended it and the cluster with it.",
 					   pg_atomic_read_u32(&pgt_shared->trap_last_pid), code,

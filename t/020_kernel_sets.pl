@@ -73,7 +73,7 @@ if (-e '/sys/bus/event_source/devices/kprobe')
 }
 else
 {
-	like($vfs, qr/^degraded: page-cache misses only; vfs_read\/write\/fsync kprobes unavailable: kernel built without CONFIG_KPROBES \(attach: .+\)$/,
+	like($vfs, qr/^degraded: page-cache misses only; vfs_read\/write\/fsync kprobes unavailable: no kprobe PMU: kernel built without CONFIG_KPROBE_EVENTS \(attach: .+\)$/,
 		'vfs: kprobes reported unavailable with the reason, page cache still traced');
 }
 

@@ -90,7 +90,7 @@ if (-e '/sys/bus/event_source/devices/kprobe')
 else
 {
 	is($status{vfs}{state}, 'degraded', 'status: vfs degraded');
-	like($status{vfs}{reason}, qr/kprobes unavailable: kernel built without CONFIG_KPROBES/,
+	like($status{vfs}{reason}, qr/kprobes unavailable: no kprobe PMU: kernel built without CONFIG_KPROBE_EVENTS/,
 		'status: vfs says kprobes are unavailable and why');
 }
 is($status{'queryid-tagging'}{state}, 'unavailable',
