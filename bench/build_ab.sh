@@ -61,6 +61,12 @@ run_build() {
 	[ -z "${DETAIL:-}" ] || echo "round $2 $1:" >&2
 	# shellcheck disable=SC2086  # the options: words on purpose
 	read -r ns tps <<<"$(one_run "$bin" $args)"
+	# one_run runs in a subshell, where set -e does not reach: a run without
+	# a TPS (bench_pgbench_timed said why on stderr) stops here, not as 0
+	if [ -z "$tps" ] || [ -z "$ns" ]; then
+		echo "build_ab: round $2 $1 gave no figure (pgbench or bpf_stats failed): stopping" >&2
+		exit 1
+	fi
 	printf 'round %d %s: %6.0f ns of BPF per transaction at %5.0f tps\n' "$2" "$1" "$ns" "$tps"
 	if [ "$1" = A ]; then a+=("$ns"); else b+=("$ns"); fi
 }

@@ -51,7 +51,9 @@ trap 'rm -f "$report"; bench_cleanup' EXIT
 for i in $(seq "$slices"); do
 	moves0=$(tacc_moves)
 	before=$(bench_bpf_snapshot)
-	tps=$(as_pg pgbench -T "$secs" "${bench_args[@]}" 2>/dev/null | awk '/^tps/ {print $3; exit}')
+	# the run as it is (no VACUUM or warm-up between slices); a run without
+	# a TPS stops the script with pgbench's error (bench_pgbench_timed)
+	tps=$(bench_pgbench_timed "$mode" "$secs")
 	after=$(bench_bpf_snapshot)
 	moves1=$(tacc_moves)
 	bench_bpf_report 'pgt' "$secs" "$tps" "$before" "$after" > "$report"

@@ -13,31 +13,35 @@
 # the programs named pgt_exact*; most invocations are system calls with no
 # wait event, or of other processes).  Then TIERED-OFF (`--probes exact --mode tiered`, no
 # window open: the programs are detached between windows) against baseline,
-# select-only.  A benchmark, not a test: it asserts nothing.  Run as root
-# after `make install`.
+# select-only, in pairs that alternate which goes first as well.  The
+# waits timed per second are the growth of pg_tracer_exact_waits() over
+# each FULL run's timed seconds (read right before and after them), not
+# the count since the helper started (the VACUUM, CHECKPOINT and warm-up
+# before the run were in that).  PAIRS and OFF_PAIRS are rounded up to
+# even numbers (said on stderr): as many pairs in each order.  A
+# benchmark, not a test: it asserts nothing.  Run as root after `make
+# install`.
 #
-#   bench/exact_overhead.sh [PAIRS (5)] [SECONDS per run (15)] [OFF_PAIRS (2)]
+#   bench/exact_overhead.sh [PAIRS (6)] [SECONDS per run (15)] [OFF_PAIRS (2)]
 #   env: EXACT_ARGS (extra daemon arguments for FULL, e.g. an exact source),
 #        and those of bench/lib.sh
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-pairs=${1:-5}
+pairs=$(bench_even "${1:-6}" PAIRS)
 secs=${2:-15}
-off_pairs=${3:-2}
+off_pairs=$(bench_even "${3:-2}" OFF_PAIRS)
 read -ra exact_args <<<"${EXACT_ARGS:-}"
 
 bench_cluster exact 55579
 
 waits() { bench_psql "SELECT coalesce(sum(waits), 0) FROM pg_tracer_exact_waits()"; }
 run_base() { bench_helper_start --probes none --anomaly off; ta=$(bench_pgbench "$1" "$secs"); bench_helper_stop; }
-run_full() { # run_full MODE: tb; adds waits/s
-	local w
+run_full() { # run_full MODE: tb; adds the waits/s of the timed run
 	bench_helper_start --probes exact --anomaly off --mode full "${exact_args[@]}"
-	bench_helper_pgbench "$1" "$secs"
-	w=$(waits)
+	bench_helper_pgbench "$1" "$secs" waits	# waits before and after: bench_count0/1
 	bench_helper_stop
-	rate_sum[$1]=$(echo "${rate_sum[$1]:-0} + $w / $secs" | bc -l)
+	rate_sum[$1]=$(echo "${rate_sum[$1]:-0} + ($bench_count1 - $bench_count0) / $secs" | bc -l)
 }
 cost_run() { # cost_run MODE: one full run with bpf_stats on, its report
 	local before after tps
@@ -80,9 +84,10 @@ done
 echo
 echo "tiered mode outside windows (programs detached), select-only ($off_pairs pairs):"
 rs=()
+run_tiered() { bench_helper_start --probes exact --anomaly off --mode tiered; tb=$(bench_pgbench select "$secs"); bench_helper_stop; }
 for i in $(seq "$off_pairs"); do
-	run_base select
-	bench_helper_start --probes exact --anomaly off --mode tiered; tb=$(bench_pgbench select "$secs"); bench_helper_stop
+	if bench_a_first "$i"; then run_base select; run_tiered
+	else run_tiered; run_base select; fi
 	rs+=("$(bench_ratio "$tb" "$ta")")
 	printf '  pair %d: baseline %.1f, tiered-off %.1f tps\n' "$i" "$ta" "$tb"
 done

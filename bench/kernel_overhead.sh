@@ -8,7 +8,13 @@
 # runs OFF and ON (alternating which goes first) for pgbench select-only
 # (-S) and TPC-B; the script prints every run, the median TPS per side, the
 # median of the per-pair ratios ON/OFF and the event rate of each set
-# (pg_tracer_probes.events per second during the ON runs).  Then each set
+# (the growth of pg_tracer_probes.events over each ON run's timed seconds,
+# read right before and right after them, so that the VACUUM, CHECKPOINT
+# and warm-up before the run and the helper's start are not in it; the
+# helper copies the counts once a second, so each end may lag by a second,
+# by about as much at both ends).  PAIRS and SOLO_PAIRS are rounded up to
+# even numbers (said on stderr): pairs alternate OFF-ON and ON-OFF, and an
+# odd number would run one order once more.  Then each set
 # alone against OFF (select-only) to find a set that costs more than 5% by
 # itself.  Last, the in-kernel cost of every program of the sets during one
 # select-only run with SETS on (kernel.bpf_stats_enabled for that run only:
@@ -16,14 +22,14 @@
 # the host does not blur.  A benchmark, not a test: it asserts nothing.
 # Run as root after `make install`.
 #
-#   bench/kernel_overhead.sh [PAIRS (5)] [SECONDS per run (15)] [SOLO_PAIRS (2)]
+#   bench/kernel_overhead.sh [PAIRS (6)] [SECONDS per run (15)] [SOLO_PAIRS (2)]
 #   env: SETS (default all), and those of bench/lib.sh
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-pairs=${1:-5}
+pairs=$(bench_even "${1:-6}" PAIRS)
 secs=${2:-15}
-solo_pairs=${3:-2}
+solo_pairs=$(bench_even "${3:-2}" SOLO_PAIRS)
 sets_on=${SETS:-syscall,vfs,block,sched,memory,network}	# `all` would add exact
 all_sets="syscall vfs block sched memory network"
 
@@ -32,13 +38,18 @@ bench_cluster kernel 54392
 events() { bench_psql "SELECT probe_set || ' ' || events FROM pg_tracer_probes
                        WHERE probe_set IN ('${all_sets// /\',\'}')"; }
 run_off() { bench_helper_start --probes none; ta=$(bench_pgbench "$1" "$secs"); bench_helper_stop; }
-run_on() { # run_on MODE PROBES: tb, and the sets' event rates added up
+run_on() { # run_on MODE PROBES: tb, and the sets' event rates over the timed run added up
 	local s e
+	local -A e0=()
 	bench_helper_start --probes "$2"
-	bench_helper_pgbench "$1" "$secs"
+	bench_helper_pgbench "$1" "$secs" events	# events before and after: bench_count0/1
 	while read -r s e; do
-		rate_sum[$1.$s]=$(echo "${rate_sum[$1.$s]:-0} + $e / $secs" | bc -l)
-	done < <(events)
+		if [ -n "$s" ]; then e0[$s]=$e; fi
+	done <<<"$bench_count0"
+	while read -r s e; do
+		[ -n "$s" ] || continue
+		rate_sum[$1.$s]=$(echo "${rate_sum[$1.$s]:-0} + ($e - ${e0[$s]:-0}) / $secs" | bc -l)
+	done <<<"$bench_count1"
 	bench_helper_stop
 }
 

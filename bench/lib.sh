@@ -28,6 +28,11 @@ bench_clients=${CLIENTS:-2}
 bench_scale=${SCALE:-10}
 bench_sync_commit=${SYNC_COMMIT:-off}
 export PATH=$bench_bindir:$PATH
+# pgbench's "tps = 1234.5" and bc's figures are read with a decimal point:
+# a locale with a decimal comma would turn them into nonsense or errors.
+# (initdb gets it too: the throwaway cluster is in locale C, whatever the
+# caller's shell had.)
+export LC_ALL=C
 bench_dir=
 bench_port=
 bench_rt=
@@ -113,10 +118,24 @@ bench_pgbench_ready() {
 	as_pg pgbench -T 2 "${bench_args[@]}" >/dev/null 2>&1
 }
 
-# bench_pgbench_timed select|tpcb SECONDS -> TPS: the run itself
+# bench_pgbench_timed select|tpcb SECONDS -> TPS: the run itself.  A run
+#	that fails, or prints no tps, stops here with pgbench's last words on
+#	stderr and a non-zero status (`x=$(bench_pgbench ...)` under set -e
+#	then ends the script) instead of a TPS of 0 or nothing further on.
 bench_pgbench_timed() {
+	local out err rc=0
 	bench_workload_args "$1"
-	as_pg pgbench -T "$2" "${bench_args[@]}" 2>/dev/null | awk '/^tps/ {print $3; exit}'
+	err=$(mktemp)
+	out=$(as_pg pgbench -T "$2" "${bench_args[@]}" 2>"$err") || rc=$?
+	out=$(awk '/^tps/ {print $3; exit}' <<<"$out")
+	if [ "$rc" -ne 0 ] || [ -z "$out" ]; then
+		echo "bench: pgbench -T $2 ($1) exited $rc and printed ${out:-no} tps:" >&2
+		tail -5 "$err" >&2
+		rm -f "$err"
+		return 1
+	fi
+	rm -f "$err"
+	echo "$out"
 }
 
 # bench_workload_args select|tpcb: sets the array bench_args, pgbench's
@@ -155,14 +174,23 @@ bench_helper_stop() {
 # bench_cpu_ticks PID -> user + system clock ticks of that process
 bench_cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
-# bench_helper_pgbench select|tpcb SECONDS: sets tb (TPS) and helper_cpu
-# (the running helper's CPU over the run, % of one core)
+# bench_helper_pgbench select|tpcb SECONDS [COUNTER_FUNCTION]: sets tb
+# (TPS) and helper_cpu (the running helper's CPU over the run, % of one
+# core).  With COUNTER_FUNCTION, its output right before and right after
+# the timed run (after the VACUUM, CHECKPOINT and warm-up) is left in
+# bench_count0 and bench_count1: counters the helper keeps from its start
+# (events, waits) are to be differenced over the run, not divided as they
+# are by its seconds.
 bench_helper_pgbench() {
 	local t0 t1
 	bench_pgbench_ready "$1"
+	# shellcheck disable=SC2034  # bench_count0/1: for the caller
+	[ -z "${3:-}" ] || bench_count0=$("$3")
 	t0=$(bench_cpu_ticks "$bench_helper_pid")
 	tb=$(bench_pgbench_timed "$1" "$2")
 	t1=$(bench_cpu_ticks "$bench_helper_pid")
+	# shellcheck disable=SC2034
+	[ -z "${3:-}" ] || bench_count1=$("$3")
 	helper_cpu=$(echo "($t1 - $t0) / $(getconf CLK_TCK) / $2 * 100" | bc -l)
 }
 
@@ -176,6 +204,18 @@ bench_ratio() { echo "$1 / $2" | bc -l; }
 # bench_a_first PAIR_NUMBER: true on odd pairs.  Pairs alternate A-B and
 # B-A so that a drift of the host's load cancels out of the median ratio.
 bench_a_first() { [ $(($1 % 2)) -eq 1 ]; }
+
+# bench_even N NAME -> N, or N + 1 when odd (saying so on stderr): with an
+# odd number of pairs one order runs once more than the other, and the
+# drift bench_a_first cancels weighs on the median again
+bench_even() {
+	if [ $(($1 % 2)) -eq 1 ]; then
+		echo "bench: $2 rounded up from $1 to $(($1 + 1)): as many pairs in each order" >&2
+		echo $(($1 + 1))
+	else
+		echo "$1"
+	fi
+}
 
 # bench_bpf_stats_on / _off: run_time_ns / run_cnt are counted in between
 # (put back at exit).  Counting costs two clock reads per program run, so
