@@ -63,6 +63,20 @@ extern Datum pg_tracer_reset(PG_FUNCTION_ARGS);
 #define WIN_COLS	8
 
 /*
+ * add_saturating
+ *		a + b, or PG_UINT64_MAX where that would wrap: sums of the helper's
+ *		figures, which are checked for shape, not for size (two rows of
+ *		2^63 waits summed to 0 and read as an empty histogram).
+ */
+static inline uint64
+add_saturating(uint64 a, uint64 b)
+{
+	uint64		sum;
+
+	return pg_add_u64_overflow(a, b, &sum) ? PG_UINT64_MAX : sum;
+}
+
+/*
  * pg_tracer_exact_waits
  *		One row per (pid, query id, wait event) timed exactly: pid, queryid,
  *		wait_event_type, wait_event, waits, total_ms, avg_us, max_us, idle.
@@ -182,11 +196,11 @@ event_slots(const PgtLink *link, uint32 event, uint64 *slots, int *first, int *l
 		if (h->event != event || h->nslots != PGT_EXACT_HIST_SLOTS)
 			continue;
 		for (i = 0; i < PGT_EXACT_HIST_SLOTS; i++)
-			slots[i] += h->slots[i];
+			slots[i] = add_saturating(slots[i], h->slots[i]);
 	}
 	for (i = 0; i < PGT_EXACT_HIST_SLOTS; i++)
 	{
-		total += slots[i];
+		total = add_saturating(total, slots[i]);
 		if (slots[i] != 0)
 		{
 			if (*first < 0)
@@ -291,7 +305,10 @@ pg_tracer_escalations_srf(PG_FUNCTION_ARGS)
 	InitMaterializedSRF(fcinfo, 0);
 	pgt_link_read(&link, PGT_SEG_TABLE(PGT_SEC_EXACT_WINDOWS));
 	if (!link.connected)
+	{
+		pgt_link_free(&link);	/* a stale or stopped segment was copied */
 		return (Datum) 0;
+	}
 	for (i = 0; i < pgt_view_count(&link.view, PGT_SEC_EXACT_WINDOWS); i++)
 	{
 		const struct pgt_exact_window_entry *w =
@@ -475,9 +492,9 @@ add_exact_rows(const pgt_seg_view *view, SessionTotals *t, int n)
 		if (s == NULL)
 			continue;
 		if (pgt_event_is_idle(e->event))
-			s->idle_ns += e->total_ns;
+			s->idle_ns = add_saturating(s->idle_ns, e->total_ns);
 		else
-			s->wait_ns += e->total_ns;
+			s->wait_ns = add_saturating(s->wait_ns, e->total_ns);
 	}
 }
 

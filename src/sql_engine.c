@@ -179,7 +179,10 @@ pg_tracer_engine_histogram(PG_FUNCTION_ARGS)
 	InitMaterializedSRF(fcinfo, 0);
 	pgt_link_read(&link, PGT_SEG_TABLE(PGT_SEC_ENGINE_HIST));
 	if (!link.connected)
+	{
+		pgt_link_free(&link);	/* a stale or stopped segment was copied */
 		return (Datum) 0;
+	}
 	for (i = 0; i < pgt_view_count(&link.view, PGT_SEC_ENGINE_HIST); i++)
 	{
 		const struct pgt_engine_hist_entry *h =

@@ -314,8 +314,9 @@ pg_tracer_exact_budget(PG_FUNCTION_ARGS)
 	until = strstr(out, " until=");
 	if (mode == NULL || until == NULL ||
 		!answer_int(out, "budget", &budget) || !answer_int(out, "used", &used) ||
-		!answer_int(out, "remaining", &remaining) || !answer_int(out, "active", &active))
-		malformed("BUDGET", out);
+		!answer_int(out, "remaining", &remaining) || !answer_int(out, "active", &active) ||
+		used < 0 || (active != 0 && active != 1))
+		malformed("BUDGET", out);	/* -1 means unlimited for budget and remaining only */
 	errno = 0;
 	until_us = strtoll(until + 7, &end, 10);
 	if (errno != 0 || end == until + 7 || until_us < 0)

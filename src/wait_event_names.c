@@ -85,7 +85,10 @@ pgt_collect_wait_events(pgt_wait_event_name *out, int max)
 /*
  * name_is_usable
  *		Printable ASCII, non-empty, fits the layout format; class names
- *		must also be a single word.
+ *		must also be a single word, and event names have no leading,
+ *		trailing or doubled space (the helper's parser splits on single
+ *		spaces and refuses the whole file over one such name: an
+ *		extension's tranche "my  lock" would leave it without a layout).
  */
 static bool
 name_is_usable(const char *name, bool one_word)
@@ -98,6 +101,8 @@ name_is_usable(const char *name, bool one_word)
 	for (p = name; *p; p++)
 	{
 		if (*p < 0x20 || *p > 0x7e || (one_word && *p == ' '))
+			return false;
+		if (*p == ' ' && (p == name || p[1] == '\0' || p[1] == ' '))
 			return false;
 	}
 	return true;
