@@ -334,17 +334,43 @@ read_seq(int fd, uint64_t *seq)
 }
 
 /*
+ * wanted_section
+ *		Is s a table of a kind this code knows and `kinds` (bit 1 << kind)
+ *		asks for?
+ */
+static bool
+wanted_section(const struct pgt_section *s, uint64_t kinds)
+{
+	return s->kind < PGT_SEC_KIND_MAX && pgt_section_entry_size(s->kind) != 0 &&
+		(kinds & (UINT64_C(1) << s->kind)) != 0;
+}
+
+/*
+ * align8
+ *		n rounded up to a multiple of 8 (rows are read as structs of
+ *		64-bit fields).
+ */
+static uint64_t
+align8(uint64_t n)
+{
+	return (n + 7) & ~UINT64_C(7);
+}
+
+/*
  * read_tables
- *		Into buf (as large as the file), at their own offsets, the rows in
- *		use of the tables of the kinds in `kinds` (bit 1 << kind) that the
- *		validated header in buf describes; point view's tables at them.
- *		Returns PGT_SEG_OK, or PGT_SEG_IO_ERROR / PGT_SEG_TRUNCATED.
+ *		Into buf (cap bytes), after the validated header it holds, the rows
+ *		in use of the tables of the kinds in `kinds` (bit 1 << kind), one
+ *		after the other; point view's tables at them.  Returns PGT_SEG_OK,
+ *		or PGT_SEG_IO_ERROR / PGT_SEG_TRUNCATED, or PGT_SEG_CORRUPT when
+ *		they do not fit the room snapshot_open made from the capacities
+ *		(which a writer never changes in a file: a new size is a new file).
  */
 static pgt_seg_result
-read_tables(int fd, uint64_t kinds, unsigned char *buf, size_t file_len,
+read_tables(int fd, uint64_t kinds, unsigned char *buf, size_t cap, size_t file_len,
 			pgt_seg_view *view, char *err, size_t errlen)
 {
 	const struct pgt_seg_header *h = (const struct pgt_seg_header *) buf;
+	size_t		at = (size_t) align8(sizeof(struct pgt_seg_header));
 	uint32_t	i;
 
 	for (i = 0; i < h->nsections; i++)
@@ -353,12 +379,17 @@ read_tables(int fd, uint64_t kinds, unsigned char *buf, size_t file_len,
 		size_t		bytes;
 		ssize_t		n;
 
-		if (sec->kind >= PGT_SEC_KIND_MAX || pgt_section_entry_size(sec->kind) == 0 ||
-			!(kinds & (UINT64_C(1) << sec->kind)))
+		if (!wanted_section(sec, kinds))
 			continue;
 		/* validated: offset + capacity * entry_size lies within file_len */
 		bytes = (size_t) sec->count * sec->entry_size;
-		n = read_full(fd, buf + sec->offset, bytes, (off_t) sec->offset);
+		if (bytes > cap - at)
+		{
+			snprintf(err, errlen, "table %u outgrew the capacities the segment opened with",
+					 sec->kind);
+			return PGT_SEG_CORRUPT;
+		}
+		n = read_full(fd, buf + at, bytes, (off_t) sec->offset);
 		if (n < 0)
 		{
 			snprintf(err, errlen, "cannot read a table: %s", strerror(errno));
@@ -369,11 +400,42 @@ read_tables(int fd, uint64_t kinds, unsigned char *buf, size_t file_len,
 			snprintf(err, errlen, "segment shrank while it was read");
 			return PGT_SEG_TRUNCATED;
 		}
-		view->tables[sec->kind].rows = buf + sec->offset;
+		view->tables[sec->kind].rows = buf + at;
 		view->tables[sec->kind].count = sec->count;
 		view->tables[sec->kind].stride = sec->entry_size;
+		at = align8(at + bytes) > cap ? cap : (size_t) align8(at + bytes);
 	}
 	return PGT_SEG_OK;
+}
+
+/*
+ * tables_room
+ *		Bytes a copy of the header and of the tables of the kinds in `kinds`
+ *		needs, by the capacities in the file's header as it reads now (not
+ *		yet validated: every term is bounded by the file's size, and so is
+ *		the sum).  The header alone when it cannot be read.
+ */
+static size_t
+tables_room(int fd, uint64_t kinds, size_t file_len)
+{
+	struct pgt_seg_header h;
+	uint64_t	room = align8(sizeof(h));
+	uint32_t	i;
+
+	if (read_full(fd, &h, sizeof(h), 0) != (ssize_t) sizeof(h))
+		return sizeof(h);
+	for (i = 0; i < h.nsections && i < PGT_MAX_SECTIONS; i++)
+	{
+		const struct pgt_section *s = &h.sections[i];
+
+		if (!wanted_section(s, kinds))
+			continue;
+		/* 32-bit factors: the product fits; a term past the file ends it */
+		room = align8(room + (uint64_t) s->capacity * s->entry_size);
+		if (room > file_len)
+			return file_len;
+	}
+	return (size_t) room;
 }
 
 /* The open segment file and the buffer snapshot copies it into */
@@ -419,7 +481,8 @@ snapshot_open(const char *path, uint64_t kinds, pgt_alloc_fn alloc_fn, void *all
 	f->cap = f->file_len;
 	if (kinds == 0 && f->cap > sizeof(struct pgt_seg_header))
 		f->cap = sizeof(struct pgt_seg_header);
-	/* some tables: room for all, at their offsets; only what is read is touched */
+	else if (!whole && f->cap > sizeof(struct pgt_seg_header))
+		f->cap = tables_room(f->fd, kinds, f->file_len);	/* tables packed */
 	f->read_len = whole || f->cap < sizeof(struct pgt_seg_header) ?
 		f->cap : sizeof(struct pgt_seg_header);
 	f->buf = alloc_fn(f->cap > 0 ? f->cap : 1, alloc_arg);
@@ -495,7 +558,7 @@ snapshot(const char *path, uint64_t kinds, pgt_alloc_fn alloc_fn,
 		r = validate_layout(f.buf, n, (size_t) n < f.read_len ? (size_t) n : f.file_len,
 							view, err, errlen);
 		if (r == PGT_SEG_OK && !whole && kinds != 0)
-			r = read_tables(f.fd, kinds, f.buf, f.file_len, view, err, errlen);
+			r = read_tables(f.fd, kinds, f.buf, f.cap, f.file_len, view, err, errlen);
 		if (r == PGT_SEG_BUSY)
 		{
 			/* the same odd seq at every attempt: nobody is writing */
@@ -589,8 +652,10 @@ pgt_segment_snapshot_header(const char *path, pgt_alloc_fn alloc_fn,
  * For the SQL functions, which each read one or two tables: the copy is
  * what they read (a kilobyte of header and the rows of their table), not
  * the whole segment, megabytes on a busy host, most of it other tables'
- * room.  The buffer is as large as the file, each table at its own offset,
- * but only the bytes read are touched.
+ * room.  The tables follow the header in the buffer one after the other,
+ * which has room for their capacities, not for the file: a SQL call under
+ * vm.overcommit_memory=2 is charged for what it may copy, not for every
+ * table of the segment.
  */
 pgt_seg_result
 pgt_segment_snapshot_tables(const char *path, uint64_t kinds, pgt_alloc_fn alloc_fn,

@@ -444,8 +444,8 @@ extern pgt_seg_result pgt_segment_snapshot_header(const char *path,
  * Like pgt_segment_snapshot, but copy only the header and the rows in use
  * of the tables whose kinds are in `kinds` (bit 1 << kind; all of them with
  * PGT_SEG_ALL_TABLES): the view has hdr and those tables, the seqlock
- * covers them all.  The buffer has the file's size, each table at its own
- * offset; only what was read is touched.
+ * covers them all.  The tables follow the header in the buffer (their
+ * section descriptors keep the file's offsets): room for their capacities.
  */
 #define PGT_SEG_ALL_TABLES	UINT64_MAX
 #define PGT_SEG_TABLE(kind)	(UINT64_C(1) << (kind))

@@ -277,6 +277,17 @@ test_snapshot_header(void)
  * The copy the SQL functions make: the header and the tables they read,
  * each where the file has it; the others' rows neither read nor in the view.
  */
+/* malloc that remembers the size of its last allocation */
+static size_t sized_alloc_last;
+
+static void *
+sized_alloc(size_t size, void *arg)
+{
+	(void) arg;
+	sized_alloc_last = size;
+	return malloc(size);
+}
+
 static void
 test_snapshot_tables(void)
 {
@@ -290,7 +301,7 @@ test_snapshot_tables(void)
 	char		err[256];
 	const struct pgt_backend_entry *b;
 
-	CHECK(pgt_segment_snapshot_tables(path, PGT_SEG_TABLE(PGT_SEC_BACKENDS), pgt_alloc_malloc,
+	CHECK(pgt_segment_snapshot_tables(path, PGT_SEG_TABLE(PGT_SEC_BACKENDS), sized_alloc,
 									  NULL, &copy, &v, err, sizeof(err)) == PGT_SEG_OK,
 		  "backends of a good file: %s", err);
 	CHECK(v.hdr != NULL && v.hdr->generation == 7, "header read");
@@ -299,9 +310,36 @@ test_snapshot_tables(void)
 	CHECK(b != NULL && b->pid == 100 + NBACK - 1 && b->syscalls == 1000 * (NBACK - 1),
 		  "its last row, as written");
 	CHECK(pgt_view_count(&v, PGT_SEC_PROBESETS) == 0, "no other table");
-	CHECK(((const unsigned char *) copy)[h->sections[0].offset] == 0,
-		  "the other table's bytes not copied");
+	CHECK(sized_alloc_last == sizeof(*h) + 8 * sizeof(struct pgt_backend_entry) &&
+		  sized_alloc_last < len,
+		  "room for the header and the table's capacity, not the file: %zu of %zu bytes",
+		  sized_alloc_last, len);
+	CHECK((const unsigned char *) b == (const unsigned char *) copy + sizeof(*h) +
+		  (NBACK - 1) * sizeof(*b), "the table right after the header");
 	free(copy);
+
+	/* the second table of the file alone: packed after the header too */
+	CHECK(pgt_segment_snapshot_tables(path, PGT_SEG_TABLE(PGT_SEC_PROBESETS) |
+									  PGT_SEG_TABLE(PGT_SEC_BACKENDS), sized_alloc,
+									  NULL, &copy, &v, err, sizeof(err)) == PGT_SEG_OK &&
+		  sized_alloc_last == len, "two tables: room for both: %s", err);
+	b = pgt_view_row(&v, PGT_SEC_BACKENDS, 0);
+	CHECK(pgt_view_count(&v, PGT_SEC_PROBESETS) == NPROBES &&
+		  strcmp(pgt_view_probeset(&v, 1)->name, "kprobes") == 0 &&
+		  b->pid == 100 && pgt_view_backend(&v, NBACK - 1)->pid == 100 + NBACK - 1,
+		  "both read as written");
+	free(copy);
+
+	/* a capacity past the file: room for the file at most, and refused */
+	h->sections[1].capacity = UINT32_MAX;
+	CHECK(pwrite(fd, buf, sizeof(*h), 0) == (ssize_t) sizeof(*h), "capacity written");
+	CHECK(pgt_segment_snapshot_tables(path, PGT_SEG_TABLE(PGT_SEC_BACKENDS), sized_alloc,
+									  NULL, &copy, &v, err, sizeof(err)) == PGT_SEG_CORRUPT &&
+		  sized_alloc_last == len, "a table larger than the file: %s (%zu bytes)",
+		  err, sized_alloc_last);
+	free(copy);
+	h->sections[1].capacity = 8;
+	CHECK(pwrite(fd, buf, sizeof(*h), 0) == (ssize_t) sizeof(*h), "capacity restored");
 	CHECK(pgt_segment_snapshot_tables(path, PGT_SEG_ALL_TABLES, pgt_alloc_malloc, NULL, &copy,
 									  &v, err, sizeof(err)) == PGT_SEG_OK &&
 		  pgt_view_count(&v, PGT_SEC_PROBESETS) == NPROBES &&
