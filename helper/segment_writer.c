@@ -699,8 +699,11 @@ seg_writer_close(seg_writer *w, uint32_t final_state)
  *		Remove, from the runtime directory dir, the temporary segments
  *		("<segment>.tmp.<pid>.<nsec>", as build_segment names them) that
  *		a helper killed while building one left behind: regular files of
- *		this euid whose pid runs no more.  They sit in a tmpfs, that is in
- *		memory, until the host restarts otherwise.  Returns how many.
+ *		this euid whose pid runs no more, or is this process's.  They sit
+ *		in a tmpfs, that is in memory, until the host restarts otherwise.
+ *		Called at the daemon's start, before it builds any: a file of its
+ *		own pid is an earlier helper's (one in a container gets the same
+ *		pid at every start).  Returns how many.
  */
 int
 seg_writer_remove_stale_tmp(const char *dir)
@@ -724,7 +727,7 @@ seg_writer_remove_stale_tmp(const char *dir)
 		pid = strtol(t + strlen(".seg.tmp."), &end, 10);
 		if (errno != 0 || pid <= 0 || pid > INT32_MAX || *end != '.')
 			continue;
-		if (kill((pid_t) pid, 0) == 0 || errno != ESRCH)
+		if ((pid_t) pid != getpid() && (kill((pid_t) pid, 0) == 0 || errno != ESRCH))
 			continue;			/* its writer may still be at work */
 		if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
 			!S_ISREG(st.st_mode) || st.st_uid != geteuid())

@@ -13,6 +13,7 @@
 #include "unit.h"
 
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <grp.h>
@@ -563,6 +564,62 @@ test_no_leftovers(void)
 	CHECK_INT(system(cmd), 0);
 }
 
+/* a file named name in the test directory exists */
+static bool
+tmp_exists(const char *name)
+{
+	char		p[512];
+
+	snprintf(p, sizeof(p), "%s/%s", dir, name);
+	return access(p, F_OK) == 0;
+}
+
+/* an empty file named name in the test directory */
+static void
+tmp_touch(const char *name)
+{
+	char		p[512];
+	int			fd;
+
+	snprintf(p, sizeof(p), "%s/%s", dir, name);
+	fd = open(p, O_CREAT | O_WRONLY | O_EXCL, 0600);
+	CHECK(fd >= 0, "%s created", name);
+	close(fd);
+}
+
+/*
+ * A helper killed while it built a segment leaves "<seg>.tmp.<pid>.<nsec>":
+ * the next start removes those of a pid that runs no more, and those of its
+ * own pid (a containerised helper's pid at every start), and keeps those of
+ * a process alive (another helper may be building one).
+ */
+static void
+test_remove_stale_tmp(void)
+{
+	char		mine[128], dead[128];
+	const char *alive = "pgt-fe01-abcdef.seg.tmp.1.2";	/* pid 1 always runs */
+	pid_t		child = fork();
+
+	if (child == 0)
+		_exit(0);
+	CHECK(child > 0 && waitpid(child, NULL, 0) == child, "a pid that ran and ended");
+	snprintf(mine, sizeof(mine), "pgt-fe01-abcdef.seg.tmp.%d.1", (int) getpid());
+	snprintf(dead, sizeof(dead), "pgt-fe01-abcdef.seg.tmp.%d.3", (int) child);
+	tmp_touch(mine);
+	tmp_touch(dead);
+	tmp_touch(alive);
+	CHECK_INT(seg_writer_remove_stale_tmp(dir), 2);
+	CHECK(!tmp_exists(mine), "this process's own leftover removed");
+	CHECK(!tmp_exists(dead), "an ended process's leftover removed");
+	CHECK(tmp_exists(alive), "a live process's file kept");
+	{
+		char		p[512];
+
+		snprintf(p, sizeof(p), "%s/%s", dir, alive);
+		unlink(p);
+	}
+}
+
 int
 main(void)
 {
@@ -583,6 +640,7 @@ main(void)
 	test_concurrent(path);
 	test_bad_paths();
 	unlink(path);
+	test_remove_stale_tmp();
 	rmdir(dir);
 	return UNIT_DONE("test_segment_writer");
 }
