@@ -85,6 +85,10 @@ typedef struct daemon_state
 	int			target_mode;	/* --pgdata or --pid */
 	uint64_t	target_dev;
 	uint64_t	target_ino;
+	/* follow_pgdata: the identity last refused, and when to try again */
+	uint64_t	refused_dev;
+	uint64_t	refused_ino;
+	int64_t		refused_retry_ms;
 	cluster_env env;
 	bpf_probes	bpf;
 	int			epfd;
@@ -730,6 +734,101 @@ retire_postmaster(cluster *c, const pm_info *found)
  *		attach to new or restarted ones, open/forget clusters in host-wide
  *		mode.
  */
+/*
+ * resolve_pgdata
+ *		The data directory the path pgdata names now: its real path into
+ *		data_dir, its stat into *st.  Returns 0, or -1 with err set when it
+ *		is missing or not a PostgreSQL data directory.
+ */
+static int
+resolve_pgdata(const char *pgdata, char *data_dir, size_t dlen, struct stat *st,
+			   char *err, size_t errlen)
+{
+	char		real[PATH_MAX];
+	char		ver[PATH_MAX + 16];
+	struct stat vst;
+
+	if (realpath(pgdata, real) == NULL)
+	{
+		snprintf(err, errlen, "--pgdata %s: %s", pgdata, strerror(errno));
+		return -1;
+	}
+	if (stat(real, st) < 0 || !S_ISDIR(st->st_mode))
+	{
+		snprintf(err, errlen, "--pgdata %s is not a directory", pgdata);
+		return -1;
+	}
+	snprintf(ver, sizeof(ver), "%s/PG_VERSION", real);
+	if (stat(ver, &vst) < 0 || !S_ISREG(vst.st_mode))
+	{
+		snprintf(err, errlen, "--pgdata %s is not a PostgreSQL data directory "
+				 "(no PG_VERSION file)", pgdata);
+		return -1;
+	}
+	snprintf(data_dir, dlen, "%s", real);
+	return 0;
+}
+
+/*
+ * follow_pgdata
+ *		--pgdata, while its cluster has no postmaster: when the path names
+ *		another data directory now (an upgrade that moved a symlink, a
+ *		restore renamed into place, initdb after rm -rf), serve that one.
+ *		The cluster is keyed by the directory's identity, not its path, and
+ *		its extension looks for the segment of the new identity: without
+ *		this the helper would wait for the old directory for ever.  The
+ *		old identity's segment, socket and lock go (nothing will read
+ *		them); the new one's lock is taken and its segment built.  Nothing
+ *		changes while the path names no data directory (a restore under
+ *		way).  A new directory another helper serves, or whose segment
+ *		cannot be built, is logged and tried again a minute later.
+ */
+#define FOLLOW_RETRY_MS			60000
+
+static void
+follow_pgdata(daemon_state *d)
+{
+	char		data_dir[PATH_MAX];
+	char		err[1024];
+	struct stat st;
+	cluster    *c;
+	pid_t		holder;
+	int			lock_fd;
+	int			r;
+
+	if (d->opts->pgdata == NULL || d->nclusters != 1 || d->clusters[0]->attached ||
+		resolve_pgdata(d->opts->pgdata, data_dir, sizeof(data_dir), &st,
+					   err, sizeof(err)) < 0 ||
+		((uint64_t) st.st_dev == d->target_dev && (uint64_t) st.st_ino == d->target_ino))
+		return;
+	if ((uint64_t) st.st_dev == d->refused_dev && (uint64_t) st.st_ino == d->refused_ino &&
+		control_now_ms() < d->refused_retry_ms)
+		return;
+	r = cluster_lock(d->opts->runtime_dir, st.st_dev, st.st_ino, &lock_fd, &holder,
+					 err, sizeof(err));
+	if (r == 1)
+		snprintf(err, sizeof(err), "another pg-tracer (pid %d) serves it", (int) holder);
+	c = r == 0 ? cluster_open(&d->env, st.st_dev, st.st_ino, st.st_uid, st.st_gid,
+							  data_dir, lock_fd, err, sizeof(err)) : NULL;
+	if (c == NULL)
+	{
+		log_error("--pgdata %s names another data directory now (%s), not served: %s "
+				  "(tried again in %d s)", d->opts->pgdata, data_dir, err,
+				  FOLLOW_RETRY_MS / 1000);
+		d->refused_dev = (uint64_t) st.st_dev;
+		d->refused_ino = (uint64_t) st.st_ino;
+		d->refused_retry_ms = control_now_ms() + FOLLOW_RETRY_MS;
+		return;
+	}
+	log_info("--pgdata %s names another data directory now (%s, was %s): serving it",
+			 d->opts->pgdata, data_dir, d->clusters[0]->data_dir);
+	cluster_forget(d->clusters[0]);
+	d->clusters[0] = c;
+	d->target_dev = (uint64_t) st.st_dev;
+	d->target_ino = (uint64_t) st.st_ino;
+	d->roots_valid = 0;			/* the new postmaster: look in /proc again */
+}
+
 static void
 discover(daemon_state *d)
 {
@@ -745,6 +844,7 @@ discover(daemon_state *d)
 			cluster_tick(d->clusters[i]);
 		return;
 	}
+	follow_pgdata(d);
 	if (find_postmasters(d, &pms, &npms) < 0)
 		return;
 
@@ -859,31 +959,8 @@ resolve_target(daemon_state *d, char *data_dir, size_t dlen, uid_t *uid, gid_t *
 
 	if (o->pgdata != NULL)
 	{
-		char		real[PATH_MAX];
-		char		ver[PATH_MAX + 16];
-
-		if (realpath(o->pgdata, real) == NULL)
-		{
-			snprintf(err, errlen, "--pgdata %s: %s", o->pgdata, strerror(errno));
+		if (resolve_pgdata(o->pgdata, data_dir, dlen, &st, err, errlen) < 0)
 			return -1;
-		}
-		if (stat(real, &st) < 0 || !S_ISDIR(st.st_mode))
-		{
-			snprintf(err, errlen, "--pgdata %s is not a directory", o->pgdata);
-			return -1;
-		}
-		snprintf(ver, sizeof(ver), "%s/PG_VERSION", real);
-		{
-			struct stat vst;
-
-			if (stat(ver, &vst) < 0 || !S_ISREG(vst.st_mode))
-			{
-				snprintf(err, errlen, "--pgdata %s is not a PostgreSQL data directory "
-						 "(no PG_VERSION file)", o->pgdata);
-				return -1;
-			}
-		}
-		snprintf(data_dir, dlen, "%s", real);
 		d->target_dev = (uint64_t) st.st_dev;
 		d->target_ino = (uint64_t) st.st_ino;
 		*uid = st.st_uid;

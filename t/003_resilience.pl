@@ -7,6 +7,8 @@
 # re-attaches to the new postmaster.  Replace the segment with a truncated,
 # zeroed, random or other-version file: status reports it, no backend dies.
 # The background worker, which reads only the header, logs the damage too.
+# A --pgdata path moved to another cluster (a symlink, after pg_upgrade) is
+# followed: the same helper serves the new cluster.
 use strict;
 use warnings;
 use FindBin;
@@ -180,5 +182,40 @@ plant($past_end);
 ok(logged(qr/pg_tracer: helper disconnected: corrupt: /, $log_offset),
 	'the worker finds a table that would end past the file');
 signal_helper($helper, 'TERM');
+ok(defined wait_until(sub { !connected() }, 10), 'helper stopped again');
+
+# --- --pgdata through a symlink that is moved to another cluster while the
+# first is down (pg_upgrade's last step; a restore renamed into place is the
+# same to the helper): the helper follows the path, not the old directory
+my $node2 = PostgreSQL::Test::Cluster->new('resilience_new');
+$node2->init;
+$node2->append_conf('postgresql.conf',
+	"shared_preload_libraries = 'pg_tracer'\npg_tracer.runtime_dir = '$rt'\n");
+my $link = $node->basedir . '/current';
+symlink($node->data_dir, $link) or die "symlink: $!";
+my $link_log = $node->basedir . '/helper_link.log';
+$helper = start_host_helper($rt, $link_log, '--pgdata', $link);    # the path, as a unit names it
+ok(defined wait_until(\&connected, 15), 'a helper given a symlink serves the cluster it names');
+my $old_seg = segment_path($node, $rt, '.seg');
 $node->stop;
+unlink($link) or die "unlink: $!";
+symlink($node2->data_dir, $link) or die "symlink: $!";
+$node2->start;
+$node2->safe_psql('postgres', 'CREATE EXTENSION pg_tracer');
+ok(defined wait_until(sub {
+	$node2->safe_psql('postgres', 'SELECT helper_connected, helper_pid FROM pg_tracer_status()')
+	  eq "t|$helper"
+}, 15), 'the same helper serves the new cluster the symlink names');
+ok(!-e $old_seg, "the old directory's segment is gone");
+ok(-e segment_path($node2, $rt, '.seg'), "the new directory's segment is built");
+like(slurp_file($link_log), qr/--pgdata \Q$link\E names another data directory now \(\Q@{[$node2->data_dir]}\E/,
+	'the helper logs the move');
+$bg = $node2->background_psql('postgres');
+$pid = $bg->query_safe('SELECT pg_backend_pid()');
+ok(defined wait_until(sub {
+	$node2->safe_psql('postgres', "SELECT count(*) FROM pg_tracer_backends WHERE pid = $pid") eq '1'
+}, 5), "the new cluster's backends are tracked");
+$bg->quit;
+signal_helper($helper, 'TERM');
+$node2->stop;
 done_testing();
