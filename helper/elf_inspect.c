@@ -119,6 +119,19 @@ read_program_headers(Elf *e, elf_info *info)
 }
 
 /*
+ * elf_section_bounded
+ *		See elf_inspect.h.
+ */
+int
+elf_section_bounded(void *e, size_t ndx, uint64_t max)
+{
+	Elf_Scn    *scn = elf_getscn((Elf *) e, ndx);
+	GElf_Shdr	sh;
+
+	return scn != NULL && gelf_getshdr(scn, &sh) != NULL && sh.sh_size <= max;
+}
+
+/*
  * read_section
  *		What one section tells: symbol tables, DWARF, the build id, the
  *		debug link, and the USDT notes with their base address (parsed once
@@ -133,6 +146,7 @@ read_section(Elf *e, Elf_Scn *scn, size_t shstrndx, elf_info *info,
 	Elf_Data   *d;
 
 	if (gelf_getshdr(scn, &sh) == NULL ||
+		!elf_section_bounded(e, shstrndx, ELF_MAX_TABLE_BYTES) ||
 		(name = elf_strptr(e, shstrndx, sh.sh_name)) == NULL)
 		return;
 	if (sh.sh_type == SHT_SYMTAB)
@@ -143,12 +157,12 @@ read_section(Elf *e, Elf_Scn *scn, size_t shstrndx, elf_info *info,
 		info->has_dwarf = 1;
 	else if (strcmp(name, ".note.gnu.build-id") == 0 && sh.sh_type == SHT_NOTE)
 	{
-		if ((d = elf_getdata(scn, NULL)) != NULL)
+		if (sh.sh_size <= ELF_MAX_SMALL_BYTES && (d = elf_getdata(scn, NULL)) != NULL)
 			read_build_id(d, info);
 	}
 	else if (strcmp(name, ".gnu_debuglink") == 0)
 	{
-		if ((d = elf_getdata(scn, NULL)) != NULL)
+		if (sh.sh_size <= ELF_MAX_SMALL_BYTES && (d = elf_getdata(scn, NULL)) != NULL)
 			read_debuglink(d, info);
 	}
 	else if (strcmp(name, ".stapsdt.base") == 0)
@@ -326,7 +340,9 @@ find_in_table(const elf_info *info, Elf64_Word sh_type, const char *name, elf_sy
 		size_t		n;
 		size_t		i;
 
-		if (gelf_getshdr(scn, &sh) == NULL || sh.sh_type != sh_type || sh.sh_entsize == 0)
+		if (gelf_getshdr(scn, &sh) == NULL || sh.sh_type != sh_type || sh.sh_entsize == 0 ||
+			sh.sh_size > ELF_MAX_TABLE_BYTES ||
+			!elf_section_bounded(e, sh.sh_link, ELF_MAX_TABLE_BYTES))
 			continue;
 		d = elf_getdata(scn, NULL);
 		if (d == NULL)

@@ -17,6 +17,10 @@
 #define ELF_MAX_LOADS	16
 /* the largest .note.stapsdt read (a PostgreSQL build's is a few kB) */
 #define ELF_MAX_NOTES_BYTES	(1024 * 1024)
+/* the largest symbol or string table read (a PostgreSQL build's: a few MB) */
+#define ELF_MAX_TABLE_BYTES	(64 * 1024 * 1024)
+/* the largest build-id note or debug link read (tens of bytes) */
+#define ELF_MAX_SMALL_BYTES	4096
 
 /* Which table a symbol came from. */
 #define ELF_SYM_NONE	0
@@ -65,6 +69,16 @@ typedef struct elf_info
 /* Open and inspect path.  Returns 0, or -1 with err set. */
 extern int	elf_inspect_open(const char *path, elf_info *info, char *err, size_t errlen);
 extern void elf_inspect_close(elf_info *info);
+
+/*
+ * Is section ndx of the ELF handle e (an Elf *) at most max bytes?  libelf
+ * (ELF_C_READ) reads a section whole into memory when it is first used, by
+ * the size its header gives: the executable is its owner's, not root's, and
+ * a sparse file's header could make the helper allocate gigabytes.  Checked
+ * before elf_getdata() on a section and before elf_strptr() on its string
+ * table.
+ */
+extern int	elf_section_bounded(void *e, size_t ndx, uint64_t max);
 
 /* Find a symbol by name (.symtab first, then .dynsym).  Returns 0 or -1. */
 extern int	elf_find_symbol(const elf_info *info, const char *name, elf_symbol *out);

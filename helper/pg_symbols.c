@@ -7,6 +7,7 @@
  *	  so the address is the same in every process of the cluster.
  */
 #include "pg_symbols.h"
+#include "elf_inspect.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -111,7 +112,9 @@ elf_lookup(const char *path, const char *name, uint64_t *value, uint64_t *load_v
 	{
 		GElf_Shdr	sh;
 
-		if (gelf_getshdr(scn, &sh) != NULL && sh.sh_type == SHT_DYNSYM && sh.sh_entsize != 0)
+		if (gelf_getshdr(scn, &sh) != NULL && sh.sh_type == SHT_DYNSYM && sh.sh_entsize != 0 &&
+			sh.sh_size <= ELF_MAX_TABLE_BYTES &&
+			elf_section_bounded(e, sh.sh_link, ELF_MAX_TABLE_BYTES))
 			found = dynsym_find(e, scn, &sh, name, value);
 	}
 	if (!found)

@@ -13,10 +13,14 @@
 #include "usdt_notes.h"
 #include "unit.h"
 
+#include <elf.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define PG_BINARY	"/usr/lib/postgresql/15/bin/postgres"
@@ -308,6 +312,95 @@ test_real_binary(void)
  * A binary without USDT and without the functions: every set says why
  * (the plan of a stripped file without notes).
  */
+/*
+ * A copy of the real binary at path whose section `which` (0: .dynsym, 1:
+ * its string table) claims `size` bytes past the old end of the file, which
+ * becomes a hole that long: what a cluster owner could run as postgres.
+ */
+static int
+sparse_copy(const char *path, int which, uint64_t size)
+{
+	FILE	   *f = fopen(PG_BINARY, "rb");
+	unsigned char *buf = malloc(64 << 20);
+	size_t		len = f && buf ? fread(buf, 1, 64 << 20, f) : 0;
+	Elf64_Ehdr *eh = (Elf64_Ehdr *) buf;
+	Elf64_Shdr *sh;
+	uint64_t	end = (len + 4095) & ~(uint64_t) 4095;
+	int			fd;
+	int			ok = 0;
+
+	if (f)
+		fclose(f);
+	if (len < sizeof(*eh) || eh->e_shoff + (uint64_t) eh->e_shnum * sizeof(*sh) > len)
+		goto done;
+	sh = (Elf64_Shdr *) (buf + eh->e_shoff);
+	for (int i = 0; i < eh->e_shnum; i++)
+	{
+		Elf64_Shdr *t;
+
+		if (sh[i].sh_type != SHT_DYNSYM || sh[i].sh_link >= eh->e_shnum)
+			continue;
+		t = which == 0 ? &sh[i] : &sh[sh[i].sh_link];
+		t->sh_offset = end;
+		t->sh_size = size;
+		ok = 1;
+	}
+	fd = ok ? open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600) : -1;
+	ok = fd >= 0 && write(fd, buf, len) == (ssize_t) len &&
+		ftruncate(fd, (off_t) (end + size)) == 0;
+	if (fd >= 0)
+		close(fd);
+done:
+	free(buf);
+	return ok;
+}
+
+/*
+ * A symbol or string table whose header claims half a gigabyte of a hole:
+ * the lookup refuses the table instead of reading it into memory (the
+ * child's peak RSS stays far below it) and finds nothing there.
+ */
+static void
+test_oversized_tables(void)
+{
+	const uint64_t claim = UINT64_C(512) << 20;
+
+	if (access(PG_BINARY, R_OK) != 0)
+		return;
+	for (int which = 0; which < 2; which++)
+	{
+		char		path[] = "/tmp/pgt_unit_elfXXXXXX";
+		int			tfd = mkstemp(path);
+		struct rusage ru;
+		int			status = -1;
+		pid_t		child;
+
+		close(tfd);
+		CHECK(sparse_copy(path, which, claim), "crafted copy written (%d)", which);
+		child = fork();
+		if (child == 0)
+		{
+			elf_info	e;
+			elf_symbol	s;
+			char		err[512];
+			int			rc = 3;
+
+			if (elf_inspect_open(path, &e, err, sizeof(err)) == 0)
+			{
+				rc = elf_find_symbol(&e, "ProcSleep", &s) == 0 ? 1 : 0;
+				elf_inspect_close(&e);
+			}
+			_exit(rc);
+		}
+		CHECK(child > 0 && wait4(child, &status, 0, &ru) == child, "child ran");
+		CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+			  "%s of %llu MB: opened, the table refused (status %d)",
+			  which == 0 ? ".dynsym" : ".dynstr", (unsigned long long) (claim >> 20), status);
+		CHECK(ru.ru_maxrss < 128 * 1024, "and not read: peak RSS %ld kB", ru.ru_maxrss);
+		unlink(path);
+	}
+}
+
 static void
 test_no_usdt_binary(void)
 {
@@ -421,6 +514,7 @@ main(void)
 	test_control_characters();
 	test_args();
 	test_real_binary();
+	test_oversized_tables();
 	test_load_bias();
 	test_no_usdt_binary();
 	test_clean_text();
