@@ -576,19 +576,27 @@ exact_exit(struct pt_regs *regs)
 		return;
 	if (s->off_ts)				/* it runs: switched in unseen */
 		drop_unseen_interval(s);
-	if (!s->ts)
-		return;
-	now = bpf_ktime_get_ns();
-	if (s->gen == exact_gen && s->pm && now > s->ts)
+	if (s->ts)
 	{
-		__u64		id = bpf_get_current_pid_tgid();
-		__u32	   *waiter = last_waiter();
+		now = bpf_ktime_get_ns();
+		if (s->gen == exact_gen && s->pm && now > s->ts)
+		{
+			__u64		id = bpf_get_current_pid_tgid();
+			__u32	   *waiter = last_waiter();
 
-		record_wait(id >> 32, s->pm, s->event, s->qid, now - s->ts);
-		if (waiter)
-			*waiter = (__u32) id;
+			record_wait(id >> 32, s->pm, s->event, s->qid, now - s->ts);
+			if (waiter)
+				*waiter = (__u32) id;
+		}
+		s->ts = 0;
 	}
-	s->ts = 0;
+
+	/*
+	 * Seen in this window, running: the helper's seed of the wait it read
+	 * a moment before (seed_one) would time this call's end, or the CPU
+	 * after it, as that wait.
+	 */
+	s->gen = exact_gen;
 }
 
 SEC("tp_btf/sys_exit")

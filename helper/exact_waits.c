@@ -155,10 +155,12 @@ fold_open_waits(exact_priv *p)
  * seed_one
  *		Start a wait of `event` (query id qid) now in pid's task storage,
  *		keeping what the BPF side cached there.  Timing is on already: a
- *		task whose state is of this window's generation has entered a
- *		system call since, and the BPF side knows better than the event
- *		read a moment ago (a seed over it would time that call, or the
- *		query's CPU after it, as the old wait); it is left alone.  An
+ *		task whose state is of this window's generation has entered or
+ *		left a system call since, and the BPF side knows better than the
+ *		event read a moment ago (a seed over it would time that call, or
+ *		the query's CPU after it, as the old wait); it is left alone.  A
+ *		call entered between this lookup and the update (microseconds) is
+ *		timed from the seed, as the event read.  An
  *		interval of preempted time is not carried over: its count in
  *		exact_off_open stays raised, which costs lookups, never counts.
  *		0 when seeded.
@@ -519,7 +521,9 @@ watch_tick(pset_inst *in, exact_priv *p)
 	unsigned	failed;
 	uint64_t	now = exact_mono_ns();
 
-	if (p->source != EXACT_SOURCE_WATCHPOINT || now - p->last_sync_ns < 200000000ULL)
+	/* not the set's source when its start failed: the row keeps why */
+	if (p->source != EXACT_SOURCE_WATCHPOINT || running != p || p->w == NULL ||
+		now - p->last_sync_ns < 200000000ULL)
 		return;
 	p->last_sync_ns = now;
 	if (p->skel->bss->exact_on)
