@@ -530,10 +530,11 @@ watch_tick(pset_inst *in, exact_priv *p)
 		(void) exact_watch_sync(p->w, p->skel->bss->exact_gen);
 	failed = exact_watch_failures(p->w, last, sizeof(last));
 	pset_set_status(in, PGT_PROBE_AVAILABLE, "hardware watchpoints",
-					"mode %s, budget %d s/h; %s; %zu watched, %u failed%s%s",
+					"mode %s, budget %d s/h; %s; %zu watched, %u over the limit, "
+					"%u failed%s%s",
 					escalation_mode_name(), escalation_budget(), p->why,
-					exact_watch_count(p->w), failed, failed ? " (last: " : "",
-					failed ? last : "");
+					exact_watch_count(p->w), exact_watch_over_limit(p->w), failed,
+					failed ? " (last: " : "", failed ? last : "");
 	if (failed)
 	{
 		size_t		l = strlen(in->status.reason);

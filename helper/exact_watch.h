@@ -28,6 +28,7 @@ extern size_t exact_watch_sync(exact_watch *w, uint32_t gen);
 extern void exact_watch_clear(exact_watch *w);
 extern size_t exact_watch_count(const exact_watch *w);
 extern unsigned exact_watch_failures(const exact_watch *w, char *buf, size_t len);
+extern unsigned exact_watch_over_limit(const exact_watch *w);
 extern void exact_watch_free(exact_watch *w);
 extern uint64_t exact_mono_ns(void);
 
