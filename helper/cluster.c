@@ -829,21 +829,24 @@ check_layout(cluster *c)
  * change_owner
  *		The data directory changed owner since the cluster was opened (it
  *		attaches again under another uid): the layout file must be the new
- *		owner's, the segment readable by it alone, the socket answer it
- *		alone.  What cannot be changed is logged: the old owner keeps that
- *		access until the helper restarts.
+ *		owner's, the segment a new one readable by it alone
+ *		(seg_writer_rebuild), the socket answer it alone.  What cannot be
+ *		changed is logged: the old owner keeps that access until the
+ *		helper restarts.
  */
 static void
 change_owner(cluster *c, uid_t uid, gid_t gid)
 {
+	seg_writer_opts opts;
 	char		err[256];
 
 	log_info("%s: the data directory is now %d:%d (was %d:%d)", c->data_dir,
 			 (int) uid, (int) gid, (int) c->uid, (int) c->gid);
 	c->uid = uid;
 	c->gid = gid;
-	if (seg_writer_set_reader(&c->seg, uid, gid, err, sizeof(err)) < 0)
-		log_error("%s: the segment stays readable by the old owner: %s", c->data_dir, err);
+	segment_opts(c, &opts);
+	if (seg_writer_rebuild(&c->seg, &opts, err, sizeof(err)) < 0)
+		log_error("%s: the segment stays the old owner's: %s", c->data_dir, err);
 	if (c->ctl_ok && control_server_set_owner(&c->ctl, uid, gid) < 0)
 		log_error("%s: the socket stays the old owner's: %s", c->data_dir, strerror(errno));
 }

@@ -179,17 +179,23 @@ control_respond(const char *req, size_t len, const control_info *info,
 /*
  * control_server_set_owner
  *		The data directory changed owner: only the new owner's uid (and
- *		root) is answered from now on, and the socket file is given to it.
+ *		root) is answered from now on, on connections open already too, and
+ *		the socket file is given to it.
  *		0, or -1 (errno) when the file could not be given: the new owner
  *		cannot connect then, the old one is refused all the same.
  */
 int
 control_server_set_owner(control_server *s, uid_t uid, gid_t gid)
 {
+	int			i;
+
 	if (s->listen_fd < 0)
 		return -1;
 	/* the old owner is refused from now on, even if the chown fails */
 	s->owner_uid = uid;
+	for (i = 0; i < CTL_MAX_CONNS; i++)	/* and on the connections it has open */
+		if (s->conns[i].fd >= 0 && s->conns[i].peer_uid != 0 && s->conns[i].peer_uid != uid)
+			s->conns[i].denied = 1;
 	return lchown(s->path, uid, gid);
 }
 

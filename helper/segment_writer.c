@@ -151,23 +151,6 @@ restrict_read(int fd, const char *path, uid_t uid, gid_t gid, char *err, size_t 
 }
 
 /*
- * seg_writer_set_reader
- *		The data directory changed owner (a cluster attached again under
- *		another uid): the new owner, and only it, may read the segment.
- *		Returns 0 or -1 with err set.
- */
-int
-seg_writer_set_reader(seg_writer *w, uid_t uid, gid_t gid, char *err, size_t errlen)
-{
-	if (w->fd < 0)
-	{
-		snprintf(err, errlen, "no segment open");
-		return -1;
-	}
-	return restrict_read(w->fd, w->path, uid, gid, err, errlen);
-}
-
-/*
  * align_up
  *		Round v up to a multiple of a (a power of two).
  */
@@ -547,6 +530,19 @@ plan_growth(const seg_writer *w, const seg_publish *p, seg_writer_opts *opts)
 }
 
 /*
+ * release_old
+ *		Unmap and close a segment that a new file has replaced.
+ */
+static void
+release_old(const seg_writer *old)
+{
+	if (munmap(old->map, old->size) < 0)
+		log_warn("munmap of the old %s failed: %s", old->path, strerror(errno));
+	if (close(old->fd) < 0)
+		log_warn("close of the old %s failed: %s", old->path, strerror(errno));
+}
+
+/*
  * seg_writer_grow
  *		When p brings a table more rows than it holds, build the segment
  *		again with room for them (plan_growth), the same generation and
@@ -568,11 +564,39 @@ seg_writer_grow(seg_writer *w, const seg_publish *p, seg_writer_opts *opts,
 		return 0;
 	if (build_segment(w, old.path, opts, old.hdr->generation, p, err, errlen) < 0)
 		return -1;
-	if (munmap(old.map, old.size) < 0)
-		log_warn("munmap of the old %s failed: %s", old.path, strerror(errno));
-	if (close(old.fd) < 0)
-		log_warn("close of the old %s failed: %s", old.path, strerror(errno));
+	release_old(&old);
 	return 1;
+}
+
+/*
+ * seg_writer_rebuild
+ *		The data directory changed owner (a cluster attached again under
+ *		another uid): a new, empty segment of the next generation, readable
+ *		by the new owner alone, renamed over the old one, whose mapping
+ *		goes.  Not the old file's permissions changed: a process of the old
+ *		owner that opened it would read on through its descriptor, and the
+ *		old file keeps the old owner's rows past each table's count (query
+ *		texts among them).  opts: the cluster's, with the new uid and gid;
+ *		the capacities stay w's.  Returns 0, or -1 with err set (w keeps
+ *		the old one).
+ */
+int
+seg_writer_rebuild(seg_writer *w, seg_writer_opts *opts, char *err, size_t errlen)
+{
+	seg_writer	old = *w;
+	uint32_t	i;
+
+	if (w->hdr == NULL)
+	{
+		snprintf(err, errlen, "no segment open");
+		return -1;
+	}
+	for (i = 0; i < seg_ntables; i++)
+		opts->capacity[seg_tables[i].kind] = w->tables[seg_tables[i].kind].capacity;
+	if (build_segment(w, old.path, opts, old.hdr->generation + 1, NULL, err, errlen) < 0)
+		return -1;
+	release_old(&old);
+	return 0;
 }
 
 /*

@@ -86,8 +86,8 @@ extern int	seg_writer_create(seg_writer *w, const char *path,
 							  char *err, size_t errlen);
 extern int	seg_writer_grow(seg_writer *w, const seg_publish *p,
 							seg_writer_opts *opts, char *err, size_t errlen);
-extern int	seg_writer_set_reader(seg_writer *w, uid_t uid, gid_t gid, char *err,
-								  size_t errlen);
+extern int	seg_writer_rebuild(seg_writer *w, seg_writer_opts *opts, char *err,
+							   size_t errlen);
 extern uint64_t seg_writer_publish(seg_writer *w, const seg_publish *p);
 extern uint64_t seg_writer_generation(const seg_writer *w);
 extern void seg_writer_close(seg_writer *w, uint32_t final_state);

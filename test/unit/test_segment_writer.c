@@ -137,14 +137,36 @@ test_roundtrip(const char *path)
 	CHECK((size_t) st.st_blocks * 512 >= seg_writer_size(&o), "allocated at creation: %lld blocks",
 		  (long long) st.st_blocks);
 	check_readers(path, &st, o.uid);
-	/* the data directory changes owner: the new one reads it, the old not */
-	CHECK_INT(seg_writer_set_reader(&w, 5678, o.gid, err, sizeof(err)), 0);
-	if (geteuid() == 0)
+	/*
+	 * the data directory changes owner: a new file, of the next generation,
+	 * the new owner reads it, the old not; a descriptor the old owner had
+	 * open reads the old file, which the writer no longer touches
+	 */
 	{
-		CHECK_INT(can_read_as(path, 5678, 5678), 1);
-		CHECK_INT(can_read_as(path, o.uid, o.uid), 0);
+		seg_writer_opts o2 = o;
+		struct stat st2;
+		int			old_fd = open(path, O_RDONLY);
+
+		o2.uid = 5678;
+		CHECK_INT(seg_writer_rebuild(&w, &o2, err, sizeof(err)), 0);
+		CHECK_INT(seg_writer_generation(&w), 2);
+		CHECK_INT(stat(path, &st2), 0);
+		CHECK(st2.st_ino != st.st_ino, "a new file (inode %llu, was %llu)",
+			  (unsigned long long) st2.st_ino, (unsigned long long) st.st_ino);
+		CHECK_INT((size_t) st2.st_size, (size_t) st.st_size);
+		if (geteuid() == 0)
+		{
+			CHECK_INT(can_read_as(path, 5678, 5678), 1);
+			CHECK_INT(can_read_as(path, o.uid, o.uid), 0);
+		}
+		CHECK(old_fd >= 0 && fstat(old_fd, &st2) == 0 && st2.st_ino == st.st_ino &&
+			  st2.st_nlink == 0, "the old file: unlinked, only open descriptors reach it");
+		if (old_fd >= 0)
+			close(old_fd);
+		CHECK_INT(seg_writer_rebuild(&w, &o, err, sizeof(err)), 0);
+		CHECK_INT(seg_writer_generation(&w), 3);
+		CHECK_INT(stat(path, &st), 0);
 	}
-	CHECK_INT(seg_writer_set_reader(&w, o.uid, o.gid, err, sizeof(err)), 0);
 
 	/* freshly created: valid, WAITING, empty */
 	CHECK_INT(pgt_segment_snapshot(path, alloc_fn, NULL, &buf, &len, &v, err, sizeof(err)),
@@ -179,7 +201,7 @@ test_roundtrip(const char *path)
 	CHECK_INT(v.hdr->layout_version, PGT_SEG_LAYOUT_VERSION);
 	CHECK_INT(v.hdr->header_size, sizeof(struct pgt_seg_header));
 	CHECK_INT(v.hdr->segment_size, st.st_size);
-	CHECK_INT(v.hdr->generation, 1);
+	CHECK_INT(v.hdr->generation, 3);	/* two owner changes above */
 	CHECK_INT(v.hdr->seq % 2, 0);
 	CHECK(v.hdr->seq >= 2);
 	CHECK(v.hdr->last_update_us > 1600000000000000LL);
