@@ -8,6 +8,12 @@
 # with pg_stat_activity.  Everything it started is stopped and removed at
 # the end; pass --keep to leave the cluster and helper running.
 set -euo pipefail
+# root's PATH from su (without -) or cron lacks the sbin directories that
+# bpftool, runuser, dpkg's ldconfig and nft live in
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin${PATH:+:$PATH}
+# initdb takes the caller's locale: one forwarded by ssh may not exist here
+export LANG=C.UTF-8
+unset LC_ALL
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
@@ -36,9 +42,11 @@ cleanup() {
 trap cleanup EXIT
 
 echo "=== throwaway cluster in $demo (port $port)"
-# what an earlier demo left with --keep: its helper waits for its cluster for ever
+# what an earlier demo left with --keep: its helper waits for its cluster for
+# ever (its binary was replaced by the make install above: " (deleted)")
 if [ -f "$demo/helper.pid" ] && old=$(cat "$demo/helper.pid") &&
-	[ "$(readlink "/proc/$old/exe" 2>/dev/null)" = /usr/local/sbin/pg-tracer ]; then
+	old_exe=$(readlink "/proc/$old/exe" 2>/dev/null) &&
+	[ "${old_exe% (deleted)}" = /usr/local/sbin/pg-tracer ]; then
 	kill "$old" 2>/dev/null || true
 fi
 as_pg pg_ctl -D "$demo/data" -m immediate stop >/dev/null 2>&1 || true

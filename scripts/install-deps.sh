@@ -2,6 +2,9 @@
 # install-deps.sh — install every Debian package that building, the demo and
 # the test suites need.  Idempotent; run as root on Debian 12.
 set -euo pipefail
+# root's PATH from su (without -) or cron lacks the sbin directories that
+# bpftool, runuser, dpkg's ldconfig and nft live in
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin${PATH:+:$PATH}
 
 if [ "$(id -u)" -ne 0 ]; then
 	echo "install-deps.sh: must run as root (it calls apt-get)" >&2

@@ -11,12 +11,19 @@
 #
 # The last line is "summary: N passed, N failed" (counted in test cases).
 set -uo pipefail
+# root's PATH from su (without -) or cron lacks the sbin directories that
+# bpftool, runuser, dpkg's ldconfig and nft live in
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin${PATH:+:$PATH}
+# initdb (here and in the TAP clusters) takes the caller's locale: one
+# forwarded by ssh may not exist here
+export LANG=C.UTF-8
+unset LC_ALL
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
 [ "$(id -u)" -eq 0 ] || { echo "test.sh: run as root" >&2; exit 1; }
 
-bash scripts/install-deps.sh || exit 1
+bash scripts/install-deps.sh || { echo "summary: 0 passed, 1 failed"; exit 1; }
 
 # Which PostgreSQL to build against and test with, and where the helper
 # goes.  The defaults are Debian's PostgreSQL 15 and /usr/local; a
@@ -82,27 +89,48 @@ chown -R postgres:postgres "$work"
 chmod 755 "$work"
 
 # The root steps of the TAP tests: a copy of test/helper-ctl bound to this
-# run's helper binary, and a sudoers rule for it that lives as long as the run.
+# run's helper binary and to this run (it refuses to act once this process
+# is gone: a run killed before its cleanup, by SIGKILL, the OOM killer or a
+# power cut, leaves a rule that grants nothing), and a sudoers rule for it
+# that lives as long as the run.  Rules such runs left are removed first.
+for old in /etc/sudoers.d/pg_tracer_tests_*; do
+	[ -f "$old" ] || continue
+	old_pid=${old##*_}
+	[[ "$old_pid" =~ ^[0-9]+$ ]] && kill -0 "$old_pid" 2>/dev/null && continue
+	old_dir=$(sed -nE 's|^postgres ALL=\(root\) NOPASSWD: (/usr/local/lib/pg_tracer_ctl\.[A-Za-z0-9]+)/helper-ctl$|\1|p' "$old")
+	[ -n "$old_dir" ] && rm -rf -- "$old_dir"
+	rm -f -- "$old"
+	echo "removed $old, left by a run that did not end cleanly"
+done
+ctl_dir= sudoers=
+cleanup() {
+	[ -z "$sudoers" ] || rm -f "$sudoers"
+	[ -z "$ctl_dir" ] || rm -rf "$ctl_dir"
+	rm -rf /run/pg_tracer_ctl
+	pkill -f "^$helper_bin daemon --runtime-dir /tmp/" 2>/dev/null || true
+}
+trap cleanup EXIT
 ctl_dir=$(mktemp -d /usr/local/lib/pg_tracer_ctl.XXXXXX)
 chmod 0755 "$ctl_dir"
-sed "s|^BIN=.*|BIN=$helper_bin|" test/helper-ctl > "$ctl_dir/helper-ctl"
+run_start=$(awk '{ sub(/.*\) /, ""); print $20 }' /proc/$$/stat)
+sed -e "s|^BIN=.*|BIN=$helper_bin|" -e "s|^RUN=.*|RUN=\"$$ $run_start\"|" \
+	test/helper-ctl > "$ctl_dir/helper-ctl"
 chmod 0755 "$ctl_dir/helper-ctl"
 sudoers=/etc/sudoers.d/pg_tracer_tests_$$
 echo "postgres ALL=(root) NOPASSWD: $ctl_dir/helper-ctl" > "$sudoers"
 chmod 0440 "$sudoers"
-cleanup() {
-	rm -f "$sudoers"
-	rm -rf "$ctl_dir" /run/pg_tracer_ctl
-	pkill -f "^$helper_bin daemon --runtime-dir /tmp/" 2>/dev/null || true
-}
-trap cleanup EXIT
 
 pg_log=$(mktemp)
 chmod 644 "$pg_log"
+# each run bounded (timeout signals the whole process group): one hung query
+# or helper would otherwise hold CI to its own limit
 as_pg_make() {
-	runuser -u postgres -- env PATH="$PATH" PG_TRACER_CTL="sudo -n $ctl_dir/helper-ctl" \
+	timeout -k 60 50m runuser -u postgres -- env PATH="$PATH" \
+		PG_TRACER_CTL="sudo -n $ctl_dir/helper-ctl" \
 		make -C "$work" NO_HELPER=1 PG_CONFIG="$PG_CONFIG" PROVE_FLAGS='--timer' "$@" 2>&1 | tee -a "$pg_log"
-	return "${PIPESTATUS[0]}"
+	local rc=${PIPESTATUS[0]}
+	[ "$rc" -ne 124 ] || echo "stopped after 50 minutes: make $*" | tee -a "$pg_log"
+	return "$rc"
 }
 # two runs, so that a regression failure does not hide the TAP results
 as_pg_make installcheck TAP_TESTS=

@@ -174,13 +174,13 @@ like($out, qr/^\s*syscall-count\s+available\b/m, 'status lists probe sets, sysca
 ($rc, $out, $err) = run_helper('daemon', '--pgdata', $node->data_dir, '--runtime-dir', $rt);
 is($rc, 1, 'second helper for the same cluster exits 1');
 like($err, qr/already/, 'second helper says another one serves the cluster');
-($rc, $out, $err) = run_helper('daemon', '--no-such-flag');
+($rc, $out, $err) = run_helper('daemon', '--no-such-flag', '--runtime-dir', $rt);
 is($rc, 2, 'unknown flag exits 2');
 like($err, qr/no-such-flag|unrecognized|unknown/i, 'unknown flag named');
-($rc, $out, $err) = run_helper('daemon', '--sampler-nice', '5');
+($rc, $out, $err) = run_helper('daemon', '--sampler-nice', '5', '--runtime-dir', $rt);
 is($rc, 2, 'a nice value above 0 exits 2');
 like($err, qr/--sampler-nice: "5" is not a nice value from -20 to 0/, 'and says which values work');
-($rc, $out, $err) = run_helper('daemon', '--max-clusters', '0');
+($rc, $out, $err) = run_helper('daemon', '--max-clusters', '0', '--runtime-dir', $rt);
 is($rc, 2, '--max-clusters 0 exits 2');
 like($err, qr/--max-clusters 0 is not a number from 1 to 256/, 'and says which values work');
 ($rc, $out, $err) = run_helper('daemon', '--pgdata', $node->basedir, '--runtime-dir', $rt);

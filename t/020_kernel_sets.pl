@@ -918,11 +918,11 @@ cmp_ok($n_off, '>=', 700, "the session's sleeps and sends are counted ($n_off)")
 is($tagged_off, 0, 'with --query-id off every row\'s query id is 0');
 $s_off->quit;
 
-my ($cret, $cout, $cerr) = run_helper('daemon', '--query-id', 'maybe');
+my ($cret, $cout, $cerr) = run_helper('daemon', '--query-id', 'maybe', '--runtime-dir', $rt);
 is($cret, 2, '--query-id: a value other than on or off is a usage error');
 like($cerr, qr/--query-id: "maybe" is neither on nor off/, '--query-id: the error says so');
 
-($cret, $cout, $cerr) = run_helper('daemon', '--sched-clock', 'tsc');
+($cret, $cout, $cerr) = run_helper('daemon', '--sched-clock', 'tsc', '--runtime-dir', $rt);
 is($cret, 2, '--sched-clock: an unknown clock is a usage error');
 like($cerr, qr/--sched-clock: tsc: use auto or ktime/, '--sched-clock: the error names the choices');
 

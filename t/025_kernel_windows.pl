@@ -43,10 +43,12 @@ plan skip_all => 'ss (iproute2) is not installed: no ground truth'
   unless PgTracerSession::ss_path();
 
 # The option's bad values
-my ($rc, $out, $err) = run_helper('daemon', '--kernel-sets', 'sometimes');
+my $bad_rt = PostgreSQL::Test::Utils::tempdir_short();    # helper-ctl wants one of ours
+my ($rc, $out, $err) = run_helper('daemon', '--kernel-sets', 'sometimes', '--runtime-dir', $bad_rt);
 is($rc, 2, '--kernel-sets sometimes: usage error');
 like($err, qr/--kernel-sets sometimes: use always or escalated/, 'and says what is allowed');
-($rc, $out, $err) = run_helper('daemon', '--kernel-sets', 'escalated', '--mode', 'sampled');
+($rc, $out, $err) = run_helper('daemon', '--kernel-sets', 'escalated', '--mode', 'sampled',
+	'--runtime-dir', $bad_rt);
 is($rc, 2, '--kernel-sets escalated with --mode sampled: usage error');
 like($err, qr/--mode sampled never opens/, 'and says why');
 

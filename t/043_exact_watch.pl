@@ -59,7 +59,7 @@ sub sleep_stats
 q1("CREATE TABLE big(id int, pad text); ALTER TABLE big ALTER pad SET STORAGE PLAIN;
 	INSERT INTO big SELECT g, repeat('x', 500) FROM generate_series(1, 60000) g");
 
-my ($rc, $out, $err) = run_helper('daemon', '--exact-source', 'bogus');
+my ($rc, $out, $err) = run_helper('daemon', '--exact-source', 'bogus', '--runtime-dir', $rt);
 is($rc, 2, 'daemon --exact-source bogus: refused (exit 2, a usage error)');
 like($err, qr/--exact-source: bogus: use auto, syscall or watchpoint/, 'with a clear error');
 

@@ -24,6 +24,9 @@
 # registry, for the kernel and busybox-static packages (downloaded, not
 # installed: nothing of them lands outside the cache below).
 set -euo pipefail
+# root's PATH from su (without -) or cron lacks the sbin directories that
+# bpftool, runuser, dpkg's ldconfig and nft live in
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin${PATH:+:$PATH}
 
 here=$(cd "$(dirname "$0")" && pwd)
 cache=${PGT_OLDKERNEL_CACHE:-/var/cache/pg_tracer/oldkernel}
