@@ -292,6 +292,8 @@ struct pgt_qid_cache
 	__u64		addr;			/* the task's st_query_id, once its slot is checked */
 	__u64		last;			/* the slot's last_qid as this task last saw it */
 	__u64		mm;				/* the address space addr was checked in */
+	__u64		wait;			/* with addr: its PGPROC.wait_event_info, 0 unknown
+								 * (a slot BPF made gets it when the helper maps it) */
 };
 
 /*
@@ -339,6 +341,7 @@ pgt_task_qid(struct task_struct *task, __u32 tgid, struct pgt_qid_cache *c, cons
 		return qid;
 	}
 	c->addr = 0;
+	c->wait = 0;
 	if (!pgt_tracked_pm(tgid))
 		return 0;				/* left `tracked`: an exec (or its exit) */
 	slot = bpf_map_lookup_elem(&pgt_qid, &tgid);
@@ -348,6 +351,8 @@ pgt_task_qid(struct task_struct *task, __u32 tgid, struct pgt_qid_cache *c, cons
 		return 0;
 	c->addr = slot->queryid_addr;
 	c->mm = mm;
+	/* the task's own slot: an indirect one's is a pointer variable's address */
+	c->wait = (slot->flags & PGT_QID_INDIRECT) ? 0 : slot->wait_addr;
 	if (publish)
 		slot->last_qid = qid;
 	c->last = slot->last_qid;	/* what the slot holds: compared at the next publish */

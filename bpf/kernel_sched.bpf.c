@@ -326,6 +326,49 @@ close_from_record(struct task_struct *task, struct pgt_sched_state *s, __u16 gen
 }
 
 /*
+ * PostgreSQL's wait_event_info while a backend is between statements: its
+ * main loop waits for the client (Client class, ClientRead first in it), a
+ * background process's main loop in the Activity class.
+ */
+#define PGT_WAIT_CLASS_MASK		0xFF000000U
+#define PGT_WAIT_CLASS_ACTIVITY	0x05000000U
+#define PGT_WAIT_CLIENT_READ	0x06000000U
+
+/*
+ * between_statements
+ *		Is the current task, going to sleep, a backend between statements
+ *		(idle, or idle in a transaction)?  PostgreSQL keeps st_query_id at
+ *		the last statement's id until the next one starts, so the sleep
+ *		would count against that statement: under pgbench every client
+ *		round trip against a transaction's last statement, an idle hour
+ *		against a session's last SELECT.  One read of PGPROC's
+ *		wait_event_info, on voluntary switch-outs only (and a look at the
+ *		process's slot until the helper has mapped it).  A COPY FROM STDIN
+ *		waiting for its data waits in ClientRead too: that time is the
+ *		client's, and counts as between statements as well.
+ */
+static __always_inline bool
+between_statements(struct pgt_qid_cache *c, __u32 tgid)
+{
+	struct pgt_qid_slot *slot;
+	__u32		wei = 0;
+
+	if (!c->addr)
+		return false;
+	if (!c->wait)
+	{
+		/* a slot BPF made has none until the helper maps it: look again */
+		slot = bpf_map_lookup_elem(&pgt_qid, &tgid);
+		if (slot && !(slot->flags & PGT_QID_INDIRECT) && slot->queryid_addr == c->addr)
+			c->wait = slot->wait_addr;
+	}
+	if (!c->wait || bpf_probe_read_user(&wei, sizeof(wei), (void *) c->wait) != 0)
+		return false;
+	return wei == PGT_WAIT_CLIENT_READ ||
+		(wei & PGT_WAIT_CLASS_MASK) == PGT_WAIT_CLASS_ACTIVITY;
+}
+
+/*
  * ksched_switch
  *		prev leaves the CPU (tracked: note why, when and for which query),
  *		next comes back (switch_in).
@@ -347,6 +390,8 @@ ksched_switch(bool preempt, struct task_struct *prev, struct task_struct *next,
 			close_from_record(prev, s, gen);
 		/* prev is current: its own query id (not published: see pgt_task_qid) */
 		s->qid = pgt_task_qid(prev, prev->tgid, &s->qc, 0);
+		if (!runnable && s->qid && between_statements(&s->qc, prev->tgid))
+			s->qid = 0;			/* its sleep is no statement's */
 		s->out_clock = now;
 		if (kclock)
 			s->out_run_delay = prev->sched_info.run_delay;

@@ -884,6 +884,22 @@ ok($off8 >= 1450 && $off8 <= $span8 + 20,
 		"SELECT queryid, offcpu_ms, voluntary_switches, involuntary_switches
 		   FROM pg_tracer_kernel_sched WHERE pid = $pid8 ORDER BY queryid"));
 cmp_ok($vol8, '>=', 1, "the sleep is a voluntary switch ($vol8)");
+# then idle for 1.5 s: PostgreSQL keeps the statement's id in st_query_id
+# meanwhile, but the wait for the client is no statement's (query id 0)
+sleep 1.5;
+$s8->query_safe('SELECT 1');    # ends the idle sleep: its period is counted
+my ($idle8, $stmt8);
+wait_until(sub {
+	($idle8, $stmt8) = split /\|/, $node->safe_psql('postgres',
+		"SELECT coalesce(sum(offcpu_ms) FILTER (WHERE queryid = 0), 0),
+		        coalesce(sum(offcpu_ms) FILTER (WHERE queryid = $qid8), 0)
+		   FROM pg_tracer_kernel_sched WHERE pid = $pid8");
+	$idle8 >= 1400
+}, 10);
+cmp_ok($idle8, '>=', 1400, "1.5 s idle between statements: off the CPU under query id 0 ($idle8 ms)");
+ok($stmt8 <= $span8 + 20,
+	sprintf('and not under the last statement\'s id (%.0f ms, the statement took %.0f ms)',
+		$stmt8, $span8));
 is($node->safe_psql('postgres',
 		"SELECT coalesce(sum(runq_count), 0) FROM pg_tracer_kernel_sched WHERE pid = $pid8")
 	  . '|' . $node->safe_psql('postgres',

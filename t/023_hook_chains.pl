@@ -137,31 +137,42 @@ ok($d->{offcpu_ms} >= 1500 * 0.95 && $d->{offcpu_ms} <= $span,
 is($d->{read_bytes}, $size, 'after the window, syscall: read bytes = file size');
 
 # A backend waiting for its client sleeps in the kernel (epoll_wait after
-# a receive found nothing): sched reads its query id at that switch-out,
-# and PostgreSQL keeps the last statement's id there while the session is
-# idle (as pg_stat_activity shows it), so the idle time goes to that id.
-my $idle_q = "SELECT coalesce(sum(offcpu_ms), 0) FROM pg_tracer_kernel_sched
-               WHERE pid = $pid AND queryid = $qid";
+# a receive found nothing).  PostgreSQL keeps the last statement's id in
+# st_query_id while the session is idle (as pg_stat_activity shows it), but
+# sched sees the wait event at that switch-out (Client:ClientRead): the
+# idle time is no statement's and goes to query id 0.
+my $idle_q = "SELECT coalesce(sum(offcpu_ms) FILTER (WHERE queryid = 0), 0) || '|' ||
+                     coalesce(sum(offcpu_ms) FILTER (WHERE queryid = $qid), 0)
+                FROM pg_tracer_kernel_sched WHERE pid = $pid";
 # The baseline is read before the statement: an idle backend wakes to
 # flush its statistics (PostgreSQL's idle stats timeout), and the part of
-# the idle time before that wake is counted at once, under the same id, so
-# a baseline read during the idle time could already hold it.  The span
-# starts before the statement too: the backend leaves the CPU when it has
-# sent the result, a moment before psql returns it here.
-wait_kernel_copy($node);
-my $idle0 = q1($idle_q);
+# the idle time before that wake is counted at once, so a baseline read
+# during the idle time could already hold it.  Query id 0 also gets the idle
+# time before the statement (from the SELECT 1 here), counted when the
+# statement wakes the backend: the span starts with that SELECT 1.
+$s->query_safe('SELECT 1');
 my $t_idle = time();
+wait_kernel_copy($node);
+my ($idle0, $stmt0) = split /\|/, q1($idle_q);
 is($s->query_safe($read_sql), $size, 'the statement ran before an idle time');
 my $idle_from = time();
 sleep(2.7);
 my $idle_least = (time() - $idle_from) * 1000;    # idle at least this long
 $s->query_safe('SELECT 1');    # ends it
 my $idle_span = (time() - $t_idle) * 1000;
-my $idle;
-wait_until(sub { $idle = q1($idle_q) - $idle0; $idle >= $idle_least * 0.95 }, 5);
-ok($idle >= $idle_least * 0.95 && $idle <= $idle_span,
-	sprintf('idle time in a receive goes to the last statement\'s query id (%.0f ms of %.0f; idle at least %.0f)',
+my ($idle, $stmt);
+wait_until(sub {
+	my ($i, $t) = split /\|/, q1($idle_q);
+	($idle, $stmt) = ($i - $idle0, $t - $stmt0);
+	$idle >= $idle_least * 0.95
+}, 5);
+# (+50 ms: the backend went idle when it sent SELECT 1's result, a moment
+# before psql returned it and the span began)
+ok($idle >= $idle_least * 0.95 && $idle <= $idle_span + 50,
+	sprintf('idle time waiting for the client goes to query id 0 (%.0f ms of %.0f since the SELECT 1; idle at least %.0f)',
 		$idle, $idle_span, $idle_least));
+cmp_ok($stmt, '<', $idle_least * 0.5,
+	sprintf('not to the last statement\'s id (%.0f ms there)', $stmt));
 
 $s->quit;
 signal_helper($helper, 'TERM');
