@@ -48,6 +48,16 @@ PGT_DECLARE_KIO;
 const volatile __u32 bdevs[PGT_VFS_MAX_BDEVS] = {};
 const volatile __u32 nbdevs = 0;
 
+/*
+ * Set by the helper before load: the kernel's internal hugetlbfs mounts (one
+ * per huge page size; kernel dev_t).  Shared memory in huge pages (the main
+ * shared memory with huge_pages on or try) enters the page cache there at
+ * its first touch: memory, no file read, no miss.
+ */
+#define PGT_VFS_MAX_HUGETLB	8
+const volatile __u32 hugetlb_devs[PGT_VFS_MAX_HUGETLB] = {};
+const volatile __u32 nhugetlb_devs = 0;
+
 /* Set by the helper before load: the kernel's page size (arm64: 4, 16 or 64 KiB) */
 const volatile __u32 page_size = 4096;
 
@@ -67,6 +77,23 @@ bdev_of(__u32 s_dev, __u64 ino)
 		if (bdevs[i] == (__u32) ino)
 			return (__u32) ino;
 	return 0;
+}
+
+/*
+ * is_hugetlb
+ *		Is s_dev one of the internal hugetlbfs mounts (hugetlb_devs)?
+ */
+static __always_inline bool
+is_hugetlb(__u32 s_dev)
+{
+	__u32		i;
+
+	if ((s_dev >> 20) != 0)
+		return false;			/* a real device's file system */
+	for (i = 0; i < PGT_VFS_MAX_HUGETLB && i < nhugetlb_devs; i++)
+		if (hugetlb_devs[i] == s_dev)
+			return true;
+	return false;
 }
 
 /*
@@ -103,11 +130,13 @@ int pgt_kvfs_cache_add(struct trace_event_raw_mm_filemap_op_page_cache *ctx)
 
 	if (!pm)
 		return 0;
+	file.dev = BPF_CORE_READ(ctx, s_dev);
+	if (is_hugetlb(file.dev))
+		return 0;				/* a first touch of shared memory */
 	/* older kernels record a page, without an order: one page */
 	order = bpf_core_field_exists(ctx->order) ? BPF_CORE_READ(ctx, order) : 0;
 	bytes = page_size << (order & 15);
 	qid = pgt_current_qid(tgid);
-	file.dev = BPF_CORE_READ(ctx, s_dev);
 	ino = BPF_CORE_READ(ctx, i_ino);
 	bdev = bdev_of(file.dev, ino);
 	if (bdev)

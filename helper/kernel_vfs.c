@@ -15,8 +15,12 @@
 
 #include <bpf/libbpf.h>
 #include <dirent.h>
+#include <linux/memfd.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 static const kset_desc desc = {0, NULL, 0, NULL, -1, NULL};
@@ -67,6 +71,57 @@ block_devices(volatile uint32_t *out, uint32_t max)
 }
 
 /*
+ * hugetlb_devices
+ *		The kernel's internal hugetlbfs mounts, one per huge page size of
+ *		/sys/kernel/mm/hugepages, as the kernel numbers them, at most max:
+ *		huge-page shared memory (MAP_HUGETLB, SHM_HUGETLB) lives there, and
+ *		a memfd_create(MFD_HUGETLB) file of the size is made on the same
+ *		mount (no page is reserved for it).  Nothing where the kernel has
+ *		no huge pages.
+ */
+static uint32_t
+hugetlb_devices(volatile uint32_t *out, uint32_t max)
+{
+	DIR		   *dir = opendir("/sys/kernel/mm/hugepages");
+	struct dirent *de;
+	uint32_t	n = 0;
+
+	if (dir == NULL)
+		return 0;
+	while ((de = readdir(dir)) != NULL && n < max)
+	{
+		unsigned long kb;
+		unsigned int shift = 10;
+		struct stat st;
+		uint32_t	dev;
+		uint32_t	i;
+		int			fd;
+
+		if (sscanf(de->d_name, "hugepages-%lukB", &kb) != 1 || kb == 0 ||
+			(kb & (kb - 1)) != 0)
+			continue;
+		while ((1UL << (shift - 10)) < kb && shift < 63)
+			shift++;
+		fd = memfd_create("pg-tracer-hugetlb", MFD_CLOEXEC | MFD_HUGETLB |
+						  (shift << MFD_HUGE_SHIFT));
+		if (fd < 0)
+			continue;
+		if (fstat(fd, &st) == 0 && major(st.st_dev) < (1U << 12) &&
+			minor(st.st_dev) < (1U << 20))
+		{
+			dev = (major(st.st_dev) << 20) | minor(st.st_dev);
+			for (i = 0; i < n && out[i] != dev; i++)
+				;
+			if (i == n)
+				out[n++] = dev;
+		}
+		close(fd);
+	}
+	closedir(dir);
+	return n;
+}
+
+/*
  * start
  *		The page-cache object first; then the kprobe object on the same kio
  *		map.  The state says which parts run.
@@ -97,6 +152,9 @@ start(pset_inst *in, const pset_ctx *ctx)
 	tp->rodata->page_size = page > 0 ? (uint32_t) page : 4096;
 	tp->rodata->nbdevs = block_devices(tp->rodata->bdevs,
 									   sizeof(tp->rodata->bdevs) / sizeof(tp->rodata->bdevs[0]));
+	tp->rodata->nhugetlb_devs =
+		hugetlb_devices(tp->rodata->hugetlb_devs,
+						sizeof(tp->rodata->hugetlb_devs) / sizeof(tp->rodata->hugetlb_devs[0]));
 	(void) kset_load_attach(in, ctx, tp->obj, tp, destroy_tp, &a);
 
 	/* kprobes: tried everywhere, so the reason is the kernel's own answer */
