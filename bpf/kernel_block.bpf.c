@@ -248,8 +248,13 @@ int BPF_PROG(pgt_kblk_complete, struct request *rq, blk_status_t error,
 		dev = ((__u32) BPF_CORE_READ(disk, major) << 20) | (__u32) BPF_CORE_READ(disk, first_minor);
 	file.dev = dev;
 	pgt_kio_key_set(&k, ri->pid, PGT_KLAYER_BLOCK, op, PGT_KFILE_NONE, ri->qid, &file);
-	/* a failed request moved nothing: its size is not bytes read or written */
-	pgt_kio_add(&kio, &k, ri->pm, error ? 0 : ri->bytes, error != 0, ns);
+	/*
+	 * a failed request moved nothing: its size is not bytes read or
+	 * written; one never issued waited for no device: a call and an error,
+	 * no time (the row's total and max agree with the histogram; the event
+	 * stream keeps its wait)
+	 */
+	pgt_kio_add(&kio, &k, ri->pm, error ? 0 : ri->bytes, error != 0, unissued ? 0 : ns);
 	if (!unissued)
 		pgt_khist_add(&khist, PGT_KHIST_BLOCK, ri->pid, dev, op, ri->pm, ns);
 	r = pgt_event_reserve(sizeof(*r), PGT_SET_BLOCK, PGT_KEV_BLOCK, ri->pid, ri->pid, ri->qid);
