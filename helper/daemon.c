@@ -729,12 +729,6 @@ retire_postmaster(cluster *c, const pm_info *found)
 }
 
 /*
- * discover
- *		Match running postmasters with clusters: detach from exited ones,
- *		attach to new or restarted ones, open/forget clusters in host-wide
- *		mode.
- */
-/*
  * resolve_pgdata
  *		The data directory the path pgdata names now: its real path into
  *		data_dir, its stat into *st.  Returns 0, or -1 with err set when it
@@ -829,6 +823,12 @@ follow_pgdata(daemon_state *d)
 	d->roots_valid = 0;			/* the new postmaster: look in /proc again */
 }
 
+/*
+ * discover
+ *		Match running postmasters with clusters: detach from exited ones,
+ *		attach to new or restarted ones, open/forget clusters in host-wide
+ *		mode.
+ */
 static void
 discover(daemon_state *d)
 {
