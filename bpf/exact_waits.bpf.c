@@ -572,7 +572,12 @@ exact_exit(struct pt_regs *regs)
 	if (wait_free_call(pgt_exit_nr(regs)))
 		return;
 	s = bpf_task_storage_get(&exact_starts, bpf_get_current_task_btf(), 0, 0);
-	if (!s)
+	/*
+	 * No state yet: its first call in timing's time ends (a wait entered
+	 * before the window).  Made now, so that the mark below keeps the
+	 * helper's seed off it.
+	 */
+	if (!s && (!exact_on || !(s = task_state(bpf_get_current_pid_tgid() >> 32))))
 		return;
 	if (s->off_ts)				/* it runs: switched in unseen */
 		drop_unseen_interval(s);

@@ -294,6 +294,7 @@ struct pgt_qid_cache
 	__u64		mm;				/* the address space addr was checked in */
 	__u64		wait;			/* with addr: its PGPROC.wait_event_info, 0 unknown
 								 * (a slot BPF made gets it when the helper maps it) */
+	__u64		wait_looked;	/* sched's clock when the slot was last looked at for it */
 };
 
 /*

@@ -343,21 +343,26 @@ close_from_record(struct task_struct *task, struct pgt_sched_state *s, __u16 gen
  *		round trip against a transaction's last statement, an idle hour
  *		against a session's last SELECT.  One read of PGPROC's
  *		wait_event_info, on voluntary switch-outs only (and a look at the
- *		process's slot until the helper has mapped it).  A COPY FROM STDIN
+ *		process's slot, at most every 100 ms, until the helper has mapped
+ *		it).  A COPY FROM STDIN
  *		waiting for its data waits in ClientRead too: that time is the
  *		client's, and counts as between statements as well.
  */
 static __always_inline bool
-between_statements(struct pgt_qid_cache *c, __u32 tgid)
+between_statements(struct pgt_qid_cache *c, __u32 tgid, __u64 now)
 {
 	struct pgt_qid_slot *slot;
 	__u32		wei = 0;
 
 	if (!c->addr)
 		return false;
-	if (!c->wait)
+	if (!c->wait && now - c->wait_looked >= 100000000ULL)
 	{
-		/* a slot BPF made has none until the helper maps it: look again */
+		/*
+		 * a slot BPF made has none until the helper maps it (once a
+		 * second): look again, at most every 100 ms
+		 */
+		c->wait_looked = now;
 		slot = bpf_map_lookup_elem(&pgt_qid, &tgid);
 		if (slot && !(slot->flags & PGT_QID_INDIRECT) && slot->queryid_addr == c->addr)
 			c->wait = slot->wait_addr;
@@ -390,7 +395,7 @@ ksched_switch(bool preempt, struct task_struct *prev, struct task_struct *next,
 			close_from_record(prev, s, gen);
 		/* prev is current: its own query id (not published: see pgt_task_qid) */
 		s->qid = pgt_task_qid(prev, prev->tgid, &s->qc, 0);
-		if (!runnable && s->qid && between_statements(&s->qc, prev->tgid))
+		if (!runnable && s->qid && between_statements(&s->qc, prev->tgid, now))
 			s->qid = 0;			/* its sleep is no statement's */
 		s->out_clock = now;
 		if (kclock)

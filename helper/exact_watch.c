@@ -163,16 +163,6 @@ open_bp(pid_t pid, uid_t owner, uint64_t addr)
 	return fd;
 }
 
-/*
- * exact_watch_selftest
- *		Does a write breakpoint on one of our own variables fire?  1 when
- *		it does; reason says what was seen.  x86 only: there a watchpoint
- *		reports after the store, so the hit program reads the new wait
- *		event.  On arm64 it reports before the store (the program would read
- *		the old one, every wait timed as the run after it), and kernels
- *		before 6.6 do not step over the store when a BPF program handles
- *		the breakpoint (the backend would trap on it forever).
- */
 static volatile sig_atomic_t selftest_traps;
 
 /*
@@ -189,12 +179,24 @@ selftest_trap(int sig)
 	selftest_traps++;
 }
 
+/*
+ * exact_watch_selftest
+ *		Does a write breakpoint on one of our own variables fire?  1 when
+ *		it does; reason says what was seen.  x86 only: there a watchpoint
+ *		reports after the store, so the hit program reads the new wait
+ *		event.  On arm64 it reports before the store (the program would read
+ *		the old one, every wait timed as the run after it), and kernels
+ *		before 6.6 do not step over the store when a BPF program handles
+ *		the breakpoint (the backend would trap on it forever).
+ */
 int
 exact_watch_selftest(char *reason, size_t len)
 {
 	static volatile uint32_t target;
 	struct sigaction trap = {.sa_handler = selftest_trap};
 	struct sigaction old_trap;
+	sigset_t	unblock;
+	sigset_t	old_mask;
 	uint64_t	hits = 0;
 	int			fd;
 	int			i;
@@ -211,9 +213,14 @@ exact_watch_selftest(char *reason, size_t len)
 				 strerror(-fd));
 		return 0;
 	}
-	/* the kernel forces SIGTRAP through a mask: only a handler keeps us alive */
+	/*
+	 * A handler, and SIGTRAP not blocked: a forced SIGTRAP that is blocked
+	 * or ignored gets the default action (the helper would end)
+	 */
 	selftest_traps = 0;
 	sigemptyset(&trap.sa_mask);
+	sigemptyset(&unblock);
+	sigaddset(&unblock, SIGTRAP);
 	if (sigaction(SIGTRAP, &trap, &old_trap) < 0)
 	{
 		snprintf(reason, len, "watchpoints unavailable: sigaction(SIGTRAP): %s",
@@ -221,11 +228,13 @@ exact_watch_selftest(char *reason, size_t len)
 		close(fd);
 		return 0;
 	}
+	(void) sigprocmask(SIG_UNBLOCK, &unblock, &old_mask);
 	(void) ioctl(fd, PERF_EVENT_IOC_RESET, 0);
 	(void) ioctl(fd, PERF_EVENT_IOC_ENABLE, 0);
 	for (i = 0; i < 100; i++)
 		target = (uint32_t) i;
 	(void) ioctl(fd, PERF_EVENT_IOC_DISABLE, 0);
+	(void) sigprocmask(SIG_SETMASK, &old_mask, NULL);
 	(void) sigaction(SIGTRAP, &old_trap, NULL);
 	if (read(fd, &hits, sizeof(hits)) != (ssize_t) sizeof(hits))
 		hits = 0;

@@ -576,9 +576,9 @@ seg_writer_grow(seg_writer *w, const seg_publish *p, seg_writer_opts *opts,
  *		goes.  Not the old file's permissions changed: a process of the old
  *		owner that opened it would read on through its descriptor, and the
  *		old file keeps the old owner's rows past each table's count (query
- *		texts among them).  opts: the cluster's, with the new uid and gid;
- *		the capacities stay w's.  Returns 0, or -1 with err set (w keeps
- *		the old one).
+ *		texts among them).  The old file ends STOPPED, with no processes.
+ *		opts: the cluster's, with the new uid and gid; the capacities stay
+ *		w's.  Returns 0, or -1 with err set (w keeps the old one).
  */
 int
 seg_writer_rebuild(seg_writer *w, seg_writer_opts *opts, char *err, size_t errlen)
@@ -595,7 +595,7 @@ seg_writer_rebuild(seg_writer *w, seg_writer_opts *opts, char *err, size_t errle
 		opts->capacity[seg_tables[i].kind] = w->tables[seg_tables[i].kind].capacity;
 	if (build_segment(w, old.path, opts, old.hdr->generation + 1, NULL, err, errlen) < 0)
 		return -1;
-	release_old(&old);
+	seg_writer_close(&old, PGT_WRITER_STOPPED);	/* what a reader of it still sees */
 	return 0;
 }
 
@@ -723,21 +723,25 @@ seg_writer_close(seg_writer *w, uint32_t final_state)
  *		Remove, from the runtime directory dir, the temporary segments
  *		("<segment>.tmp.<pid>.<nsec>", as build_segment names them) that
  *		a helper killed while building one left behind: regular files of
- *		this euid whose pid runs no more, or is this process's.  They sit
- *		in a tmpfs, that is in memory, until the host restarts otherwise.
- *		Called at the daemon's start, before it builds any: a file of its
- *		own pid is an earlier helper's (one in a container gets the same
- *		pid at every start).  Returns how many.
+ *		this euid whose pid runs no more, or is this process's and older
+ *		than it.  They sit in a tmpfs, that is in memory, until the host
+ *		restarts otherwise.  Called at the daemon's start, before it builds
+ *		any: an older file of its own pid is an earlier helper's (one in a
+ *		container gets the same pid at every start).  Returns how many.
  */
 int
 seg_writer_remove_stale_tmp(const char *dir)
 {
 	DIR		   *d = opendir(dir);
 	struct dirent *e;
+	proc_stat	self;
+	int64_t		self_start_us = -1;	/* unknown: no file of our pid goes */
 	int			removed = 0;
 
 	if (d == NULL)
 		return 0;
+	if (procfs_read_stat(getpid(), &self) == 0)
+		self_start_us = procfs_start_us(&self);
 	while ((e = readdir(d)) != NULL)
 	{
 		const char *t = strstr(e->d_name, ".seg.tmp.");
@@ -755,6 +759,15 @@ seg_writer_remove_stale_tmp(const char *dir)
 			continue;			/* its writer may still be at work */
 		if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
 			!S_ISREG(st.st_mode) || st.st_uid != geteuid())
+			continue;
+		/*
+		 * of our pid: written before we started (a helper of another pid
+		 * namespace sharing the directory may have our number and be at
+		 * work)
+		 */
+		if ((pid_t) pid == getpid() &&
+			(self_start_us < 0 ||
+			 (int64_t) st.st_mtim.tv_sec * 1000000 + st.st_mtim.tv_nsec / 1000 >= self_start_us))
 			continue;
 		if (unlinkat(dirfd(d), e->d_name, 0) == 0)
 		{

@@ -886,7 +886,7 @@ ok($off8 >= 1450 && $off8 <= $span8 + 20,
 cmp_ok($vol8, '>=', 1, "the sleep is a voluntary switch ($vol8)");
 # then idle for 1.5 s: PostgreSQL keeps the statement's id in st_query_id
 # meanwhile, but the wait for the client is no statement's (query id 0)
-sleep 1.5;
+usleep(1_500_000);
 $s8->query_safe('SELECT 1');    # ends the idle sleep: its period is counted
 my ($idle8, $stmt8);
 wait_until(sub {

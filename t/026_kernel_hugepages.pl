@@ -10,7 +10,8 @@
 # cache prewarms the table into shared buffers, touching most of them for
 # the first time.  The backend's misses must lie on the data directory's
 # device (the table's file, against /proc/<pid>/io read_bytes) and none on
-# the device of the mapping (from /proc/<postmaster>/maps).
+# the device of the mapping (from /proc/<postmaster>/maps).  A host that
+# reserves 40 huge pages or more already keeps its own count.
 use strict;
 use warnings;
 use FindBin;
@@ -27,14 +28,19 @@ my @CTL = split ' ', $ENV{PG_TRACER_CTL};
 my ($size) = slurp_file('/proc/meminfo') =~ /^Hugepagesize:\s+(\d+) kB/m;
 plan skip_all => 'the default huge page is not 2 MB here: ' . ($size // 'none') . ' kB'
   unless ($size // 0) == 2048;
-my ($before, $err) = ('', '');
-plan skip_all => "huge pages cannot be reserved here: $err"
-  unless IPC::Run::run([ @CTL, 'hugepages', '40' ], '>', \$before, '2>', \$err);
+# reserve 40 where fewer are; a host's own larger reservation is left alone
+my $before = slurp_file('/proc/sys/vm/nr_hugepages');
 chomp $before;
+my $err = '';
+if ($before < 40)
+{
+	plan skip_all => "huge pages cannot be reserved here: $err"
+	  unless IPC::Run::run([ @CTL, 'hugepages', '40' ], '>', \my $out, '2>', \$err);
+}
 END
 {
 	local $?;
-	IPC::Run::run([ @CTL, 'hugepages', $before ]) if defined $before && $before ne '';
+	IPC::Run::run([ @CTL, 'hugepages', $before ]) if defined $before && $before =~ /^\d+$/ && $before < 40;
 }
 my ($total) = slurp_file('/proc/meminfo') =~ /^HugePages_Total:\s+(\d+)/m;
 plan skip_all => "only $total huge pages could be reserved" unless $total >= 32;
@@ -42,7 +48,7 @@ plan skip_all => "only $total huge pages could be reserved" unless $total >= 32;
 # 32 MB of shared buffers, in 2 MB pages where the default size is that
 my ($node, $rt) = tracer_node('hugepages',
 	conf => "huge_pages = on\nshared_buffers = 32MB\nmax_parallel_workers_per_gather = 0\n");
-my ($map) = grep { m{ /anon_hugepage|/SYSV} } split /\n/,
+my ($map) = grep { m{ /anon_hugepage} } split /\n/,
   slurp_file('/proc/' . $node->{_pid} . '/maps');
 ok(defined $map, 'the main shared memory is in huge pages') or diag $map // '(none)';
 my ($maj, $min) = ($map // '') =~ /^\S+ \S+ \S+ ([0-9a-f]+):([0-9a-f]+) /;
@@ -57,6 +63,7 @@ ok(wait_connected($node), 'helper connected (syscall, vfs)');
 
 my $s = $node->background_psql('postgres');
 my $pid = $s->query_safe('SELECT pg_backend_pid()');
+$s->query_safe("LOAD 'pg_prewarm'");    # its library's pages before the caches go
 IPC::Run::run([ @CTL, 'drop-caches' ]) or die 'drop-caches failed';
 my $io0 = proc_field("/proc/$pid/io", qr/^read_bytes: (\d+)/m);
 my $blocks = $s->query_safe("SELECT pg_prewarm('warm', 'buffer')");
@@ -81,7 +88,9 @@ wait_until(sub {
 ok(abs($on_data - $truth) <= 0.10 * $truth,
 	"the backend's misses on the data device $data_dev ($on_data bytes) within 10% of read_bytes ($truth)");
 is($on_huge, 0, "none on the huge-page mapping's device $huge_dev");
-is($all, $on_data, 'and none elsewhere')
+# a page of the server's own binary faulted in again after the drop is a
+# miss on its device: a few, where that is not the data directory's
+cmp_ok($all - $on_data - $on_huge, '<=', 0.05 * $truth, 'and few elsewhere')
   or diag $node->safe_psql('postgres',
 	"SELECT device, sum(bytes) FROM pg_tracer_kernel_io
 	  WHERE pid = $pid AND layer = 'pagecache' GROUP BY 1");

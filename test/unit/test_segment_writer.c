@@ -612,13 +612,14 @@ tmp_touch(const char *name)
 /*
  * A helper killed while it built a segment leaves "<seg>.tmp.<pid>.<nsec>":
  * the next start removes those of a pid that runs no more, and those of its
- * own pid (a containerised helper's pid at every start), and keeps those of
- * a process alive (another helper may be building one).
+ * own pid older than itself (a containerised helper's pid at every start),
+ * and keeps those of a process alive and newer ones of its own pid (another
+ * helper may be building one; in another pid namespace, with our number).
  */
 static void
 test_remove_stale_tmp(void)
 {
-	char		mine[128], dead[128];
+	char		mine[128], mine_new[128], dead[128];
 	const char *alive = "pgt-fe01-abcdef.seg.tmp.1.2";	/* pid 1 always runs */
 	pid_t		child = fork();
 
@@ -626,18 +627,31 @@ test_remove_stale_tmp(void)
 		_exit(0);
 	CHECK(child > 0 && waitpid(child, NULL, 0) == child, "a pid that ran and ended");
 	snprintf(mine, sizeof(mine), "pgt-fe01-abcdef.seg.tmp.%d.1", (int) getpid());
+	snprintf(mine_new, sizeof(mine_new), "pgt-fe01-abcdef.seg.tmp.%d.2", (int) getpid());
 	snprintf(dead, sizeof(dead), "pgt-fe01-abcdef.seg.tmp.%d.3", (int) child);
 	tmp_touch(mine);
+	tmp_touch(mine_new);
 	tmp_touch(dead);
 	tmp_touch(alive);
+	{
+		/* an hour old: written before this process started */
+		struct timespec old[2] = {{time(NULL) - 3600, 0}, {time(NULL) - 3600, 0}};
+		char		p[512];
+
+		snprintf(p, sizeof(p), "%s/%s", dir, mine);
+		CHECK_INT(utimensat(AT_FDCWD, p, old, 0), 0);
+	}
 	CHECK_INT(seg_writer_remove_stale_tmp(dir), 2);
-	CHECK(!tmp_exists(mine), "this process's own leftover removed");
+	CHECK(!tmp_exists(mine), "this pid's leftover from before this process removed");
+	CHECK(tmp_exists(mine_new), "this pid's file written since kept (another pid namespace's)");
 	CHECK(!tmp_exists(dead), "an ended process's leftover removed");
 	CHECK(tmp_exists(alive), "a live process's file kept");
 	{
 		char		p[512];
 
 		snprintf(p, sizeof(p), "%s/%s", dir, alive);
+		unlink(p);
+		snprintf(p, sizeof(p), "%s/%s", dir, mine_new);
 		unlink(p);
 	}
 }
