@@ -754,6 +754,8 @@ pgt_window_covered(const struct pgt_exact_window_entry *w, int64_t since_us,
 			return covered;
 		return (int64_t) ((double) covered * (double) (e - s) / (double) span);
 	}
+	if (w->flags & PGT_EXACT_WINDOW_NO_EXACT)
+		return 0;
 	s = w->start_us > since_us ? w->start_us : since_us;
 	e = w->end_us != 0 && w->end_us < until_us ? w->end_us : until_us;
 	return e > s ? e - s : 0;

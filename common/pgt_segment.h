@@ -345,6 +345,13 @@ _Static_assert(sizeof(struct pgt_exact_window_entry) == 160, "exact window entry
  */
 #define PGT_EXACT_WINDOW_EARLIER	0x1
 
+/*
+ * A window that ran the held kernel sets (--kernel-sets escalated) while
+ * exact timing was off (the exact set not running, or its programs failed
+ * to attach): it covered no exact time.
+ */
+#define PGT_EXACT_WINDOW_NO_EXACT	0x2
+
 #define PGT_DEFAULT_EXACT_WAITS_CAP		16384	/* as many as the exact_waits map holds */
 #define PGT_DEFAULT_EXACT_HIST_CAP		1024	/* as many as the exact_hists map holds */
 #define PGT_DEFAULT_EXACT_WINDOWS_CAP	72	/* the helper's 64 and the earlier ones' span */
@@ -515,8 +522,8 @@ extern void pgt_copy_utf8(char *dst, size_t dstlen,
  * (until_us at most now_us, the time the entry is judged at).  A
  * PGT_EXACT_WINDOW_EARLIER entry (the windows gone from the helper's list)
  * has its coverage spread evenly over its span: it gives the share of the
- * span inside [since_us, until_us).  An entry that makes no sense (one
- * that ends after now_us, say) gives 0.
+ * span inside [since_us, until_us).  A PGT_EXACT_WINDOW_NO_EXACT entry,
+ * and one that makes no sense (one that ends after now_us, say), give 0.
  */
 extern int64_t pgt_window_covered(const struct pgt_exact_window_entry *w,
 								  int64_t since_us, int64_t until_us, int64_t now_us);

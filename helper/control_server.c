@@ -32,6 +32,7 @@
 #include "procfs.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -131,7 +132,14 @@ control_respond(const char *req, size_t len, const control_info *info,
 		outlen = PGT_PROTO_MAX_RESPONSE + 1;
 	if (pgt_parse_request(req, len, &r, err, sizeof(err)) < 0)
 		return respond(out, outlen, "ERR bad-request %s", err);
-	if (!info->peer_member && verb_changes_state(r.verb))
+	/*
+	 * Membership is checked against an attached postmaster only.  While the
+	 * cluster is detached (its postmaster just restarted, say) no peer but
+	 * root is a member, yet every state-changing verb then has a harmless
+	 * answer of its own (ESCALATE and PROBERESET: unavailable, DEESCALATE:
+	 * closed=0, EXACTRESET: reset=0), which the SQL functions document.
+	 */
+	if (!info->peer_member && info->attached && verb_changes_state(r.verb))
 		return respond(out, outlen, "ERR denied pid %d is not a process of this cluster "
 					   "(%s takes root or the cluster's own processes)",
 					   (int) info->peer_pid, r.verb);
@@ -544,6 +552,27 @@ control_server_on_listen(control_server *s)
 }
 
 /*
+ * peer_gone
+ *		Whether the client has closed its socket.  A client that stopped
+ *		waiting (its 2 s deadline, a query cancel) closes at once, while its
+ *		request may still sit unread.  A unix stream socket reports POLLHUP
+ *		only when both directions are shut, so a client that merely shut
+ *		its writing side after the request (socat does) still gets its
+ *		answer.
+ */
+static int
+peer_gone(int fd)
+{
+	struct pollfd p = {.fd = fd,.events = POLLIN};
+	int			r;
+
+	do
+		r = poll(&p, 1, 0);
+	while (r < 0 && errno == EINTR);
+	return r > 0 && (p.revents & (POLLHUP | POLLERR)) != 0;
+}
+
+/*
  * control_server_on_conn
  *		A client socket is readable (or hung up): read what is there; once
  *		the line is complete, answer and close.
@@ -608,11 +637,22 @@ control_server_on_conn(control_server *s, int index, uint32_t events)
 		finish_conn(s, c, out, (size_t) n);
 		return;
 	}
+	if (peer_gone(c->fd))
+	{
+		/* the client gave up (timeout, cancel) before we read it: no one to act for */
+		s->abandoned++;
+		log_info("control: \"%.*s\" from pid %d dropped: the client closed before it "
+				 "was read", (int) (c->len - 1), c->buf, (int) c->peer_pid);
+		finish_conn(s, c, NULL, 0);
+		return;
+	}
 	memset(&info, 0, sizeof(info));
 	info.version = "?";
 	if (s->info_fn != NULL)
 		s->info_fn(s->info_arg, &info);
-	info.peer_member = c->member;
+	/* a peer that connected while the cluster was detached: look again */
+	info.peer_member = c->member ||
+		control_peer_member(c->peer_uid, c->peer_pid, info.postmaster_host_pid);
 	info.peer_pid = (int32_t) c->peer_pid;
 	n = control_respond(c->buf, c->len, &info, out, sizeof(out));
 	s->served++;

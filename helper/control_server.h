@@ -64,6 +64,7 @@ typedef struct control_server
 	void	   *info_arg;
 	uint64_t	served;
 	uint64_t	refused;
+	uint64_t	abandoned;		/* requests whose client closed before the answer */
 } control_server;
 
 extern int	control_respond(const char *req, size_t len, const control_info *info,

@@ -16,8 +16,11 @@
  * request is a claim of its cluster (a party: its data directory, or the
  * helper's anomaly rules) on the window, from the request until the end it
  * was granted: the window lasts until its last claim ends, a cluster's
- * ESCALATE re-plans its own claim (one a window) and never shortens
- * another's, its DEESCALATE ends its own claim and the helper's, closing
+ * ESCALATE re-plans its own claim (one a window): it may extend the claim,
+ * never shorten it (nor another's), so that a second administrator's short
+ * request cannot cut a window someone else was granted; DEESCALATE is the
+ * way to end one early.  A cluster's DEESCALATE ends its own claim and the
+ * helper's, closing
  * the window only when no other claim is left; its
  * EXACTRESET empties only its own counters, and it sees a window another
  * cluster opened without who asked or why.  In full mode exact timing is
@@ -74,7 +77,7 @@ typedef struct esc_window
 } esc_window;
 
 /*
- * A party's claim on a window (one a window: a later request re-plans it):
+ * A party's claim on a window (one a window: a later request may extend it):
  * charged from start_us until end_us, the end it was last granted, cut to the
  * window's charged end when the window closes first, less gap_us: the time
  * between an end it reached and a later request of the party while the
@@ -224,7 +227,7 @@ drop_windows(size_t n)
 	{
 		const struct pgt_exact_window_entry *w = &esc.win[i].e;
 
-		if (w->end_us <= w->start_us)
+		if (w->end_us <= w->start_us || (w->flags & PGT_EXACT_WINDOW_NO_EXACT))
 			continue;
 		if (esc.earlier_covered_us == 0 || w->start_us < esc.earlier_start_us)
 			esc.earlier_start_us = w->start_us;
@@ -387,15 +390,45 @@ own_claim(esc_party party)
 
 /*
  * replan_claim
- *		party's own claim c now ends at end_us; one that had ended has the
- *		time since as a gap, not charged.
+ *		party's own claim c now ends at end_us, unless it was granted a later
+ *		end (a re-plan never shortens); one that had ended has the time since
+ *		as a gap, not charged.  Returns the claim's end.
  */
-static void
+static int64_t
 replan_claim(esc_claim *c, int64_t now_us, int64_t end_us)
 {
 	if (c->end_us < now_us)
 		c->gap_us += now_us - c->end_us;
-	c->end_us = end_us;
+	if (end_us > c->end_us)
+		c->end_us = end_us;
+	return c->end_us;
+}
+
+/*
+ * planned_s
+ *		The whole seconds (rounded up) from now_us to end_us, 0 when past.
+ */
+static int
+planned_s(int64_t end_us, int64_t now_us)
+{
+	return end_us > now_us ? (int) ((end_us - now_us + 999999) / 1000000) : 0;
+}
+
+/*
+ * remaining_after
+ *		What party may still claim once its own claim on the open window
+ *		runs to its planned end: avail less that planned rest, -1 unlimited.
+ */
+static int
+remaining_after(int avail, esc_party party, int64_t now_us)
+{
+	const esc_claim *mine = esc.open ? own_claim(party) : NULL;
+	int			left;
+
+	if (avail < 0)
+		return -1;
+	left = avail - (mine != NULL ? planned_s(mine->end_us, now_us) : 0);
+	return left > 0 ? left : 0;
 }
 
 /*
@@ -560,6 +593,14 @@ open_window(int64_t now_us, int64_t planned_end_us, uint32_t granted_s,
 				  "switched on", who);
 		close_window(now_us, now_us, "failed");
 		return -1;
+	}
+	if (esc.sw == NULL || !esc.on)
+	{
+		/* the held kernel sets run in it, but no wait is timed exactly */
+		w->flags |= PGT_EXACT_WINDOW_NO_EXACT;
+		log_warn("escalation window for %s: %s; it runs the kernel sets only and "
+				 "covers no exact timing", who, esc.sw == NULL ?
+				 "the exact set is not running" : "exact timing could not be switched on");
 	}
 	log_info("escalation window open: %s, %u s for %s", reason, granted_s, who);
 	return 0;
@@ -920,7 +961,7 @@ escalate(const pgt_request *r, esc_party party, int64_t now_us, char *out,
 	granted = (avail < 0 || want < avail) ? want : avail;
 	end = now_us + (int64_t) granted * 1000000;
 	if (mine != NULL)
-		replan_claim(mine, now_us, end);
+		(void) replan_claim(mine, now_us, end);
 	else if (esc.open)
 	{
 		if (add_claim(party, now_us, end) < 0)
@@ -937,7 +978,7 @@ escalate(const pgt_request *r, esc_party party, int64_t now_us, char *out,
 	}
 	(void) replan_window();
 	return respond(out, outlen, "OK granted=%d remaining=%d budget=%d mode=tiered",
-				   granted, avail < 0 ? -1 : avail - granted, esc.budget_s);
+				   granted, remaining_after(avail, party, now_us), esc.budget_s);
 }
 
 /*
@@ -1081,7 +1122,8 @@ escalation_respond(const pgt_request *r, uint32_t pm, esc_party party, int64_t n
 		return respond(out, outlen,
 					   "OK mode=%s budget=%d used=%d remaining=%d active=%d until=%lld",
 					   escalation_mode_name(), esc.budget_s, escalation_used_s(now_us),
-					   party_avail_s(party, now_us), esc.open, (long long) until);
+					   remaining_after(party_avail_s(party, now_us), party, now_us),
+					   esc.open, (long long) until);
 	}
 	return -1;
 }

@@ -35,7 +35,10 @@
 
 static int	ctl_remaining_ms(const struct timespec *deadline);
 static bool ctl_request_is_valid(const char *verb);
-static PgtCtlResult ctl_connect(int *fdp, char *err, size_t errlen);
+static PgtCtlResult ctl_connect(int *fdp, const struct timespec *deadline,
+								char *err, size_t errlen);
+static PgtCtlResult ctl_connect_once(int *fdp, char *err, size_t errlen);
+static bool ctl_cancelled(void);
 static PgtCtlResult ctl_send(int fd, const char *line, size_t len,
 							 const struct timespec *deadline,
 							 char *err, size_t errlen);
@@ -81,7 +84,7 @@ pgt_control_request(const char *verb, char *out, size_t outlen,
 	deadline.tv_sec += PGT_PROTO_TIMEOUT_MS / 1000;
 	deadline.tv_nsec += (long) (PGT_PROTO_TIMEOUT_MS % 1000) * 1000000L;
 
-	r = ctl_connect(&fd, err, errlen);
+	r = ctl_connect(&fd, &deadline, err, errlen);
 	if (r == PGT_CTL_OK)
 		r = ctl_send(fd, line, strlen(line), &deadline, err, errlen);
 	if (r == PGT_CTL_OK)
@@ -138,10 +141,34 @@ ctl_remaining_ms(const struct timespec *deadline)
 
 /*
  * ctl_connect
- *		Connect a non-blocking unix socket to this cluster's ".sock".
+ *		Connect a non-blocking unix socket to this cluster's ".sock".  A
+ *		full listen backlog (EAGAIN: the helper is busy, or many backends
+ *		ask at once) is tried again every 10 ms until the deadline or a
+ *		cancel, so that waiting there counts within the request's time as
+ *		waiting in the backlog does.
  */
 static PgtCtlResult
-ctl_connect(int *fdp, char *err, size_t errlen)
+ctl_connect(int *fdp, const struct timespec *deadline, char *err, size_t errlen)
+{
+	PgtCtlResult r;
+
+	for (;;)
+	{
+		r = ctl_connect_once(fdp, err, errlen);
+		if (r != PGT_CTL_TIMEOUT || ctl_remaining_ms(deadline) == 0 || ctl_cancelled())
+			return r;
+		close(*fdp);
+		*fdp = -1;
+		pg_usleep(10000);
+	}
+}
+
+/*
+ * ctl_connect_once
+ *		One connect; PGT_CTL_TIMEOUT when the backlog is full.
+ */
+static PgtCtlResult
+ctl_connect_once(int *fdp, char *err, size_t errlen)
 {
 	struct sockaddr_un addr;
 	char		path[MAXPGPATH];

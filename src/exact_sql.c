@@ -551,32 +551,69 @@ pg_tracer_exact_session_totals(PG_FUNCTION_ARGS)
 }
 
 /*
+ * helper_reset
+ *		Ask the helper to empty this cluster's rows with verb; true when it
+ *		did, or when there was nothing to empty: no helper running, the
+ *		cluster not attached (its postmaster's rows went when it exited), a
+ *		helper older than the verb.  Otherwise (refused, no answer in time,
+ *		a broken connection) a WARNING says so and the result is false.
+ *		*emptied: whether the helper answered that it emptied them.
+ */
+static bool
+helper_reset(const char *verb, const char *what, bool *emptied)
+{
+	char		out[128];
+	char		err[256];
+	PgtCtlResult rc;
+
+	out[0] = err[0] = '\0';
+	rc = pgt_control_request(verb, out, sizeof(out), err, sizeof(err));
+	*emptied = (rc == PGT_CTL_OK);
+	if (rc == PGT_CTL_OK || rc == PGT_CTL_NO_HELPER)
+		return true;
+	if (rc == PGT_CTL_REFUSED &&
+		(strncmp(out, "unknown-verb", 12) == 0 ||
+		 strncmp(out, "unavailable the cluster is not attached", 39) == 0))
+	{
+		elog(DEBUG1, "pg_tracer: the helper did not reset %s: %s", what, out);
+		return true;
+	}
+	ereport(WARNING,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("pg_tracer: the helper did not reset %s", what),
+			 errdetail_internal("Request \"%s\": %s.", verb, err[0] ? err : out),
+			 errhint("Call pg_tracer_reset() again once the helper answers; pg_tracer_probes shows its state.")));
+	return false;
+}
+
+/*
  * pg_tracer_reset_all
  *		pg_tracer_reset(): the sampler's counters and history, then the
  *		helper's probe-set rows of this cluster (verb PROBERESET: the kernel
- *		and engine views; a helper older than the verb answers ERR, which
- *		only DEBUG1 tells) and its exact counters (verb EXACTRESET), waiting
+ *		and engine views) and its exact counters (verb EXACTRESET), waiting
  *		(at most 2 s) for a publication after the helper emptied them so
  *		that the helper's views read as "since the reset" on return.  "After" is after its
  *		answer: a publication stamped between the request and the answer
  *		may have been written before the reset (the helper does one thing
  *		at a time, so one stamped later was written after it).  Without a helper there
- *		is nothing exact to reset.  Returns the sampler's confirmation.
+ *		is nothing exact to reset.  Returns whether the sampler confirmed and
+ *		the helper, where one runs, emptied its rows (helper_reset warns
+ *		when it did not: the exact and kernel views would keep their totals
+ *		while the sampler's reset time moved on).
  */
 Datum
 pg_tracer_reset_all(PG_FUNCTION_ARGS)
 {
-	Datum		sampled = DirectFunctionCall1(pg_tracer_reset, (Datum) 0);
-	char		out[128];
-	char		err[256];
+	bool		sampled = DatumGetBool(DirectFunctionCall1(pg_tracer_reset, (Datum) 0));
+	bool		emptied;
+	bool		probes = helper_reset("PROBERESET", "its kernel and engine rows", &emptied);
 	int64		answered_us;
 	int			i;
 
-	if (pgt_control_request("PROBERESET", out, sizeof(out), err, sizeof(err)) != PGT_CTL_OK)
-		elog(DEBUG1, "pg_tracer: the helper did not reset its probe sets: %s",
-			 err[0] ? err : out);
-	if (pgt_control_request("EXACTRESET", out, sizeof(out), err, sizeof(err)) != PGT_CTL_OK)
-		return sampled;
+	if (!helper_reset("EXACTRESET", "its exact counters", &emptied))
+		PG_RETURN_BOOL(false);
+	if (!emptied)
+		PG_RETURN_BOOL(sampled && probes);	/* no helper: nothing to wait for */
 	answered_us = GetCurrentTimestamp() + EXACT_EPOCH_DIFF_US;
 	for (i = 0; i < 200; i++)
 	{
@@ -592,5 +629,5 @@ pg_tracer_reset_all(PG_FUNCTION_ARGS)
 		CHECK_FOR_INTERRUPTS();
 		pg_usleep(10000);
 	}
-	return sampled;
+	PG_RETURN_BOOL(sampled && probes);
 }

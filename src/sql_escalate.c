@@ -195,6 +195,12 @@ refused(const char *verb, const char *out)
 				 errdetail_internal("Helper answer: \"%s\".", out),
 				 errhint("The budget of exact seconds per rolling hour is set with the helper's --exact-budget; wait for earlier windows to leave the hour.")));
 	}
+	if (strncmp(out, "denied pid", 10) == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("the helper refused the request: the calling process is not one of the cluster's"),
+				 errdetail_internal("Request \"%s\", helper answer \"%s\".", verb, out),
+				 errhint("The helper takes state-changing requests only from root and from the postmaster's children; a server in another pid namespace than the helper's, or one whose postmaster the helper does not track, is refused.")));
 	if (strncmp(out, "denied", 6) == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),

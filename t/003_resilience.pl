@@ -70,6 +70,15 @@ is($node->safe_psql('postgres', 'SELECT helper_pid FROM pg_tracer_status()'), $h
 # --- restart PostgreSQL: the helper re-attaches to the new postmaster
 my $gen2 = generation();
 $node->restart;
+# Before the helper attaches the new postmaster (its discovery ticks once a
+# second), the changing requests get their own answers: no window to
+# close, nothing to empty.  Before, each was refused as from a stranger
+# ("not a process of this cluster"), a privilege error.
+my ($rc_d, $out_d, $err_d) = $node->psql('postgres',
+	"SELECT pg_tracer_deescalate() || '|' || pg_tracer_reset()");
+is($out_d, 'false|true', 'just after a restart: deescalate false, reset true')
+  or diag($err_d);
+unlike($err_d, qr/refused|WARNING/, '... with no refusal or warning');
 ok(defined wait_until(sub {
 	connected() && $node->safe_psql('postgres', 'SELECT postmaster_pid FROM pg_tracer_status()') eq $node->{_pid}
 }, 20), 'helper re-attaches after a PostgreSQL restart');
@@ -81,6 +90,18 @@ ok(defined wait_until(sub {
 }, 5), 'backends of the new postmaster are tracked');
 $bg->quit;
 $start_time = $node->safe_psql('postgres', 'SELECT pg_postmaster_start_time()');
+
+# --- a helper that does not answer: pg_tracer_reset() says so and returns
+# false (before: true, silently, while the helper's rows kept their totals);
+# the requests it gave up on are dropped when the helper wakes, not done
+signal_helper($helper, 'STOP');
+my ($rc_r, $out_r, $err_r) = $node->psql('postgres', 'SELECT pg_tracer_reset()');
+signal_helper($helper, 'CONT');
+is($out_r, 'f', 'reset with a stopped helper: false');
+like($err_r, qr/WARNING:.*the helper did not reset/s,
+	'... and a warning says what the helper did not reset');
+ok(defined wait_until(sub { slurp_file($node->basedir . '/helper.log') =~ /PROBERESET" from pid \d+ dropped: the client closed/ }, 5),
+	'the helper drops the requests whose client gave up');
 
 # --- foreign segments: stop the helper, then plant damaged files
 signal_helper($helper, 'TERM');

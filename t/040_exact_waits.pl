@@ -201,6 +201,9 @@ sleep(1);
 my $esc_at = time();
 is(q1('SELECT granted_s, budget_remaining_s IS NULL FROM pg_tracer_escalate(60)'), '60|t',
 	'unlimited: all 60 s granted, no remaining budget to report');
+# a second administrator's shorter request leaves the granted end alone
+is($node->safe_psql('postgres', 'SELECT granted_s FROM pg_tracer_escalate(1)',
+		extra_params => [ '-U', 'bob' ]), '1', "bob's 1 s request is granted");
 $s->query_safe('SELECT 1');
 my $seed_truth = (time() - $esc_at) * 1000;
 wait_exact_copy($node);
@@ -210,6 +213,9 @@ ok(defined $seeded && $seeded ne '' && $seeded > 0.85 * (3000 - ($esc_at - $slee
 	  && $seeded <= $seed_truth * 1.05,
 	sprintf('a sleep in progress at escalation is timed from the window start: %s ms (<= %.0f)',
 		$seeded // 'none', $seed_truth));
+sleep(1.5) while time() - $esc_at < 2;
+is(q1("SELECT active || '|' || (window_end > now() + interval '50 s') FROM pg_tracer_exact_budget()"),
+	'true|true', "bob's shorter request did not cut the 60 s window");
 is(q1('SELECT pg_tracer_deescalate()'), 't', 'deescalate closes the window');
 is(q1('SELECT pg_tracer_deescalate()'), 'f', 'deescalate again: false (idempotent)');
 ok(defined wait_until(sub {

@@ -98,6 +98,7 @@ END
 	for my $pid (@launched)
 	{
 		next unless -e "/proc/$pid";
+		eval { signal_helper($pid, 'CONT') };    # one a test left stopped
 		eval { signal_helper($pid, 'TERM') };
 	}
 }

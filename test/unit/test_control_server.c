@@ -121,6 +121,22 @@ test_membership(void)
 	CHECK_CONTAINS(answer("PGT/1 PING\n"), "PGT/1 OK pong");
 	CHECK_CONTAINS(answer("PGT/1 STATUS\n"), "PGT/1 OK attached=1");
 	CHECK(strstr(answer("PGT/1 BUDGET\n"), "not a process of this cluster") == NULL);
+
+	/*
+	 * Detached (a postmaster restarting): nobody but root is a member, as
+	 * the server derives it, and each verb gives its own harmless answer
+	 * rather than a denial the SQL functions would report as a privilege
+	 * error.
+	 */
+	test_info.attached = 0;
+	test_info.postmaster_host_pid = 0;
+	test_info.peer_member = control_peer_member(1000, getpid(), 0);
+	CHECK_STR(answer("PGT/1 PROBERESET\n"),
+			  "PGT/1 ERR unavailable the cluster is not attached\n");
+	CHECK_CONTAINS(answer("PGT/1 ESCALATE 10 alice\n"),
+				   "PGT/1 ERR unavailable the cluster is not attached");
+	CHECK_CONTAINS(answer("PGT/1 DEESCALATE alice\n"), "PGT/1 OK closed=0");
+	CHECK_CONTAINS(answer("PGT/1 EXACTRESET\n"), "PGT/1 OK reset=0");
 	test_info = saved;
 
 	/* who is a member: root; the postmaster; its children; no one else */
@@ -276,6 +292,28 @@ test_socket(void)
 	CHECK_INT(write(fd, "TUS\n", 4), 4);
 	pump(&s, epfd, 2);
 	CHECK_STR(read_answer(fd), "PGT/1 OK attached=1 postmaster=4242 backends=9 generation=5\n");
+	close(fd);
+
+	/*
+	 * A client that gave up (closed) before its request was read: dropped,
+	 * not carried out.  One that only shut its writing side still gets its
+	 * answer.
+	 */
+	fd = client(path);
+	CHECK_INT(write(fd, "PGT/1 PROBERESET\n", 17), 17);
+	close(fd);
+	{
+		uint64_t	served = s.served;
+
+		pump(&s, epfd, 3);
+		CHECK(s.served == served && s.abandoned == 1, "served %llu abandoned %llu",
+			  (unsigned long long) (s.served - served), (unsigned long long) s.abandoned);
+	}
+	fd = client(path);
+	CHECK_INT(write(fd, "PGT/1 PING\n", 11), 11);
+	CHECK_INT(shutdown(fd, SHUT_WR), 0);
+	pump(&s, epfd, 3);
+	CHECK_STR(read_answer(fd), "PGT/1 OK pong version=1.2.3 generation=5 pid=77\n");
 	close(fd);
 
 	/* overlong: answered as soon as the buffer is full */

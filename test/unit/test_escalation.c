@@ -2,7 +2,7 @@
  * test/unit/test_escalation.c
  *	  Tiers and escalation windows (helper/escalation.c): option parsing,
  *	  grants clamped to the budget of the rolling hour, re-planning an open
- *	  window, expiry and mid-window enforcement by escalation_tick, budget
+ *	  window (extended, never shortened), expiry and mid-window enforcement by escalation_tick, budget
  *	  freed as windows leave the hour, idempotent DEESCALATE, denials
  *	  (exhausted, disabled, sampled mode, set not running), argument
  *	  checks, full mode, the switch calls, the windows table, the held
@@ -170,13 +170,24 @@ test_budget(void)
 			  "OK granted=100 remaining=200 budget=300 mode=tiered");
 	CHECK(sw_on == 1 && sw_calls == 1);
 	CHECK(escalation_active());
-	/* 30 s later: re-planned to end 50 s from now, 30 s already used */
+	/*
+	 * 30 s later bob asks for 50 s: granted, but the window keeps alice's
+	 * later end (a re-plan never shortens), so 70 s of the 270 left are
+	 * planned; a longer request extends it.
+	 */
 	CHECK_STR(ask(T0 + 30 * S, "ESCALATE", 2, "50", "bob", NULL),
-			  "OK granted=50 remaining=220 budget=300 mode=tiered");
-	escalation_tick(T0 + 79 * S);
-	CHECK(escalation_active(), "still open before the planned end");
+			  "OK granted=50 remaining=200 budget=300 mode=tiered");
+	CHECK_STR(ask(T0 + 30 * S, "BUDGET", 0, NULL, NULL, NULL),
+			  "OK mode=tiered budget=300 used=30 remaining=200 active=1 until=1800000100000000");
 	escalation_tick(T0 + 80 * S);
-	CHECK(!escalation_active() && sw_on == 0, "closed at the planned end");
+	CHECK(escalation_active(), "a shorter request left the granted end alone");
+	CHECK_STR(ask(T0 + 60 * S, "ESCALATE", 2, "50", "bob", NULL),
+			  "OK granted=50 remaining=190 budget=300 mode=tiered");
+	escalation_tick(T0 + 109 * S);
+	CHECK(escalation_active(), "still open before the extended end");
+	CHECK_STR(ask(T0 + 80 * S, "DEESCALATE", 1, "bob", NULL, NULL),
+			  "OK closed=1 remaining=220 budget=300 mode=tiered");
+	CHECK(!escalation_active() && sw_on == 0, "DEESCALATE ends it early");
 	CHECK_STR(ask(T0 + 81 * S, "BUDGET", 0, NULL, NULL, NULL),
 			  "OK mode=tiered budget=300 used=80 remaining=220 active=0 until=0");
 
@@ -188,7 +199,7 @@ test_budget(void)
 	CHECK_STR(ask(T0 + 100 * S, "ESCALATE", 3, "3600", "carol", "anomaly-lock"),
 			  "OK granted=220 remaining=0 budget=300 mode=tiered");
 	CHECK_STR(ask(T0 + 101 * S, "ESCALATE", 2, "10", "dave", NULL),
-			  "OK granted=10 remaining=209 budget=300 mode=tiered");
+			  "OK granted=10 remaining=0 budget=300 mode=tiered");
 	CHECK_STR(ask(T0 + 105 * S, "DEESCALATE", 1, "dave", NULL, NULL),
 			  "OK closed=1 remaining=215 budget=300 mode=tiered");
 	CHECK_STR(ask(T0 + 106 * S, "DEESCALATE", 1, "dave", NULL, NULL),
@@ -209,7 +220,7 @@ test_budget(void)
 	n = escalation_windows(w, ESC_MAX_PUBLISHED, party_of(7));
 	CHECK(n == 3, "windows kept: %zu", n);
 	CHECK_STR(w[0].who, "alice");
-	CHECK_STR(w[0].end_reason, "expired");
+	CHECK_STR(w[0].end_reason, "deescalated");
 	CHECK_STR(w[1].reason, "anomaly-lock");
 	CHECK_STR(w[1].end_reason, "deescalated");
 	CHECK(w[2].end_us == T0 + 415 * S);
@@ -583,9 +594,11 @@ test_shares(void)
 	CHECK(strncmp(ask_as(7, T0 + 170 * S, "ESCALATE", "5", "alice"),
 				  "ERR denied budget share", 23) == 0);
 	CHECK_STR(ask_as(8, T0 + 180 * S, "ESCALATE", "10", "bob"),
-			  "OK granted=10 remaining=120 budget=300 mode=tiered");
+			  "OK granted=10 remaining=50 budget=300 mode=tiered");
 	escalation_tick(T0 + 190 * S);
-	CHECK(!escalation_active(), "re-planned to end at 190 s");
+	CHECK(escalation_active(), "a shorter re-plan kept the end at 260 s");
+	escalation_tick(T0 + 260 * S);
+	CHECK(!escalation_active(), "closed at the granted end");
 	escalation_detach();
 
 	/* a joined window outlives its opener's DEESCALATE */
@@ -691,6 +704,14 @@ test_kernel_sets(void)
 	CHECK(ksw_calls == 2 && ksw_on == 1, "a window lets them run");
 	CHECK(strncmp(ask(T0 + S, "ESCALATE", 2, "20", "alice", NULL), "OK granted=20 ", 14) == 0);
 	CHECK(ksw_calls == 2, "extending the window switches nothing");
+	{
+		struct pgt_exact_window_entry w[ESC_MAX_PUBLISHED];
+
+		/* the kernel sets' window timed no wait exactly: no exact coverage */
+		CHECK(escalation_windows(w, ESC_MAX_PUBLISHED, party_of(7)) == 1);
+		CHECK(w[0].flags & PGT_EXACT_WINDOW_NO_EXACT, "flags %u", w[0].flags);
+		CHECK(pgt_window_covered(&w[0], T0 - S, T0 + 5 * S, T0 + 5 * S) == 0);
+	}
 	escalation_tick(T0 + 30 * S);
 	CHECK(!escalation_active() && ksw_on == 0 && ksw_calls == 3, "held again at expiry");
 	/* charged until the planned end (21 s), not until the tick */
@@ -712,6 +733,37 @@ test_kernel_sets(void)
 	CHECK(strncmp(ask(T0 + S, "DEESCALATE", 1, "alice", NULL, NULL), "OK closed=1 ", 12) == 0);
 	CHECK(sw_on == 0 && ksw_on == 0);
 	escalation_detach_kernel();
+	escalation_detach();
+
+	/*
+	 * exact timing fails to switch on, the kernel sets run: the window is
+	 * granted for them, but counts as no exact coverage (before, it was
+	 * counted, and fidelity read "exact" over untimed waits)
+	 */
+	escalation_reset();
+	escalation_attach(failing_switch, NULL);
+	escalation_attach_kernel(fake_kernel_switch);
+	CHECK(strncmp(ask(T0, "ESCALATE", 2, "5", "alice", NULL), "OK granted=5 ", 13) == 0);
+	CHECK(ksw_on == 1 && escalation_active());
+	{
+		struct pgt_exact_window_entry w[ESC_MAX_PUBLISHED];
+
+		CHECK(escalation_windows(w, ESC_MAX_PUBLISHED, party_of(7)) == 1);
+		CHECK(w[0].flags & PGT_EXACT_WINDOW_NO_EXACT, "flags %u", w[0].flags);
+		CHECK(pgt_window_covered(&w[0], T0, T0 + 2 * S, T0 + 2 * S) == 0);
+	}
+	escalation_detach_kernel();
+	escalation_detach();
+	escalation_reset();
+	escalation_attach(fake_switch, NULL);
+	CHECK(strncmp(ask(T0, "ESCALATE", 2, "5", "alice", NULL), "OK granted=5 ", 13) == 0);
+	{
+		struct pgt_exact_window_entry w[ESC_MAX_PUBLISHED];
+
+		CHECK(escalation_windows(w, ESC_MAX_PUBLISHED, party_of(7)) == 1);
+		CHECK(w[0].flags == 0 && pgt_window_covered(&w[0], T0, T0 + 2 * S, T0 + 2 * S) == 2 * S,
+			  "an exact window covers its time");
+	}
 	escalation_detach();
 
 	/* full mode: they run from the start */
