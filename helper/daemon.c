@@ -1138,7 +1138,7 @@ claim_target(daemon_state *d, char *data_dir, size_t dlen, uid_t *uid, gid_t *gi
 	pid_t		holder;
 	int			r;
 
-	if (privileges_check(err, sizeof(err)) < 0 ||
+	if (privileges_check("daemon", err, sizeof(err)) < 0 ||
 		(d->target_mode &&
 		 resolve_target(d, data_dir, dlen, uid, gid, err, sizeof(err)) < 0) ||
 		runtime_dir_check(opts->runtime_dir, 1, err, sizeof(err)) < 0)

@@ -65,6 +65,9 @@ parse_pid_name(const char *name)
  *		discovery_check_postmaster for a postgres process whose stat (ps) is
  *		read.
  */
+/* check_postmaster's last failure was a permission denied (EACCES, EPERM) */
+static int	check_denied;
+
 static int
 check_postmaster(pid_t pid, const proc_stat *ps, pm_info *out, char *err, size_t errlen)
 {
@@ -84,8 +87,10 @@ check_postmaster(pid_t pid, const proc_stat *ps, pm_info *out, char *err, size_t
 	 */
 	snprintf(path, sizeof(path), "/proc/%d/cwd", (int) pid);
 	dirfd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	check_denied = 0;
 	if (dirfd < 0 || fstat(dirfd, &st) < 0)
 	{
+		check_denied = errno == EACCES || errno == EPERM;
 		snprintf(err, errlen, "cannot open the working directory of %d: %s",
 				 (int) pid, strerror(errno));
 		goto fail;
@@ -104,6 +109,7 @@ check_postmaster(pid_t pid, const proc_stat *ps, pm_info *out, char *err, size_t
 
 	if (pidfile_read_at(dirfd, "postmaster.pid", &pf, perr, sizeof(perr)) < 0)
 	{
+		check_denied = errno == EACCES || errno == EPERM;
 		snprintf(err, errlen, "process %d: %s", (int) pid, perr);
 		goto fail;
 	}
@@ -330,7 +336,9 @@ discovery_scan(pm_info **out, size_t *nout, int filter, uint64_t dev, uint64_t i
 	size_t		npms = 0;
 	size_t		cappms = 0;
 	size_t		i;
+	int			denied = 0;
 	int			ret = -1;
+	static int	denied_told;
 
 	*out = NULL;
 	*nout = 0;
@@ -356,12 +364,21 @@ discovery_scan(pm_info **out, size_t *nout, int filter, uint64_t dev, uint64_t i
 		if (discovery_check_postmaster(cands[i].pid, &pm, err, sizeof(err)) < 0)
 		{
 			log_debug("discovery: %s", err);
+			denied += check_denied;
 			continue;
 		}
 		if (filter && (pm.dev != dev || pm.ino != ino))
 			continue;
 		if (add_pm(&pms, &npms, &cappms, &pm) < 0)
 			goto cleanup;
+	}
+	if (denied > 0 && !denied_told)
+	{
+		/* without it, "no server found" while servers run: say why, once */
+		log_warn("discovery: %d postgres process%s could not be inspected (permission "
+				 "denied): run as root, or as the cluster's owner", denied,
+				 denied == 1 ? "" : "es");
+		denied_told = 1;
 	}
 	if (roots != NULL)
 	{
@@ -533,7 +550,10 @@ discovery_pgdata(const char *dir, pm_info **out, size_t *n, char *why, size_t wh
 	free(*out);
 	*out = NULL;
 	snprintf(path, sizeof(path), "%s/PG_VERSION", dir);
-	if (access(path, F_OK) < 0)
+	if (access(path, F_OK) < 0 && (errno == EACCES || errno == EPERM))
+		snprintf(why, whylen, "%s cannot be read (%s): run as root or as the cluster's "
+				 "owner", dir, strerror(errno));
+	else if (access(path, F_OK) < 0)
 		snprintf(why, whylen, "%s is not a PostgreSQL data directory (no PG_VERSION)", dir);
 	else
 		snprintf(why, whylen, "no postmaster is running in %s", dir);

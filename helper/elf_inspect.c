@@ -247,7 +247,13 @@ elf_inspect_open(const char *path, elf_info *info, char *err, size_t errlen)
 	e = elf_begin(info->fd, ELF_C_READ, NULL);
 	if (e == NULL || elf_kind(e) != ELF_K_ELF || gelf_getehdr(e, &eh) == NULL)
 	{
-		snprintf(err, errlen, "%s is not an ELF file: %s", path, elf_errmsg(-1));
+		/* libelf has no error for a file that is simply of another kind */
+		int			eno = elf_errno();
+
+		snprintf(err, errlen, "%s is not an ELF file: %s", path,
+				 eno != 0 ? elf_errmsg(eno) :
+				 e != NULL && elf_kind(e) == ELF_K_AR ? "an ar archive" :
+				 "no ELF header");
 		if (e)
 			elf_end(e);
 		goto fail;

@@ -8,8 +8,10 @@
  * pgbench and shells are not children of a postmaster and never appear),
  * its executable resolved through /proc/<pid>/root, and the ELF facts the
  * engine probes depend on.  Read-only: nothing is attached.  Exit 0 when
- * something was inspected, 1 when the target is not a server or the file
- * not an ELF executable.
+ * everything asked for was inspected; 1 when the target is not a server or
+ * the file not an ELF executable (nothing on standard output then), or,
+ * without a target, when no server was found or one of them could not be
+ * inspected (the others are still printed).
  */
 #include "inspect_cmd.h"
 
@@ -264,7 +266,11 @@ inspect_binary(const char *path, int json)
 		fprintf(stderr, "pg-tracer: %s\n", err);
 		return 1;
 	}
+	if (json)
+		printf("{");
 	print_elf(&e, json);
+	if (json)
+		printf("}\n");
 	elf_inspect_close(&e);
 	return 0;
 }
@@ -347,6 +353,7 @@ one_server(const inspect_opts *o, pm_info *pm, char *why, size_t whylen)
 	pm_info    *pms = NULL;
 	size_t		n = 0;
 	proc_stat	ps;
+	char		why_self[256];
 	char		err[256];
 
 	if (o->pgdata != NULL)
@@ -357,14 +364,19 @@ one_server(const inspect_opts *o, pm_info *pm, char *why, size_t whylen)
 		free(pms);
 		return 0;
 	}
-	if (discovery_check_postmaster(o->pid, pm, err, sizeof(err)) == 0)
+	if (discovery_check_postmaster(o->pid, pm, why_self, sizeof(why_self)) == 0)
 		return 0;
 	/* a backend's pid: inspect its postmaster */
-	if (procfs_read_stat(o->pid, &ps) < 0 ||
-		discovery_check_postmaster(ps.ppid, pm, err, sizeof(err)) < 0)
+	if (procfs_read_stat(o->pid, &ps) < 0)
 	{
-		snprintf(why, whylen, "pid %d is not a PostgreSQL server process: %s",
-				 (int) o->pid, err);
+		snprintf(why, whylen, "--pid %d: no such process", (int) o->pid);
+		return -1;
+	}
+	if (discovery_check_postmaster(ps.ppid, pm, err, sizeof(err)) < 0)
+	{
+		/* both reasons, as trace gives them */
+		snprintf(why, whylen, "--pid %d is neither a PostgreSQL postmaster (%.200s) nor a "
+				 "child of one (its parent: %.200s)", (int) o->pid, why_self, err);
 		return -1;
 	}
 	return 0;
@@ -385,14 +397,7 @@ inspect_run(const inspect_opts *o)
 	int			rc = 0;
 
 	if (o->binary != NULL)
-	{
-		if (o->json)
-			printf("{");
-		rc = inspect_binary(o->binary, o->json);
-		if (o->json)
-			printf("}\n");
-		return rc;
-	}
+		return inspect_binary(o->binary, o->json);	/* nothing on stdout on failure */
 	if (o->pgdata != NULL || o->pid != 0)
 	{
 		if (one_server(o, &pm, err, sizeof(err)) < 0)

@@ -184,14 +184,12 @@ parse_pid(const char *s, pid_t *out)
  *		value, '?' for an unknown option.
  */
 static int
-bad_option(const char *usage, char **argv, int c)
+bad_option(const char *usage, char **argv, const struct option *longopts, int c)
 {
-	char		buf[3];
-	const char *bad = parse_bad_option(argv, buf);
+	char		why[256];
 
-	if (c == ':')
-		return usage_error(usage, "option %s needs a value", bad);
-	return usage_error(usage, "unknown option %s", bad);
+	parse_explain_option(argv, longopts, c, why, sizeof(why));
+	return usage_error(usage, "%s", why);
 }
 
 static const char inspect_usage[] =
@@ -259,7 +257,7 @@ cmd_inspect(int argc, char **argv)
 				fputs(inspect_usage, stdout);
 				return 0;
 			default:
-				return bad_option(inspect_usage, argv, c);
+				return bad_option(inspect_usage, argv, longopts, c);
 		}
 	}
 	if (optind < argc)
@@ -398,7 +396,7 @@ daemon_option(daemon_opts *o, int c, char **argv)
 	if (r < 0)
 		return usage_error(daemon_usage, "%s", eerr);
 	if (r > 0)
-		return bad_option(daemon_usage, argv, c);
+		return bad_option(daemon_usage, argv, daemon_longopts, c);
 	return -1;
 }
 
@@ -469,7 +467,7 @@ cmd_status(int argc, char **argv)
 				fputs(status_usage, stdout);
 				return 0;
 			default:
-				return bad_option(status_usage, argv, c);
+				return bad_option(status_usage, argv, longopts, c);
 		}
 	}
 	if (optind < argc)

@@ -122,6 +122,63 @@ parse_bad_option(char **argv, char buf[3])
 }
 
 /*
+ * parse_explain_option
+ *		See parse_num.h.  glibc's getopt_long reports an ambiguous prefix and
+ *		a value given to an option that takes none as it does an unknown
+ *		option ('?'), so the word is looked at again against longopts.
+ */
+void
+parse_explain_option(char **argv, const struct option *longopts, int c, char *out,
+					 size_t outlen)
+{
+	char		buf[3];
+	const char *word = parse_bad_option(argv, buf);
+	const char *name = word + 2;
+	size_t		len = strcspn(name, "=");
+	size_t		used = 0;
+	int			matches = 0;
+	const struct option *o;
+
+	if (c == ':')
+	{
+		snprintf(out, outlen, "option %s needs a value", word);
+		return;
+	}
+	if (strncmp(word, "--", 2) != 0 || len == 0)
+	{
+		snprintf(out, outlen, "unknown option %s", word);
+		return;
+	}
+	const struct option *only = NULL;
+
+	int			exact = 0;
+
+	for (o = longopts; o->name != NULL; o++)
+		if (strlen(o->name) == len && strncmp(o->name, name, len) == 0)
+		{
+			only = o;			/* exact: never ambiguous */
+			exact = 1;
+		}
+	for (o = longopts; !exact && o->name != NULL; o++)
+	{
+		if (strncmp(o->name, name, len) != 0)
+			continue;
+		if (matches++ == 0)
+			used = (size_t) snprintf(out, outlen, "option --%.*s is ambiguous: --%s",
+									 (int) len, name, o->name);
+		else if (used < outlen)
+			used += (size_t) snprintf(out + used, outlen - used, ", --%s", o->name);
+		only = o;
+	}
+	if (matches > 1)
+		return;
+	if (only != NULL && only->has_arg == no_argument && name[len] == '=')
+		snprintf(out, outlen, "option --%s takes no value", only->name);
+	else
+		snprintf(out, outlen, "unknown option %s", word);
+}
+
+/*
  * parse_choice
  *		See parse_num.h.
  */

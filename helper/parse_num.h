@@ -53,4 +53,13 @@ extern int	parse_module_option(const module_option *table, size_t n, int opt,
  */
 extern const char *parse_bad_option(char **argv, char buf[3]);
 
+/*
+ * Why getopt_long rejected an option (c is ':' or '?'), in words: a missing
+ * value, a value given to an option that takes none, an ambiguous prefix
+ * (naming the options it could be), or an unknown option.
+ */
+struct option;
+extern void parse_explain_option(char **argv, const struct option *longopts, int c,
+								 char *out, size_t outlen);
+
 #endif							/* PGT_HELPER_PARSE_NUM_H */

@@ -91,12 +91,12 @@ read_caps(struct __user_cap_data_struct data[2])
 
 /*
  * privileges_check
- *		0 when the daemon may run: not setuid, and root or holding CAP_BPF,
+ *		0 when command cmd ("daemon", "trace") may run: not setuid, and root or holding CAP_BPF,
  *		CAP_PERFMON and CAP_SYS_PTRACE (CAP_SYS_ADMIN standing in for the
  *		first two on kernels older than 5.8).  Else -1 with err set.
  */
 int
-privileges_check(char *err, size_t errlen)
+privileges_check(const char *cmd, char *err, size_t errlen)
 {
 	struct __user_cap_data_struct data[2];
 	int			bpf;
@@ -119,13 +119,41 @@ privileges_check(char *err, size_t errlen)
 	if (!bpf || !perfmon || !ptrace)
 	{
 		snprintf(err, errlen,
-				 "pg-tracer daemon needs root or CAP_BPF, CAP_PERFMON and "
-				 "CAP_SYS_PTRACE (missing:%s%s%s)",
+				 "pg-tracer %s needs root or CAP_BPF, CAP_PERFMON and "
+				 "CAP_SYS_PTRACE (missing:%s%s%s)", cmd,
 				 bpf ? "" : " CAP_BPF", perfmon ? "" : " CAP_PERFMON",
 				 ptrace ? "" : " CAP_SYS_PTRACE");
 		return -1;
 	}
 	return 0;
+}
+
+/*
+ * warn_no_dac
+ *		Without CAP_DAC_READ_SEARCH a non-root process finds no cluster
+ *		whose data directory is 0700 (its postmaster.pid cannot be read).
+ */
+static void
+warn_no_dac(const struct __user_cap_data_struct *data)
+{
+	if (!has_cap(data, CAP_DAC_READ_SEARCH))
+		log_warn("no CAP_DAC_READ_SEARCH: postmaster.pid and the layout file of a cluster "
+				 "whose data directory is 0700 cannot be read (the systemd unit grants it)");
+}
+
+/*
+ * privileges_warn_trace
+ *		A trace that is not root: what it will not find without the
+ *		capabilities beyond the three privileges_check requires.
+ */
+void
+privileges_warn_trace(void)
+{
+	struct __user_cap_data_struct data[2];
+
+	if (geteuid() == 0 || read_caps(data) < 0)
+		return;
+	warn_no_dac(data);
 }
 
 /*
@@ -143,9 +171,7 @@ privileges_warn_daemon(void)
 		return;
 	if (read_caps(data) < 0)
 		return;
-	if (!has_cap(data, CAP_DAC_READ_SEARCH))
-		log_warn("no CAP_DAC_READ_SEARCH: postmaster.pid and the layout file of a cluster "
-				 "whose data directory is 0700 cannot be read (the systemd unit grants it)");
+	warn_no_dac(data);
 	if (!has_cap(data, CAP_CHOWN))
 		log_warn("no CAP_CHOWN: segments and sockets cannot be given to the cluster "
 				 "owners, who then cannot read them (the systemd unit grants it)");

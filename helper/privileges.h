@@ -17,7 +17,8 @@
 #define PGT_SYSTEM_MAX_UID	999
 
 extern int	privileges_not_setuid(char *err, size_t errlen);
-extern int	privileges_check(char *err, size_t errlen);
+extern int	privileges_check(const char *cmd, char *err, size_t errlen);
 extern void privileges_warn_daemon(void);
+extern void privileges_warn_trace(void);
 
 #endif							/* PGT_HELPER_PRIVILEGES_H */

@@ -189,8 +189,14 @@ pset_parse_list(const char *list, const probe_set **out, size_t max, size_t *n,
 	{
 		const probe_set *s;
 
+		size_t		len;
+
 		while (isspace((unsigned char) *tok))
 			tok++;
+		/* blanks on either side of a name, as in "syscall , vfs" */
+		len = strlen(tok);
+		while (len > 0 && isspace((unsigned char) tok[len - 1]))
+			tok[--len] = '\0';
 		if (*tok == '\0')
 		{
 			/* "syscall,,block" or a trailing comma: a name left out, say so */

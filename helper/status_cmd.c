@@ -6,7 +6,10 @@
  *	  probe sets, and ping its control socket.
  *
  * Exit status: 0 when at least one segment belongs to a live helper
- * (RUNNING/WAITING, writer alive, updated within STALE_US), 3 otherwise.
+ * (RUNNING/WAITING, writer alive, updated within STALE_US either way of
+ * the clock), 4 when none does but some segment could not be read (a user
+ * neither root nor the cluster's owner: the segments are theirs alone, so
+ * there is no telling), 3 otherwise.
  */
 #include "status_cmd.h"
 #include "trace_out.h"
@@ -390,7 +393,7 @@ print_tables_text(const pgt_seg_view *v)
 		probeset_strings t;
 
 		copy_probeset_strings(e, &t);
-		printf("    %-14s %-11s events %-10" PRIu64 " %s\n", t.name,
+		printf("    %-15s %-11s events %-10" PRIu64 " %s\n", t.name,
 			   pgt_probe_state_name(e->state), e->events, t.reason);
 	}
 	printf("  backends     %u\n", pgt_view_count(v, PGT_SEC_BACKENDS));
@@ -436,7 +439,8 @@ print_text(const segment_status *s)
 /*
  * show_one
  *		Read and print one segment.  Returns 1 when it belongs to a live
- *		helper, else 0.
+ *		helper, -1 when it could not be read (open or read failed: whether
+ *		its helper lives is unknown), else 0.
  */
 static int
 show_one(const status_opts *o, const char *path, int first)
@@ -455,7 +459,7 @@ show_one(const status_opts *o, const char *path, int first)
 	{
 		print_unreadable(o, path, first, r, err);
 		free(buf);
-		return 0;
+		return r == PGT_SEG_IO_ERROR ? -1 : 0;
 	}
 	h = s.hdr = s.view.hdr;
 	s.path = path;
@@ -464,7 +468,9 @@ show_one(const status_opts *o, const char *path, int first)
 					sizeof(h->helper_version));
 	s.alive = writer_alive(h->writer_pid);
 	s.age = (double) (procfs_realtime_us() - h->last_update_us) / 1e6;
-	s.live = s.alive && h->state != PGT_WRITER_STOPPED && s.age * 1e6 < STALE_US;
+	s.live = s.alive &&
+		(h->state == PGT_WRITER_RUNNING || h->state == PGT_WRITER_WAITING) &&
+		s.age * 1e6 < STALE_US && s.age * 1e6 > -STALE_US;
 	s.ping.ok = -1;
 	snprintf(s.sock, sizeof(s.sock), "%.*s.sock", (int) (strlen(path) - 4), path);
 	if (s.alive && h->state != PGT_WRITER_STOPPED)
@@ -546,7 +552,8 @@ list_segments(DIR *dir, const char *runtime_dir, char ***names)
 /*
  * status_run
  *		`pg-tracer status`.  Returns the exit status: 0 when a helper is
- *		live, 3 when none is (or the runtime directory cannot be read).
+ *		live, 4 when none is but a segment could not be read, 3 when none
+ *		is (or the runtime directory cannot be read).
  */
 int
 status_run(const status_opts *o)
@@ -555,6 +562,7 @@ status_run(const status_opts *o)
 	size_t		n;
 	DIR		   *dir;
 	int			live = 0;
+	int			unreadable = 0;
 	size_t		i;
 
 	dir = opendir(o->runtime_dir);
@@ -576,11 +584,18 @@ status_run(const status_opts *o)
 		printf("no segments in %s: no pg-tracer daemon has run here\n", o->runtime_dir);
 	for (i = 0; i < n; i++)
 	{
-		live += show_one(o, names[i], i == 0);
+		int			one = show_one(o, names[i], i == 0);
+
+		live += one > 0;
+		unreadable += one < 0;
 		free(names[i]);
 	}
 	free(names);
 	if (o->json)
-		printf("%s], \"live_helpers\": %d}\n", n ? "\n  " : "", live);
-	return live > 0 ? 0 : 3;
+		printf("%s], \"live_helpers\": %d, \"unreadable\": %d}\n", n ? "\n  " : "",
+			   live, unreadable);
+	if (live == 0 && unreadable > 0)
+		fprintf(stderr, "pg-tracer status: %d segment%s could not be read: run as root or "
+				"as the cluster's owner\n", unreadable, unreadable == 1 ? "" : "s");
+	return live > 0 ? 0 : unreadable > 0 ? 4 : 3;
 }

@@ -146,6 +146,7 @@ typedef struct trace_opts
 	enum log_level log_level;
 	int			interval_set;	/* --interval given */
 	int			buffer_set;		/* --buffer given */
+	int			keep_exited_set;	/* --keep-exited given */
 } trace_opts;
 
 /* One target cluster (or the parent of a single traced backend). */
@@ -1062,10 +1063,10 @@ run_loop(trace_state *t)
 	}
 	if (finish_trace(t) == 0)
 		ret = 0;
-	grace_armable = 0;
-	alarm(0);					/* printed: detaching may take its time */
 
 cleanup:
+	grace_armable = 0;
+	alarm(0);					/* printed or failed: detaching may take its time */
 	if (epfd >= 0)
 		close(epfd);
 	if (ivfd >= 0)
@@ -1287,11 +1288,12 @@ trace_run(trace_state *t, const probe_set *const *sets, size_t nsets)
 	t->sigfd = -1;
 	log_set_level(t->o.log_level);
 	pset_runtime_init(&t->rt);
-	if (privileges_check(err, sizeof(err)) < 0)
+	if (privileges_check("trace", err, sizeof(err)) < 0)
 	{
 		log_error("%s", err);
 		return 1;
 	}
+	privileges_warn_trace();
 	/* before the slow start: a Ctrl-C meanwhile still ends it cleanly */
 	if (catch_stop_signals(t) < 0)
 		goto cleanup;
@@ -1299,6 +1301,14 @@ trace_run(trace_state *t, const probe_set *const *sets, size_t nsets)
 		log_warn("tracefs: %s", detail);
 	if (find_targets(t) < 0)
 		goto cleanup;
+	if (t->o.keep_exited_set && t->ntargets == 1 && t->targets[0].single)
+	{
+		/* known only now: --pid named a backend, not a postmaster */
+		log_error("--keep-exited does nothing with --pid of a backend: its rows keep "
+				  "its pid (see --help)");
+		ret = 2;
+		goto cleanup;
+	}
 	for (i = 0; i < t->ntargets; i++)
 		load_layout(&t->targets[i]);
 	prepare_output(t, sets, nsets);
@@ -1411,7 +1421,6 @@ static int
 trace_option(trace_opts *o, int c, char **argv)
 {
 	char		err[600];
-	char		badopt[3];
 	long		v;
 	int			r;
 
@@ -1464,12 +1473,14 @@ trace_option(trace_opts *o, int c, char **argv)
 		case 'K':
 			if (pid_retire_configure(optarg, err, sizeof(err)) < 0)
 				return usage_error("--keep-exited: %s", err);
+			o->keep_exited_set = 1;
 			return -1;
 		case 'h':
 			fputs(trace_usage, stdout);
 			return 0;
 		case ':':
-			return usage_error("option %s needs a value", parse_bad_option(argv, badopt));
+			parse_explain_option(argv, trace_longopts, c, err, sizeof(err));
+			return usage_error("%s", err);
 	}
 	if (c == 'b')
 		o->buffer_set = 1;
@@ -1478,7 +1489,10 @@ trace_option(trace_opts *o, int c, char **argv)
 	if (r < 0)
 		return usage_error("%s", err);
 	if (r > 0)
-		return usage_error("unknown option %s", parse_bad_option(argv, badopt));
+	{
+		parse_explain_option(argv, trace_longopts, c, err, sizeof(err));
+		return usage_error("%s", err);
+	}
 	return -1;
 }
 

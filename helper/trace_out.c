@@ -279,8 +279,13 @@ trace_rec_begin(trace_out *o, const char *set, const char *event,
 		else
 			fprintf(o->f, ",\"pid\":%u,\"backend_type\":", pid);
 		trace_json_string(o->f, btype);
-		/* query ids are signed in PostgreSQL: print them as it does */
-		fprintf(o->f, ",\"queryid\":%" PRId64, (int64_t) queryid);
+		/*
+		 * Query ids are signed in PostgreSQL: print them as it does, but as
+		 * a JSON string.  Nearly every id is beyond 2^53, and parsers that
+		 * read numbers as doubles (jq 1.6, JavaScript) would round it, so a
+		 * join with pg_stat_statements would silently find nothing.
+		 */
+		fprintf(o->f, ",\"queryid\":\"%" PRId64 "\"", (int64_t) queryid);
 		if (TRACE_PID_FOLDED(pid))
 			fprintf(o->f, ",\"postmaster\":%u", pid & FOLDED_PM_MASK);
 	}

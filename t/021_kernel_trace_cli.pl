@@ -73,6 +73,9 @@ for my $l (@lines)
 	{
 		$missing++, diag("no $f: $l") unless exists $r->{$f};
 	}
+	# a string: nearly every id is beyond what a double holds exactly
+	$missing++, diag("queryid not a decimal string: $l")
+	  unless $l =~ /"queryid":"-?\d+"[,}]/;
 	$missing++, diag("bad ts: $l")
 	  unless ($r->{ts} // '') =~ /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/;
 	$status{ $r->{set} } = $r if $r->{event} eq 'status';
@@ -413,6 +416,13 @@ ok($rc == 1 && $e =~ /no postmaster is running in /, '--pgdata of a cluster that
 ok($rc == 1 && $e =~ /no postmaster is running in /, 'inspect --pgdata of it: the same');
 ($rc, $o, $e) = run_helper('trace', '--probes', 'all', '-xh');
 ok($rc == 2 && $e =~ /unknown option -x\b/, 'an unknown short option is named as written');
+($rc, $o, $e) = run_helper('trace', '--probes', 'all', '--p', '1');
+ok($rc == 2 && $e =~ /option --p is ambiguous: --probes, --pid, --pgdata/,
+	'an ambiguous prefix: usage error naming the options it could be');
+($rc, $o, $e) = run_helper('trace', '--probes', 'all', '--stats=1');
+ok($rc == 2 && $e =~ /option --stats takes no value/, 'a value for a flag: usage error saying so');
+($rc, $o, $e) = run_helper('trace', '--probes', 'sched , memory', '--pid', '1', '--duration', '1s');
+ok($rc == 1 && $e !~ /unknown probe set/, 'blanks around set names are allowed');
 ($rc, $o, $e) = run_helper('trace', '--probes', 'all', '--pid', '1', '--duration', '1s');
 is($rc, 1, '--pid of a non-PostgreSQL process: exit 1');
 like($e, qr/neither a PostgreSQL postmaster \(process 1 \(.*\) is not a postgres process\) nor a child of one/,

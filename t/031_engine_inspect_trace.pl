@@ -65,9 +65,13 @@ like($out, qr/^\s+exec_simple_query\s+unresolvable$/m, 'text: exec_simple_query 
 like($out, qr/^USDT:\s+$readelf probe sites/m, 'text: probe count');
 ($rc, $out, $err) = run_helper('inspect', '--binary', '/etc/hostname');
 is($rc, 1, 'a non-ELF file: exit 1');
-like($err, qr/not an ELF file/, 'with the reason');
+like($err, qr/not an ELF file: no ELF header/, 'with the reason');
+($rc, $out, $err) = run_helper('inspect', '--binary', '/etc/hostname', '--format', 'json');
+is($rc . '|' . $out, '1|', 'a non-ELF file, JSON: exit 1 and nothing on stdout');
 ($rc, $out, $err) = run_helper('inspect', '--pid', '1');
 is($rc, 1, 'pid 1 is not a server: exit 1');
+like($err, qr/--pid 1 is neither a PostgreSQL postmaster \(.*\) nor a child of one \(its parent: /,
+	"... with pid 1's own reason and its parent's");
 ($rc, $out, $err) = run_helper('inspect', '--pid', 'abc');
 is($rc, 2, 'bad --pid: usage error');
 
@@ -253,16 +257,16 @@ ok(defined wait_until(
 		sub {
 			$q->query_safe("SELECT length(pg_read_file('PG_VERSION'))");
 			$th->pump_nb;
-			$$tout =~ /"pid":$q_pid,[^\n]*"queryid":-?[1-9]/;
+			$$tout =~ /"pid":$q_pid,[^\n]*"queryid":"-?[1-9]/;
 		},
 		10),
 	'restart: a new backend\'s calls carry query ids once the trace maps it');
 my $explain = $q->query_safe('EXPLAIN (VERBOSE, FORMAT JSON) SELECT count(*) FROM qt');
 my ($qid) = $explain =~ /"Query Identifier": (-?\d+)/;
 $q->query_safe('SELECT count(*) FROM qt');
-wait_until(sub { $th->pump_nb; $$tout =~ /"pid":$q_pid,[^\n]*"queryid":\Q$qid\E,/ }, 5) if defined $qid;
+wait_until(sub { $th->pump_nb; $$tout =~ /"pid":$q_pid,[^\n]*"queryid":"\Q$qid\E",/ }, 5) if defined $qid;
 end_trace($th);
-my %q_ids = map { /"queryid":(-?\d+)/ ? ($1 => 1) : () } grep { /"pid":$q_pid,/ } split /\n/, $$tout;
+my %q_ids = map { /"queryid":"(-?\d+)"/ ? ($1 => 1) : () } grep { /"pid":$q_pid,/ } split /\n/, $$tout;
 ok(defined $qid && $q_ids{$qid},
 	'restart: a new backend\'s reads of a table carry its statement\'s query id ('
 	  . ($qid // 'no id from EXPLAIN') . ' among ' . join(',', sort keys %q_ids) . ')');

@@ -82,6 +82,48 @@ test_bad_option(void)
 	CHECK_STR(first_rejected(2, a3, buf), "--pid");
 }
 
+/* the words for getopt_long's rejection: ambiguous, a value it takes none of */
+static const char *
+explained(int argc, char **argv)
+{
+	static const struct option longopts[] = {{"probes", required_argument, NULL, 'P'},
+	{"pid", required_argument, NULL, 'p'}, {"pgdata", required_argument, NULL, 'D'},
+	{"stats", no_argument, NULL, 's'}, {NULL, 0, NULL, 0}};
+	static char out[256];
+	int			c;
+
+	opterr = 0;
+	optind = 0;
+	out[0] = '\0';
+	while ((c = getopt_long(argc, argv, "+:h", longopts, NULL)) != -1)
+		if (c == '?' || c == ':')
+		{
+			parse_explain_option(argv, longopts, c, out, sizeof(out));
+			break;
+		}
+	return out;
+}
+
+static void
+test_explain_option(void)
+{
+	char	   *a1[] = {"trace", "--p", "1", NULL};
+	char	   *a2[] = {"trace", "--pg", "/x", NULL};
+	char	   *a3[] = {"trace", "--stats=1", NULL};
+	char	   *a4[] = {"trace", "--stat=yes", NULL};
+	char	   *a5[] = {"trace", "--bogus", NULL};
+	char	   *a6[] = {"trace", "--pid", NULL};
+	char	   *a7[] = {"trace", "-x", NULL};
+
+	CHECK_STR(explained(3, a1), "option --p is ambiguous: --probes, --pid, --pgdata");
+	CHECK_STR(explained(3, a2), "");	/* a unique prefix is taken */
+	CHECK_STR(explained(2, a3), "option --stats takes no value");
+	CHECK_STR(explained(2, a4), "option --stats takes no value");
+	CHECK_STR(explained(2, a5), "unknown option --bogus");
+	CHECK_STR(explained(2, a6), "option --pid needs a value");
+	CHECK_STR(explained(2, a7), "unknown option -x");
+}
+
 /* a module's configure function: takes "good", says what is wrong otherwise */
 static int	configured;
 
@@ -121,6 +163,7 @@ main(void)
 	test_decimal();
 	test_duration();
 	test_bad_option();
+	test_explain_option();
 	test_module_option();
 	UNIT_MAIN_END("test_parse_num");
 }

@@ -57,7 +57,7 @@ one_record(trace_out *o)
 	trace_rec_bool(o, "early", 0);
 	trace_rec_end(o);
 	/* text values quoted whenever a split at blanks and '=' would cut them */
-	trace_rec_begin(o, "engine", "query", 7, 0, 1);
+	trace_rec_begin(o, "engine", "query", 7, (uint64_t) -6781391283629456789LL, 1);
 	trace_rec_str(o, "empty", "");
 	trace_rec_str(o, "eq", "a=b");
 	trace_rec_str(o, "utf8", "caf\xc3\xa9");
@@ -98,8 +98,10 @@ test_json_record(void)
 
 	CHECK(strncmp(s, "{\"ts\":\"", 7) == 0, "%s", s);
 	CHECK(strstr(s, "Z\",\"set\":\"syscall\",\"event\":\"pread64\",\"pid\":0,"
-				 "\"backend_type\":\"kernel\",\"queryid\":-42,") != NULL, "%s", s);
+				 "\"backend_type\":\"kernel\",\"queryid\":\"-42\",") != NULL, "%s", s);
 	CHECK(strstr(s, "\"bytes\":8192,\"ret\":-5,\"latency_us\":12.500,") != NULL, "%s", s);
+	/* beyond 2^53: a string, so that parsers reading doubles keep every digit */
+	CHECK(strstr(s, "\"queryid\":\"-6781391283629456789\",") != NULL, "%s", s);
 	CHECK(strstr(s, "\"note\":\"a \\\"quoted\\\"\\\\ \\u0001 word\","
 				 "\"final\":true,\"early\":false}\n") != NULL, "%s", s);
 	CHECK(strstr(s, "\"empty\":\"\",\"eq\":\"a=b\",\"utf8\":\"caf\xc3\xa9\","
@@ -369,7 +371,7 @@ test_folded(void)
 	char	   *t = render(0, folded_records);
 	char	   *f = render(1, folded_focused);
 
-	CHECK(strstr(j, "\"pid\":null,\"backend_type\":\"client backend\",\"queryid\":7,"
+	CHECK(strstr(j, "\"pid\":null,\"backend_type\":\"client backend\",\"queryid\":\"7\","
 				 "\"postmaster\":4000,\"send_bytes\":100}") != NULL, "%s", j);
 	CHECK(strstr(j, "\"pid\":null,\"backend_type\":\"unknown\",") != NULL, "%s", j);
 	CHECK(strstr(t, " pid=exited type=\"client backend\" queryid=7 postmaster=4000 send_bytes=100\n")
