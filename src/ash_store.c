@@ -421,14 +421,33 @@ pgt_seq_copy(pg_atomic_uint32 *seq, PgtCopyRegion *regions, int nregions)
  * pgt_event_is_idle
  *		Idle time is not DB time: the Activity class (background processes
  *		waiting for work), Client:ClientRead (a session waiting for its
- *		client) and client backends on CPU between statements.
+ *		client), client backends on CPU between statements, and the waits
+ *		in which only a background process sits for want of work or by
+ *		design (a decision: without them an idle cluster with a logical
+ *		slot, a spread checkpoint or a delayed standby read as one busy
+ *		session more): a caught-up logical WAL sender (WalSenderWaitForWAL),
+ *		the checkpointer's pacing (CheckpointWriteDelay), a standby's
+ *		startup process waiting out recovery_min_apply_delay or for WAL to
+ *		appear (RecoveryApplyDelay, RecoveryRetrieveRetryInterval), and a
+ *		WAL receiver waiting to be started (WalReceiverWaitStart).  The
+ *		cost-based vacuum delay stays DB time: a VACUUM of a client's waits
+ *		there too, as part of its statement.
  */
 bool
 pgt_event_is_idle(uint32 event)
 {
-	return (event & 0xFF000000) == PG_WAIT_ACTIVITY ||
-		event == WAIT_EVENT_CLIENT_READ ||
-		event == PGT_EV_IDLE_CPU;
+	switch (event)
+	{
+		case WAIT_EVENT_CLIENT_READ:
+		case PGT_EV_IDLE_CPU:
+		case WAIT_EVENT_WAL_SENDER_WAIT_WAL:
+		case WAIT_EVENT_CHECKPOINT_WRITE_DELAY:
+		case WAIT_EVENT_RECOVERY_APPLY_DELAY:
+		case WAIT_EVENT_RECOVERY_RETRIEVE_RETRY_INTERVAL:
+		case WAIT_EVENT_WAL_RECEIVER_WAIT_START:
+			return true;
+	}
+	return (event & 0xFF000000) == PG_WAIT_ACTIVITY;
 }
 
 /*

@@ -173,6 +173,7 @@ static int	cmp_procwait(const void *a, const void *b);
 static void handle_reset(void);
 static void serve_reset(void);
 static PgtAshBucket *rotate(bool fine, int64 period, TimestampTz now);
+static void forget_future(int64 second, TimestampTz now);
 static void session_begin(int slot, const Sample *s, TimestampTz now);
 static void session_end(int slot, TimestampTz now, PgtAshBucket *fb,
 						PgtAshBucket *cb);
@@ -493,6 +494,43 @@ read_beentry(int slot, Sample *s, bool *torn)
 }
 
 /*
+ * leader_query_id
+ *		The query id a parallel worker's samples go to: its leader's, as
+ *		the kernel tier's events do (its own is the statement it runs,
+ *		which for a parallel scan inside a function is the nested one,
+ *		not in pg_stat_statements with track = top; and a parallel index
+ *		build's workers report none).  own when the leader's entry cannot
+ *		be read consistently, belongs to another process, or has no id.
+ */
+static uint64
+leader_query_id(volatile PGPROC *leader, uint64 own)
+{
+	int			backend_id = leader->backendId;
+	int32		pid = leader->pid;
+	volatile PgBackendStatus *be;
+	int			attempt;
+
+	if (backend_id < 1 || backend_id > MaxBackends || pid == 0)
+		return own;
+	be = &beentries[backend_id - 1];
+	for (attempt = 0; attempt < PGT_BEENTRY_RETRIES; attempt++)
+	{
+		int			before;
+		int			after;
+		int32		be_pid;
+		uint64		qid;
+
+		pgstat_begin_read_activity(be, before);
+		be_pid = be->st_procpid;
+		qid = be->st_query_id;
+		pgstat_end_read_activity(be, after);
+		if (pgstat_read_activity_complete(before, after))
+			return (be_pid == pid && qid != 0) ? qid : own;
+	}
+	return own;
+}
+
+/*
  * sample_slot
  *		Read backend status slot i and its process's wait event into
  *		samples[i]; seen[i] says whether it holds a live process other than
@@ -536,6 +574,13 @@ sample_slot(int i, int nprocs)
 
 		strlcpy(typenames[i], bgw ? bgw : GetBackendTypeDesc(s->bt),
 				sizeof(typenames[i]));
+	}
+	if (s->bt == B_BG_WORKER)
+	{
+		volatile PGPROC *leader = pw->proc->lockGroupLeader;
+
+		if (leader != NULL && leader != pw->proc)
+			s->qid = leader_query_id(leader, s->qid);
 	}
 }
 
@@ -597,6 +642,8 @@ sampler_tick(uint64 weight_us, TimestampTz now)
 	pgt_seq_begin_write(&pgt_ash->seq);
 	if (pg_atomic_read_u32(&pgt_ash->reset_requests) != pgt_ash->reset_served)
 		handle_reset();
+	if (pgt_ash->last_tick != 0 && second < pgt_ash->last_tick / USECS_PER_SEC)
+		forget_future(second, now);
 	fb = rotate(true, second, now);
 	cb = rotate(false, second / PGT_ASH_COARSE_SECS, now);
 	pgt_seq_begin_write(&fb->seq);
@@ -686,6 +733,59 @@ handle_reset(void)
 }
 
 /*
+ * empty_bucket
+ *		Make b hold period, with nothing in it yet.
+ */
+static void
+empty_bucket(PgtAshBucket *b, int64 period, TimestampTz now)
+{
+	pgt_seq_begin_write(&b->seq);
+	pgt_ash_table_init(&b->table, b->table.size, b->table.limit);
+	b->period = period;
+	b->first_tick = now;
+	b->last_tick = now;
+	b->elapsed_us = 0;
+	pgt_seq_end_write(&b->seq);
+}
+
+/*
+ * forget_future
+ *		The wall clock went back (an NTP step, a VM's clock put right) to
+ *		second: the buckets of the seconds after it would be found again,
+ *		as their own period, when the clock gets there, and their samples
+ *		counted twice with the new ones.  They are emptied (period 0: no
+ *		window reads them), and the server log says so.
+ */
+static void
+forget_future(int64 second, TimestampTz now)
+{
+	int64		coarse = second / PGT_ASH_COARSE_SECS;
+	int			dropped = 0;
+	int			i;
+
+	for (i = 0; i < PGT_ASH_FINE_BUCKETS; i++)
+	{
+		PgtAshBucket *b = pgt_ash_fine(pgt_ash, i);
+
+		if (b->period > second)
+		{
+			empty_bucket(b, 0, now);
+			dropped++;
+		}
+	}
+	for (i = 0; i < PGT_ASH_COARSE_BUCKETS; i++)
+	{
+		PgtAshBucket *b = pgt_ash_coarse(pgt_ash, i);
+
+		if (b->period > coarse)
+			empty_bucket(b, 0, now);
+	}
+	ereport(LOG,
+			(errmsg("pg_tracer sampler: the clock went back %.1f s; the history of the %d seconds after the new time was dropped",
+					(double) (pgt_ash->last_tick - now) / 1e6, dropped)));
+}
+
+/*
  * rotate
  *		The bucket for this period, emptied first if it held an older one.
  */
@@ -699,15 +799,7 @@ rotate(bool fine, int64 period, TimestampTz now)
 	else
 		b = pgt_ash_coarse(pgt_ash, (int) (period % PGT_ASH_COARSE_BUCKETS));
 	if (b->period != period)
-	{
-		pgt_seq_begin_write(&b->seq);
-		pgt_ash_table_init(&b->table, b->table.size, b->table.limit);
-		b->period = period;
-		b->first_tick = now;
-		b->last_tick = now;
-		b->elapsed_us = 0;
-		pgt_seq_end_write(&b->seq);
-	}
+		empty_bucket(b, period, now);
 	return b;
 }
 

@@ -190,7 +190,12 @@ snap_copy_window(AshSnap *snap, PgtCopyRegion *reg, int window_s, PgtAshTable **
 		r.dst = copy;
 		r.src = b;
 		r.len = stride;
-		pgt_seq_copy(&b->seq, &r, 1);
+		if (!pgt_seq_copy_quiet(&b->seq, &r, 1))
+		{
+			/* a torn row may pair one role's oid with another's figures */
+			snap->rows_whole = false;
+			pgt_seq_mixed_notice();
+		}
 		if (copy->period < lo || copy->period > hi || copy->period == 0)
 		{
 			pfree(copy);

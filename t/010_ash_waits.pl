@@ -188,6 +188,38 @@ cmp_ok(as_user('mona', "SELECT count(*) FROM pg_tracer_sessions
 like($err, qr/permission denied for function pg_tracer_reset/, 'reset is not granted to PUBLIC');
 $as->quit;
 
+# a parallel scan inside a function: its workers' samples go to the
+# top-level statement, as the leader's do (PostgreSQL keeps the top-level
+# id in its entry) and as the kernel tier's events do; before, the workers
+# reported the nested statement's own id, which pg_stat_statements with
+# track = top never lists
+q1(q{CREATE FUNCTION par_f() RETURNS SETOF bigint LANGUAGE plpgsql AS $f$
+	BEGIN RETURN QUERY SELECT count(*) FROM par_t WHERE md5(g::text) LIKE '%abd%'; END $f$});
+my $ps = $node->background_psql('postgres');
+$ps->query_safe($_) for ('SET max_parallel_workers_per_gather = 2', 'SET parallel_setup_cost = 0',
+	'SET parallel_tuple_cost = 0', 'SET min_parallel_table_scan_size = 0');
+my ($outer_qid) = $ps->query_safe('EXPLAIN (VERBOSE, FORMAT JSON) SELECT * FROM par_f()')
+  =~ /"Query Identifier": (-?\d+)/;
+my ($inner_qid) = $ps->query_safe(
+	q{EXPLAIN (VERBOSE, FORMAT JSON) SELECT count(*) FROM par_t WHERE md5(g::text) LIKE '%abd%'})
+  =~ /"Query Identifier": (-?\d+)/;
+my $workers_sql = "SELECT count(*) FROM pg_tracer_sessions WHERE backend_type = 'parallel worker'";
+my $workers0 = q1($workers_sql);
+# (EXPLAIN reports the explained statement's id to the hooks too: what it
+# left there is the baseline)
+sleep(1.5);
+my $inner_sql = "SELECT coalesce(sum(total_ms), 0) FROM pg_tracer_query_events WHERE queryid = $inner_qid";
+my $inner0 = q1($inner_sql);
+$ps->query_safe('SELECT * FROM par_f()') for 1 .. 2;
+$ps->quit;
+sleep(1.5);
+cmp_ok(q1($workers_sql) - $workers0, '>=', 2, 'the nested scan ran in parallel workers');
+is(q1($inner_sql), $inner0, 'no sample of it under the nested statement\'s id')
+  or diag(q1("SELECT string_agg(wait_event || ':' || total_ms, ', ') FROM pg_tracer_query_events
+		WHERE queryid = $inner_qid"));
+cmp_ok(q1("SELECT coalesce(sum(total_ms), 0) FROM pg_tracer_query_events WHERE queryid = $outer_qid"),
+	'>', 0, 'the top-level statement has the time');
+
 # ---- settings are validated
 for my $bad ([ 'pg_tracer.sample_rate', '0', qr/0 is outside the valid range for parameter "pg_tracer.sample_rate" \(1 \.\. 1000\)/ ],
 	[ 'pg_tracer.sample_rate', '1001', qr/1001 is outside the valid range/ ],
