@@ -1128,6 +1128,7 @@ lock_hold_done(const struct eng_cfg *cfg, struct eng_held_lock *h, __u64 now)
 {
 	struct eng_key k = {};
 	__u32		type = (h->tag[3] >> 16) & 0xff;
+	__u64		ns;
 
 	k.pid = bpf_get_current_pid_tgid() >> 32;
 	k.pm = cfg->postmaster;
@@ -1136,15 +1137,18 @@ lock_hold_done(const struct eng_cfg *cfg, struct eng_held_lock *h, __u64 now)
 	k.detail = type;
 	k.queryid = h->queryid;
 	/* the tag's fields, as lock waits keep them (an object lock's objid) */
-	if (lock_object_bounded(type))
-	{
-		k.obj[0] = h->tag[0];
-		k.obj[1] = h->tag[1];
-		k.obj[2] = h->tag[2];
-	}
+	k.obj[0] = h->tag[0];
+	k.obj[1] = h->tag[1];
+	k.obj[2] = h->tag[2];
 	h->count = 0;
 	h->scount = 0;
-	timed_record(cfg, PGT_SET_PG_LOCK_HOLD, &k, now > h->ts ? now - h->ts : 1, 0, 0, 0, 0);
+	ns = now > h->ts ? now - h->ts : 1;
+	/* the stream names the object; the counters only a lasting one */
+	trace_emit(PGT_SET_PG_LOCK_HOLD, &k, ns, 0, 0, 0, 0);
+	if (!lock_object_bounded(type))
+		k.obj[0] = k.obj[1] = k.obj[2] = 0;
+	stats_add(&k, ns, 0, 0, 0);
+	hist_add(cfg, k.probe, ns);
 }
 
 /*

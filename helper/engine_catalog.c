@@ -45,75 +45,79 @@ const size_t engine_nsets = sizeof(engine_sets) / sizeof(engine_sets[0]);
 
 const engine_point engine_points[] = {
 	{"pg-query", 1, "query__start", "eng_query_start_usdt", NULL,
-	 "exec_simple_query", 0, "eng_query_start_uprobe", 0, 0, 0, NULL},
+	 "exec_simple_query", 0, "eng_query_start_uprobe", 0, 0, 0, NULL, NULL},
 	{"pg-query", 1, "query__done", "eng_query_done_usdt", NULL,
-	 "exec_simple_query", 1, "eng_query_done_uprobe", 0, 0, 0, NULL},
-	/* the extended protocol's statements: PortalRun (see engine_probes.bpf.c) */
+	 "exec_simple_query", 1, "eng_query_done_uprobe", 0, 0, 0, NULL, NULL},
+	/*
+	 * the extended protocol's statements: PortalRun (see engine_probes.bpf.c);
+	 * its notes also mark each plannable statement in PortalRunMulti, whose
+	 * sites are left out
+	 */
 	{"pg-query", 1, "query__execute__start", "eng_portal_start_usdt", NULL,
-	 "PortalRun", 0, "eng_portal_start_uprobe", 1, 0, 0, NULL},
+	 "PortalRun", 0, "eng_portal_start_uprobe", 1, 0, 0, NULL, "PortalRun"},
 	{"pg-query", 1, "query__execute__done", "eng_portal_done_usdt", NULL,
-	 "PortalRun", 1, "eng_portal_done_uprobe", 1, 0, 0, NULL},
+	 "PortalRun", 1, "eng_portal_done_uprobe", 1, 0, 0, NULL, "PortalRun"},
 	{"pg-locks", 2, "lock__wait__start", "eng_lock_wait_start_usdt", NULL,
-	 "ProcSleep", 0, "eng_lock_wait_start_uprobe", 0, 0, 0, NULL},
+	 "ProcSleep", 0, "eng_lock_wait_start_uprobe", 0, 0, 0, NULL, NULL},
 	{"pg-locks", 2, "lock__wait__done", "eng_lock_wait_done_usdt", NULL,
-	 "ProcSleep", 1, "eng_lock_wait_done_uprobe", 0, 0, 0, NULL},
-	{"pg-lwlock", 3, "lwlock__wait__start", "eng_lwlock_wait_start_usdt", NULL, NULL, 0, NULL, 0, 0, 0, NULL},
-	{"pg-lwlock", 3, "lwlock__wait__done", "eng_lwlock_wait_done_usdt", NULL, NULL, 0, NULL, 0, 0, 0, NULL},
+	 "ProcSleep", 1, "eng_lock_wait_done_uprobe", 0, 0, 0, NULL, NULL},
+	{"pg-lwlock", 3, "lwlock__wait__start", "eng_lwlock_wait_start_usdt", NULL, NULL, 0, NULL, 0, 0, 0, NULL, NULL},
+	{"pg-lwlock", 3, "lwlock__wait__done", "eng_lwlock_wait_done_usdt", NULL, NULL, 0, NULL, 0, 0, 0, NULL, NULL},
 	{"pg-wal", 4, "wal__insert", "eng_wal_insert_usdt", NULL,
-	 "XLogInsert", 0, "eng_wal_insert_uprobe", 0, 0, 0, NULL},
-	{"pg-wal", 5, NULL, NULL, NULL, "XLogFlush", 0, "eng_wal_flush_uprobe", 0, 0, 0, NULL},
-	{"pg-wal", 5, NULL, NULL, NULL, "XLogFlush", 1, "eng_wal_flush_uretprobe", 0, 0, 0, NULL},
+	 "XLogInsert", 0, "eng_wal_insert_uprobe", 0, 0, 0, NULL, NULL},
+	{"pg-wal", 5, NULL, NULL, NULL, "XLogFlush", 0, "eng_wal_flush_uprobe", 0, 0, 0, NULL, NULL},
+	{"pg-wal", 5, NULL, NULL, NULL, "XLogFlush", 1, "eng_wal_flush_uretprobe", 0, 0, 0, NULL, NULL},
 	{"pg-buffer", 6, "buffer__read__start", "eng_buffer_read_start_usdt", NULL,
-	 "ReadBufferExtended", 0, "eng_buffer_read_start_uprobe", 0, 0, 0, NULL},
+	 "ReadBufferExtended", 0, "eng_buffer_read_start_uprobe", 0, 0, 0, NULL, NULL},
 	{"pg-buffer", 6, "buffer__read__done", "eng_buffer_read_done_usdt", NULL,
-	 "ReadBufferExtended", 1, "eng_buffer_read_done_uprobe", 0, 0, 0, NULL},
-	{"pg-buffer", 7, "buffer__flush__start", "eng_buffer_flush_start_usdt", NULL, NULL, 0, NULL, 1, 0, 0, NULL},
-	{"pg-buffer", 7, "buffer__flush__done", "eng_buffer_flush_done_usdt", NULL, NULL, 0, NULL, 1, 0, 0, NULL},
+	 "ReadBufferExtended", 1, "eng_buffer_read_done_uprobe", 0, 0, 0, NULL, NULL},
+	{"pg-buffer", 7, "buffer__flush__start", "eng_buffer_flush_start_usdt", NULL, NULL, 0, NULL, 1, 0, 0, NULL, NULL},
+	{"pg-buffer", 7, "buffer__flush__done", "eng_buffer_flush_done_usdt", NULL, NULL, 0, NULL, 1, 0, 0, NULL, NULL},
 	{"pg-checkpoint", 8, "checkpoint__start", "eng_checkpoint_start_usdt", NULL,
-	 "CreateCheckPoint", 0, "eng_checkpoint_start_uprobe", 0, 0, 0, NULL},
+	 "CreateCheckPoint", 0, "eng_checkpoint_start_uprobe", 0, 0, 0, NULL, NULL},
 	{"pg-checkpoint", 8, "checkpoint__done", NULL, "eng_checkpoint_done_site",
-	 "CreateCheckPoint", 1, "eng_checkpoint_done_uprobe", 0, 0, 0, NULL},
-	{"pg-checkpoint", 9, "buffer__sync__written", "eng_buffer_sync_written_usdt", NULL, NULL, 0, NULL, 1, 0, 0, NULL},
-	{"pg-checkpoint", 9, "buffer__checkpoint__sync__start", "eng_ckpt_sync_start_usdt", NULL, NULL, 0, NULL, 1, 0, 0, NULL},
-	{"pg-checkpoint", 9, "buffer__checkpoint__done", "eng_ckpt_buffers_done_usdt", NULL, NULL, 0, NULL, 1, 0, 0, NULL},
-	{"pg-usdt", 10, "transaction__commit", "eng_xact_commit_usdt", NULL, NULL, 0, NULL, 0, 0, 0, NULL},
-	{"pg-usdt", 11, "transaction__abort", "eng_xact_abort_usdt", NULL, NULL, 0, NULL, 1, 0, 0, NULL},
-	{"pg-usdt", 12, "deadlock__found", "eng_deadlock_usdt", NULL, NULL, 0, NULL, 1, 0, 0, NULL},
-	{"pg-usdt", 13, "sort__done", "eng_sort_done_usdt", NULL, NULL, 0, NULL, 1, 0, 0, NULL},
+	 "CreateCheckPoint", 1, "eng_checkpoint_done_uprobe", 0, 0, 0, NULL, NULL},
+	{"pg-checkpoint", 9, "buffer__sync__written", "eng_buffer_sync_written_usdt", NULL, NULL, 0, NULL, 1, 0, 0, NULL, NULL},
+	{"pg-checkpoint", 9, "buffer__checkpoint__sync__start", "eng_ckpt_sync_start_usdt", NULL, NULL, 0, NULL, 1, 0, 0, NULL, NULL},
+	{"pg-checkpoint", 9, "buffer__checkpoint__done", "eng_ckpt_buffers_done_usdt", NULL, NULL, 0, NULL, 1, 0, 0, NULL, NULL},
+	{"pg-usdt", 10, "transaction__commit", "eng_xact_commit_usdt", NULL, NULL, 0, NULL, 0, 0, 0, NULL, NULL},
+	{"pg-usdt", 11, "transaction__abort", "eng_xact_abort_usdt", NULL, NULL, 0, NULL, 1, 0, 0, NULL, NULL},
+	{"pg-usdt", 12, "deadlock__found", "eng_deadlock_usdt", NULL, NULL, 0, NULL, 1, 0, 0, NULL, NULL},
+	{"pg-usdt", 13, "sort__done", "eng_sort_done_usdt", NULL, NULL, 0, NULL, 1, 0, 0, NULL, NULL},
 	/*
 	 * no USDT marks a grant or a release: uprobes on the exported lock
 	 * manager.  The hold sets list (and so attach) their release points
 	 * first: a grant seen before its release probe is in place would stay
 	 * in the backend's slots with nothing to end it.
 	 */
-	{"pg-lock-hold", 14, NULL, NULL, NULL, "LockRelease", 0, "eng_lock_release_uprobe", 0, 0, 0, NULL},
-	{"pg-lock-hold", 14, NULL, NULL, NULL, "LockReleaseAll", 0, "eng_lock_release_all_uprobe", 0, 0, 0, NULL},
+	{"pg-lock-hold", 14, NULL, NULL, NULL, "LockRelease", 0, "eng_lock_release_uprobe", 0, 0, 0, NULL, NULL},
+	{"pg-lock-hold", 14, NULL, NULL, NULL, "LockReleaseAll", 0, "eng_lock_release_all_uprobe", 0, 0, 0, NULL, NULL},
 	{"pg-lock-hold", 15, NULL, NULL, NULL, "LockReleaseSession", 0,
-	 "eng_lock_release_session_uprobe", 0, 0, 0, NULL},
+	 "eng_lock_release_session_uprobe", 0, 0, 0, NULL, NULL},
 	{"pg-lock-hold", 16, NULL, NULL, NULL, "LockReleaseCurrentOwner", 0,
-	 "eng_lock_release_owner_uprobe", 0, 0, 0, NULL},
+	 "eng_lock_release_owner_uprobe", 0, 0, 0, NULL, NULL},
 	{"pg-lock-hold", 16, NULL, NULL, NULL, "LockReassignCurrentOwner", 0,
-	 "eng_lock_reassign_owner_uprobe", 0, 0, 0, NULL},
-	{"pg-lock-hold", 14, NULL, NULL, NULL, "LockAcquireExtended", 0, "eng_lock_acquire_uprobe", 0, 0, 0, NULL},
-	{"pg-lock-hold", 14, NULL, NULL, NULL, "LockAcquireExtended", 1, "eng_lock_acquire_uretprobe", 0, 0, 0, NULL},
+	 "eng_lock_reassign_owner_uprobe", 0, 0, 0, NULL, NULL},
+	{"pg-lock-hold", 14, NULL, NULL, NULL, "LockAcquireExtended", 0, "eng_lock_acquire_uprobe", 0, 0, 0, NULL, NULL},
+	{"pg-lock-hold", 14, NULL, NULL, NULL, "LockAcquireExtended", 1, "eng_lock_acquire_uretprobe", 0, 0, 0, NULL, NULL},
 	/*
 	 * USDT pairs by tranche name (lwlock__release carries no lock address);
 	 * the fallback pairs by lock address, entry to return of the acquire
 	 * functions (the last three points exist only for it).
 	 */
 	{"pg-lwlock-hold", 17, "lwlock__release", "eng_lwlock_release_usdt", NULL,
-	 "LWLockRelease", 0, "eng_lwlock_release_uprobe", 0, 0, 0, NULL},
+	 "LWLockRelease", 0, "eng_lwlock_release_uprobe", 0, 0, 0, NULL, NULL},
 	{"pg-lwlock-hold", 17, "lwlock__acquire", "eng_lwlock_acquired_usdt", NULL,
-	 "LWLockAcquire", 1, "eng_lwlock_acquire_uretprobe", 0, 0, 0, NULL},
+	 "LWLockAcquire", 1, "eng_lwlock_acquire_uretprobe", 0, 0, 0, NULL, NULL},
 	{"pg-lwlock-hold", 17, "lwlock__condacquire", "eng_lwlock_acquired_usdt", NULL,
-	 "LWLockConditionalAcquire", 1, "eng_lwlock_acquire_uretprobe", 1, 0, 0, NULL},
+	 "LWLockConditionalAcquire", 1, "eng_lwlock_acquire_uretprobe", 1, 0, 0, NULL, NULL},
 	{"pg-lwlock-hold", 17, "lwlock__acquire__or__wait", "eng_lwlock_acquired_usdt", NULL,
-	 "LWLockAcquireOrWait", 1, "eng_lwlock_acquire_uretprobe", 1, 0, 0, NULL},
-	{"pg-lwlock-hold", 17, NULL, NULL, NULL, "LWLockAcquire", 0, "eng_lwlock_acquire_uprobe", 0, 1, 0, NULL},
+	 "LWLockAcquireOrWait", 1, "eng_lwlock_acquire_uretprobe", 1, 0, 0, NULL, NULL},
+	{"pg-lwlock-hold", 17, NULL, NULL, NULL, "LWLockAcquire", 0, "eng_lwlock_acquire_uprobe", 0, 1, 0, NULL, NULL},
 	{"pg-lwlock-hold", 17, NULL, NULL, NULL, "LWLockConditionalAcquire", 0,
-	 "eng_lwlock_condacquire_uprobe", 1, 1, 0, NULL},
+	 "eng_lwlock_condacquire_uprobe", 1, 1, 0, NULL, NULL},
 	{"pg-lwlock-hold", 17, NULL, NULL, NULL, "LWLockAcquireOrWait", 0,
-	 "eng_lwlock_condacquire_uprobe", 1, 1, 0, NULL},
+	 "eng_lwlock_condacquire_uprobe", 1, 1, 0, NULL, NULL},
 	/*
 	 * A statement or lock wait that ends in an error reaches neither its
 	 * done note nor its function's return (no note marks where it ends): a
@@ -124,13 +128,13 @@ const engine_point engine_points[] = {
 	 * which every commit calls too (ProcReleaseLocks).
 	 */
 	{"pg-query", 1, NULL, NULL, NULL, "AbortCurrentTransaction", 0, "eng_query_abort_uprobe",
-	 1, 0, 1, "debug_query_string"},
+	 1, 0, 1, "debug_query_string", NULL},
 	{"pg-locks", 2, NULL, NULL, NULL, "AbortCurrentTransaction", 0,
-	 "eng_lock_wait_abort_uprobe", 1, 0, 1, NULL},
+	 "eng_lock_wait_abort_uprobe", 1, 0, 1, NULL, NULL},
 	{"pg-locks", 2, NULL, NULL, NULL, "RollbackAndReleaseCurrentSubTransaction", 0,
-	 "eng_lock_wait_abort_uprobe", 1, 0, 1, NULL},
+	 "eng_lock_wait_abort_uprobe", 1, 0, 1, NULL, NULL},
 	{"pg-locks", 2, NULL, NULL, NULL, "AbortOutOfAnyTransaction", 0,
-	 "eng_lock_wait_abort_uprobe", 1, 0, 1, NULL},
+	 "eng_lock_wait_abort_uprobe", 1, 0, 1, NULL, NULL},
 };
 const size_t engine_npoints = sizeof(engine_points) / sizeof(engine_points[0]);
 

@@ -42,6 +42,8 @@ typedef struct engine_point
 	int			companion;		/* a function probe that goes with its group
 								 * whichever family times it (optional) */
 	const char *needs;			/* a companion's global it reads, NULL: none */
+	const char *site_in;		/* USDT: only the note's sites inside this
+								 * function (NULL: every site) */
 } engine_point;
 
 typedef struct engine_set

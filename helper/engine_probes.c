@@ -315,6 +315,67 @@ binary_free(engine_binary *b)
 }
 
 /*
+ * attach_note_sites
+ *		Attach prog at every site of point p's note whose address lies in
+ *		[lo, hi), as a uprobe with the note's semaphore as its ref_ctr (the
+ *		program evaluates no USDT argument).  0, or -errno (-ENOENT: none).
+ */
+static int
+attach_note_sites(engine_binary *b, const engine_point *p, struct bpf_program *prog,
+				  uint64_t lo, uint64_t hi)
+{
+	size_t		k;
+	int			n = 0;
+
+	for (k = 0; k < b->elf.nprobes; k++)
+	{
+		const usdt_probe *u = &b->elf.probes[k];
+		LIBBPF_OPTS(bpf_uprobe_opts, uo);
+		uint64_t	off;
+		uint64_t	sem = 0;
+
+		if (strcmp(u->provider, ENGINE_USDT_PROVIDER) != 0 || strcmp(u->name, p->usdt) != 0 ||
+			u->pc < lo || u->pc >= hi)
+			continue;
+		if (elf_vaddr_to_offset(&b->elf, u->pc, &off) < 0 ||
+			(u->semaphore && elf_vaddr_to_offset(&b->elf, u->semaphore, &sem) < 0))
+			return -EINVAL;
+		uo.ref_ctr_offset = sem;
+		if (keep_link(b, bpf_program__attach_uprobe_opts(prog, -1, b->attach_path, off, &uo)) < 0)
+			return -errno;
+		n++;
+	}
+	return n > 0 ? 0 : -ENOENT;
+}
+
+/*
+ * attach_usdt
+ *		Point p's USDT program at its note: every site, or, for a point
+ *		with site_in, only the sites inside that function (the portal
+ *		notes fire in PortalRunMulti too, once per plannable statement of
+ *		a portal, where they would restart and end the Execute's timing).
+ *		A binary whose symbol tables lack the function gets every site, as
+ *		before, and the log says so.
+ */
+static int
+attach_usdt(engine_binary *b, const engine_point *p, struct bpf_program *prog)
+{
+	elf_symbol	f;
+
+	if (p->site_in != NULL)
+	{
+		if (elf_find_symbol(&b->elf, p->site_in, &f) == 0 && f.size > 0)
+			return attach_note_sites(b, p, prog, f.addr, f.addr + f.size);
+		log_warn("engine: %s %s: no symbol %s to tell its sites apart: every site attached",
+				 p->set, p->usdt, p->site_in);
+	}
+	if (keep_link(b, bpf_program__attach_usdt(prog, -1, b->attach_path, ENGINE_USDT_PROVIDER,
+										   p->usdt, NULL)) < 0)
+		return -errno;
+	return 0;
+}
+
+/*
  * attach_point
  *		Attach point i of binary b with its chosen mechanism.  0 or -errno.
  */
@@ -324,18 +385,13 @@ attach_point(engine_binary *b, size_t i)
 	const engine_point *p = &engine_points[i];
 	engine_mech m = b->choices[i].mech;
 	struct bpf_program *prog;
-	size_t		k;
-	int			n = 0;
 
 	if (m == ENGINE_MECH_USDT)
 	{
 		prog = bpf_object__find_program_by_name(core.skel->obj, p->usdt_prog);
 		if (prog == NULL)
 			return -ENOENT;
-		if (keep_link(b, bpf_program__attach_usdt(prog, -1, b->attach_path, ENGINE_USDT_PROVIDER,
-											   p->usdt, NULL)) < 0)
-			return -errno;
-		return 0;
+		return attach_usdt(b, p, prog);
 	}
 	if (m == ENGINE_MECH_USDT_SITE)
 	{
@@ -343,24 +399,7 @@ attach_point(engine_binary *b, size_t i)
 		prog = bpf_object__find_program_by_name(core.skel->obj, p->site_prog);
 		if (prog == NULL)
 			return -ENOENT;
-		for (k = 0; k < b->elf.nprobes; k++)
-		{
-			const usdt_probe *u = &b->elf.probes[k];
-			LIBBPF_OPTS(bpf_uprobe_opts, uo);
-			uint64_t	off;
-			uint64_t	sem = 0;
-
-			if (strcmp(u->provider, ENGINE_USDT_PROVIDER) != 0 || strcmp(u->name, p->usdt) != 0)
-				continue;
-			if (elf_vaddr_to_offset(&b->elf, u->pc, &off) < 0 ||
-				(u->semaphore && elf_vaddr_to_offset(&b->elf, u->semaphore, &sem) < 0))
-				return -EINVAL;
-			uo.ref_ctr_offset = sem;
-			if (keep_link(b, bpf_program__attach_uprobe_opts(prog, -1, b->attach_path, off, &uo)) < 0)
-				return -errno;
-			n++;
-		}
-		return n > 0 ? 0 : -ENOENT;
+		return attach_note_sites(b, p, prog, 0, UINT64_MAX);
 	}
 	if (m == ENGINE_MECH_UPROBE || m == ENGINE_MECH_URETPROBE)
 	{
@@ -994,6 +1033,7 @@ row_from(engine_row *r, const struct eng_key *key, const struct eng_val *val)
 {
 	r->k = r->raw = *key;
 	r->v = *val;
+	r->name[0] = '\0';
 	if (key->probe == ENG_LWLOCK_HOLD && (key->detail & ENG_LW_TRANCHE_ID))
 	{
 		tranche_name_by_id(key->pm, key->detail & 0xffff, r->k.name, sizeof(r->k.name));
@@ -1006,6 +1046,13 @@ row_from(engine_row *r, const struct eng_key *key, const struct eng_val *val)
 		tranche_name_at(key->pm, key->pid, (uint64_t) key->obj[1] << 32 | key->obj[0],
 					 r->k.name, sizeof(r->k.name));
 		memset(r->k.obj, 0, sizeof(r->k.obj));
+	}
+	if (key->probe == ENG_LWLOCK_HOLD || key->probe == ENG_LWLOCK_WAIT)
+	{
+		char		cut[ENG_NAME_LEN + 1];
+
+		pgt_copy_string(cut, sizeof(cut), r->k.name, sizeof(r->k.name));
+		tranche_name_whole(key->pm, cut, r->name, sizeof(r->name));
 	}
 }
 

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "engine.h"
+#include "pgt_layout.h"
 #include "pgt_segment.h"
 #include "probe_set.h"
 
@@ -22,6 +23,8 @@ typedef struct engine_row
 	struct eng_key k;			/* LWLock rows: tranche name resolved */
 	struct eng_val v;
 	struct eng_key raw;			/* the key in the map */
+	char		name[PGT_LAYOUT_NAME_LEN];	/* LWLock rows: the whole tranche name
+										 * (k.name may be cut), else "" */
 } engine_row;
 
 /* One histogram (postmaster, probe). */

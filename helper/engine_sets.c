@@ -100,12 +100,13 @@ in_set(const pset_inst *inst, uint32_t probe)
 
 /*
  * describe
- *		The `what` of a row: lock type and mode, tranche, checkpoint flags.
+ *		The `what` of a row: lock type and mode, tranche (whole), checkpoint
+ *		flags.
  */
 static void
-describe(const struct eng_key *k, char *what, size_t len)
+describe(const engine_row *r, char *what, size_t len)
 {
-	char		name[ENG_NAME_LEN + 1];
+	const struct eng_key *k = &r->k;
 
 	switch (k->probe)
 	{
@@ -116,8 +117,9 @@ describe(const struct eng_key *k, char *what, size_t len)
 			break;
 		case ENG_LWLOCK_WAIT:
 		case ENG_LWLOCK_HOLD:
-			pgt_copy_string(name, sizeof(name), k->name, sizeof(k->name));
-			snprintf(what, len, "%s %s", name, engine_lwmode_name(k->mode));
+			/* a tranche named longer than `what` holds is cut, with its mode */
+			if (snprintf(what, len, "%s %s", r->name, engine_lwmode_name(k->mode)) >= (int) len)
+				what[len - 1] = '\0';
 			break;
 		case ENG_CHECKPOINT:
 			snprintf(what, len, "flags 0x%x%s%s%s", k->detail,
@@ -160,7 +162,7 @@ eng_publish(pset_inst *inst, pset_pub *pub)
 		e.mode = r->k.mode;
 		memcpy(e.obj, r->k.obj, sizeof(e.obj));
 		snprintf(e.probe_name, sizeof(e.probe_name), "%s", engine_probe_name(r->k.probe));
-		describe(&r->k, e.what, sizeof(e.what));
+		describe(r, e.what, sizeof(e.what));
 		(void) pset_pub_add_pid(pub, PGT_SEC_ENGINE_EVENTS, &e, sizeof(e), r->k.pid);
 	}
 	for (i = 0; i < v.nhist; i++)
@@ -310,7 +312,6 @@ eng_stats(pset_inst *inst, trace_out *out)
 	for (i = 0; i < v.nrows; i++)
 	{
 		const engine_row *r = ord != NULL ? ord[i] : &v.rows[i];
-		char		name[ENG_NAME_LEN + 1];
 
 		if (!in_set(inst, r->k.probe))
 			continue;
@@ -327,14 +328,21 @@ eng_stats(pset_inst *inst, trace_out *out)
 		}
 		if (r->k.probe == ENG_BUFFER_READ)
 		{
-			trace_rec_u64(out, "hits", r->v.c[0]);
-			trace_rec_u64(out, "misses", r->v.c[1]);
-			trace_rec_f64(out, "hit_ratio", r->v.calls ? (double) r->v.c[0] / (double) r->v.calls : 0);
+			/*
+			 * The ReadBufferExtended fallback cannot tell hits from misses
+			 * (both 0): no ratio then, as the SQL view's NULL, not 0.
+			 */
+			if (r->v.c[0] + r->v.c[1] > 0)
+			{
+				trace_rec_u64(out, "hits", r->v.c[0]);
+				trace_rec_u64(out, "misses", r->v.c[1]);
+				trace_rec_f64(out, "hit_ratio",
+							  (double) r->v.c[0] / (double) (r->v.c[0] + r->v.c[1]));
+			}
 		}
 		else if (r->k.probe != ENG_QUERY && r->k.probe != ENG_QUERY_ERROR)	/* text: events only */
 		{
-			pgt_copy_string(name, sizeof(name), r->k.name, sizeof(r->k.name));
-			put_detail(out, r->k.probe, r->k.detail, r->k.mode, r->k.obj, r->v.c, name, true);
+			put_detail(out, r->k.probe, r->k.detail, r->k.mode, r->k.obj, r->v.c, r->name, true);
 		}
 		trace_rec_end(out);
 	}

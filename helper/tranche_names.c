@@ -31,7 +31,7 @@ static struct
 {
 	uint32_t	pm;
 	uint16_t	id;
-	char		name[ENG_NAME_LEN];
+	char		name[PGT_LAYOUT_NAME_LEN];	/* whole, as the layout names it */
 }			tranches[1024];
 static size_t ntranches;
 
@@ -98,7 +98,7 @@ tranche_names_keep(uint32_t pm, const pgt_layout *l)
 			continue;
 		tranches[ntranches].pm = pm;
 		tranches[ntranches].id = (uint16_t) (l->events[i].info & 0xffff);
-		snprintf(tranches[ntranches].name, ENG_NAME_LEN, "%.*s", ENG_NAME_LEN - 1,
+		snprintf(tranches[ntranches].name, sizeof(tranches[ntranches].name), "%s",
 				 l->events[i].event_name);
 		ntranches++;
 	}
@@ -120,6 +120,34 @@ tranche_name_by_id(uint32_t pm, uint32_t id, char *name, size_t len)
 			return;
 		}
 	snprintf(name, len, "tranche %u", id);
+}
+
+/*
+ * tranche_name_whole
+ *		See tranche_names.h.  A name as long as a BPF key holds may have been
+ *		cut there (SerializablePredicateList is 25 characters): the one
+ *		tranche of pm's layout it begins, when exactly one does.
+ */
+void
+tranche_name_whole(uint32_t pm, const char *cut, char *name, size_t len)
+{
+	size_t		n = strlen(cut);
+	size_t		i;
+	int			found = -1;
+
+	snprintf(name, len, "%s", cut);
+	if (n != ENG_NAME_LEN - 1)
+		return;
+	for (i = 0; i < ntranches; i++)
+	{
+		if (tranches[i].pm != pm || strncmp(tranches[i].name, cut, n) != 0)
+			continue;
+		if (found >= 0 && strcmp(tranches[found].name, tranches[i].name) != 0)
+			return;				/* two candidates: keep the cut name */
+		found = (int) i;
+	}
+	if (found >= 0)
+		snprintf(name, len, "%s", tranches[found].name);
 }
 
 /*

@@ -21,6 +21,9 @@ extern void tranche_names_forget(uint32_t pm);
 /* Name of tranche id in pm's layout, or "tranche N". */
 extern void tranche_name_by_id(uint32_t pm, uint32_t id, char *name, size_t len);
 
+/* cut, a name as the BPF key holds it, made whole from pm's layout */
+extern void tranche_name_whole(uint32_t pm, const char *cut, char *name, size_t len);
+
 /* Name at addr in process pid of postmaster pm, or "?". */
 extern void tranche_name_at(uint32_t pm, uint32_t pid, uint64_t addr, char *name,
 							size_t len);

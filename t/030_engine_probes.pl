@@ -80,6 +80,7 @@ check_text_encodings($node);
 # --- the extended protocol's statements, and a portal inside a statement
 check_extended_protocol($node, $_) for qw(extended prepared);
 check_extended_error($node);
+check_extended_multi($node);
 check_nested_portal($node, $bg, $bg_pid);
 
 is($node->safe_psql('postgres',
@@ -266,6 +267,36 @@ sub check_extended_protocol
 			"SELECT sum(calls) FROM pg_tracer_engine_events WHERE probe = 'query' AND queryid = $qid");
 		$calls eq '3' }, 5) if $n;
 	is($calls, '3', "-M $mode: three calls under the statement's query id");
+}
+
+# An INSERT with a DO ALSO rule is two plannable statements in one portal
+# (PortalRunMulti), and the portal notes mark each of them too: the
+# Execute is still one statement, timed whole: 0.2 s of its own and 0.5 s
+# of the rule's (the action runs over the statement's own FROM, so
+# pg_sleep(0.2) again, and its own 0.3 s).  Before, it was two calls, the
+# second timed from the rule's action alone.
+sub check_extended_multi
+{
+	my ($node) = @_;
+	$node->safe_psql('postgres', q{CREATE TABLE rule_a (x int); CREATE TABLE rule_b (x int);
+		CREATE RULE rule_r AS ON INSERT TO rule_a DO ALSO INSERT INTO rule_b SELECT 1 FROM pg_sleep(0.3)});
+	my $script = PostgreSQL::Test::Utils::tempdir() . '/rule_extended.sql';
+	open(my $fh, '>', $script) or die "$script: $!";
+	print $fh "INSERT INTO rule_a SELECT 1 FROM pg_sleep(0.2);\n";
+	close($fh);
+	my ($lout, $lerr) = ('', '');
+	IPC::Run::run([ 'pgbench', '-n', '-M', 'extended', '-f', $script, '-c', '1', '-t', '2',
+			'-h', $node->host, '-p', $node->port, 'postgres' ],
+		'<', \undef, '>', \$lout, '2>', \$lerr) or die "pgbench: $lerr";
+	my $row = '';
+	wait_until(sub {
+		$row = $node->safe_psql('postgres',
+			"SELECT count(*), coalesce(round(min(duration_ms)), 0) FROM pg_tracer_slow_statements
+			  WHERE query LIKE 'INSERT INTO rule_a%'");
+		$row =~ /^2\|/ }, 5);
+	my ($n, $min) = split /\|/, $row;
+	ok($n == 2 && $min >= 680, "-M extended, an INSERT with a DO ALSO rule: 2 statements, "
+		  . "each timed whole, >= 680 ms ($n, least $min ms)");
 }
 
 # An extended-protocol statement cancelled by statement_timeout ends where

@@ -118,10 +118,45 @@ test_child_names(void)
 	munmap(shared, 4096);
 }
 
+/*
+ * A name cut to what a BPF key holds (23 characters) is made whole from
+ * the layout's tranche names when exactly one begins with it; by id, the
+ * whole name.  Before, SerializablePredicateList read
+ * "SerializablePredicateLi", which joins with no pg_stat_activity row.
+ */
+static void
+test_whole_names(void)
+{
+	pgt_wait_event_name ev[] = {
+		{0x01000000 | 40, "LWLock", "SerializablePredicateList"},
+		{0x01000000 | 41, "LWLock", "SerializableFinishedList"},
+		{0x01000000 | 42, "LWLock", "ExtensionTrancheAlpha_long_1"},
+		{0x01000000 | 43, "LWLock", "ExtensionTrancheAlpha_long_2"},
+	};
+	pgt_layout	l = {.nevents = 4,.events = ev};
+	char		name[64];
+
+	tranche_names_keep(7, &l);
+	tranche_name_whole(7, "SerializablePredicateLi", name, sizeof(name));
+	CHECK_STR(name, "SerializablePredicateList");
+	tranche_name_whole(7, "SerializableFinishedLis", name, sizeof(name));
+	CHECK_STR(name, "SerializableFinishedList");
+	tranche_name_whole(7, "ExtensionTrancheAlpha_l", name, sizeof(name));
+	CHECK_STR(name, "ExtensionTrancheAlpha_l");	/* two begin so: left cut */
+	tranche_name_whole(8, "SerializablePredicateLi", name, sizeof(name));
+	CHECK_STR(name, "SerializablePredicateLi");	/* another postmaster's layout */
+	tranche_name_whole(7, "WALInsert", name, sizeof(name));
+	CHECK_STR(name, "WALInsert");	/* short names are whole */
+	tranche_name_by_id(7, 40, name, sizeof(name));
+	CHECK_STR(name, "SerializablePredicateList");
+	tranche_names_forget(7);
+}
+
 int
 main(void)
 {
 	CHECK(unit_drop_root() == 0, "runs as a plain process");
 	test_child_names();
+	test_whole_names();
 	return UNIT_DONE("test_tranche_names");
 }
