@@ -14,7 +14,7 @@
 
 EXTENSION   = pg_tracer
 MODULE_big  = pg_tracer
-EXT_VERSION = 0.5.6
+EXT_VERSION = 0.5.7
 
 EXT_SRCS    = $(wildcard src/*.c)
 COMMON_SRCS = common/pgt_segment.c common/pgt_protocol.c common/pgt_kernel.c
@@ -36,7 +36,8 @@ DATA_built  = sql/pg_tracer--0.1.0--0.2.0.sql sql/pg_tracer--0.2.0--0.3.0.sql \
               sql/pg_tracer--0.4.3--0.4.4.sql sql/pg_tracer--0.4.4--0.5.0.sql \
               sql/pg_tracer--0.5.0--0.5.1.sql sql/pg_tracer--0.5.1--0.5.2.sql \
               sql/pg_tracer--0.5.2--0.5.3.sql sql/pg_tracer--0.5.3--0.5.4.sql \
-              sql/pg_tracer--0.5.4--0.5.5.sql sql/pg_tracer--0.5.5--0.5.6.sql
+              sql/pg_tracer--0.5.4--0.5.5.sql sql/pg_tracer--0.5.5--0.5.6.sql \
+              sql/pg_tracer--0.5.6--0.5.7.sql
 
 REGRESS      = pg_tracer_api pg_tracer_ash pg_tracer_kernel pg_tracer_engine pg_tracer_exact
 REGRESS_OPTS = --temp-config=$(CURDIR)/test/regress.conf --temp-instance=$(CURDIR)/tmp_check_regress
@@ -68,6 +69,7 @@ $(eval $(call upgrade_script,0.5.2,0.5.3))
 $(eval $(call upgrade_script,0.5.3,0.5.4))
 $(eval $(call upgrade_script,0.5.4,0.5.5))
 $(eval $(call upgrade_script,0.5.5,0.5.6))
+$(eval $(call upgrade_script,0.5.6,0.5.7))
 
 # ---------------------------------------------------------------- BPF + helper
 BUILD       = build

@@ -276,3 +276,12 @@ SELECT * FROM pg_tracer_debug_traps;
 SELECT has_table_privilege('public', 'pg_tracer_debug_traps', 'SELECT') AS granted;
 SELECT obj_description('pg_tracer_debug_traps'::regclass) IS NOT NULL AS has_comment;
 DROP EXTENSION pg_tracer;
+-- 0.5.7 changes comments only: the update gives them, the objects stay
+CREATE EXTENSION pg_tracer VERSION '0.5.6';
+SELECT obj_description('pg_tracer_engine_histogram(text)'::regprocedure) LIKE '%query-error%' AS lists_query_error;
+ALTER EXTENSION pg_tracer UPDATE;
+SELECT extversion FROM pg_extension WHERE extname = 'pg_tracer';
+SELECT obj_description('pg_tracer_engine_histogram(text)'::regprocedure) LIKE '%query-error%' AS lists_query_error,
+       obj_description('pg_tracer_reset()'::regprocedure) LIKE '%false, with a warning%' AS says_false,
+       obj_description('pg_tracer_wait_events'::regclass) LIKE '%sampled share%' AS says_sampled_share;
+DROP EXTENSION pg_tracer;

@@ -1,0 +1,5 @@
+-- Version 0.5.7 of pg_tracer: this folder holds what 0.5.7 changes over
+-- 0.5.6, one file per feature, in the same numbering as sql/0.2.0/.  The
+-- Makefile concatenates them, in name order, into the upgrade script
+-- sql/pg_tracer--0.5.6--0.5.7.sql.  A release of comments only: no object
+-- changes its columns, arguments or definition.
