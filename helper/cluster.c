@@ -231,6 +231,7 @@ info_cb(void *arg, control_info *info)
 	info->attached = c->attached;
 	info->postmaster_pid = c->attached ? (uint32_t) c->pm.nspid : 0;
 	info->postmaster_host_pid = c->attached ? (uint32_t) c->pm.pid : 0;
+	info->postmaster_start = c->attached ? c->pm.starttime : 0;
 	info->cluster_dev = c->dev;
 	info->cluster_ino = c->ino;
 	info->backends = (uint32_t) c->nprocs;

@@ -552,6 +552,20 @@ control_server_on_listen(control_server *s)
 }
 
 /*
+ * postmaster_gone
+ *		Whether the postmaster info is attached to no longer runs: no such
+ *		process, a zombie, or another process under its pid.
+ */
+static int
+postmaster_gone(const control_info *info)
+{
+	proc_stat	st;
+
+	return procfs_read_stat((pid_t) info->postmaster_host_pid, &st) < 0 ||
+		st.state == 'Z' || st.starttime != info->postmaster_start;
+}
+
+/*
  * peer_gone
  *		Whether the client has closed its socket.  A client that stopped
  *		waiting (its 2 s deadline, a query cancel) closes at once, while its
@@ -653,6 +667,16 @@ control_server_on_conn(control_server *s, int index, uint32_t events)
 	/* a peer that connected while the cluster was detached: look again */
 	info.peer_member = c->member ||
 		control_peer_member(c->peer_uid, c->peer_pid, info.postmaster_host_pid);
+	if (!info.peer_member && info.attached && postmaster_gone(&info))
+	{
+		/*
+		 * The postmaster the cluster is attached to has exited and the
+		 * discovery tick has not seen it yet: its successor's backends are
+		 * no children of it.  Answer as a detached cluster does.
+		 */
+		info.attached = 0;
+		info.postmaster_pid = info.postmaster_host_pid = 0;
+	}
 	info.peer_pid = (int32_t) c->peer_pid;
 	n = control_respond(c->buf, c->len, &info, out, sizeof(out));
 	s->served++;

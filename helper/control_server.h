@@ -26,6 +26,7 @@ typedef struct control_info
 	int			attached;
 	uint32_t	postmaster_pid;	/* as PostgreSQL knows it (its pid namespace) */
 	uint32_t	postmaster_host_pid;	/* 0: escalation refuses (not attached) */
+	uint64_t	postmaster_start;	/* its /proc start time (clock ticks) */
 	uint64_t	cluster_dev;	/* the data directory: its share of escalation */
 	uint64_t	cluster_ino;
 	uint32_t	backends;

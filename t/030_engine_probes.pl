@@ -228,6 +228,22 @@ signal_helper($helper, 'TERM');
 $node->stop;
 done_testing();
 
+# pgbench_script(node, mode, text, transactions): one client runs the
+# script text that many times with -M mode; (succeeded, stdout, stderr).
+sub pgbench_script
+{
+	my ($node, $mode, $text, $t) = @_;
+	my $script = PostgreSQL::Test::Utils::tempdir() . '/script.sql';
+	open(my $fh, '>', $script) or die "$script: $!";
+	print $fh $text;
+	close($fh);
+	my ($lout, $lerr) = ('', '');
+	my $ok = IPC::Run::run([ 'pgbench', '-n', '-M', $mode, '-f', $script, '-c', '1', '-t', $t,
+			'-h', $node->host, '-p', $node->port, 'postgres' ],
+		'<', \undef, '>', \$lout, '2>', \$lerr);
+	return ($ok, $lout, $lerr);
+}
+
 # The extended protocol (Parse, Bind, Execute) runs no query__start: its
 # statements are timed from PortalRun (pgbench -M extended sends the three
 # each time, -M prepared Parse once).  Three 0.35 s statements: three slow
@@ -239,14 +255,8 @@ sub check_extended_protocol
 	my ($node, $mode) = @_;
 	# two statements of their own query ids
 	my ($secs, $more) = $mode eq 'extended' ? ('0.35', ', 1, 2') : ('0.36', ', 1');
-	my $script = PostgreSQL::Test::Utils::tempdir() . "/sleep_$mode.sql";
-	open(my $fh, '>', $script) or die "$script: $!";
-	print $fh "SELECT pg_sleep($secs)$more;\n";
-	close($fh);
-	my ($lout, $lerr) = ('', '');
-	IPC::Run::run([ 'pgbench', '-n', '-M', $mode, '-f', $script, '-c', '1', '-t', '3',
-			'-h', $node->host, '-p', $node->port, 'postgres' ],
-		'<', \undef, '>', \$lout, '2>', \$lerr) or die "pgbench: $lerr";
+	my ($ok, $lout, $lerr) = pgbench_script($node, $mode, "SELECT pg_sleep($secs)$more;\n", 3);
+	die "pgbench: $lerr" unless $ok;
 	my ($avg) = $lout =~ /latency average = ([\d.]+) ms/;
 	my $q = "SELECT count(*), coalesce(avg(duration_ms), 0), coalesce(min(duration_ms), 0),
 	                min(queryid), bool_or(failed)
@@ -280,14 +290,9 @@ sub check_extended_multi
 	my ($node) = @_;
 	$node->safe_psql('postgres', q{CREATE TABLE rule_a (x int); CREATE TABLE rule_b (x int);
 		CREATE RULE rule_r AS ON INSERT TO rule_a DO ALSO INSERT INTO rule_b SELECT 1 FROM pg_sleep(0.3)});
-	my $script = PostgreSQL::Test::Utils::tempdir() . '/rule_extended.sql';
-	open(my $fh, '>', $script) or die "$script: $!";
-	print $fh "INSERT INTO rule_a SELECT 1 FROM pg_sleep(0.2);\n";
-	close($fh);
-	my ($lout, $lerr) = ('', '');
-	IPC::Run::run([ 'pgbench', '-n', '-M', 'extended', '-f', $script, '-c', '1', '-t', '2',
-			'-h', $node->host, '-p', $node->port, 'postgres' ],
-		'<', \undef, '>', \$lout, '2>', \$lerr) or die "pgbench: $lerr";
+	my ($ok, $lout, $lerr) = pgbench_script($node, 'extended',
+		"INSERT INTO rule_a SELECT 1 FROM pg_sleep(0.2);\n", 2);
+	die "pgbench: $lerr" unless $ok;
 	my $row = '';
 	wait_until(sub {
 		$row = $node->safe_psql('postgres',
@@ -305,14 +310,8 @@ sub check_extended_multi
 sub check_extended_error
 {
 	my ($node) = @_;
-	my $script = PostgreSQL::Test::Utils::tempdir() . '/timeout_extended.sql';
-	open(my $fh, '>', $script) or die "$script: $!";
-	print $fh "SET statement_timeout = '400ms';\nSELECT pg_sleep(2), 7, 8;\n";
-	close($fh);
-	my ($lout, $lerr) = ('', '');
-	IPC::Run::run([ 'pgbench', '-n', '-M', 'extended', '-f', $script, '-c', '1', '-t', '1',
-			'-h', $node->host, '-p', $node->port, 'postgres' ],
-		'<', \undef, '>', \$lout, '2>', \$lerr);
+	my (undef, undef, $lerr) = pgbench_script($node, 'extended',
+		"SET statement_timeout = '400ms';\nSELECT pg_sleep(2), 7, 8;\n", 1);
 	like($lerr, qr/canceling statement due to statement timeout/,
 		'-M extended: pgbench saw the statement time out');
 	my $row = '';
@@ -335,16 +334,11 @@ sub check_extended_error
 sub check_nested_portal
 {
 	my ($node, $s, $pid) = @_;
-	my $script = PostgreSQL::Test::Utils::tempdir() . '/nested_extended.sql';
-	open(my $fh, '>', $script) or die "$script: $!";
-	print $fh "PREPARE nested_a AS SELECT pg_sleep(0.2);\n"
-	  . "PREPARE nested_b AS SELECT pg_sleep(0.2), 1;\n"
-	  . "DO \$\$BEGIN EXECUTE 'EXECUTE nested_a'; EXECUTE 'EXECUTE nested_b'; END\$\$;\n";
-	close($fh);
-	my ($lout, $lerr) = ('', '');
-	IPC::Run::run([ 'pgbench', '-n', '-M', 'extended', '-f', $script, '-c', '1', '-t', '1',
-			'-h', $node->host, '-p', $node->port, 'postgres' ],
-		'<', \undef, '>', \$lout, '2>', \$lerr) or die "pgbench: $lerr";
+	my ($ok, $lout, $lerr) = pgbench_script($node, 'extended',
+		"PREPARE nested_a AS SELECT pg_sleep(0.2);\n"
+		  . "PREPARE nested_b AS SELECT pg_sleep(0.2), 1;\n"
+		  . "DO \$\$BEGIN EXECUTE 'EXECUTE nested_a'; EXECUTE 'EXECUTE nested_b'; END\$\$;\n", 1);
+	die "pgbench: $lerr" unless $ok;
 	my $dq = "SELECT string_agg(round(duration_ms)::text, ',') FROM pg_tracer_slow_statements
 	           WHERE query LIKE 'DO \$\$BEGIN EXECUTE%'";
 	my $do = '';
@@ -355,16 +349,12 @@ sub check_nested_portal
 	# a nested portal whose error an EXCEPTION block catches never reaches
 	# its end (an error at run time: 1/0 would fail at planning, before the
 	# portal runs): the DO block and the statement after it are still timed
-	$script = PostgreSQL::Test::Utils::tempdir() . '/nested_caught.sql';
-	open($fh, '>', $script) or die "$script: $!";
-	print $fh "PREPARE nested_fail AS SELECT 1 / (random() * 0)::int;\n"
-	  . "DO \$\$BEGIN BEGIN EXECUTE 'EXECUTE nested_fail'; EXCEPTION WHEN division_by_zero "
-	  . "THEN NULL; END; PERFORM pg_sleep(0.3); END\$\$;\n"
-	  . "SELECT pg_sleep(0.31), 'after a caught nested error';\n";
-	close($fh);
-	IPC::Run::run([ 'pgbench', '-n', '-M', 'extended', '-f', $script, '-c', '1', '-t', '1',
-			'-h', $node->host, '-p', $node->port, 'postgres' ],
-		'<', \undef, '>', \$lout, '2>', \$lerr) or die "pgbench: $lerr";
+	($ok, $lout, $lerr) = pgbench_script($node, 'extended',
+		"PREPARE nested_fail AS SELECT 1 / (random() * 0)::int;\n"
+		  . "DO \$\$BEGIN BEGIN EXECUTE 'EXECUTE nested_fail'; EXCEPTION WHEN division_by_zero "
+		  . "THEN NULL; END; PERFORM pg_sleep(0.3); END\$\$;\n"
+		  . "SELECT pg_sleep(0.31), 'after a caught nested error';\n", 1);
+	die "pgbench: $lerr" unless $ok;
 	my $cq = "SELECT string_agg(left(query, 12) || ' ' || round(duration_ms), ', ' ORDER BY query)
 	           FROM pg_tracer_slow_statements
 	          WHERE query LIKE 'DO \$\$BEGIN BEGIN EXECUTE%' OR query LIKE '%after a caught nested%'";
