@@ -16,7 +16,13 @@
  *		processes (the postmaster or a child of it): the owner's uid alone
  *		does not do, since other clusters may run under the same uid
  *		(containers without user namespaces) and must not reset this one's
- *		tables or spend its share of the escalation budget;
+ *		tables or spend its share of the escalation budget.  While the
+ *		cluster is detached (or its attached postmaster has exited unseen)
+ *		there is no process of it to be: each changing verb then has an
+ *		answer that changes nothing of another party's (escalation refused,
+ *		nothing reset, a DEESCALATE that ends no anomaly window);
+ *	  - a request whose client has closed its socket before it was read
+ *		(it gave up waiting) is dropped, not carried out;
  *	  - at most CTL_MAX_CONNS connections are open per cluster; further
  *		ones wait in the listen backlog, the listening socket out of the
  *		event loop until a slot frees.  When accept() runs out of

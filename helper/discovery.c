@@ -163,6 +163,7 @@ discovery_check_postmaster(pid_t pid, pm_info *out, char *err, size_t errlen)
 	proc_stat	ps;
 
 	memset(out, 0, sizeof(*out));
+	check_denied = 0;
 	if (procfs_read_stat(pid, &ps) < 0)
 	{
 		snprintf(err, errlen, "no process %d", (int) pid);

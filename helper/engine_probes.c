@@ -1037,9 +1037,11 @@ row_from(engine_row *r, const struct eng_key *key, const struct eng_val *val)
 	if (key->probe == ENG_LWLOCK_HOLD && (key->detail & ENG_LW_TRANCHE_ID))
 	{
 		tranche_name_by_id(key->pm, key->detail & 0xffff, r->k.name, sizeof(r->k.name));
+		tranche_name_by_id(key->pm, key->detail & 0xffff, r->name, sizeof(r->name));
 		r->k.detail = 0;
+		return;					/* the whole name, from its id */
 	}
-	else if (key->probe == ENG_LWLOCK_HOLD ||
+	if (key->probe == ENG_LWLOCK_HOLD ||
 			 (key->probe == ENG_LWLOCK_WAIT && key->name[0] == '\0' &&
 			  (key->obj[0] | key->obj[1]) != 0))
 	{

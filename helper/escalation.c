@@ -1056,14 +1056,19 @@ end_claims(esc_party party, int helper_too, int64_t now_us)
  *		has no claim left (escalation_party_gone ended them): closed=0.
  */
 static int
-deescalate(const pgt_request *r, esc_party party, int64_t now_us, char *out,
+deescalate(const pgt_request *r, esc_party party, uint32_t pm, int64_t now_us, char *out,
 		   size_t outlen)
 {
 	int			closed;
 
 	if (r->nargs != 1 || !word_ok(r->args[0]))
 		return respond(out, outlen, "ERR bad-argument usage: DEESCALATE <who>");
-	closed = end_claims(party, 1, now_us);
+	/*
+	 * Detached (pm 0), the caller may be no process of the cluster (none
+	 * is, then): its party's claims went with its postmaster, and it may
+	 * not end the anomaly rules' window for the others.
+	 */
+	closed = end_claims(party, pm != 0, now_us);
 	return respond(out, outlen, "OK closed=%d remaining=%d budget=%d mode=%s",
 				   closed, party_avail_s(party, now_us), esc.budget_s, escalation_mode_name());
 }
@@ -1104,7 +1109,7 @@ escalation_respond(const pgt_request *r, uint32_t pm, esc_party party, int64_t n
 	if (strcmp(r->verb, "ESCALATE") == 0)
 		return escalate(r, party, now_us, out, outlen);
 	if (strcmp(r->verb, "DEESCALATE") == 0)
-		return deescalate(r, party, now_us, out, outlen);
+		return deescalate(r, party, pm, now_us, out, outlen);
 	if (strcmp(r->verb, "EXACTRESET") == 0)
 	{
 		if (r->nargs != 0)

@@ -148,7 +148,8 @@ static const char status_usage[] =
 "  --format FORMAT    text (default) or json\n"
 "  -h, --help         show this help\n"
 "\n"
-"Exit status: 0 when at least one live helper was found, 3 when none.\n";
+"Exit status: 0 when at least one live helper was found, 3 when none, 4 when\n"
+"none was seen live but some segment could not be read (not root nor its owner).\n";
 
 /*
  * usage_error

@@ -568,7 +568,8 @@ helper_reset(const char *verb, const char *what, bool *emptied)
 
 	out[0] = err[0] = '\0';
 	rc = pgt_control_request(verb, out, sizeof(out), err, sizeof(err));
-	*emptied = (rc == PGT_CTL_OK);
+	/* "OK reset=0": nothing to empty (detached, no exact set), no publication to wait for */
+	*emptied = (rc == PGT_CTL_OK) && strstr(out, "reset=0") == NULL;
 	if (rc == PGT_CTL_OK || rc == PGT_CTL_NO_HELPER)
 		return true;
 	if (rc == PGT_CTL_REFUSED &&

@@ -173,7 +173,7 @@ static int	cmp_procwait(const void *a, const void *b);
 static void handle_reset(void);
 static void serve_reset(void);
 static PgtAshBucket *rotate(bool fine, int64 period, TimestampTz now);
-static void forget_future(int64 second, TimestampTz now);
+static int	forget_future(int64 second, TimestampTz now);
 static void session_begin(int slot, const Sample *s, TimestampTz now);
 static void session_end(int slot, TimestampTz now, PgtAshBucket *fb,
 						PgtAshBucket *cb);
@@ -627,6 +627,8 @@ sampler_tick(uint64 weight_us, TimestampTz now)
 	int			nprocs = read_procs();
 	int64		second = now / USECS_PER_SEC;
 	uint64		lost = 0;
+	int64		step_back_us = 0;
+	int			dropped = 0;
 	PgtAshBucket *fb;
 	PgtAshBucket *cb;
 	int			i;
@@ -643,7 +645,10 @@ sampler_tick(uint64 weight_us, TimestampTz now)
 	if (pg_atomic_read_u32(&pgt_ash->reset_requests) != pgt_ash->reset_served)
 		handle_reset();
 	if (pgt_ash->last_tick != 0 && second < pgt_ash->last_tick / USECS_PER_SEC)
-		forget_future(second, now);
+	{
+		step_back_us = pgt_ash->last_tick - now;
+		dropped = forget_future(second, now);
+	}
 	fb = rotate(true, second, now);
 	cb = rotate(false, second / PGT_ASH_COARSE_SECS, now);
 	pgt_seq_begin_write(&fb->seq);
@@ -661,6 +666,10 @@ sampler_tick(uint64 weight_us, TimestampTz now)
 		gc_sessions(now);
 		last_gc_second = second;
 	}
+	if (step_back_us > 0)
+		ereport(LOG,
+				(errmsg("pg_tracer sampler: the clock went back %.1f s; the history of the %d seconds from the new time on was dropped",
+						(double) step_back_us / 1e6, dropped)));
 	pgt_ash->ticks++;
 	pgt_ash->sampled_us += weight_us;
 	pgt_ash->lost_us += lost;
@@ -751,12 +760,15 @@ empty_bucket(PgtAshBucket *b, int64 period, TimestampTz now)
 /*
  * forget_future
  *		The wall clock went back (an NTP step, a VM's clock put right) to
- *		second: the buckets of the seconds after it would be found again,
- *		as their own period, when the clock gets there, and their samples
- *		counted twice with the new ones.  They are emptied (period 0: no
- *		window reads them), and the server log says so.
+ *		second: the buckets of that second and those after it would be
+ *		found again, as their own period, when the clock gets there, and
+ *		their samples counted twice with the new ones.  They are emptied
+ *		(period 0: no window reads them; the coarse bucket of second's
+ *		period goes too, with the part of it before the step).  Returns how
+ *		many fine buckets were dropped (the caller logs it, outside the
+ *		write section).
  */
-static void
+static int
 forget_future(int64 second, TimestampTz now)
 {
 	int64		coarse = second / PGT_ASH_COARSE_SECS;
@@ -767,7 +779,7 @@ forget_future(int64 second, TimestampTz now)
 	{
 		PgtAshBucket *b = pgt_ash_fine(pgt_ash, i);
 
-		if (b->period > second)
+		if (b->period >= second)
 		{
 			empty_bucket(b, 0, now);
 			dropped++;
@@ -777,12 +789,10 @@ forget_future(int64 second, TimestampTz now)
 	{
 		PgtAshBucket *b = pgt_ash_coarse(pgt_ash, i);
 
-		if (b->period > coarse)
+		if (b->period >= coarse)
 			empty_bucket(b, 0, now);
 	}
-	ereport(LOG,
-			(errmsg("pg_tracer sampler: the clock went back %.1f s; the history of the %d seconds after the new time was dropped",
-					(double) (pgt_ash->last_tick - now) / 1e6, dropped)));
+	return dropped;
 }
 
 /*

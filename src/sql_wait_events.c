@@ -186,20 +186,22 @@ snap_copy_window(AshSnap *snap, PgtCopyRegion *reg, int window_s, PgtAshTable **
 		PgtAshBucket *b = fine ? pgt_ash_fine(a, i) : pgt_ash_coarse(a, i);
 		PgtAshBucket *copy = palloc(stride);
 		PgtCopyRegion r;
+		bool		torn;
 
 		r.dst = copy;
 		r.src = b;
 		r.len = stride;
-		if (!pgt_seq_copy_quiet(&b->seq, &r, 1))
-		{
-			/* a torn row may pair one role's oid with another's figures */
-			snap->rows_whole = false;
-			pgt_seq_mixed_notice();
-		}
+		torn = !pgt_seq_copy_quiet(&b->seq, &r, 1);
 		if (copy->period < lo || copy->period > hi || copy->period == 0)
 		{
 			pfree(copy);
 			continue;
+		}
+		if (torn)
+		{
+			/* a torn row may pair one role's oid with another's figures */
+			snap->rows_whole = false;
+			pgt_seq_mixed_notice();
 		}
 		parts[nparts++] = &copy->table;
 		snap->covered_us += copy->elapsed_us;

@@ -827,6 +827,28 @@ test_clock_steps(void)
 	escalation_detach();
 }
 
+/*
+ * A DEESCALATE from a detached socket (no postmaster attached: its caller
+ * may be no process of the cluster) ends no anomaly window of the helper's;
+ * an attached cluster's does, as before.
+ */
+static void
+test_detached_deescalate(void)
+{
+	uint32_t	saved = ask_pm;
+
+	escalation_reset();
+	escalation_attach(fake_switch, NULL);
+	CHECK(escalation_auto(T0, 30, "test-anomaly") == 0);
+	ask_pm = 0;
+	CHECK(strncmp(ask(T0 + S, "DEESCALATE", 1, "alice", NULL, NULL), "OK closed=0 ", 12) == 0);
+	CHECK(escalation_active(), "the helper's window is still open");
+	ask_pm = saved;
+	CHECK(strncmp(ask(T0 + 2 * S, "DEESCALATE", 1, "alice", NULL, NULL), "OK closed=1 ", 12) == 0);
+	CHECK(!escalation_active());
+	escalation_detach();
+}
+
 int
 main(void)
 {
@@ -842,5 +864,6 @@ main(void)
 	test_clock_steps();
 	test_anomaly();
 	test_kernel_sets();
+	test_detached_deescalate();
 	UNIT_MAIN_END("test_escalation");
 }
