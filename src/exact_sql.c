@@ -606,15 +606,17 @@ Datum
 pg_tracer_reset_all(PG_FUNCTION_ARGS)
 {
 	bool		sampled = DatumGetBool(DirectFunctionCall1(pg_tracer_reset, (Datum) 0));
-	bool		emptied;
-	bool		probes = helper_reset("PROBERESET", "its kernel and engine rows", &emptied);
+	bool		probes_emptied;
+	bool		exact_emptied;
+	bool		probes = helper_reset("PROBERESET", "its kernel and engine rows",
+									  &probes_emptied);
 	int64		answered_us;
 	int			i;
 
-	if (!helper_reset("EXACTRESET", "its exact counters", &emptied))
+	if (!helper_reset("EXACTRESET", "its exact counters", &exact_emptied))
 		PG_RETURN_BOOL(false);
-	if (!emptied)
-		PG_RETURN_BOOL(sampled && probes);	/* no helper: nothing to wait for */
+	if (!probes_emptied && !exact_emptied)
+		PG_RETURN_BOOL(sampled && probes);	/* nothing emptied: nothing to wait for */
 	answered_us = GetCurrentTimestamp() + EXACT_EPOCH_DIFF_US;
 	for (i = 0; i < 200; i++)
 	{
